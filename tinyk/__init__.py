@@ -1,0 +1,40 @@
+"""tinyk: a small LLaMA-style decoder, taken apart section by section (course chapter 05).
+
+The model lives in :mod:`tinyk.model`, read top to bottom in the chapter's order;
+generation and the KV cache in :mod:`tinyk.generation`.
+"""
+
+from tinyk.generation import KVCache, expand_kv_heads, generate, kv_cache_bytes, last_valid_index
+from tinyk.model import (
+    MLP,
+    Attention,
+    CausalLMOutput,
+    DecoderLayer,
+    ModelConfig,
+    RMSNorm,
+    Transformer,
+    adjacent_to_half_order,
+    apply_rotary_emb,
+    apply_rotary_emb_half,
+    count_parameters,
+    count_parameters_naive,
+    parameter_budget,
+    permute_adjacent_to_half,
+    permute_half_to_adjacent,
+    precompute_freqs_cis,
+    repeat_kv,
+    reshape_for_broadcast,
+    rotate_half,
+    swiglu_hidden_dim,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MLP", "Attention", "CausalLMOutput", "DecoderLayer", "KVCache", "ModelConfig", "RMSNorm",
+    "Transformer", "adjacent_to_half_order", "apply_rotary_emb", "apply_rotary_emb_half",
+    "count_parameters", "count_parameters_naive", "expand_kv_heads", "generate",
+    "kv_cache_bytes", "last_valid_index", "parameter_budget", "permute_adjacent_to_half",
+    "permute_half_to_adjacent", "precompute_freqs_cis", "repeat_kv", "reshape_for_broadcast",
+    "rotate_half", "swiglu_hidden_dim",
+]

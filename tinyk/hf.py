@@ -1,0 +1,147 @@
+"""Conversion to and from Hugging Face ``transformers``' Llama (course sections 05.3 and 05.6).
+
+The two differ in names and in one real way: Hugging Face's RoPE pairs coordinate ``i``
+with ``i + d_h/2`` (``rotate_half``), ``tinyk`` pairs adjacent coordinates. The rows of
+``wq`` and ``wk`` are permuted on the way (per head; ``wk`` has ``H_kv`` heads), so the two
+models compute the same function. ``transformers`` is an optional dependency, imported
+only here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from tinyk.model import ModelConfig, Transformer, permute_adjacent_to_half, permute_half_to_adjacent
+
+if TYPE_CHECKING:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+__all__ = ["to_hf_config", "from_hf_config", "to_hf", "from_hf"]
+
+# tinyk name -> Hugging Face name, per layer ("{i}" is the layer index)
+_LAYER_NAMES = {
+    "attention.wq.weight": "self_attn.q_proj.weight",
+    "attention.wk.weight": "self_attn.k_proj.weight",
+    "attention.wv.weight": "self_attn.v_proj.weight",
+    "attention.wo.weight": "self_attn.o_proj.weight",
+    "feed_forward.w1.weight": "mlp.gate_proj.weight",
+    "feed_forward.w3.weight": "mlp.up_proj.weight",
+    "feed_forward.w2.weight": "mlp.down_proj.weight",
+    "attention_norm.weight": "input_layernorm.weight",
+    "ffn_norm.weight": "post_attention_layernorm.weight",
+}
+
+
+def _import_transformers():  # returns the transformers module
+    try:
+        import transformers
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError("tinyk.hf needs Hugging Face transformers: "
+                          "pip install transformers") from err
+    return transformers
+
+
+def to_hf_config(config: ModelConfig) -> LlamaConfig:
+    """A ``LlamaConfig`` for the same sizes; eps and weight tying set explicitly.
+
+    (``LlamaConfig`` defaults to ``rms_norm_eps=1e-6`` and untied weights; the Tiny-K
+    model uses its config's eps and always ties.)
+    """
+    transformers = _import_transformers()
+    return transformers.LlamaConfig(
+        vocab_size=config.vocab_size,
+        hidden_size=config.dim,
+        intermediate_size=config.mlp_hidden_dim,
+        num_hidden_layers=config.n_layers,
+        num_attention_heads=config.n_heads,
+        num_key_value_heads=config.n_kv_heads,
+        head_dim=config.head_dim,
+        max_position_embeddings=config.max_seq_len,
+        rms_norm_eps=config.norm_eps,
+        rope_theta=config.rope_theta,
+        tie_word_embeddings=True,
+        attention_bias=False,
+        mlp_bias=False,
+        attention_dropout=config.dropout,
+        hidden_act="silu",
+        pad_token_id=config.pad_token_id,
+    )
+
+
+def from_hf_config(hf_config: LlamaConfig) -> ModelConfig:
+    """The ``ModelConfig`` of a Llama config; refuses what Tiny-K cannot represent."""
+    problems = []
+    if not getattr(hf_config, "tie_word_embeddings", False):
+        problems.append("tie_word_embeddings=False (Tiny-K always ties the head)")
+    if getattr(hf_config, "attention_bias", False) or getattr(hf_config, "mlp_bias", False):
+        problems.append("biases in attention or MLP")
+    head_dim = getattr(hf_config, "head_dim", None)
+    if head_dim is not None and head_dim * hf_config.num_attention_heads != hf_config.hidden_size:
+        problems.append(f"head_dim={head_dim} != hidden_size / num_attention_heads")
+    rope = getattr(hf_config, "rope_parameters", None) or {}
+    if rope.get("rope_type", "default") != "default":
+        problems.append(f"rope_type={rope['rope_type']!r} (only plain RoPE)")
+    if problems:
+        raise ValueError("cannot convert this Llama config to Tiny-K: " + "; ".join(problems))
+    theta = rope.get("rope_theta", getattr(hf_config, "rope_theta", 10000.0))
+    pad = hf_config.pad_token_id if hf_config.pad_token_id is not None else 0
+    return ModelConfig(
+        dim=hf_config.hidden_size,
+        n_layers=hf_config.num_hidden_layers,
+        n_heads=hf_config.num_attention_heads,
+        n_kv_heads=hf_config.num_key_value_heads,
+        vocab_size=hf_config.vocab_size,
+        hidden_dim=hf_config.intermediate_size,
+        norm_eps=hf_config.rms_norm_eps,
+        max_seq_len=hf_config.max_position_embeddings,
+        dropout=float(hf_config.attention_dropout),
+        pad_token_id=pad,
+        rope_theta=float(theta),
+    )
+
+
+def to_hf(model: Transformer) -> LlamaForCausalLM:
+    """A ``LlamaForCausalLM`` computing the same logits as ``model`` (q/k rows permuted)."""
+    transformers = _import_transformers()
+    cfg = model.config
+    dtype = next(model.parameters()).dtype
+    hf = transformers.LlamaForCausalLM(to_hf_config(cfg)).to(dtype)
+    src = model.state_dict()
+    state = {"model.embed_tokens.weight": src["tok_embeddings.weight"],
+             "model.norm.weight": src["norm.weight"],
+             "lm_head.weight": src["tok_embeddings.weight"]}
+    for i in range(cfg.n_layers):
+        for ours, theirs in _LAYER_NAMES.items():
+            w = src[f"layers.{i}.{ours}"]
+            if ours == "attention.wq.weight":
+                w = permute_adjacent_to_half(w, cfg.n_heads)
+            elif ours == "attention.wk.weight":
+                w = permute_adjacent_to_half(w, cfg.n_kv_heads)
+            state[f"model.layers.{i}.{theirs}"] = w
+    hf.load_state_dict(state, strict=True)
+    hf.eval()
+    return hf
+
+
+def from_hf(hf_model: LlamaForCausalLM) -> Transformer:
+    """A Tiny-K :class:`Transformer` computing the same logits as a Llama model."""
+    cfg = from_hf_config(hf_model.config)
+    src = hf_model.state_dict()
+    dtype = src["model.embed_tokens.weight"].dtype
+    state = {"tok_embeddings.weight": src["model.embed_tokens.weight"],
+             "output.weight": src["model.embed_tokens.weight"],
+             "norm.weight": src["model.norm.weight"]}
+    for i in range(cfg.n_layers):
+        for ours, theirs in _LAYER_NAMES.items():
+            w = src[f"model.layers.{i}.{theirs}"]
+            if ours == "attention.wq.weight":
+                w = permute_half_to_adjacent(w, cfg.n_heads)
+            elif ours == "attention.wk.weight":
+                w = permute_half_to_adjacent(w, cfg.n_kv_heads)
+            state[f"layers.{i}.{ours}"] = w
+    model = Transformer(cfg).to(dtype)
+    with torch.no_grad():
+        model.load_state_dict(state, strict=True)
+    return model.eval()

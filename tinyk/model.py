@@ -1,0 +1,688 @@
+"""The Tiny-K decoder, bottom-up, in the order of chapter 05.
+
+Sections: 05.1 config, 05.2 RMSNorm, 05.3 RoPE, 05.4 ``repeat_kv`` and attention,
+05.5 SwiGLU and the decoder layer, 05.6 the transformer and its tied vocabulary head.
+Generation and the KV cache (``tinyk.generation``), the upstream's quirks
+(``tinyk.upstream``) and conversions (``tinyk.hf``) live beside this file and import it.
+
+Shape legend, used in every comment below:
+
+    B     batch                 T     length (tokens in this call)
+    d     model width (dim)     V     vocabulary size
+    H_q   query heads           H_kv  key/value heads
+    d_h   head width, d / H_q   m     MLP hidden width
+    L     layers                T_k   key length (cached tokens + T)
+
+State-dict names follow the upstream (``wq, wk, wv, wo, w1, w2, w3, attention_norm,
+ffn_norm``) so weights and lessons carry over; everything else is spelled out in words.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+if TYPE_CHECKING:
+    from tinyk.generation import KVCache
+
+__all__ = [
+    "ModelConfig",
+    "RMSNorm",
+    "precompute_freqs_cis",
+    "reshape_for_broadcast",
+    "apply_rotary_emb",
+    "rotate_half",
+    "apply_rotary_emb_half",
+    "adjacent_to_half_order",
+    "permute_adjacent_to_half",
+    "permute_half_to_adjacent",
+    "repeat_kv",
+    "Attention",
+    "MLP",
+    "DecoderLayer",
+    "Transformer",
+    "CausalLMOutput",
+    "swiglu_hidden_dim",
+    "count_parameters",
+    "count_parameters_naive",
+    "parameter_budget",
+    "padding_to_attention",
+]
+
+
+# ---------------------------------------------------------------------------
+# 05.1  Fix the sizes first
+# ---------------------------------------------------------------------------
+
+
+def swiglu_hidden_dim(dim: int, multiple_of: int, hidden_dim: int | None = None) -> int:
+    """MLP width ``m`` for model width ``dim`` (course section 05.5).
+
+    A plain FFN of width ``4d`` holds ``8d²`` weights; three matrices hold ``3dm``, so an
+    equal budget gives ``m ≈ 8d/3``. The upstream truncates that to an integer and rounds
+    it **up** to a multiple of ``multiple_of`` (a memory-layout choice, not maths).
+    An explicit ``hidden_dim`` skips the rule.
+
+    Example: ``swiglu_hidden_dim(768, 64) == 2048``.
+    """
+    if hidden_dim is not None:
+        return hidden_dim
+    budget_width = int(2 * (4 * dim) / 3)  # 8d/3, truncated like the upstream
+    return multiple_of * math.ceil(budget_width / multiple_of)
+
+
+def _check_positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"ModelConfig.{name}={value!r}: must be an int")
+    if value <= 0:
+        raise ValueError(f"ModelConfig.{name}={value}: must be a positive integer")
+
+
+@dataclass
+class ModelConfig:
+    """Every size of the decoder, validated once (course section 05.1).
+
+    Field names are the upstream's (``k_model.py``'s ``ModelConfig``). Derived at
+    construction: ``head_dim`` (``d_h = d / H_q``), ``n_rep`` (``H_q / H_kv``, query heads
+    per K/V head) and ``mlp_hidden_dim`` (``m``). A rule that fails raises ``ValueError``
+    naming the field, its value, the rule and what to change.
+
+    The defaults are the upstream's teaching setting (768 wide, 12 layers, 16 query heads,
+    8 K/V heads, 6144 tokens): not an official LLaMA 2 configuration. ``ModelConfig.tiny()``
+    is the course's CPU experiment.
+    """
+
+    model_type: ClassVar[str] = "Tiny-K"
+
+    dim: int = 768  # d
+    n_layers: int = 12  # L
+    n_heads: int = 16  # H_q
+    n_kv_heads: int | None = 8  # H_kv; None means H_kv = H_q (plain multi-head attention)
+    vocab_size: int = 6144  # V
+    hidden_dim: int | None = None  # m; None derives it from dim and multiple_of (05.5)
+    multiple_of: int = 64  # m is rounded up to a multiple of this
+    norm_eps: float = 1e-5  # RMSNorm's epsilon
+    max_seq_len: int = 512  # longest sequence; sizes the RoPE tables and the cache
+    dropout: float = 0.0
+    flash_attn: bool = True  # True: PyTorch's scaled_dot_product_attention; False: by hand
+    pad_token_id: int = 0
+    rope_theta: float = 10000.0  # RoPE base: omega_i = theta^(-2i/d_h)
+
+    head_dim: int = field(init=False)  # d_h
+    n_rep: int = field(init=False)  # H_q / H_kv
+    mlp_hidden_dim: int = field(init=False)  # m
+
+    def __post_init__(self) -> None:
+        if self.n_kv_heads is None:
+            self.n_kv_heads = self.n_heads
+        for name in ("dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size",
+                     "multiple_of", "max_seq_len"):
+            _check_positive_int(name, getattr(self, name))
+        if self.hidden_dim is not None:
+            _check_positive_int("hidden_dim", self.hidden_dim)
+        if self.dim % self.n_heads:
+            raise ValueError(
+                f"ModelConfig.dim={self.dim} is not divisible by n_heads={self.n_heads}: "
+                f"every query head gets d_h = dim / n_heads features, so dim % n_heads must "
+                f"be 0 (it is {self.dim % self.n_heads}); change dim or n_heads"
+            )
+        head_dim = self.dim // self.n_heads
+        if head_dim % 2:
+            raise ValueError(
+                f"ModelConfig.dim={self.dim} with n_heads={self.n_heads} gives "
+                f"head_dim={head_dim}, which is odd: RoPE rotates coordinates in pairs, so "
+                f"head_dim = dim / n_heads must be even; change dim or n_heads"
+            )
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(
+                f"ModelConfig.n_kv_heads={self.n_kv_heads} does not divide "
+                f"n_heads={self.n_heads}: grouped-query attention gives each K/V head an "
+                f"equal group of query heads, so n_heads % n_kv_heads must be 0; choose "
+                f"n_kv_heads among the divisors of {self.n_heads}"
+            )
+        if not isinstance(self.norm_eps, (int, float)) or not self.norm_eps > 0:
+            raise ValueError(
+                f"ModelConfig.norm_eps={self.norm_eps!r}: must be > 0 (it keeps RMSNorm "
+                f"from dividing by zero on an all-zero vector)"
+            )
+        if not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
+            raise ValueError(
+                f"ModelConfig.dropout={self.dropout!r}: must satisfy 0 <= dropout < 1 "
+                f"(a probability of zeroing an activation)"
+            )
+        if isinstance(self.pad_token_id, bool) or not isinstance(self.pad_token_id, int) \
+                or not 0 <= self.pad_token_id < self.vocab_size:
+            raise ValueError(
+                f"ModelConfig.pad_token_id={self.pad_token_id!r}: must be an id inside the "
+                f"vocabulary, 0 <= pad_token_id < vocab_size={self.vocab_size}"
+            )
+        if not isinstance(self.rope_theta, (int, float)) or not self.rope_theta > 1:
+            raise ValueError(f"ModelConfig.rope_theta={self.rope_theta!r}: must be > 1")
+        self.head_dim = head_dim
+        self.n_rep = self.n_heads // self.n_kv_heads
+        self.mlp_hidden_dim = swiglu_hidden_dim(self.dim, self.multiple_of, self.hidden_dim)
+
+    @classmethod
+    def upstream_default(cls) -> ModelConfig:
+        """The upstream's teaching default: 82,594,560 unique parameters."""
+        return cls()
+
+    @classmethod
+    def tiny(cls, vocab_size: int = 13, max_seq_len: int = 64) -> ModelConfig:
+        """The course's CPU experiment (05.7): ``d=32, H_q=4, H_kv=2, m=64, L=2``.
+
+        With the 13-symbol vocabulary of ``tinyk.data`` it has 19,008 unique parameters.
+        """
+        return cls(dim=32, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=vocab_size,
+                   hidden_dim=64, max_seq_len=max_seq_len)
+
+
+# ---------------------------------------------------------------------------
+# 05.2  RMSNorm rescales length, it does not subtract the mean
+# ---------------------------------------------------------------------------
+
+
+class RMSNorm(nn.Module):
+    """``y_i = γ_i x_i / r`` with ``r = sqrt(mean_j x_j² + ε)`` (course section 05.2).
+
+    No mean is subtracted and there is no bias: ``x = (3, 4)`` becomes ``(3, 4) / sqrt(12.5)``,
+    both still positive. Computes in float32 (or float64 for a float64 input), casts back to
+    the input dtype, *then* multiplies by the weight, as the upstream and Hugging Face do.
+    """
+
+    def __init__(self, dim: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))  # γ, one gain per feature
+
+    def _norm(self, x: Tensor) -> Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+    def forward(self, x: Tensor) -> Tensor:
+        # fp16/bf16 are upcast so x² cannot overflow; float64 is never downcast.
+        compute_dtype = torch.promote_types(x.dtype, torch.float32)
+        return self._norm(x.to(compute_dtype)).to(x.dtype) * self.weight
+
+
+# ---------------------------------------------------------------------------
+# 05.3  RoPE: relative offset inside the dot product
+# ---------------------------------------------------------------------------
+
+
+def precompute_freqs_cis(
+    dim: int, end: int, theta: float = 10000.0, dtype: torch.dtype = torch.float32
+) -> tuple[Tensor, Tensor]:
+    """Real cos/sin tables of RoPE, each ``end × dim/2`` (course section 05.3).
+
+    ``dim`` is the **head width** ``d_h``, not the model width: pair ``i`` of a head turns
+    at ``ω_i = theta^(-2i/d_h)``, and row ``t`` holds ``cos(t ω_i)`` / ``sin(t ω_i)``.
+    Passing ``d`` builds tables ``d/2`` wide that no longer fit a head (05.3 shows it).
+    """
+    if dim <= 0 or dim % 2:
+        raise ValueError(f"precompute_freqs_cis: dim={dim} must be a positive even head "
+                         f"width (RoPE rotates pairs of coordinates)")
+    omega = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=dtype) / dim))  # d_h/2
+    angles = torch.outer(torch.arange(end, dtype=dtype), omega)  # end × d_h/2
+    return torch.cos(angles), torch.sin(angles)
+
+
+def reshape_for_broadcast(freqs: Tensor, x: Tensor) -> Tensor:
+    """View a RoPE table so it broadcasts against ``x`` of shape ``B×T×H×d_h/2``.
+
+    ``T×d_h/2`` (one position per step, shared by the batch) becomes ``1×T×1×d_h/2``;
+    ``B×T×d_h/2`` (each row its own positions, e.g. left padding) becomes ``B×T×1×d_h/2``.
+    """
+    if x.ndim != 4:
+        raise ValueError(f"reshape_for_broadcast: x must be B×T×H×d_h/2, got {tuple(x.shape)}")
+    if freqs.ndim == 2 and freqs.shape == (x.shape[1], x.shape[-1]):
+        return freqs.view(1, x.shape[1], 1, x.shape[-1])  # 1×T×1×d_h/2
+    if freqs.ndim == 3 and freqs.shape[1:] == (x.shape[1], x.shape[-1]):
+        return freqs.unsqueeze(2)  # B×T×1×d_h/2
+    raise ValueError(
+        f"reshape_for_broadcast: table of shape {tuple(freqs.shape)} does not fit "
+        f"x of shape {tuple(x.shape)}; expected (T, d_h/2) = ({x.shape[1]}, {x.shape[-1]}) "
+        f"or (B, T, d_h/2); was the table built from the model width instead of d_h?"
+    )
+
+
+def _rotate_adjacent(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    # x: B×T×H×d_h, pairs (x0, x1), (x2, x3), ...
+    x_re, x_im = x.reshape(*x.shape[:-1], -1, 2).unbind(-1)  # each B×T×H×d_h/2
+    cos, sin = reshape_for_broadcast(cos, x_re), reshape_for_broadcast(sin, x_re)
+    out_re = x_re * cos - x_im * sin
+    out_im = x_re * sin + x_im * cos
+    return torch.stack([out_re, out_im], dim=-1).flatten(3)  # B×T×H×d_h/2×2 -> B×T×H×d_h
+
+
+def apply_rotary_emb(xq: Tensor, xk: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
+    """Rotate each **adjacent** pair of q and k by its position's angle (05.3).
+
+    ``xq``: ``B×T×H_q×d_h``, ``xk``: ``B×T×H_kv×d_h``; ``cos``/``sin``: ``T×d_h/2`` rows of
+    the tables for the positions of these ``T`` tokens (for cached decoding, the rows
+    ``start_pos:start_pos+T``, never restarting at 0), or ``B×T×d_h/2`` for per-row
+    positions. "Real/imaginary" parts are only names: everything is a real tensor.
+    """
+    return (_rotate_adjacent(xq, cos, sin).type_as(xq),
+            _rotate_adjacent(xk, cos, sin).type_as(xk))
+
+
+def rotate_half(x: Tensor) -> Tensor:
+    """``(x1, x2) -> (-x2, x1)`` for the two halves of the last axis (Hugging Face's RoPE)."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary_emb_half(xq: Tensor, xk: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
+    """RoPE in the half-split convention: coordinate ``i`` pairs with ``i + d_h/2`` (05.3).
+
+    Same tables and shapes as :func:`apply_rotary_emb`. Applied to vectors permuted by
+    :func:`adjacent_to_half_order`, it gives the adjacent convention's result, permuted.
+    """
+    def rotate(x: Tensor) -> Tensor:
+        half = x[..., : x.shape[-1] // 2]  # B×T×H×d_h/2, only for its shape
+        c, s = reshape_for_broadcast(cos, half), reshape_for_broadcast(sin, half)
+        c, s = torch.cat((c, c), dim=-1), torch.cat((s, s), dim=-1)  # angle of i and i + d_h/2
+        return x * c + rotate_half(x) * s
+
+    return rotate(xq).type_as(xq), rotate(xk).type_as(xk)
+
+
+def adjacent_to_half_order(head_dim: int) -> Tensor:
+    """Index order taking a head from adjacent pairs to half-split: ``[0, 2, 4, …, 1, 3, 5, …]``.
+
+    ``x_half = x_adjacent[..., adjacent_to_half_order(d_h)]``: the first coordinate of
+    every pair goes to the first half, the second to the second half.
+    """
+    return torch.cat((torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)))
+
+
+def permute_adjacent_to_half(w: Tensor, n_heads: int) -> Tensor:
+    """Reorder the output rows of a q or k projection from adjacent to half-split (05.3).
+
+    ``w``: ``(n_heads·d_h) × d`` (``n_heads`` is ``H_kv`` for ``wk``). This is the
+    conversion Meta/llama.cpp weights need before Hugging Face's ``rotate_half`` RoPE.
+    """
+    out_features, in_features = w.shape
+    d_h = out_features // n_heads
+    # H×(d_h/2)×2×d  ->  H×2×(d_h/2)×d: second coordinates of all pairs move to the back half
+    return w.view(n_heads, d_h // 2, 2, in_features).transpose(1, 2).reshape(out_features, in_features)
+
+
+def permute_half_to_adjacent(w: Tensor, n_heads: int) -> Tensor:
+    """Inverse of :func:`permute_adjacent_to_half`: Hugging Face layout back to adjacent pairs."""
+    out_features, in_features = w.shape
+    d_h = out_features // n_heads
+    # H×2×(d_h/2)×d  ->  H×(d_h/2)×2×d
+    return w.view(n_heads, 2, d_h // 2, in_features).transpose(1, 2).reshape(out_features, in_features)
+
+
+# ---------------------------------------------------------------------------
+# 05.4  GQA reduces K/V heads, not Q heads
+# ---------------------------------------------------------------------------
+
+
+def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
+    """Give every query head its K/V head: ``B×T×H_kv×d_h -> B×T×(H_kv·n_rep)×d_h`` (05.4).
+
+    Equivalent to ``torch.repeat_interleave(x, n_rep, dim=2)``. Each K/V head serves a
+    **contiguous** group of query heads; with ``H_q = 4, H_kv = 2``::
+
+        query head   0  1  2  3
+        K/V head     0  0  1  1      (not 0 1 0 1, which silently regroups the heads)
+    """
+    if n_rep == 1:
+        return x
+    B, T, n_kv_heads, head_dim = x.shape
+    return (
+        x[:, :, :, None, :]  # B×T×H_kv×1×d_h: a new axis for the copies
+        .expand(B, T, n_kv_heads, n_rep, head_dim)  # B×T×H_kv×n_rep×d_h, no copy yet
+        .reshape(B, T, n_kv_heads * n_rep, head_dim)  # B×T×H_q×d_h, head h reads K/V head h // n_rep
+    )
+
+
+class Attention(nn.Module):
+    """Causal grouped-query self-attention (course section 05.4).
+
+    ``wq``: ``d -> H_q·d_h``; ``wk``, ``wv``: ``d -> H_kv·d_h`` (the GQA saving);
+    ``wo``: ``H_q·d_h -> d``, the projection back into the residual stream.
+
+    Two paths compute the same thing: ``config.flash_attn=True`` calls PyTorch's
+    ``scaled_dot_product_attention`` (which picks a kernel for the device: on a CPU, not
+    FlashAttention), ``False`` runs the matrix products by hand. On both, a query row
+    with no allowed key (a left-padding position) gives zeros, never NaN.
+    """
+
+    def __init__(self, config: ModelConfig, layer_id: int = 0) -> None:
+        super().__init__()
+        self.layer_id = layer_id
+        self.n_heads = config.n_heads
+        self.n_kv_heads = config.n_kv_heads
+        self.head_dim = config.head_dim
+        self.n_rep = config.n_rep
+        self.wq = nn.Linear(config.dim, config.n_heads * config.head_dim, bias=False)
+        self.wk = nn.Linear(config.dim, config.n_kv_heads * config.head_dim, bias=False)
+        self.wv = nn.Linear(config.dim, config.n_kv_heads * config.head_dim, bias=False)
+        self.wo = nn.Linear(config.n_heads * config.head_dim, config.dim, bias=False)
+        self.dropout = config.dropout
+        self.attn_dropout = nn.Dropout(config.dropout)
+        self.resid_dropout = nn.Dropout(config.dropout)
+        self.flash = config.flash_attn  # the config switch, really read
+
+    def forward(
+        self,
+        x: Tensor,
+        cos: Tensor,
+        sin: Tensor,
+        mask: Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> Tensor:
+        """``x``: ``B×T×d`` -> ``B×T×d``.
+
+        ``mask``: ``None`` for attention without padding (causal over this call's ``T``
+        tokens; a single new token sees the whole cache), or a
+        boolean ``B×1×T×T_k`` (True = may attend) that already holds causality and
+        padding; build it with :func:`padding_to_attention`. ``cache``: appends this
+        call's K/V (unexpanded, ``B×T×H_kv×d_h``) and attends over everything stored.
+        """
+        B, T, _ = x.shape
+        q = self.wq(x).view(B, T, self.n_heads, self.head_dim)  # B×T×H_q×d_h
+        k = self.wk(x).view(B, T, self.n_kv_heads, self.head_dim)  # B×T×H_kv×d_h
+        v = self.wv(x).view(B, T, self.n_kv_heads, self.head_dim)  # B×T×H_kv×d_h
+        q, k = apply_rotary_emb(q, k, cos, sin)
+        if cache is not None:
+            k, v = cache.update(self.layer_id, k, v)  # B×T_k×H_kv×d_h, stored unexpanded
+        k, v = repeat_kv(k, self.n_rep), repeat_kv(v, self.n_rep)  # B×T_k×H_q×d_h
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # B×H_q×T×d_h
+        dropout_p = self.dropout if self.training else 0.0
+        if self.flash:
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=mask is None and T > 1
+            )  # B×H_q×T×d_h; a fully masked row comes back as zeros (PyTorch >= 2.5)
+        else:
+            out = self._attention_by_hand(q, k, v, mask)
+        out = out.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim)  # B×T×H_q·d_h
+        return self.resid_dropout(self.wo(out))
+
+    def _attention_by_hand(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
+        T, T_k = q.shape[-2], k.shape[-2]
+        if mask is None:
+            mask = torch.ones(T, T_k, dtype=torch.bool, device=q.device).tril(T_k - T)  # T×T_k
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)  # B×H_q×T×T_k
+        # The smallest finite value, not -inf: a row with no allowed key then softmaxes to a
+        # uniform row instead of 0/0 = NaN, and zeroing the blocked entries leaves zeros.
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        probs = torch.softmax(scores.float(), dim=-1).type_as(q).masked_fill(~mask, 0.0)
+        return self.attn_dropout(probs) @ v  # B×H_q×T×d_h
+
+
+# ---------------------------------------------------------------------------
+# 05.5  SwiGLU, and one decoder layer
+# ---------------------------------------------------------------------------
+
+
+class MLP(nn.Module):
+    """SwiGLU feed-forward: ``W2(SiLU(x W1) ⊙ x W3)`` (course section 05.5).
+
+    ``w1`` (gate) and ``w3`` (up) map ``B×T×d -> B×T×m``; the gate ``SiLU(z) = z σ(z)``
+    scales the up branch element by element; ``w2`` (down) maps back to ``B×T×d`` and is
+    the projection into the residual stream. Order: gate, down-projection, dropout.
+    """
+
+    def __init__(self, dim: int, hidden_dim: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.w1 = nn.Linear(dim, hidden_dim, bias=False)
+        self.w2 = nn.Linear(hidden_dim, dim, bias=False)
+        self.w3 = nn.Linear(dim, hidden_dim, bias=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.dropout(self.w2(F.silu(self.w1(x)) * self.w3(x)))
+
+
+class DecoderLayer(nn.Module):
+    """One pre-norm block: ``h = x + A(norm(x))``, ``y = h + M(norm(h))`` (section 05.5).
+
+    Both sums add back the state that entered that half of the block, so the residual
+    stream is never overwritten.
+    """
+
+    def __init__(self, layer_id: int, config: ModelConfig) -> None:
+        super().__init__()
+        self.layer_id = layer_id
+        self.attention_norm = RMSNorm(config.dim, eps=config.norm_eps)
+        self.attention = Attention(config, layer_id)
+        self.ffn_norm = RMSNorm(config.dim, eps=config.norm_eps)
+        self.feed_forward = MLP(config.dim, config.mlp_hidden_dim, config.dropout)
+
+    def forward(
+        self,
+        x: Tensor,
+        cos: Tensor,
+        sin: Tensor,
+        mask: Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> Tensor:
+        h = x + self.attention(self.attention_norm(x), cos, sin, mask, cache)  # B×T×d
+        return h + self.feed_forward(self.ffn_norm(h))  # B×T×d
+
+
+# ---------------------------------------------------------------------------
+# 05.6  The vocabulary head, tied weights, and the output protocol
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class CausalLMOutput:
+    """What :class:`Transformer` returns: a fresh object per call, never a shared one.
+
+    ``logits``: ``B×T×V`` (or ``B×k×V`` with ``logits_to_keep=k``); ``loss``: a scalar
+    mean over counted tokens when ``labels`` were given, else ``None``.
+    """
+
+    logits: Tensor
+    loss: Tensor | None = None
+
+    def __getitem__(self, key: str) -> Tensor | None:
+        return getattr(self, key)
+
+
+def padding_to_attention(valid: Tensor, query_len: int) -> Tensor:
+    """Combine causality and a ``B×T_k`` valid-token mask into ``B×1×T×T_k`` booleans.
+
+    The query tokens are the last ``query_len`` of the ``T_k`` keys (earlier ones are in
+    the cache). Query ``i`` may attend key ``j`` when ``j`` is a real token and
+    ``j <= i + (T_k - T)``. A padding query row may end up with no allowed key at all.
+    """
+    key_len = valid.shape[-1]
+    causal = torch.ones(query_len, key_len, dtype=torch.bool, device=valid.device)
+    causal = causal.tril(key_len - query_len)  # T×T_k
+    return causal[None, None] & valid[:, None, None, :]  # 1×1×T×T_k & B×1×1×T_k -> B×1×T×T_k
+
+
+def _valid_tokens(attention_mask: Tensor, batch: int, key_len: int) -> Tensor:
+    """Read a user's ``attention_mask`` as ``B×T_k`` booleans (True = real token).
+
+    Accepted: bool or integer 0/1 flags (Hugging Face's convention), or a floating
+    **additive** mask holding only 0 (allowed) and -inf (blocked). Anything else is
+    refused: floats with 1.0 are flags in the wrong dtype, other values are biases this
+    model does not apply, and a silent guess would be wrong one way or the other.
+    """
+    if attention_mask.shape != (batch, key_len):
+        raise ValueError(
+            f"attention_mask has shape {tuple(attention_mask.shape)}; expected (B, T_k) = "
+            f"({batch}, {key_len}): one entry per token, cached tokens included"
+        )
+    if attention_mask.dtype == torch.bool:
+        return attention_mask
+    if not attention_mask.is_floating_point():
+        if not ((attention_mask == 0) | (attention_mask == 1)).all():
+            raise ValueError("attention_mask of integer dtype must hold only 0 (padding) "
+                             "and 1 (real token)")
+        return attention_mask == 1
+    blocked = attention_mask == float("-inf")
+    if not ((attention_mask == 0) | blocked).all():
+        raise ValueError(
+            "attention_mask is floating point, so it is read as an additive mask: 0 for an "
+            "allowed position, -inf for a blocked one. It holds other values (e.g. 1.0 "
+            "flags or finite biases). Pass valid-token flags as torch.bool or torch.long "
+            "0/1 instead."
+        )
+    return ~blocked
+
+
+class Transformer(nn.Module):
+    """The whole decoder: embedding, ``L`` decoder layers, final norm, tied head (05.6).
+
+    ``output.weight`` **is** ``tok_embeddings.weight`` (one ``V×d`` matrix, counted once).
+    The RoPE tables are ``persistent=False`` buffers: they follow ``.to()`` but are absent
+    from ``state_dict`` and are rebuilt from the config.
+
+    Init: every weight ``N(0, 0.02)``; the two projections that write into the residual
+    stream (``wo`` and ``w2``) ``N(0, 0.02/sqrt(2L))``, so the stream's scale at init does
+    not grow with depth. (The upstream scales ``w3`` instead: see ``tinyk.upstream``.)
+    """
+
+    config_class = ModelConfig
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.tok_embeddings = nn.Embedding(config.vocab_size, config.dim)
+        self.dropout = nn.Dropout(config.dropout)
+        self.layers = nn.ModuleList(DecoderLayer(i, config) for i in range(config.n_layers))
+        self.norm = RMSNorm(config.dim, eps=config.norm_eps)
+        self.output = nn.Linear(config.dim, config.vocab_size, bias=False)
+        self.output.weight = self.tok_embeddings.weight  # tied: one matrix, two roles
+        cos, sin = precompute_freqs_cis(config.head_dim, config.max_seq_len, config.rope_theta)
+        self.register_buffer("freqs_cos", cos, persistent=False)  # max_seq_len × d_h/2
+        self.register_buffer("freqs_sin", sin, persistent=False)
+        self.apply(self._init_weights)
+        residual_std = 0.02 / math.sqrt(2 * config.n_layers)
+        for name, p in self.named_parameters():
+            if name.endswith(("w2.weight", "wo.weight")):
+                nn.init.normal_(p, mean=0.0, std=residual_std)
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        labels: Tensor | None = None,
+        *,
+        cache: KVCache | None = None,
+        logits_to_keep: int = 0,
+    ) -> CausalLMOutput:
+        """Logits for every position, and the loss when ``labels`` are given.
+
+        ``input_ids``: ``B×T`` token ids. ``attention_mask``: ``B×T_k`` valid-token flags
+        (bool or 0/1), or an additive float mask of 0/-inf, where ``T_k`` counts cached
+        tokens too. Each row's positions count its real tokens only, so a left-padded
+        prompt gets the same RoPE angles as the same prompt alone.
+        ``labels``: ``B×T``, **unshifted** like Hugging Face (position ``t`` predicts
+        ``labels[:, t+1]``), ``-100`` = not counted; the loss is the mean over counted
+        tokens, and ``0.0`` (not 0/0) when nothing is counted.
+        ``cache``: a :class:`tinyk.generation.KVCache`; this call's tokens are appended
+        at ``cache.length``. ``logits_to_keep``: if ``k > 0``, only the last ``k``
+        positions' logits are computed (generation needs one).
+        """
+        if input_ids.ndim != 2 or input_ids.dtype not in (torch.long, torch.int32, torch.int64):
+            raise ValueError(f"input_ids must be a B×T tensor of integer ids, got shape "
+                             f"{tuple(input_ids.shape)} and dtype {input_ids.dtype}")
+        B, T = input_ids.shape
+        start_pos = cache.length if cache is not None else 0
+        if T == 0:
+            raise ValueError("input_ids has length 0: there is nothing to predict from")
+        if start_pos + T > self.config.max_seq_len:
+            raise ValueError(
+                f"{start_pos + T} tokens ({start_pos} cached + {T} new) exceed "
+                f"max_seq_len={self.config.max_seq_len}; crop the input (generate() does "
+                f"this without a cache) or build the model with a larger max_seq_len"
+            )
+        lo, hi = int(input_ids.min()), int(input_ids.max())
+        if lo < 0 or hi >= self.config.vocab_size:
+            raise ValueError(f"input_ids holds ids in [{lo}, {hi}]; the vocabulary is "
+                             f"0..{self.config.vocab_size - 1}")
+
+        if attention_mask is None:
+            # Positions start_pos..start_pos+T-1, shared by every row: slice the tables.
+            cos = self.freqs_cos[start_pos : start_pos + T]  # T×d_h/2
+            sin = self.freqs_sin[start_pos : start_pos + T]
+            # No padding: plain causal attention (T > 1 from position 0), or one new token
+            # that may see every cached one; only a chunk after a cache needs a matrix.
+            mask = None if start_pos == 0 or T == 1 else padding_to_attention(
+                torch.ones(B, start_pos + T, dtype=torch.bool, device=input_ids.device), T)
+        else:
+            valid = _valid_tokens(attention_mask, B, start_pos + T)  # B×T_k
+            # A row's position counts its real tokens: left padding does not shift RoPE.
+            positions = (valid.long().cumsum(-1) - 1).clamp(min=0)[:, start_pos:]  # B×T
+            cos, sin = self.freqs_cos[positions], self.freqs_sin[positions]  # B×T×d_h/2
+            mask = padding_to_attention(valid, T)  # B×1×T×T_k
+
+        h = self.dropout(self.tok_embeddings(input_ids))  # B×T×d
+        for layer in self.layers:
+            h = layer(h, cos, sin, mask, cache)  # B×T×d
+        if cache is not None:
+            cache.advance(T)
+        h = self.norm(h)
+        if logits_to_keep > 0:
+            h = h[:, -logits_to_keep:]  # B×k×d
+        logits = self.output(h)  # B×T×V
+
+        loss = None
+        if labels is not None:
+            if labels.shape != input_ids.shape:
+                raise ValueError(f"labels has shape {tuple(labels.shape)}; expected the shape "
+                                 f"of input_ids, {tuple(input_ids.shape)} (unshifted)")
+            if logits.shape[1] != T:
+                raise ValueError("labels need logits at every position: use logits_to_keep=0")
+            loss = causal_lm_loss(logits, labels)
+        return CausalLMOutput(logits=logits, loss=loss)
+
+
+def causal_lm_loss(logits: Tensor, labels: Tensor, ignore_index: int = -100) -> Tensor:
+    """Mean next-token cross-entropy over counted tokens; 0.0 when none is counted.
+
+    ``logits``: ``B×T×V``; ``labels``: ``B×T`` unshifted (shifted here by one).
+    """
+    shift_logits = logits[:, :-1].reshape(-1, logits.shape[-1]).float()  # B·(T-1)×V
+    shift_labels = labels[:, 1:].reshape(-1)  # B·(T-1)
+    total = F.cross_entropy(shift_logits, shift_labels, ignore_index=ignore_index,
+                            reduction="sum")
+    counted = (shift_labels != ignore_index).sum()
+    return total / counted.clamp(min=1)  # no 0/0: an empty batch contributes 0
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Unique parameters: a tied matrix is counted once (course section 05.6)."""
+    return sum(p.numel() for p in model.parameters())  # parameters() skips repeats
+
+
+def count_parameters_naive(model: nn.Module) -> int:
+    """Every parameter *name*: the tied embedding/head matrix is counted twice."""
+    return sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False))
+
+
+def parameter_budget(config: ModelConfig) -> dict[str, int]:
+    """Parameter counts of a config, computed from the formulas without building it.
+
+    Keys: ``embedding`` (``V·d``, shared with the head), ``attention`` (per layer:
+    ``2·d·H_q·d_h + 2·d·H_kv·d_h``), ``mlp`` (per layer: ``3·d·m``), ``norms`` (all
+    layers plus the final one), ``total`` (unique) and ``naive`` (head counted again).
+    """
+    d, d_h = config.dim, config.head_dim
+    attention = 2 * d * config.n_heads * d_h + 2 * d * config.n_kv_heads * d_h
+    mlp = 3 * d * config.mlp_hidden_dim
+    norms = (2 * config.n_layers + 1) * d
+    embedding = config.vocab_size * d
+    total = embedding + config.n_layers * (attention + mlp) + norms
+    return {"embedding": embedding, "attention": attention, "mlp": mlp, "norms": norms,
+            "total": total, "naive": total + embedding}
