@@ -396,14 +396,16 @@ class Attention(nn.Module):
         q, k = apply_rotary_emb(q, k, cos, sin)
         if cache is not None:
             k, v = cache.update(self.layer_id, k, v)  # B×T_k×H_kv×d_h, stored unexpanded
-        k, v = repeat_kv(k, self.n_rep), repeat_kv(v, self.n_rep)  # B×T_k×H_q×d_h
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # B×H_q×T×d_h
         dropout_p = self.dropout if self.training else 0.0
         if self.flash:
+            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # B×H×T×d_h
             out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=mask is None and T > 1
+                q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=mask is None and T > 1,
+                enable_gqa=self.n_rep > 1,
             )  # B×H_q×T×d_h; a fully masked row comes back as zeros (PyTorch >= 2.5)
         else:
+            k, v = repeat_kv(k, self.n_rep), repeat_kv(v, self.n_rep)  # B×T_k×H_q×d_h
+            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # B×H_q×T×d_h
             out = self._attention_by_hand(q, k, v, mask)
         out = out.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim)  # B×T×H_q·d_h
         return self.resid_dropout(self.wo(out))
@@ -653,11 +655,11 @@ def causal_lm_loss(logits: Tensor, labels: Tensor, ignore_index: int = -100) -> 
 
     ``logits``: ``B×T×V``; ``labels``: ``B×T`` unshifted (shifted here by one).
     """
-    shift_logits = logits[:, :-1].reshape(-1, logits.shape[-1]).float()  # B·(T-1)×V
-    shift_labels = labels[:, 1:].reshape(-1)  # B·(T-1)
-    total = F.cross_entropy(shift_logits, shift_labels, ignore_index=ignore_index,
-                            reduction="sum")
-    counted = (shift_labels != ignore_index).sum()
+    # Shift the labels, not the logits: no copy of the B×T×V tensor.
+    shifted = F.pad(labels[:, 1:], (0, 1), value=ignore_index).reshape(-1)  # B·T, last: ignored
+    total = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), shifted,
+                            ignore_index=ignore_index, reduction="sum")
+    counted = (shifted != ignore_index).sum()
     return total / counted.clamp(min=1)  # no 0/0: an empty batch contributes 0
 
 
