@@ -352,9 +352,10 @@ class Attention(nn.Module):
     ``wo``: ``H_q·d_h -> d``, the projection back into the residual stream.
 
     Two paths compute the same thing: ``config.flash_attn=True`` calls PyTorch's
-    ``scaled_dot_product_attention`` (which picks a kernel for the device: on a CPU, not
-    FlashAttention), ``False`` runs the matrix products by hand. On both, a query row
-    with no allowed key (a left-padding position) gives zeros, never NaN.
+    ``scaled_dot_product_attention`` with its own grouping (``enable_gqa``; PyTorch picks a
+    kernel for the device: on a CPU, not FlashAttention); ``False`` expands K/V with
+    :func:`repeat_kv` and runs the matrix products by hand. On both, a query row with no
+    allowed key (a left-padding position) gives zeros, never NaN.
     """
 
     def __init__(self, config: ModelConfig, layer_id: int = 0) -> None:
