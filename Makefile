@@ -1,0 +1,50 @@
+# The two commands of the README: `make book` and `make test`.
+# Both create .venv and install requirements.txt and tinyk on first use (a stamp file
+# makes later runs skip the install until requirements.txt or pyproject.toml changes).
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+STAMP := $(VENV)/.installed
+export PATH := $(BIN):$(PATH)
+
+.PHONY: book test setup lint unit notebooks site-build site-check clean
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build .
+	@echo
+	@echo "Built _build/html. Open _build/html/index.html, or serve it and browse http://localhost:8000 :"
+	@echo "  $(VENV)/bin/python -m http.server --directory _build/html 8000"
+
+test: $(STAMP)
+	$(MAKE) lint unit notebooks site-build site-check
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m tinyk.course check
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -m "not site" -n 2 tests
+
+notebooks: $(STAMP)
+	$(BIN)/python -m pytest --nbmake --nbmake-timeout=300 -n 2 notebooks
+
+site-build: $(STAMP)
+	rm -rf _build
+	$(BIN)/jupyter-book build --all -W -n --keep-going .
+
+site-check: $(STAMP)
+	$(BIN)/python -m pytest -m site tests
+
+clean:
+	rm -rf _build

@@ -1,0 +1,123 @@
+"""Checks on the built site ``_build/html``, each returning readable problem lines.
+
+Used by ``test_site.py`` on the real build and by ``test_meta.py`` on pages made to fail.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from bs4 import BeautifulSoup
+
+from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN, source_text
+
+# A MyST directive or role that reached the page as text instead of being rendered.
+RAW_MYST = re.compile(r"(```|:::)\s*\{[a-z][\w:-]*\}|\{[a-z][\w:-]*\}`[^`]+`|^\s*\{(warning|note|tip|"
+                      r"admonition|glossary|bibliography|exercise|solution|figure|math)\}", re.M)
+COLAB = re.compile(r"^https://colab\.research\.google\.com/github/([^/]+)/([^/]+)/blob/([^/]+)/(.+)$")
+
+
+def pages(html_dir: Path) -> list[Path]:
+    return sorted(p for p in html_dir.rglob("*.html") if "_static" not in p.parts)
+
+
+def visible_text(page: Path) -> str:
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    for tag in soup(["script", "style", "noscript"]):
+        tag.decompose()
+    return soup.get_text("\n")
+
+
+def raw_directives(html_dir: Path) -> list[str]:
+    problems = []
+    for page in pages(html_dir):
+        for match in RAW_MYST.finditer(visible_text(page)):
+            problems.append(f"{page.relative_to(html_dir)}: raw MyST text {match.group(0)!r}")
+    return problems
+
+
+def hidden_test_lines(notebook_dir: Path) -> set[str]:
+    """Every substantial line inside a hidden-test block of the chapter notebooks."""
+    lines = set()
+    for path in notebook_dir.glob("*.ipynb"):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            inside = False
+            for line in source_text(cell).splitlines():
+                if line.strip() == BEGIN_HIDDEN:
+                    inside = True
+                elif line.strip() == END_HIDDEN:
+                    inside = False
+                elif inside and len(line.strip()) > 12:
+                    lines.add(line.strip())
+    return lines
+
+
+def leaked_grading_text(html_dir: Path, notebook_dir: Path) -> list[str]:
+    """nbgrader markers on a chapter page or in its download; hidden-test code anywhere.
+
+    (The instructors' page may name the markers: it explains the format.)
+    """
+    secrets = hidden_test_lines(notebook_dir)
+    chapter_pages = {html_dir / notebook_dir.name / f"{p.stem}.html" for p in notebook_dir.glob("*.ipynb")}
+    problems = []
+    files = pages(html_dir) + sorted((html_dir / "_sources").rglob("*.*"))
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if path in chapter_pages or path.suffix == ".ipynb":
+            for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
+                if marker in text:
+                    problems.append(f"{path.relative_to(html_dir)}: contains {marker!r}")
+        if path.suffix == ".html":
+            text = visible_text(path)
+        elif path.suffix == ".ipynb":
+            text = "\n".join(source_text(c) for c in json.loads(text)["cells"])
+        for line in secrets:
+            if line in text:
+                problems.append(f"{path.relative_to(html_dir)}: contains hidden-test code {line!r}")
+    return problems
+
+
+def broken_links(html_dir: Path) -> list[str]:
+    problems = []
+    for page in pages(html_dir):
+        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        for tag in soup.find_all(["a", "link", "script", "img"]):
+            ref = tag.get("href") or tag.get("src")
+            if not ref:
+                continue
+            parsed = urlparse(ref)
+            if parsed.scheme or ref.startswith(("#", "//", "mailto:", "javascript:")):
+                continue
+            target = (page.parent / unquote(parsed.path)).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.exists():
+                problems.append(f"{page.relative_to(html_dir)}: broken link {ref!r}")
+    return problems
+
+
+def colab_links(html_dir: Path, repo_root: Path, repository_url: str) -> tuple[list[str], dict[str, str]]:
+    """Problems with Colab links, and each page's Colab target path."""
+    owner, name = repository_url.rstrip("/").split("/")[-2:]
+    problems, targets = [], {}
+    for page in pages(html_dir):
+        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        for tag in soup.find_all("a", href=True):
+            match = COLAB.match(tag["href"])
+            if not match:
+                continue
+            rel = str(page.relative_to(html_dir))
+            org, repo, branch, path = match.groups()
+            targets[rel] = path
+            if (org, repo) != (owner, name):
+                problems.append(f"{rel}: Colab link to {org}/{repo}, not {owner}/{name}")
+            if branch != "main":
+                problems.append(f"{rel}: Colab link on branch {branch!r}, not 'main'")
+            if not (repo_root / path).is_file() or not path.endswith(".ipynb"):
+                problems.append(f"{rel}: Colab link to {path}, which is not a notebook in the repo")
+            elif Path(path).with_suffix(".html").as_posix() != rel:
+                problems.append(f"{rel}: Colab link opens {path}, another page's notebook")
+    return problems, targets
