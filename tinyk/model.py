@@ -546,8 +546,9 @@ class Transformer(nn.Module):
     from ``state_dict`` and are rebuilt from the config.
 
     Init: every weight ``N(0, 0.02)``; the two projections that write into the residual
-    stream (``wo`` and ``w2``) ``N(0, 0.02/sqrt(2L))``, so the stream's scale at init does
-    not grow with depth. (The upstream scales ``w3`` instead: see ``tinyk.upstream``.)
+    stream (``wo`` and ``w2``) ``N(0, 0.02/sqrt(2L))``, so each layer's write into the
+    stream shrinks as layers are added. (The upstream scales ``w3`` instead: see
+    ``tinyk.upstream.upstream_init_`` for what that changes and what it does not.)
     """
 
     config_class = ModelConfig

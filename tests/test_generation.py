@@ -1,0 +1,197 @@
+"""Generation, padding and the KV cache (sections 05.3, 05.4, 05.6)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from tinyk import (
+    KVCache,
+    ModelConfig,
+    Transformer,
+    expand_kv_heads,
+    generate,
+    kv_cache_bytes,
+    last_valid_index,
+)
+from tinyk.hf import to_hf
+
+PROMPTS = [[5, 3, 8, 1, 9, 2, 7], [4, 4, 6], [11, 2, 3, 10, 5]]
+
+
+@pytest.fixture(scope="module")
+def model():
+    """A small random model whose continuations depend on the whole prompt.
+
+    The layers get unit-variance weights (std 1/sqrt(fan_in)), so attention and MLP, not
+    the embedding's identity path, decide the next token: greedy paths differ by prompt.
+    """
+    torch.manual_seed(0)
+    config = ModelConfig(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=40, max_seq_len=96)
+    m = Transformer(config).eval()
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if p.ndim == 2 and not name.startswith("tok_embeddings"):
+                p.normal_(0, 1 / math.sqrt(p.shape[1]))
+    return m
+
+
+def left_pad(prompts, pad=0):
+    width = max(map(len, prompts))
+    ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    return ids, mask
+
+
+def test_last_valid_index_handles_left_and_right_padding():
+    mask = torch.tensor([[0, 0, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0]])
+    assert last_valid_index(mask).tolist() == [3, 1, 3, 0]
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_left_padded_batch_equals_each_prompt_alone(model, use_cache):
+    ids, mask = left_pad(PROMPTS)
+    batch = generate(model, ids, mask, max_new_tokens=12, temperature=0, use_cache=use_cache)
+    alone = [generate(model, torch.tensor([p]), max_new_tokens=12, temperature=0,
+                      use_cache=use_cache)[0].tolist() for p in PROMPTS]
+    assert batch.tolist() == alone
+    assert len({tuple(a) for a in alone}) == 3  # the prompts really lead to different text
+
+
+def test_cached_and_uncached_generation_agree(model):
+    ids, mask = left_pad(PROMPTS)
+    cached = generate(model, ids, mask, max_new_tokens=30, temperature=0, use_cache=True)
+    plain = generate(model, ids, mask, max_new_tokens=30, temperature=0, use_cache=False)
+    assert torch.equal(cached, plain)
+
+
+def test_cached_logits_match_recomputation_at_every_step(model):
+    ids, mask = left_pad(PROMPTS)
+    seq = torch.cat([ids, generate(model, ids, mask, max_new_tokens=20, temperature=0)], 1)
+    full_mask = torch.cat([mask, torch.ones(3, 20, dtype=torch.long)], 1)
+    full = model(seq, full_mask).logits  # one pass over everything
+    cache = KVCache(model.config, batch_size=3, max_len=seq.shape[1])
+    prompt_len = ids.shape[1]
+    with torch.no_grad():
+        steps = [model(seq[:, :prompt_len], full_mask[:, :prompt_len], cache=cache).logits]
+        for t in range(prompt_len, seq.shape[1]):
+            steps.append(model(seq[:, t : t + 1], full_mask[:, : t + 1], cache=cache).logits)
+    stepwise = torch.cat(steps, 1)
+    real = full_mask.bool()
+    assert (stepwise - full)[real].abs().max() < 1e-5
+    assert cache.length == seq.shape[1]
+
+
+def test_cache_positions_continue_after_a_chunk(model):
+    seq = torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6]])
+    cache = KVCache(model.config, batch_size=1, max_len=8)
+    with torch.no_grad():
+        first = model(seq[:, :5], cache=cache).logits
+        second = model(seq[:, 5:], cache=cache).logits  # a chunk of 3 at positions 5..7
+    full = model(seq).logits
+    assert (torch.cat([first, second], 1) - full).abs().max() < 1e-5
+    cache.reset()
+    assert cache.length == 0
+
+
+def test_cache_holds_unexpanded_kv_and_its_bytes_match_the_formula(model):
+    cfg = model.config
+    ids, mask = left_pad(PROMPTS)
+    cache = KVCache(cfg, batch_size=3, max_len=20)
+    with torch.no_grad():
+        model(ids, mask, cache=cache)
+    assert cache.keys[0].shape == (3, 20, cfg.n_kv_heads, cfg.head_dim)  # B×T×H_kv×d_h
+    expected = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * 20 * 3 * 4
+    assert cache.nbytes == expected == kv_cache_bytes(cfg, 20, 3)
+    mha = kv_cache_bytes(cfg, 20, 3, expanded=True)
+    assert mha / cache.nbytes == cfg.n_heads / cfg.n_kv_heads == 2
+
+
+def test_expanding_before_caching_loses_the_saving(model):
+    wide = expand_kv_heads(model).eval()
+    ids, mask = left_pad(PROMPTS)
+    assert (wide(ids, mask).logits - model(ids, mask).logits).abs().max() < 1e-5  # same function
+    gqa_cache = KVCache(model.config, 3, 16)
+    mha_cache = KVCache(wide.config, 3, 16)
+    assert mha_cache.nbytes == model.config.n_rep * gqa_cache.nbytes
+
+
+def test_eos_is_returned_and_finished_rows_are_padded(model):
+    ids, mask = left_pad(PROMPTS)
+    free = generate(model, ids, mask, max_new_tokens=10, temperature=0)
+    eos = int(free[1, 2])  # the token row 1 emits third: make it the end of sequence
+    out = generate(model, ids, mask, max_new_tokens=10, temperature=0, eos_token_id=eos, pad_token_id=39)
+    for row, tokens in enumerate(out.tolist()):
+        if eos in tokens:
+            stop = tokens.index(eos)
+            assert tokens[: stop + 1] == free[row, : stop + 1].tolist()  # EOS included
+            assert set(tokens[stop + 1 :]) <= {39}
+    assert eos in out[1].tolist()  # (it may come before step 3 if row 1 repeats it)
+    if all(eos in r for r in out.tolist()):
+        assert out.shape[1] < 10  # stopped once every row finished
+
+
+def test_generation_stops_when_every_row_is_finished(model):
+    ids = torch.tensor([[5, 3, 8]])
+    first = int(generate(model, ids, max_new_tokens=1, temperature=0)[0, 0])
+    out = generate(model, ids, max_new_tokens=50, temperature=0, eos_token_id=first)
+    assert out.tolist() == [[first]]
+
+
+def test_running_past_max_seq_len_with_a_cache_is_a_clear_error(model):
+    ids = torch.zeros(1, 90, dtype=torch.long)
+    with pytest.raises(ValueError, match="max_seq_len=96"):
+        generate(model, ids, max_new_tokens=10, use_cache=True)
+    out = generate(model, ids, max_new_tokens=10, temperature=0, use_cache=False)  # crops instead
+    assert out.shape == (1, 10)
+
+
+def test_sampling_is_reproducible_and_top_k_1_is_greedy(model):
+    ids, mask = left_pad(PROMPTS)
+    a = generate(model, ids, mask, max_new_tokens=15, generator=torch.Generator().manual_seed(7))
+    b = generate(model, ids, mask, max_new_tokens=15, generator=torch.Generator().manual_seed(7))
+    assert torch.equal(a, b)
+    greedy = generate(model, ids, mask, max_new_tokens=15, temperature=0)
+    top1 = generate(model, ids, mask, max_new_tokens=15, top_k=1,
+                    generator=torch.Generator().manual_seed(1))
+    assert torch.equal(greedy, top1)
+
+
+def test_bad_arguments_are_refused(model):
+    ids = torch.tensor([[1, 2]])
+    with pytest.raises(ValueError, match="temperature"):
+        generate(model, ids, max_new_tokens=2, temperature=-1)
+    with pytest.raises(ValueError, match="top_k"):
+        generate(model, ids, max_new_tokens=2, top_k=0)
+
+
+def test_fully_padded_row_gives_tokens_not_nan(model):
+    ids = torch.tensor([[0, 0, 0], [3, 4, 5]])
+    mask = torch.tensor([[0, 0, 0], [1, 1, 1]])
+    for flash in (True, False):
+        m = Transformer(dataclasses.replace(model.config, flash_attn=flash)).eval()
+        m.load_state_dict(model.state_dict())
+        assert torch.isfinite(m(ids, mask).logits).all()
+        assert generate(m, ids, mask, max_new_tokens=3, temperature=0).shape == (2, 3)
+
+
+def test_greedy_generation_equals_hugging_face_generate(model):
+    hf = to_hf(model)
+    ids, mask = left_pad(PROMPTS)
+    ours = generate(model, ids, mask, max_new_tokens=15, temperature=0)
+    theirs = hf.generate(input_ids=ids, attention_mask=mask, max_new_tokens=15, do_sample=False,
+                         pad_token_id=0, eos_token_id=None)
+    assert torch.equal(ours, theirs[:, ids.shape[1]:])
+
+
+def test_right_padded_batch_also_equals_each_prompt_alone(model):
+    width = max(map(len, PROMPTS))
+    ids = torch.tensor([p + [0] * (width - len(p)) for p in PROMPTS])
+    mask = torch.tensor([[1] * len(p) + [0] * (width - len(p)) for p in PROMPTS])
+    batch = generate(model, ids, mask, max_new_tokens=8, temperature=0)
+    alone = [generate(model, torch.tensor([p]), max_new_tokens=8, temperature=0)[0].tolist()
+             for p in PROMPTS]
+    assert batch.tolist() == alone
