@@ -169,10 +169,9 @@ def generate(
     finished = torch.zeros(B, dtype=torch.bool, device=device)
     try:
         for step in range(max_new_tokens):
-            if cache is not None:
-                feed = ids if step == 0 else ids[:, -1:]  # B×T, then B×1
-                mask = valid if padded else None
-                logits = model(feed, mask, cache=cache, logits_to_keep=0 if step == 0 else 1).logits
+            if cache is not None:  # the whole prompt at step 0, then only the token just sampled
+                logits = model(ids, valid if padded else None, cache=cache,
+                               logits_to_keep=0 if step == 0 else 1).logits
             else:
                 window = slice(-config.max_seq_len, None)
                 mask = valid[:, window] if padded else None
@@ -188,10 +187,13 @@ def generate(
             new_tokens.append(next_token)
             if eos_token_id is not None:
                 finished |= next_token == eos_token_id  # EOS is appended, then the row stops
-            ids = torch.cat([ids, next_token[:, None]], dim=1)
-            valid = torch.cat([valid, torch.ones_like(valid[:, :1])], dim=1)
-            if bool(finished.all()):
-                break
+                if bool(finished.all()):
+                    break
+            # The cache needs only the new token; the full context is kept for recomputation,
+            # the mask only where there is padding to describe.
+            ids = next_token[:, None] if cache is not None else torch.cat([ids, next_token[:, None]], 1)
+            if padded:
+                valid = torch.cat([valid, torch.ones_like(valid[:, :1])], dim=1)
     finally:
         model.train(was_training)
     if not new_tokens:

@@ -611,7 +611,7 @@ class Transformer(nn.Module):
                 f"max_seq_len={self.config.max_seq_len}; crop the input (generate() does "
                 f"this without a cache) or build the model with a larger max_seq_len"
             )
-        lo, hi = int(input_ids.min()), int(input_ids.max())
+        lo, hi = (int(v) for v in torch.aminmax(input_ids))
         if lo < 0 or hi >= self.config.vocab_size:
             raise ValueError(f"input_ids holds ids in [{lo}, {hi}]; the vocabulary is "
                              f"0..{self.config.vocab_size - 1}")
