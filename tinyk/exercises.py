@@ -72,9 +72,11 @@ def book_version(nb: dict) -> dict:
             lines = [ln for ln in text.splitlines()
                      if ln.strip() not in (BEGIN_SOLUTION, END_SOLUTION) and not _TITLE.match(ln)]
             _set_source(cell, "\n".join(lines).strip("\n"))
-            tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+            meta = cell.setdefault("metadata", {})
+            tags = meta.setdefault("tags", [])
             if "hide-input" not in tags:
                 tags.append("hide-input")
+            meta["mystnb"] = {"code_prompt_show": "Show solution", "code_prompt_hide": "Hide solution"}
         elif BEGIN_HIDDEN in text:
             _set_source(cell, _cut_between(text, BEGIN_HIDDEN, END_HIDDEN, None))
     return nb

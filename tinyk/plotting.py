@@ -1,0 +1,56 @@
+"""The course's one plotting style, and the figures several sections share.
+
+Every figure in the notebooks goes through :func:`figure`, so all have the same size,
+fonts, colours and grid, and every axis gets a label and every figure a title. Importing
+this module applies the style to matplotlib's settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+__all__ = ["STYLE", "COLORS", "figure", "label"]
+
+COLORS = ["#1f5fa8", "#d1495b", "#2a9d8f", "#e9a23b", "#6a4c93", "#6c757d"]
+
+STYLE = {
+    "figure.dpi": 80,
+    "savefig.dpi": 80,
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.prop_cycle": matplotlib.cycler(color=COLORS),
+    "legend.frameon": False,
+    "image.cmap": "viridis",
+}
+
+
+def figure(ncols: int = 1, nrows: int = 1, width: float = 5.0, height: float = 3.6,
+           **kwargs) -> tuple[Figure, Axes | Sequence[Axes]]:
+    """A new figure in the course style: ``ncols × nrows`` panels of ``width × height`` inches.
+
+    Returns ``(fig, ax)`` (one axis) or ``(fig, axes)`` (a flat list), without registering
+    the figure with pyplot's global state, so sliders can redraw it many times cheaply.
+    """
+    fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False, **kwargs).ravel().tolist()
+    return fig, axes[0] if len(axes) == 1 else axes
+
+
+matplotlib.rcParams.update(STYLE)
+
+
+def label(ax: Axes, title: str, xlabel: str, ylabel: str) -> Axes:
+    """Title and axis labels in one call (every course figure has all three)."""
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return ax

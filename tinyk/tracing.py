@@ -1,0 +1,68 @@
+"""Trace every module's input and output shapes during a real forward pass (section 05.1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["ShapeRecord", "trace_shapes", "format_trace"]
+
+
+@dataclass
+class ShapeRecord:
+    """One module call: its dotted name, class, input tensor shapes and output shape."""
+
+    name: str
+    kind: str
+    inputs: list[tuple[int, ...]]
+    output: tuple[int, ...] | None
+
+
+def _shapes(value: object) -> list[tuple[int, ...]]:
+    if isinstance(value, Tensor):
+        return [tuple(value.shape)]
+    if isinstance(value, (tuple, list)):
+        return [s for v in value for s in _shapes(v)]
+    return []
+
+
+def trace_shapes(model: nn.Module, *args: object, max_depth: int = 3, **kwargs: object) -> list[ShapeRecord]:
+    """Run ``model(*args, **kwargs)`` once under ``no_grad`` and record each module's shapes.
+
+    Modules deeper than ``max_depth`` dots in their name are skipped (``layers.0.attention.wq``
+    has depth 3). Records come in the order modules finish: a layer's parts before the layer.
+    """
+    records: list[ShapeRecord] = []
+    hooks = []
+    for name, module in model.named_modules():
+        if not name or name.count(".") >= max_depth:
+            continue
+
+        def hook(mod: nn.Module, inputs: tuple, output: object, name: str = name) -> None:
+            out = output.logits if hasattr(output, "logits") else output
+            shapes = _shapes(out)
+            records.append(ShapeRecord(name, type(mod).__name__, _shapes(inputs)[:1],
+                                       shapes[0] if shapes else None))
+
+        hooks.append(module.register_forward_hook(hook))
+    try:
+        with torch.no_grad():
+            model(*args, **kwargs)
+    finally:
+        for h in hooks:
+            h.remove()
+    return records
+
+
+def format_trace(records: list[ShapeRecord]) -> str:
+    """A fixed-width table: module, class, input shape, output shape."""
+    def fmt(shape: tuple[int, ...] | None) -> str:
+        return "×".join(map(str, shape)) if shape else "-"
+
+    rows = [("module", "class", "input", "output")]
+    rows += [(r.name, r.kind, fmt(r.inputs[0] if r.inputs else None), fmt(r.output)) for r in records]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+                     for row in rows)

@@ -1,0 +1,167 @@
+"""Sliders that work with a kernel and without one: the course's only slider helper.
+
+``slider(draw, x=[...], eps=[...])`` returns one output with two views of the same thing:
+
+- for a live frontend (Jupyter, JupyterLab, Colab; ipywidgets 7 or 8), an ipywidgets box
+  of selection sliders that calls ``draw`` again whenever one moves;
+- for the built book, which has no kernel, an HTML block holding every frame rendered in
+  advance and plain ``<input type="range">`` sliders that switch between them, with the
+  same labels and the same values. The book is configured to prefer this HTML view.
+
+``draw(**values)`` returns a matplotlib ``Figure`` (shown as a PNG) or an HTML string
+(for calculators). Frames are rendered for every combination of the slider values, so
+keep the value lists short: at most ``max_frames`` combinations.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import itertools
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from matplotlib.figure import Figure
+
+__all__ = ["Choice", "slider", "SliderView"]
+
+_counter = itertools.count()
+
+# Switches the visible frame when a range input moves. Frame index = mixed-radix number of
+# the sliders' positions, in the order the sliders were given (the order frames were made).
+_SCRIPT = (
+    "(function(){var root=document.getElementById('__UID__');if(!root)return;"
+    "var inputs=root.querySelectorAll('input[type=range]');var sizes=__SIZES__;"
+    "function show(){var i=0;inputs.forEach(function(inp,p){i=i*sizes[p]+Number(inp.value);"
+    "inp.nextElementSibling.textContent=JSON.parse(inp.dataset.labels)[inp.value];});"
+    "root.querySelectorAll('.tinyk-frame').forEach(function(f){"
+    "f.hidden=Number(f.dataset.frame)!==i;});}"
+    "inputs.forEach(function(inp){inp.addEventListener('input',show);});})();"
+)
+
+
+@dataclass
+class Choice:
+    """The values one slider steps through, its label, and where it starts."""
+
+    values: Sequence[Any]
+    label: str | None = None
+    default: Any = None
+
+    def __post_init__(self) -> None:
+        if len(self.values) == 0:
+            raise ValueError("a slider needs at least one value")
+        if self.default is None:
+            self.default = self.values[len(self.values) // 2]
+        if self.default not in self.values:
+            raise ValueError(f"default {self.default!r} is not one of the values {list(self.values)!r}")
+
+
+def _render(result: Figure | str) -> str:
+    """One frame as an HTML fragment: an inline PNG for a figure, the string itself otherwise."""
+    if isinstance(result, Figure):
+        buffer = io.BytesIO()
+        result.savefig(buffer, format="png")
+        data = base64.b64encode(buffer.getvalue()).decode("ascii")
+        alt = html.escape(result.axes[0].get_title() if result.axes else "figure")
+        return f'<img src="data:image/png;base64,{data}" alt="{alt}">'
+    if isinstance(result, str):
+        return result
+    raise TypeError(f"draw() must return a matplotlib Figure or an HTML string, not {type(result).__name__}")
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+class SliderView:
+    """The output of :func:`slider`: a live widget for kernels, pre-rendered frames for the book."""
+
+    def __init__(self, draw: Callable[..., Figure | str], choices: dict[str, Choice],
+                 max_frames: int) -> None:
+        self.draw, self.choices = draw, choices
+        names = list(choices)
+        combos = list(itertools.product(*(c.values for c in choices.values())))
+        if len(combos) > max_frames:
+            raise ValueError(f"{len(combos)} slider combinations exceed max_frames={max_frames}: "
+                             f"use fewer values per slider")
+        self.frames = [_render(draw(**dict(zip(names, combo, strict=True)))) for combo in combos]
+        self.uid = f"tinyk-slider-{next(_counter)}"
+        self.widget = self._live_widget()
+
+    # -- the book's view -------------------------------------------------------------
+    def static_html(self) -> str:
+        uid = self.uid
+        controls, sizes, start = [], [], []
+        for i, (name, choice) in enumerate(self.choices.items()):
+            labels = [_fmt(v) for v in choice.values]
+            k = list(choice.values).index(choice.default)
+            sizes.append(len(labels))
+            start.append(k)
+            controls.append(
+                f'<label class="tinyk-slider-control" style="display:block">'
+                f'{html.escape(choice.label or name)} '
+                f'<input type="range" min="0" max="{len(labels) - 1}" step="1" value="{k}" '
+                f'data-param="{i}" data-labels=\'{html.escape(json.dumps(labels))}\' '
+                f'aria-label="{html.escape(choice.label or name)}"> '
+                f'<output>{html.escape(labels[k])}</output></label>')
+        index = 0
+        for size, k in zip(sizes, start, strict=True):
+            index = index * size + k
+        frames = "".join(
+            f'<div class="tinyk-frame" data-frame="{n}"{"" if n == index else " hidden"}>{frame}</div>'
+            for n, frame in enumerate(self.frames))
+        script = _SCRIPT.replace("__UID__", uid).replace("__SIZES__", json.dumps(sizes))
+        return (f'<div class="tinyk-slider" id="{uid}">'
+                f'<div class="tinyk-slider-controls">{"".join(controls)}</div>'
+                f'<div class="tinyk-slider-frames">{frames}</div><script>{script}</script></div>')
+
+    # -- the live view ---------------------------------------------------------------
+    def _live_widget(self) -> Any:
+        try:
+            import ipywidgets as widgets
+            from IPython.display import HTML, display
+        except ImportError:  # no widgets: the static view still works
+            return None
+        sliders = {name: widgets.SelectionSlider(
+            options=[(_fmt(v), v) for v in choice.values], value=choice.default,
+            description=choice.label or name, continuous_update=False,
+            style={"description_width": "initial"}) for name, choice in self.choices.items()}
+        out = widgets.Output()
+
+        def redraw(_change: object = None) -> None:
+            with out:
+                out.clear_output(wait=True)
+                display(HTML(_render(self.draw(**{n: s.value for n, s in sliders.items()}))))
+
+        for s in sliders.values():
+            s.observe(redraw, names="value")
+        redraw()
+        return widgets.VBox([*sliders.values(), out])
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle: dict[str, Any] = {
+            "text/plain": f"<slider over {', '.join(self.choices)}>",
+            "text/html": self.static_html(),
+        }
+        if self.widget is not None:
+            bundle["application/vnd.jupyter.widget-view+json"] = {
+                "version_major": 2, "version_minor": 0, "model_id": self.widget.model_id}
+        return bundle
+
+
+def slider(draw: Callable[..., Figure | str], *, max_frames: int = 64,
+           **params: Sequence[Any] | Choice) -> SliderView:
+    """Sliders over ``params`` (name -> values or :class:`Choice`) that redraw ``draw(**values)``.
+
+    Example::
+
+        slider(lambda t: plot_rotation(t), t=Choice(range(0, 33, 4), label="position t"))
+    """
+    if not params:
+        raise ValueError("slider() needs at least one parameter, e.g. slider(draw, t=[0, 1, 2])")
+    choices = {name: p if isinstance(p, Choice) else Choice(list(p)) for name, p in params.items()}
+    return SliderView(draw, choices, max_frames)
