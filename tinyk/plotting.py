@@ -7,13 +7,14 @@ this module applies the style to matplotlib's settings.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 
 import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-__all__ = ["STYLE", "COLORS", "figure", "label"]
+__all__ = ["STYLE", "COLORS", "CourseFigure", "figure", "label"]
 
 COLORS = ["#1f5fa8", "#d1495b", "#2a9d8f", "#e9a23b", "#6a4c93", "#6c757d"]
 
@@ -33,6 +34,15 @@ STYLE = {
 }
 
 
+class CourseFigure(Figure):
+    """A figure that shows itself as a PNG when it is a cell's result, without pyplot."""
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png")
+        return buffer.getvalue()
+
+
 def figure(ncols: int = 1, nrows: int = 1, width: float = 5.0, height: float = 3.6,
            **kwargs) -> tuple[Figure, Axes | Sequence[Axes]]:
     """A new figure in the course style: ``ncols × nrows`` panels of ``width × height`` inches.
@@ -40,7 +50,7 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 5.0, height: float = 3
     Returns ``(fig, ax)`` (one axis) or ``(fig, axes)`` (a flat list), without registering
     the figure with pyplot's global state, so sliders can redraw it many times cheaply.
     """
-    fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
+    fig = CourseFigure(figsize=(width * ncols, height * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False, **kwargs).ravel().tolist()
     return fig, axes[0] if len(axes) == 1 else axes
 
