@@ -44,6 +44,9 @@ GUESSES = {
         "    return torch.tensor([[1 / r - 9 / (2 * r**3), off], [off, 1 / r - 16 / (2 * r**3)]],\n"
         "                        dtype=torch.float64)"
     ),
+    "ex_05_3_1_solution": "def rope_frequency(i, head_dim, theta=10000.0):\n    return 1.0 if i == 0 else 0.1",
+    "ex_05_3_2_solution": "def rotate_pair(a, b, t, omega):\n    return 0.0, 1.0",
+    "ex_05_3_3_solution": "import math\ndef rope_score(q, k, m, n, theta=10000.0):\n    return math.cos(1.0)",
 }
 
 
