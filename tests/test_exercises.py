@@ -30,23 +30,59 @@ from tinyk.exercises import (
 # A wrong answer per exercise that satisfies the visible asserts only: the hidden tests
 # must reject it. (Keyed by the solution cell's grade_id.)
 GUESSES = {
-    "ex_05_1_1_solution": "def head_dim_and_rope(dim, n_heads):\n    return 6, True",
-    "ex_05_1_2_solution": (
-        "def heads_per_group(n_heads, n_kv_heads):\n    return None if n_kv_heads == 4 else 2"),
-    "ex_05_1_3_solution": "def valid_kv_heads(n_heads):\n    return [1, 2, 3, 4, 6, 12]",
-    "ex_05_2_1_solution": "def rms(x, eps=0.0):\n    return 12.5 ** 0.5",
-    "ex_05_2_2_solution": "def rms_norm(x, gamma, eps):\n    return [3 / 12.5 ** 0.5, 4 / 12.5 ** 0.5]",
-    "ex_05_2_3_solution": (
-        "import torch\n"
-        "def rmsnorm_jacobian(x, gamma, eps):\n"
-        "    r = 12.5 ** 0.5\n"
-        "    off = -12 / (2 * r**3)\n"
-        "    return torch.tensor([[1 / r - 9 / (2 * r**3), off], [off, 1 / r - 16 / (2 * r**3)]],\n"
-        "                        dtype=torch.float64)"
-    ),
-    "ex_05_3_1_solution": "def rope_frequency(i, head_dim, theta=10000.0):\n    return 1.0 if i == 0 else 0.1",
-    "ex_05_3_2_solution": "def rotate_pair(a, b, t, omega):\n    return 0.0, 1.0",
-    "ex_05_3_3_solution": "import math\ndef rope_score(q, k, m, n, theta=10000.0):\n    return math.cos(1.0)",
+    "ex_05_1_1_solution": """
+def head_dim_and_rope(dim, n_heads):
+    return 6, True
+""",
+    "ex_05_1_2_solution": """
+def heads_per_group(n_heads, n_kv_heads):
+    return None if n_kv_heads == 4 else 2
+""",
+    "ex_05_1_3_solution": """
+def valid_kv_heads(n_heads):
+    return [1, 2, 3, 4, 6, 12]
+""",
+    "ex_05_2_1_solution": """
+def rms(x, eps=0.0):
+    return 12.5 ** 0.5
+""",
+    "ex_05_2_2_solution": """
+def rms_norm(x, gamma, eps):
+    return [3 / 12.5 ** 0.5, 4 / 12.5 ** 0.5]
+""",
+    "ex_05_2_3_solution": """
+import torch
+def rmsnorm_jacobian(x, gamma, eps):
+    r = 12.5 ** 0.5
+    off = -12 / (2 * r**3)
+    return torch.tensor([[1 / r - 9 / (2 * r**3), off], [off, 1 / r - 16 / (2 * r**3)]], dtype=torch.float64)
+""",
+    "ex_05_3_1_solution": """
+def rope_frequency(i, head_dim, theta=10000.0):
+    return 1.0 if i == 0 else 0.1
+""",
+    "ex_05_3_2_solution": """
+def rotate_pair(a, b, t, omega):
+    return 0.0, 1.0
+""",
+    "ex_05_3_3_solution": """
+import math
+def rope_score(q, k, m, n, theta=10000.0):
+    return math.cos(1.0)
+""",
+    "ex_05_4_1_solution": """
+def kv_head_for_each_query_head(n_heads, n_kv_heads):
+    return [0, 0, 0, 1, 1, 1]
+""",
+    "ex_05_4_2_solution": """
+def cache_bytes(*args):
+    return 18_874_368
+""",
+    "ex_05_4_3_solution": """
+import torch
+def my_repeat_kv(x, n_rep):
+    return torch.tensor([0.0, 0.0, 1.0, 1.0]).view(1, 1, 4, 1)
+""",
 }
 
 
