@@ -1,0 +1,105 @@
+"""The CPU experiment of 05.7: synthetic text, training, and the architecture checks."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from tinyk import ModelConfig, Transformer, count_parameters, generate
+from tinyk import checks as checks_module
+from tinyk.course import ROOT
+from tinyk.data import (
+    ENTROPY_FLOOR,
+    FORMAT_ONLY_LOSS,
+    VOCAB,
+    CharTokenizer,
+    is_commuted_line,
+    synthetic_text,
+    unigram_entropy,
+)
+from tinyk.training import random_batches, train
+
+
+def test_text_is_deterministic_and_uses_the_13_symbols():
+    text = synthetic_text(500, seed=3)
+    assert text == synthetic_text(500, seed=3) != synthetic_text(500, seed=4)
+    assert set(text) == set(VOCAB) and len(VOCAB) == 13
+    assert all(is_commuted_line(line) for line in text.splitlines())
+    tok = CharTokenizer()
+    assert tok.decode(tok.encode(text[:50])) == text[:50]
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        tok.encode("3*4")
+
+
+def test_unigram_entropy_against_a_direct_count():
+    assert math.isclose(unigram_entropy("aabb"), math.log(2))
+    text = synthetic_text()
+    assert FORMAT_ONLY_LOSS < unigram_entropy(text) < math.log(13)
+    assert math.isclose(ENTROPY_FLOOR, FORMAT_ONLY_LOSS / 2)
+
+
+def test_batches_are_windows_of_the_data():
+    data = torch.arange(100)
+    batch = random_batches(data, 4, 10, torch.Generator().manual_seed(0))
+    assert batch.shape == (4, 10)
+    assert all(torch.equal(row, torch.arange(row[0], row[0] + 10)) for row in batch)
+    with pytest.raises(ValueError, match="longer than block_size"):
+        random_batches(torch.arange(5), 2, 10, torch.Generator())
+
+
+def test_tiny_experiment_learns_the_rule_deterministically():
+    tok = CharTokenizer()
+    data = tok.encode(synthetic_text())
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        model = Transformer(ModelConfig.tiny(vocab_size=tok.vocab_size))
+        assert count_parameters(model) == 19_008
+        runs.append((model, train(model, data, steps=600, batch_size=32, block_size=32, lr=5e-3,
+                                  progress=False)))
+    (model, losses), (_, again) = runs
+    assert losses == again  # same seed, same losses
+    final = sum(losses[-50:]) / 50
+    assert final < 0.5 * unigram_entropy(synthetic_text())  # well below the unigram entropy
+    assert final < FORMAT_ONLY_LOSS  # it learned more than the format: the copies
+    correct = 0
+    for a in range(10):
+        for b in range(10):
+            prompt = tok.encode(f"1+2=2+1\n{a}+{b}=")[None]
+            correct += tok.decode(generate(model, prompt, max_new_tokens=3, temperature=0)[0]) == f"{b}+{a}"
+    assert correct >= 90
+
+
+def test_architecture_checks_pass_and_the_committed_record_is_reproduced(tmp_path):
+    out = tmp_path / "checks.json"
+    run = subprocess.run([sys.executable, "-m", "tinyk", "check", "--section", "architecture",
+                          "--out", str(out)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    fresh = json.loads(out.read_text())
+    committed = json.loads((ROOT / "qa" / "checks.json").read_text())
+    assert fresh["all_passed"] and committed["all_passed"]
+    assert [c["name"] for c in fresh["checks"]] == [c["name"] for c in committed["checks"]]
+    for a, b in zip(fresh["checks"], committed["checks"], strict=True):
+        assert a["claim"] == b["claim"] and a["tolerance"] == b["tolerance"] and a["passed"] == b["passed"]
+        assert a["measured"] <= a["tolerance"]
+    assert fresh["not_proven"] == committed["not_proven"] and len(fresh["not_proven"]) >= 2
+
+
+def test_a_failing_check_fails_the_command(monkeypatch, capsys):
+    from tinyk.__main__ import main
+
+    broken = list(checks_module.SECTIONS["architecture"])
+    broken[0] = (broken[0][0], broken[0][1], lambda: 1.0, broken[0][3])  # far above its tolerance
+    monkeypatch.setitem(checks_module.SECTIONS, "architecture", broken)
+    assert main(["check", "--section", "architecture"]) == 1
+    assert "FAIL  rope_keeps_norms" in capsys.readouterr().out
+
+
+def test_unknown_section_is_refused():
+    with pytest.raises(ValueError, match="unknown section"):
+        checks_module.run_checks("speed")
