@@ -78,6 +78,19 @@ def kv_head_for_each_query_head(n_heads, n_kv_heads):
 def cache_bytes(*args):
     return 18_874_368
 """,
+    "ex_05_5_1_solution": """
+def swiglu_width(dim, multiple_of):
+    return 2048
+""",
+    "ex_05_5_2_solution": """
+import torch
+def swiglu(x, w1, w2, w3):
+    return torch.full((1, 2), 12 * torch.sigmoid(torch.tensor(2.0)).item())
+""",
+    "ex_05_5_3_solution": """
+def prenorm_block(x, attention, mlp, norm1, norm2):
+    return 6 * x + 1
+""",
     "ex_05_4_3_solution": """
 import torch
 def my_repeat_kv(x, n_rep):
