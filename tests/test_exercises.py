@@ -91,6 +91,18 @@ def swiglu(x, w1, w2, w3):
 def prenorm_block(x, attention, mlp, norm1, norm2):
     return 6 * x + 1
 """,
+    "ex_05_6_1_solution": """
+def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim):
+    return 19_008
+""",
+    "ex_05_6_2_solution": """
+def last_real_position(mask):
+    return 3
+""",
+    "ex_05_6_3_solution": """
+def step_rows(finished, next_tokens, eos, pad):
+    return [7, 0, 2], [False, True, True]
+""",
     "ex_05_4_3_solution": """
 import torch
 def my_repeat_kv(x, n_rep):
