@@ -116,6 +116,18 @@ def follows_rule(line):
 def count_unique(model):
     return 19_008
 """,
+    "ex_05_9_1_solution": """
+def rows_stopping(next_tokens, stop_id):
+    return [False, True, True]
+""",
+    "ex_05_9_2_solution": """
+def parses(source):
+    return source == "x = 1"
+""",
+    "ex_05_9_3_solution": """
+def counted_targets(targets, ignore_index):
+    return 2
+""",
     "ex_05_4_3_solution": """
 import torch
 def my_repeat_kv(x, n_rep):
