@@ -37,7 +37,7 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not site" -n 2 tests
 
 notebooks: $(STAMP)
-	$(BIN)/python -m pytest --nbmake --nbmake-timeout=300 -n 2 notebooks
+	$(BIN)/python -m pytest --nbmake --nbmake-timeout=300 notebooks  # serially: each kernel uses both cores
 
 site-build: $(STAMP)
 	rm -rf _build

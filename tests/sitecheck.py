@@ -40,8 +40,12 @@ def raw_directives(html_dir: Path) -> list[str]:
 
 
 def hidden_test_lines(notebook_dir: Path) -> set[str]:
-    """Every substantial line inside a hidden-test block of the chapter notebooks."""
-    lines = set()
+    """Lines that occur only inside hidden-test blocks of the chapter notebooks.
+
+    (A line such as ``import torch`` also appears in public code, so finding it on a page
+    proves nothing; a line found nowhere but in hidden tests does.)
+    """
+    hidden, public = set(), set()
     for path in notebook_dir.glob("*.ipynb"):
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
             inside = False
@@ -50,9 +54,9 @@ def hidden_test_lines(notebook_dir: Path) -> set[str]:
                     inside = True
                 elif line.strip() == END_HIDDEN:
                     inside = False
-                elif inside and len(line.strip()) > 12:
-                    lines.add(line.strip())
-    return lines
+                elif line.strip():
+                    (hidden if inside else public).add(line.strip())
+    return {line for line in hidden - public if len(line) > 12}
 
 
 def leaked_grading_text(html_dir: Path, notebook_dir: Path) -> list[str]:
@@ -74,9 +78,9 @@ def leaked_grading_text(html_dir: Path, notebook_dir: Path) -> list[str]:
             text = visible_text(path)
         elif path.suffix == ".ipynb":
             text = "\n".join(source_text(c) for c in json.loads(text)["cells"])
-        for line in secrets:
-            if line in text:
-                problems.append(f"{path.relative_to(html_dir)}: contains hidden-test code {line!r}")
+        lines = {line.strip() for line in text.splitlines()}
+        for line in sorted(secrets & lines):
+            problems.append(f"{path.relative_to(html_dir)}: contains hidden-test code {line!r}")
     return problems
 
 

@@ -56,7 +56,10 @@ def test_downloads_are_student_versions():
     for path in notebook_paths():
         published = HTML / "_sources" / "notebooks" / path.name
         assert published.exists(), path.name
-        assert "### BEGIN SOLUTION" not in published.read_text()
+        text = published.read_text()
+        assert "### BEGIN SOLUTION" not in text
+        if "BEGIN SOLUTION" in path.read_text():
+            assert "raise NotImplementedError()" in text  # the stub a student fills in
 
 
 def test_glossary_gives_the_chinese_terms():
@@ -76,3 +79,42 @@ def test_references_page_lists_the_papers_cited():
 def test_site_has_pages():
     assert len(sitecheck.pages(HTML)) >= 17
     assert Path(HTML / "notebooks").is_dir()
+
+
+# Numbers the course states, as each chapter page prints them: a drift in the package or in
+# a notebook shows up here, not only in a reader's eyes.
+KEY_NUMBERS = {
+    "05_1_shapes": ["82,594,560", "19,008", "d_h=48, n_rep=2, m=2048", "2×5×32", "2×5×13",
+                    "dim=30 is not divisible by n_heads=4"],
+    "05_2_rmsnorm": ["r = sqrt(12.5) = 3.535534", "y = (0.8485, 1.1314)", "LayerNorm: y = [-1.0, 1.0]",
+                     "gradcheck passes: True"],
+    "05_3_rope": ["score(3, 8) =", "permutation: [0, 2, 4, 6, 1, 3, 5, 7]", "does not fit"],
+    "05_4_gqa": ["repeat_kv (expand + reshape): [0, 0, 1, 1]", "tiled with .repeat:           [0, 1, 0, 1]",
+                 "repeat_kv vs PyTorch enable_gqa: 0.0",
+                 "config.flash_attn = False -> upstream attention.flash = True",
+                 "upstream, hand-written path, query 0: [nan, nan, nan, nan]"],
+    "05_5_swiglu_layer": ["upstream default: 2048", "LLaMA 7B sizes:   11008"],
+    "05_6_head_protocol": ["unique      19,008   naive      19,424", "unique  82,594,560   naive  87,313,152",
+                           "missing 1 required positional argument: 'tokens'",
+                           "upstream, additive mask -> [[False, False, False, False]]",
+                           "mask [0, 0, 1, 1]: sum - 1 = 1, last real token = 3"],
+    "05_7_checks": ["unique parameters: 19,008", "greedy: 100 of 100", '"all_passed": true'],
+    "05_9_text_vs_file": ["Boolean value of Tensor with more than one value is ambiguous",
+                          "text version, one row: '4+3'", "tinyk, one row:        '4+3\\n'"],
+}
+
+
+@pytest.mark.parametrize("page", sorted(KEY_NUMBERS))
+def test_chapter_pages_print_the_numbers_the_course_states(page):
+    text = sitecheck.visible_text(HTML / "notebooks" / f"{page}.html")
+    missing = [s for s in KEY_NUMBERS[page] if s not in text]
+    assert missing == [], f"{page}: not printed: {missing}"
+
+
+def test_tiny_experiment_loss_falls_well_below_the_unigram_entropy():
+    import re
+
+    text = sitecheck.visible_text(HTML / "notebooks" / "05_7_checks.html")
+    entropy = float(re.search(r"unigram entropy\s+([\d.]+)", text).group(1))
+    final = float(re.search(r"mean of the last 50 steps ([\d.]+)", text).group(1))
+    assert final < 0.5 * entropy, (final, entropy)

@@ -4,15 +4,16 @@
   before myst-nb parses and executes it, so no nbgrader marker or hidden test reaches the
   page, and the code that runs is the code that is shown (plus one removed cell that
   makes errors print as one line).
-- ``html-page-context``: with ``html_copy_source`` off, each page's download link points at
-  a copy written here: a notebook's student view (no solutions, no hidden tests), or a
-  markdown page's own source.
+- ``html-page-context``: each page gets a download link (``html_copy_source`` is off, so
+  Sphinx would give none). Sphinx then copies the page's original source there.
+- ``build-finished``: every notebook's copy is overwritten with its student view (no
+  solutions, no hidden tests). This must come last: Sphinx copies originals while it
+  writes pages.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from tinyk.exercises import book_version, student_version
@@ -31,21 +32,25 @@ def _read_as_book(app, docname, source):
         source[0] = json.dumps(nb)
 
 
-def _publish_source(app, pagename, templatename, context, doctree):
-    if doctree is None or pagename not in app.env.all_docs:
+def _link_source(app, pagename, templatename, context, doctree):
+    if doctree is not None and pagename in app.env.all_docs:
+        context["sourcename"] = pagename + Path(app.env.doc2path(pagename)).suffix
+
+
+def _publish_student_notebooks(app, exception):
+    if exception is not None or app.builder.format != "html":
         return
-    path = Path(app.env.doc2path(pagename))
-    target = Path(app.outdir, "_sources", pagename + path.suffix)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".ipynb":
-        student = student_version(json.loads(path.read_text(encoding="utf-8")))
-        target.write_text(json.dumps(student, indent=1, ensure_ascii=False), encoding="utf-8")
-    else:
-        shutil.copyfile(path, target)
-    context["sourcename"] = pagename + path.suffix
+    for docname in sorted(app.env.found_docs):
+        path = Path(app.env.doc2path(docname))
+        if path.suffix == ".ipynb":
+            target = Path(app.outdir, "_sources", docname + ".ipynb")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            student = student_version(json.loads(path.read_text(encoding="utf-8")))
+            target.write_text(json.dumps(student, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def setup(app):
     app.connect("source-read", _read_as_book)
-    app.connect("html-page-context", _publish_source, priority=400)  # before the theme's buttons
+    app.connect("html-page-context", _link_source, priority=400)  # before the theme's buttons
+    app.connect("build-finished", _publish_student_notebooks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
