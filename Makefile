@@ -9,7 +9,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: book test setup lint unit notebooks site-build site-check clean
+.PHONY: book test setup lint unit notebooks site-build site-check chromium clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,8 +43,14 @@ site-build: $(STAMP)
 	rm -rf _build
 	$(BIN)/jupyter-book build --all -W -n --keep-going .
 
-site-check: $(STAMP)
+site-check: $(STAMP) chromium
 	$(BIN)/python -m pytest -m site tests
+
+# The browser tests drive Debian's Chromium (Playwright's own browser download is not used).
+chromium:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
+	  else echo "Chromium is missing: run 'sudo apt-get install chromium'"; exit 1; fi; }
 
 clean:
 	rm -rf _build

@@ -6,6 +6,9 @@
   makes errors print as one line).
 - ``html-page-context``: each page gets a download link (``html_copy_source`` is off, so
   Sphinx would give none). Sphinx then copies the page's original source there.
+- ``html-page-context`` (late): exact duplicate ``<script>`` entries are dropped. The
+  sphinx-thebe configuration script is registered twice in a Jupyter Book build, and its
+  second ``const THEBE_JS_URL`` is a SyntaxError on every page.
 - ``build-finished``: every notebook's copy is overwritten with its student view (no
   solutions, no hidden tests). This must come last: Sphinx copies originals while it
   writes pages.
@@ -37,6 +40,17 @@ def _link_source(app, pagename, templatename, context, doctree):
         context["sourcename"] = pagename + Path(app.env.doc2path(pagename)).suffix
 
 
+def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
+    unique, seen = [], set()
+    for script in context.get("script_files", []):
+        attributes = tuple(sorted(getattr(script, "attributes", {}).items()))
+        key = (getattr(script, "filename", script) or "", attributes)  # None and "" alike
+        if key not in seen:
+            seen.add(key)
+            unique.append(script)
+    context["script_files"] = unique
+
+
 def _publish_student_notebooks(app, exception):
     if exception is not None or app.builder.format != "html":
         return
@@ -52,5 +66,6 @@ def _publish_student_notebooks(app, exception):
 def setup(app):
     app.connect("source-read", _read_as_book)
     app.connect("html-page-context", _link_source, priority=400)  # before the theme's buttons
+    app.connect("html-page-context", _drop_duplicate_scripts, priority=900)  # after all scripts
     app.connect("build-finished", _publish_student_notebooks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

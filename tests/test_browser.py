@@ -1,0 +1,131 @@
+"""The built site in a real browser: Debian's Chromium, headless, driven by Playwright.
+
+The site is served from ``_build/html`` on localhost; every request to any other host is
+blocked and counted, and the count must be zero. Screenshots of each chapter page go to
+``artifacts/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from tinyk.course import ROOT, notebook_paths, repository_url
+
+pytestmark = pytest.mark.site
+HTML = ROOT / "_build" / "html"
+SHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHAPTER_PAGES = [f"notebooks/{p.stem}.html" for p in notebook_paths()] + ["book/05_8_attribution.html"]
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site_url():
+    if not (HTML / "index.html").exists():
+        pytest.fail(f"no built site at {HTML}: run `make book` (or `make test`) first")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             functools.partial(_QuietHandler, directory=str(HTML)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is missing: `apt-get install chromium` (make test installs it)")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, site_url):
+    """A page that blocks and records every request leaving localhost, and console errors."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.external_requests = []
+    page.console_errors = []
+
+    def route(r):
+        host = urlparse(r.request.url).hostname
+        if host in ("127.0.0.1", "localhost"):
+            r.continue_()
+        else:
+            page.external_requests.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.console_errors.append(str(e)))
+    yield page
+    context.close()
+
+
+@pytest.mark.parametrize("path", CHAPTER_PAGES)
+def test_chapter_page_in_a_real_browser(page, site_url, path):
+    page.goto(f"{site_url}/{path}", wait_until="networkidle")
+    has_math = page.locator("div.math, span.math").count() > 0
+    if has_math:
+        page.wait_for_selector("mjx-container", state="attached", timeout=15_000)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / (Path(path).stem + ".png")), full_page=True)
+
+    assert page.external_requests == [], "requests outside localhost"
+    assert page.console_errors == []
+    text = page.inner_text("main")
+    assert "$$" not in text, "raw display math"
+    if has_math:
+        assert page.locator("mjx-container").count() >= page.locator("div.math, span.math").count()
+
+    solutions = page.locator("details.hide.above-input")
+    for i in range(solutions.count()):
+        toggle = solutions.nth(i)
+        assert toggle.get_attribute("open") is None, "a solution is open before any click"
+        assert "Show solution" in toggle.locator("summary").inner_text()
+        toggle.locator("summary").click()
+        assert toggle.get_attribute("open") is not None, "a click did not open the solution"
+
+    for i in range(page.locator(".tinyk-slider").count()):
+        slider = page.locator(".tinyk-slider").nth(i)
+        frames = slider.locator(".tinyk-slider-frames")
+        before = frames.screenshot()
+        control = slider.locator("input[type=range]").first
+        start = control.input_value()
+        control.focus()
+        page.keyboard.press("ArrowRight" if int(start) < int(control.get_attribute("max")) else "ArrowLeft")
+        assert control.input_value() != start
+        assert frames.screenshot() != before, f"slider {i} on {path} did not change its figure"
+
+    colab = [a.get_attribute("href") for a in page.locator("a[href*='colab.research.google.com']").all()]
+    if path.startswith("notebooks/"):
+        owner_repo = repository_url().split("github.com/")[1]
+        assert colab == [f"https://colab.research.google.com/github/{owner_repo}/blob/main/"
+                         f"{path.replace('.html', '.ipynb')}"]
+    else:
+        assert colab == []
+
+
+def test_every_page_of_the_site_loads_offline_without_errors(page, site_url):
+    paths = sorted(str(p.relative_to(HTML)) for p in HTML.rglob("*.html") if "_static" not in p.parts)
+    for path in paths:
+        page.goto(f"{site_url}/{path}", wait_until="networkidle")
+    assert page.external_requests == []
+    assert page.console_errors == []
+    assert len(paths) >= 17
