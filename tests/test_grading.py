@@ -1,0 +1,254 @@
+"""The instructors' command against a batch of hostile submissions made here.
+
+A small assignment in the course's exercise format keeps the batch fast; one real chapter
+notebook checks release and grading end to end.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tinyk import grading
+from tinyk.course import ROOT
+from tinyk.exercises import nbgrader, source_text
+
+SOLUTION_A = "def double(x):\n    return 2 * x"
+SOLUTION_B = "def shout(word):\n    return word.upper() + '!'"
+
+
+def _cell(kind: str, source: str, meta: dict | None = None) -> dict:
+    cell = {"cell_type": kind, "metadata": meta or {}, "source": source}
+    if kind == "code":
+        cell.update(execution_count=None, outputs=[])
+    return cell
+
+
+def _drill() -> dict:
+    """Two exercises: a solution cell and a test cell (visible + hidden) each."""
+    def solution(gid: str, body: str) -> dict:
+        return _cell("code", f"### BEGIN SOLUTION\n{body}\n### END SOLUTION",
+                     {"nbgrader": {"grade": False, "grade_id": gid, "locked": False, "schema_version": 3,
+                                   "solution": True}})
+
+    def test(gid: str, points: int, visible: str, hidden: str) -> dict:
+        return _cell("code", f"{visible}\n### BEGIN HIDDEN TESTS\n{hidden}\n### END HIDDEN TESTS",
+                     {"nbgrader": {"grade": True, "grade_id": gid, "locked": True, "points": points,
+                                   "schema_version": 3, "solution": False}})
+
+    cells = [
+        _cell("markdown", "# Drill\n\nExercise A: write `double(x)`."),
+        solution("a_solution", SOLUTION_A),
+        test("a_test", 2, "got = double(2)\nassert type(got) is int and got == 4",
+             "for x in (5, -3, 0):\n    got = double(x)\n    assert type(got) is int and got == 2 * x"),
+        _cell("markdown", "Exercise B: write `shout(word)`."),
+        solution("b_solution", SOLUTION_B),
+        test("b_test", 1, "got = shout('hi')\nassert type(got) is str and got == 'HI!'",
+             "assert shout('ok') == 'OK!' and type(shout('')) is str"),
+    ]
+    for i, cell in enumerate(cells):
+        cell["id"] = f"cell-{i}"
+    return {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                        "language": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def _answer(release: dict, a: str | None = None, b: str | None = None, edit=None) -> dict:
+    """A student's copy of the release with answers put into the solution cells."""
+    nb = json.loads(json.dumps(release))
+    for cell in nb["cells"]:
+        gid = nbgrader(cell).get("grade_id")
+        if gid == "a_solution" and a is not None:
+            cell["source"] = a
+        if gid == "b_solution" and b is not None:
+            cell["source"] = b
+    if edit:
+        edit(nb)
+    return nb
+
+
+def _replace_test(grade_id: str, source: str):
+    def edit(nb):
+        for cell in nb["cells"]:
+            if nbgrader(cell).get("grade_id") == grade_id:
+                cell["source"] = source
+    return edit
+
+
+def _delete_test(grade_id: str):
+    def edit(nb):
+        nb["cells"] = [c for c in nb["cells"] if nbgrader(c).get("grade_id") != grade_id]
+    return edit
+
+
+# student -> (submission maker, expected {exercise: (points, status)})
+CASES = {
+    "solution": (lambda r: _answer(r, SOLUTION_A, SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
+    "untouched_release": (lambda r: r, {"a_test": (0, "ok"), "b_test": (0, "ok")}),
+    "correct_other_code": (lambda r: _answer(r, "def double(x):\n    return x + x",
+                                             "def shout(w):\n    return f'{w.upper()}!'"),
+                           {"a_test": (2, "ok"), "b_test": (1, "ok")}),
+    "wrong_answer": (lambda r: _answer(r, "def double(x):\n    return 3 * x", SOLUTION_B),
+                     {"a_test": (0, "ok"), "b_test": (1, "ok")}),
+    "hard_coded": (lambda r: _answer(r, "def double(x):\n    return 4", SOLUTION_B),
+                   {"a_test": (0, "ok"), "b_test": (1, "ok")}),
+    "edited_test": (lambda r: _answer(r, "def double(x):\n    return 0", SOLUTION_B,
+                                      _replace_test("a_test", "pass")),
+                    {"a_test": (0, "tests-modified"), "b_test": (1, "tests-modified")}),
+    "deleted_test": (lambda r: _answer(r, SOLUTION_A, SOLUTION_B, _delete_test("b_test")),
+                     {"a_test": (2, "tests-modified"), "b_test": (1, "tests-modified")}),
+    "exception": (lambda r: _answer(r, "def double(x):\n    raise ValueError('no')", SOLUTION_B),
+                  {"a_test": (0, "ok"), "b_test": (1, "ok")}),
+    "sys_exit": (lambda r: _answer(r, "import sys\nsys.exit(3)", SOLUTION_B),
+                 {"a_test": (0, "ok"), "b_test": (1, "ok")}),
+    "os_exit": (lambda r: _answer(r, "import os\nos._exit(1)", SOLUTION_B),
+                {"a_test": (0, "kernel-died"), "b_test": (0, "kernel-died")}),
+    "infinite_loop": (lambda r: _answer(r, "while True:\n    pass", SOLUTION_B),
+                      {"a_test": (0, "timeout"), "b_test": (1, "ok")}),
+    "memory_bomb": (lambda r: _answer(r, "hog = bytearray(64 * 2**30)", SOLUTION_B),
+                    {"a_test": (0, "memory-limit"), "b_test": (1, "ok")}),
+    "huge_output": (lambda r: _answer(r, "for i in range(200_000):\n    print('x' * 50)\n" + SOLUTION_A,
+                                      SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
+    "eq_always_true": (lambda r: _answer(r, "class Liar:\n    def __eq__(self, other):\n        return True\n"
+                                            "def double(x):\n    return Liar()", SOLUTION_B),
+                       {"a_test": (0, "ok"), "b_test": (1, "ok")}),
+    "monkeypatch": (lambda r: _answer(r, "import builtins\nbuiltins.type = lambda x: int\n"
+                                         "def double(x):\n    return 4", SOLUTION_B),
+                    {"a_test": (0, "tampering"), "b_test": (0, "tampering")}),
+}
+RAW = {"not_json": b"{ this is not a notebook", "empty_file": b""}
+
+
+@pytest.fixture(scope="module")
+def assignment(tmp_path_factory):
+    base = tmp_path_factory.mktemp("course")
+    source = base / "source"
+    source.mkdir()
+    (source / "drill.ipynb").write_text(json.dumps(_drill()))
+    notebooks = grading._chapter_notebooks(None, source)
+    release_dir = base / "release"
+    grading.release(release_dir, notebooks)
+    return base, notebooks, json.loads((release_dir / "drill.ipynb").read_text())
+
+
+@pytest.fixture(scope="module")
+def batch(assignment):
+    base, notebooks, release = assignment
+    subs = base / "submissions"
+    subs.mkdir()
+    for student, (make, _) in CASES.items():
+        (subs / student).mkdir()
+        (subs / student / "drill.ipynb").write_text(json.dumps(make(release)))
+    for student, data in RAW.items():
+        (subs / student).mkdir()
+        (subs / student / "drill.ipynb").write_bytes(data)
+    (subs / "no_file").mkdir()
+    shutil.copy(subs / "solution" / "drill.ipynb", subs / "single_file.ipynb")  # a file, not a folder
+    limits = grading.Limits(cell_timeout=5, total_timeout=60, memory_mb=2048)
+    start = time.monotonic()
+    rows = grading.grade(subs, base / "grades.csv", notebooks, limits, jobs=2, progress=False)
+    return base, subs, notebooks, limits, rows, time.monotonic() - start
+
+
+def _table(path: Path) -> dict[tuple[str, str], dict]:
+    with path.open() as f:
+        return {(r["student"], r["exercise"]): r for r in csv.DictReader(f)}
+
+
+def test_release_removes_solutions_and_hidden_tests(assignment):
+    _, _, release = assignment
+    text = "\n".join(source_text(c) for c in release["cells"])
+    assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text and "2 * x" not in text
+    assert "raise NotImplementedError()" in text
+
+
+@pytest.mark.parametrize("student", sorted(CASES))
+def test_each_submission_gets_its_points_and_status(batch, student):
+    base, *_ = batch
+    table = _table(base / "grades.csv")
+    for exercise, (points, status) in CASES[student][1].items():
+        row = table[(student, exercise)]
+        assert (float(row["points"]), row["status"]) == (points, status), row
+
+
+def test_unreadable_missing_and_single_file_submissions(batch):
+    base, *_ = batch
+    table = _table(base / "grades.csv")
+    for student in RAW:
+        assert table[(student, "a_test")]["status"] == "unreadable"
+        assert float(table[(student, "a_test")]["points"]) == 0
+    assert table[("no_file", "b_test")]["status"] == "missing"
+    assert float(table[("single_file", "a_test")]["points"]) == 2
+
+
+def test_every_student_gets_every_row_within_the_limits(batch):
+    base, subs, _, limits, _, seconds = batch
+    students = {p.stem if p.is_file() else p.name for p in subs.iterdir()}
+    table = _table(base / "grades.csv")
+    assert {s for s, _ in table} == students
+    assert len(table) == 2 * len(students)  # one row per student and exercise, none lost or doubled
+    assert all(r["max_points"] in ("2", "1") for r in table.values())
+    assert all(r["status"] in grading.STATUSES for r in table.values())
+    # each student is bounded by total_timeout; two at a time
+    assert seconds < limits.total_timeout * len(students) / 2
+    print(f"graded {len(students)} submissions in {seconds:.1f} s")
+
+
+def test_rerun_resumes_and_reproduces_the_gradebook(batch):
+    base, subs, notebooks, limits, _, _ = batch
+    out = base / "grades.csv"
+    first = out.read_text()
+    (base / "grades.csv.parts" / "wrong_answer.json").unlink()  # as if interrupted before it finished
+    out.unlink()
+    start = time.monotonic()
+    grading.grade(subs, out, notebooks, limits, jobs=2, progress=False)
+    assert out.read_text() == first
+    assert time.monotonic() - start < 60  # only one student was graded again
+    assert not list(base.glob(".grades.csv.tmp"))
+
+
+def test_metadata_validation_finds_each_problem(tmp_path):
+    nb = _drill()
+    nb["cells"][2]["metadata"]["nbgrader"].pop("points")
+    nb["cells"][5]["metadata"]["nbgrader"]["grade_id"] = "a_test"
+    nb["cells"][0]["source"] += "\n### BEGIN SOLUTION"
+    path = tmp_path / "broken.ipynb"
+    path.write_text(json.dumps(nb))
+    problems = grading.metadata_problems(path)
+    assert any("positive points" in p for p in problems)
+    assert any("duplicate grade_id" in p for p in problems)
+    assert any("marker outside an exercise cell" in p for p in problems)
+
+
+def test_validate_accepts_the_chapter_notebooks_metadata_and_runs_a_solution(assignment):
+    base, _, _ = assignment
+    chapter = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    assert grading.validate(chapter, run=False) == []
+    assert grading.validate([base / "source" / "drill.ipynb"], run=True) == []
+
+
+def test_a_real_chapter_notebook_releases_and_grades(tmp_path):
+    notebooks = grading._chapter_notebooks(["05_5_swiglu_layer"], ROOT / "notebooks")
+    released = grading.release(tmp_path / "release", notebooks)[0]
+    student = json.loads(released.read_text())
+    solved = json.loads(released.read_text())
+    original = json.loads((ROOT / "notebooks" / "05_5_swiglu_layer.ipynb").read_text())
+    source = {nbgrader(c)["grade_id"]: source_text(c) for c in original["cells"] if nbgrader(c)}
+    for cell in solved["cells"]:
+        gid = nbgrader(cell).get("grade_id", "")
+        if gid.endswith("_solution"):
+            cell["source"] = source[gid]
+    subs = tmp_path / "subs"
+    for name, nb in (("perfect", solved), ("blank", student)):
+        (subs / name).mkdir(parents=True)
+        (subs / name / "05_5_swiglu_layer.ipynb").write_text(json.dumps(nb))
+    rows = grading.grade(subs, tmp_path / "grades.csv", notebooks, jobs=2, progress=False)
+    total = {name: sum(r.points for r in rows if r.student == name) for name in ("perfect", "blank")}
+    maximum = sum(points for _, points in notebooks[0].tests)
+    assert total == {"perfect": maximum, "blank": 0}
+    assert {r.status for r in rows} == {"ok"}
