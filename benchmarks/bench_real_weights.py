@@ -74,8 +74,8 @@ def main() -> None:
     for name, r in rate.items():
         print(f"{name:13s} {r:6.1f} tokens/s  ({r / bound:.0%} of the bandwidth bound)")
     print(f"ratio tinyk/transformers (tokens/s) = {rate['tinyk'] / rate['transformers']:.3f} (goal >= 1.0)")
-    print(f"bound: {bandwidth / 1e9:.1f} GB/s copy bandwidth / {weight_bytes / 1e6:.0f} MB of float32 weights "
-          f"per token = {bound:.1f} tokens/s")
+    print(f"bound: {bandwidth / 1e9:.1f} GB/s copy bandwidth / {weight_bytes / 1e6:.0f} MB of float32 "
+          f"weights per token = {bound:.1f} tokens/s")
 
 
 if __name__ == "__main__":

@@ -233,8 +233,9 @@ def _submission_files(entry: Path, notebooks: list[_Notebook]) -> dict[str, Path
     if entry.is_dir():
         return {nb.name: (entry / f"{nb.name}.ipynb") if (entry / f"{nb.name}.ipynb").exists() else None
                 for nb in notebooks}
-    if len(notebooks) != 1:
-        raise SystemExit(f"{entry.name}: a single-file submission needs exactly one --notebook to grade")
+    if len(notebooks) != 1:  # an error for this student only (reported in their rows)
+        raise ValueError(f"{entry.name} is a single file, but {len(notebooks)} notebooks are graded: "
+                         f"submit a folder, or grade one --notebook")
     return {notebooks[0].name: entry}
 
 

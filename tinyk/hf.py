@@ -34,6 +34,20 @@ _LAYER_NAMES = {
 }
 
 
+def _convert_layers(src: dict, cfg: ModelConfig, to_hf: bool) -> dict:
+    """Every layer's weights under the other library's names; q/k rows permuted per head."""
+    permute = permute_adjacent_to_half if to_hf else permute_half_to_adjacent
+    heads = {"attention.wq.weight": cfg.n_heads, "attention.wk.weight": cfg.n_kv_heads}
+    out = {}
+    for i in range(cfg.n_layers):
+        for ours, theirs in _LAYER_NAMES.items():
+            ours_key, theirs_key = f"layers.{i}.{ours}", f"model.layers.{i}.{theirs}"
+            source, target = (ours_key, theirs_key) if to_hf else (theirs_key, ours_key)
+            weight = src[source]
+            out[target] = permute(weight, heads[ours]) if ours in heads else weight
+    return out
+
+
 def _import_transformers():  # returns the transformers module
     try:
         import transformers
@@ -112,14 +126,7 @@ def to_hf(model: Transformer) -> LlamaForCausalLM:
     state = {"model.embed_tokens.weight": src["tok_embeddings.weight"],
              "model.norm.weight": src["norm.weight"],
              "lm_head.weight": src["tok_embeddings.weight"]}
-    for i in range(cfg.n_layers):
-        for ours, theirs in _LAYER_NAMES.items():
-            w = src[f"layers.{i}.{ours}"]
-            if ours == "attention.wq.weight":
-                w = permute_adjacent_to_half(w, cfg.n_heads)
-            elif ours == "attention.wk.weight":
-                w = permute_adjacent_to_half(w, cfg.n_kv_heads)
-            state[f"model.layers.{i}.{theirs}"] = w
+    state.update(_convert_layers(src, cfg, to_hf=True))
     hf.load_state_dict(state, strict=True)
     hf.eval()
     return hf
@@ -133,14 +140,7 @@ def from_hf(hf_model: LlamaForCausalLM) -> Transformer:
     state = {"tok_embeddings.weight": src["model.embed_tokens.weight"],
              "output.weight": src["model.embed_tokens.weight"],
              "norm.weight": src["model.norm.weight"]}
-    for i in range(cfg.n_layers):
-        for ours, theirs in _LAYER_NAMES.items():
-            w = src[f"model.layers.{i}.{theirs}"]
-            if ours == "attention.wq.weight":
-                w = permute_half_to_adjacent(w, cfg.n_heads)
-            elif ours == "attention.wk.weight":
-                w = permute_half_to_adjacent(w, cfg.n_kv_heads)
-            state[f"layers.{i}.{ours}"] = w
+    state.update(_convert_layers(src, cfg, to_hf=False))
     model = Transformer(cfg).to(dtype)
     with torch.no_grad():
         model.load_state_dict(state, strict=True)
