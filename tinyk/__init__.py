@@ -1,7 +1,14 @@
 """tinyk: a small LLaMA-style decoder, taken apart section by section (course chapter 05).
 
-The model lives in :mod:`tinyk.model`, read top to bottom in the chapter's order;
-generation and the KV cache in :mod:`tinyk.generation`.
+The model lives in :mod:`tinyk.model`, read top to bottom in the chapter's order. Beside it,
+each importing the model and never the reverse:
+
+- :mod:`tinyk.generation`: generation with per-row stopping, padding and the KV cache;
+- :mod:`tinyk.upstream`: the upstream code's quirks, reproduced on purpose;
+- :mod:`tinyk.hf`, :mod:`tinyk.gguf`: Hugging Face conversion, GGUF loading (SmolLM2);
+- :mod:`tinyk.data`, :mod:`tinyk.training`, :mod:`tinyk.checks`: the 05.7 experiment;
+- :mod:`tinyk.tracing`, :mod:`tinyk.plotting`, :mod:`tinyk.widgets`: for the notebooks;
+- :mod:`tinyk.exercises`, :mod:`tinyk.grading`, :mod:`tinyk.course`: the course itself.
 """
 
 from tinyk.generation import KVCache, expand_kv_heads, generate, kv_cache_bytes, last_valid_index

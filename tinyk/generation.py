@@ -12,7 +12,7 @@ import dataclasses
 import torch
 from torch import Tensor
 
-from tinyk.model import ModelConfig, Transformer, _valid_tokens
+from tinyk.model import ModelConfig, Transformer, valid_tokens
 
 __all__ = ["KVCache", "generate", "expand_kv_heads", "kv_cache_bytes", "last_valid_index"]
 
@@ -156,7 +156,7 @@ def generate(
         )
     pad = config.pad_token_id if pad_token_id is None else pad_token_id
     valid = (torch.ones_like(input_ids, dtype=torch.bool) if attention_mask is None
-             else _valid_tokens(attention_mask, B, T))
+             else valid_tokens(attention_mask, B, T))
     padded = not bool(valid.all())
     first_index = last_valid_index(valid)  # B: where each row's first new token comes from
 

@@ -52,6 +52,8 @@ __all__ = [
     "count_parameters_naive",
     "parameter_budget",
     "padding_to_attention",
+    "valid_tokens",
+    "causal_lm_loss",
 ]
 
 
@@ -507,7 +509,7 @@ def padding_to_attention(valid: Tensor, query_len: int) -> Tensor:
     return causal[None, None] & valid[:, None, None, :]  # 1×1×T×T_k & B×1×1×T_k -> B×1×T×T_k
 
 
-def _valid_tokens(attention_mask: Tensor, batch: int, key_len: int) -> Tensor:
+def valid_tokens(attention_mask: Tensor, batch: int, key_len: int) -> Tensor:
     """Read a user's ``attention_mask`` as ``B×T_k`` booleans (True = real token).
 
     Accepted: bool or integer 0/1 flags (Hugging Face's convention), or a floating
@@ -625,7 +627,7 @@ class Transformer(nn.Module):
             mask = None if start_pos == 0 or T == 1 else padding_to_attention(
                 torch.ones(B, start_pos + T, dtype=torch.bool, device=input_ids.device), T)
         else:
-            valid = _valid_tokens(attention_mask, B, start_pos + T)  # B×T_k
+            valid = valid_tokens(attention_mask, B, start_pos + T)  # B×T_k
             # A row's position counts its real tokens: left padding does not shift RoPE.
             positions = (valid.long().cumsum(-1) - 1).clamp(min=0)[:, start_pos:]  # B×T
             cos, sin = self.freqs_cos[positions], self.freqs_sin[positions]  # B×T×d_h/2
