@@ -412,7 +412,7 @@ def test_loss_is_hugging_face_style_and_never_nan():
     ref = F.cross_entropy(out.logits[:, :-1].reshape(-1, 13), ids[:, 1:].reshape(-1))
     assert out.loss.ndim == 0 and torch.allclose(out.loss, ref)
     nothing = model(input_ids=ids, labels=torch.full_like(ids, -100))
-    assert float(nothing.loss) == 0.0
+    assert nothing.loss.item() == 0.0
     nothing.loss.backward()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
