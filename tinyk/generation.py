@@ -14,7 +14,8 @@ from torch import Tensor
 
 from tinyk.model import ModelConfig, Transformer, valid_tokens
 
-__all__ = ["KVCache", "generate", "expand_kv_heads", "kv_cache_bytes", "last_valid_index"]
+__all__ = ["KVCache", "generate", "expand_kv_heads", "kv_cache_bytes", "last_valid_index",
+           "sample_next_token"]
 
 
 class KVCache:
@@ -99,7 +100,7 @@ def last_valid_index(valid: Tensor) -> Tensor:
     return (valid.long() * positions).argmax(-1)
 
 
-def _sample(logits: Tensor, temperature: float, top_k: int | None,
+def sample_next_token(logits: Tensor, temperature: float, top_k: int | None,
             generator: torch.Generator | None) -> Tensor:
     """``B×V`` logits -> ``B`` token ids: greedy when ``temperature == 0``."""
     if temperature == 0:
@@ -182,7 +183,7 @@ def generate(
                 logits = logits[torch.arange(B, device=device), first_index]  # B×V
             else:
                 logits = logits[:, -1]  # B×V
-            next_token = _sample(logits, temperature, top_k, generator)  # B
+            next_token = sample_next_token(logits, temperature, top_k, generator)  # B
             next_token = torch.where(finished, torch.full_like(next_token, pad), next_token)
             new_tokens.append(next_token)
             if eos_token_id is not None:

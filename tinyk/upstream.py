@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from tinyk.generation import sample_next_token
 from tinyk.model import Attention, ModelConfig, Transformer, apply_rotary_emb, repeat_kv
 
 __all__ = [
@@ -108,7 +109,9 @@ class UpstreamAttention(Attention):
         self.flash = hasattr(F, "scaled_dot_product_attention")  # config.flash_attn not read
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor,  # type: ignore[override]
-                attention_mask: Tensor | None = None) -> Tensor:
+                attention_mask: Tensor | None = None, cache: object = None) -> Tensor:
+        if cache is not None:
+            raise ValueError("the upstream attention has no KV cache")
         B, T, _ = x.shape
         q = self.wq(x).view(B, T, self.n_heads, self.head_dim)
         k = self.wk(x).view(B, T, self.n_kv_heads, self.head_dim)
@@ -161,9 +164,7 @@ class UpstreamTransformer(Transformer):
         cos, sin = self.freqs_cos[:T], self.freqs_sin[:T]  # positions 0..T-1, padding or not
         h = self.dropout(self.tok_embeddings(tokens))
         for layer in self.layers:
-            a = layer.attention(layer.attention_norm(h), cos, sin, valid)
-            h = h + a
-            h = h + layer.feed_forward(layer.ffn_norm(h))
+            h = layer(h, cos, sin, valid)  # tinyk's DecoderLayer around the upstream attention
         h = self.norm(h)
         if targets is not None:
             logits = self.output(h)
@@ -192,7 +193,7 @@ class UpstreamTransformer(Transformer):
         for _ in range(max_new_tokens):
             idx_cond = idx[:, -self.config.max_seq_len:]
             logits = self(idx_cond).logits[:, -1, :]
-            idx_next = _upstream_sample(logits, temperature, top_k)
+            idx_next = sample_next_token(logits, temperature, top_k, None)[:, None]  # B×1
             if idx_next == stop_id:
                 break
             idx = torch.cat((idx, idx_next), dim=1)
@@ -215,7 +216,7 @@ class UpstreamTransformer(Transformer):
         for _ in range(max_new_tokens):
             logits = self(idx[:, -self.config.max_seq_len:],
                           attention_mask=mask[:, -self.config.max_seq_len:]).logits[:, -1, :]
-            idx_next = _upstream_sample(logits, temperature, top_k).squeeze(1)
+            idx_next = sample_next_token(logits, temperature, top_k, None)
             idx_next = torch.where(finished, torch.full_like(idx_next, pad), idx_next)
             new.append(idx_next)
             finished |= idx_next == eos_token_id
@@ -225,13 +226,3 @@ class UpstreamTransformer(Transformer):
                 break
         return torch.stack(new, dim=1)
 
-
-def _upstream_sample(logits: Tensor, temperature: float, top_k: int | None) -> Tensor:
-    """``B×V`` -> ``B×1``, as the upstream samples (greedy through ``topk(k=1)``)."""
-    if temperature == 0.0:
-        return torch.topk(logits, k=1, dim=-1).indices
-    logits = logits / temperature
-    if top_k is not None:
-        kth = torch.topk(logits, min(top_k, logits.size(-1))).values[:, [-1]]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    return torch.multinomial(F.softmax(logits, dim=-1), num_samples=1)
