@@ -223,6 +223,16 @@ def release(out_dir: Path, notebooks: list[_Notebook]) -> list[Path]:
 # ----------------------------------------------------------------------------- one student
 
 
+def _entries(submissions: Path) -> list[Path]:
+    """One folder or file per student, hidden files left out."""
+    return sorted(p for p in submissions.iterdir() if not p.name.startswith("."))
+
+
+def _student_name(entry: Path) -> str:
+    """A folder's name, or a single file's name without ``.ipynb``."""
+    return entry.stem if entry.is_file() else entry.name
+
+
 def _student_id(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", name) or "student"
 
@@ -431,7 +441,7 @@ def grade(submissions: Path, out: Path, notebooks: list[_Notebook], limits: Limi
     limits = limits or Limits()
     if not notebooks:
         raise SystemExit("no notebook with exercises to grade")
-    entries = sorted(p for p in submissions.iterdir() if not p.name.startswith("."))
+    entries = _entries(submissions)
     parts = out.with_name(out.name + ".parts")
     parts.mkdir(parents=True, exist_ok=True)
     jobs = jobs or max(1, (os.cpu_count() or 2))
@@ -443,7 +453,7 @@ def grade(submissions: Path, out: Path, notebooks: list[_Notebook], limits: Limi
                     for nb in notebooks}
         todo = []
         for entry in entries:
-            part = parts / f"{_student_id(entry.stem if entry.is_file() else entry.name)}.json"
+            part = parts / f"{_student_id(_student_name(entry))}.json"
             fingerprint = _fingerprint(entry, notebooks, limits)
             if part.exists() and json.loads(part.read_text()).get("fingerprint") == fingerprint:
                 continue  # graded in an earlier (maybe interrupted) run: keep it
@@ -455,12 +465,12 @@ def grade(submissions: Path, out: Path, notebooks: list[_Notebook], limits: Limi
 
             bar = tqdm(total=len(entries), initial=len(entries) - len(todo), desc="grading", unit="student")
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(_grade_student, entry.stem if entry.is_file() else entry.name, entry,
+            futures = {pool.submit(_grade_student, _student_name(entry), entry,
                                    notebooks, template, released, limits): (entry, part, fp)
                        for entry, part, fp in todo}
             for future in concurrent.futures.as_completed(futures):
                 entry, part, fingerprint = futures[future]
-                name = entry.stem if entry.is_file() else entry.name
+                name = _student_name(entry)
                 try:
                     rows = future.result()
                 except Exception as err:  # one broken submission never stops the batch
@@ -474,7 +484,7 @@ def grade(submissions: Path, out: Path, notebooks: list[_Notebook], limits: Limi
         if bar is not None:
             bar.close()
 
-    names = {_student_id(e.stem if e.is_file() else e.name) for e in entries}
+    names = {_student_id(_student_name(e)) for e in entries}
     rows = [Row(**r) for part in sorted(parts.glob("*.json")) if part.stem in names
             for r in json.loads(part.read_text())["rows"]]
     rows.sort(key=lambda r: (r.student, r.notebook, r.exercise))
@@ -496,8 +506,8 @@ def feedback(submissions: Path, out_dir: Path, notebooks: list[_Notebook],
     with tempfile.TemporaryDirectory(prefix="tinyk-feedback-") as tmp:
         course = Path(tmp) / "course"
         _prepare_course(notebooks, course)
-        for entry in sorted(p for p in submissions.iterdir() if not p.name.startswith(".")):
-            sid = _student_id(entry.stem if entry.is_file() else entry.name)
+        for entry in _entries(submissions):
+            sid = _student_id(_student_name(entry))
             target = course / "submitted" / sid / ASSIGNMENT
             target.mkdir(parents=True)
             for nb_name, path in _submission_files(entry, notebooks).items():
