@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -252,3 +253,49 @@ def test_a_real_chapter_notebook_releases_and_grades(tmp_path):
     maximum = sum(points for _, points in notebooks[0].tests)
     assert total == {"perfect": maximum, "blank": 0}
     assert {r.status for r in rows} == {"ok"}
+
+
+def _processes_in(fragment: str) -> list[int]:
+    """Live processes whose working folder path contains ``fragment``."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if fragment in os.readlink(f"/proc/{pid}/cwd"):
+                found.append(int(pid))
+        except OSError:  # gone, a zombie, or not ours to read
+            pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def slow_batch(assignment, tmp_path_factory):
+    """A correct submission, and one that starts a background process, then runs cells that
+    each stay under the cell timeout but together run past the total limit."""
+    _, notebooks, release = assignment
+    subs = tmp_path_factory.mktemp("slow") / "submissions"
+    spawn = "import subprocess\nsubprocess.Popen(['sleep', '300'])\n"
+    sleepy = "import time\ntime.sleep(4)\n"
+    for name, nb in (("prompt_one", _answer(release, SOLUTION_A, SOLUTION_B)),
+                     ("slow_student", _answer(release, spawn + sleepy + SOLUTION_A, sleepy + SOLUTION_B))):
+        (subs / name).mkdir(parents=True)
+        (subs / name / "drill.ipynb").write_text(json.dumps(nb))
+    return subs, notebooks, grading.Limits(cell_timeout=5, total_timeout=6, memory_mb=2048)
+
+
+def test_total_time_limit_leaves_nothing_of_the_submission_running(slow_batch):
+    subs, notebooks, limits = slow_batch
+    rows = grading.grade(subs, subs.parent / "grades.csv", notebooks, limits, jobs=1, progress=False)
+    assert _processes_in("slow_student") == []  # neither the kernel nor the process it started
+    slow = [r for r in rows if r.student == "slow_student"]
+    assert {(r.status, r.points) for r in slow} == {("timeout", 0.0)}
+    assert "ran past 6 s" in slow[0].detail
+    assert sum(r.points for r in rows if r.student == "prompt_one") == 3
+
+
+def test_feedback_survives_a_submission_past_the_time_limit(slow_batch):
+    subs, notebooks, limits = slow_batch
+    out = subs.parent / "feedback"
+    grading.feedback(subs, out, notebooks, limits)
+    assert list((out / "prompt_one").glob("*.html"))
+    assert not (out / "slow_student").exists()
+    assert _processes_in("slow_student") == []

@@ -196,6 +196,24 @@ def _nbgrader(args: list[str], root: Path, limits: Limits | None = None,
                           preexec_fn=preexec, start_new_session=True)
 
 
+def _end_leftovers(course: Path, sid: str) -> None:
+    """End every process still working in the student's autograding folder.
+
+    nbgrader runs the kernel there, in a session of its own, and on a normal finish kills
+    that session. When nbgrader itself is killed (the total time limit), the kernel exits
+    through ipykernel's parent check, but processes the student's code started would run
+    on: they are found by their working folder and ended here.
+    """
+    folder = str((course / "autograded" / sid).resolve())
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            if cwd == folder or cwd.startswith(folder + os.sep):
+                os.kill(int(pid), signal.SIGKILL)
+        except OSError:  # gone meanwhile, or not ours to read
+            pass
+
+
 def _prepare_course(notebooks: list[_Notebook], root: Path) -> None:
     """An nbgrader course with the chapter notebooks as one assignment, released once."""
     source = root / "source" / ASSIGNMENT
@@ -378,9 +396,10 @@ def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template:
                         failure = "error"
                         errors = [ln for ln in log.splitlines() if "ERROR" in ln or "Error" in ln]
                         failure_detail = (errors or log.strip().splitlines() or ["nbgrader failed"])[0][:200]
-            except subprocess.TimeoutExpired as err:
-                _kill_group(err)
+            except subprocess.TimeoutExpired:
                 failure, failure_detail = "timeout", f"submission ran past {limits.total_timeout} s"
+            finally:
+                _end_leftovers(course, sid)
 
         with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
             for nb in notebooks:
@@ -402,16 +421,6 @@ def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template:
                                 cell_status, cell_detail = _cell_problem(executed, grade_id)
                     rows.append(Row(name, nb.name, grade_id, points, max_points, cell_status, cell_detail))
     return rows
-
-
-def _kill_group(err: subprocess.TimeoutExpired) -> None:
-    """subprocess.run has killed nbgrader itself; end its kernel too (same session)."""
-    pid = getattr(err, "pid", None)
-    if pid:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 # ----------------------------------------------------------------------------- the batch
@@ -513,8 +522,15 @@ def feedback(submissions: Path, out_dir: Path, notebooks: list[_Notebook],
             for nb_name, path in _submission_files(entry, notebooks).items():
                 if path is not None and _read_notebook(path) is not None:
                     shutil.copy(path, target / f"{nb_name}.ipynb")
-            _nbgrader(["autograde", ASSIGNMENT, f"--student={sid}", "--force"], course, limits,
-                      timeout=limits.total_timeout)
+            try:
+                _nbgrader(["autograde", ASSIGNMENT, f"--student={sid}", "--force"], course, limits,
+                          timeout=limits.total_timeout)
+            except subprocess.TimeoutExpired:
+                print(f"{sid}: no feedback, the submission ran past {limits.total_timeout} s",
+                      file=sys.stderr)
+                continue  # one slow submission never costs the others their feedback
+            finally:
+                _end_leftovers(course, sid)
             _nbgrader(["generate_feedback", ASSIGNMENT, f"--student={sid}", "--force"], course)
             produced = course / "feedback" / sid / ASSIGNMENT
             if produced.exists():
