@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import pytest
 import torch
 
+from tests.helpers import varied_weights
 from tinyk import (
     KVCache,
     ModelConfig,
@@ -26,17 +26,11 @@ PROMPTS = [[5, 3, 8, 1, 9, 2, 7], [4, 4, 6], [11, 2, 3, 10, 5]]
 def model():
     """A small random model whose continuations depend on the whole prompt.
 
-    The layers get unit-variance weights (std 1/sqrt(fan_in)), so attention and MLP, not
-    the embedding's identity path, decide the next token: greedy paths differ by prompt.
+    See :func:`tests.helpers.varied_weights`.
     """
     torch.manual_seed(0)
     config = ModelConfig(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=40, max_seq_len=96)
-    m = Transformer(config).eval()
-    with torch.no_grad():
-        for name, p in m.named_parameters():
-            if p.ndim == 2 and not name.startswith("tok_embeddings"):
-                p.normal_(0, 1 / math.sqrt(p.shape[1]))
-    return m
+    return varied_weights(Transformer(config))
 
 
 def left_pad(prompts, pad=0):

@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.helpers import varied_weights
 from tinyk import ModelConfig, Transformer, generate, last_valid_index
 from tinyk.model import causal_lm_loss
 from tinyk.upstream import (
@@ -22,13 +23,8 @@ from tinyk.upstream import (
 
 
 def _varied(model: Transformer) -> Transformer:
-    """Unit-variance layer weights, so continuations depend on the prompt (as in test_generation)."""
     torch.manual_seed(1)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if p.ndim == 2 and not name.startswith("tok_embeddings"):
-                p.normal_(0, 1 / math.sqrt(p.shape[1]))
-    return model.eval()
+    return varied_weights(model)
 
 
 @pytest.fixture(scope="module")
