@@ -9,7 +9,10 @@ moment of a noisy machine hits both. Printed:
    and 8) and a mid-size one (goal: at least 5x at 256);
 2. tinyk's cached greedy generation vs ``transformers``' ``generate`` with the same weights
    (goal: time ratio tinyk/HF at most 1.0);
-3. the KV cache's bytes for MHA vs GQA at the mid-size config, measured from the tensors.
+3. the KV cache's bytes for MHA vs GQA at the mid-size config, measured from the tensors;
+4. where the tiny config at batch 1 stands: the same speed-up for ``transformers``' own
+   ``generate`` with the same weights, and for a lower bound of eager PyTorch (one function
+   over fused weights, no modules, no checks), both giving the same tokens as tinyk.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import statistics
 import time
 
 import torch
+import torch.nn.functional as F
 
 from tinyk import KVCache, ModelConfig, Transformer, expand_kv_heads, generate
 
@@ -89,6 +93,95 @@ def cache_memory() -> None:
           f"ratio {mha.nbytes / gqa.nbytes:.1f} (H_q/H_kv = {config.n_rep})")
 
 
+class FusedTiny:
+    """The model's inference maths in one function: a lower bound on eager PyTorch's step cost.
+
+    Weights are fused (``wq|wk|wv`` and ``w1|w3`` each one matrix), RoPE runs once on q and
+    k together as a complex product, there are no module calls and no input checks (fewer
+    than half of tinyk's operator calls per step), and it runs under ``inference_mode``.
+    Used only to measure how small a cached step can get here; the tokens are checked
+    against tinyk's.
+    """
+
+    def __init__(self, model: Transformer) -> None:
+        self.config = model.config
+        self.embedding, self.final_norm = model.tok_embeddings.weight, model.norm.weight
+        self.rope = torch.complex(model.freqs_cos, model.freqs_sin)  # max_seq_len × d_h/2
+        self.layers = [
+            (layer.attention_norm.weight,
+             torch.cat([layer.attention.wq.weight, layer.attention.wk.weight, layer.attention.wv.weight]),
+             layer.attention.wo.weight, layer.ffn_norm.weight,
+             torch.cat([layer.feed_forward.w1.weight, layer.feed_forward.w3.weight]),
+             layer.feed_forward.w2.weight)
+            for layer in model.layers
+        ]
+
+    def last_logits(self, ids: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
+        """``B×T`` ids (no padding) -> ``B×V`` logits of the last position."""
+        cfg, (B, T) = self.config, ids.shape
+        H, H_kv, d_h, d = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, (cfg.dim,)
+        start = cache.length if cache is not None else 0
+        rope = self.rope[start : start + T, None]  # T×1×d_h/2
+        h = F.embedding(ids, self.embedding)
+        for i, (attention_norm, wqkv, wo, ffn_norm, w13, w2) in enumerate(self.layers):
+            qkv = F.linear(F.rms_norm(h, d, attention_norm, cfg.norm_eps), wqkv).view(B, T, H + 2 * H_kv, d_h)
+            pairs = qkv[:, :, : H + H_kv].reshape(B, T, H + H_kv, d_h // 2, 2)
+            qk = torch.view_as_real(torch.view_as_complex(pairs) * rope).flatten(3)
+            q, k, v = qk[:, :, :H], qk[:, :, H:], qkv[:, :, H + H_kv :]
+            if cache is not None:
+                k, v = cache.update(i, k, v)
+            out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                                 is_causal=T > 1, enable_gqa=True)
+            h = h + F.linear(out.transpose(1, 2).reshape(B, T, H * d_h), wo)
+            gate, up = F.linear(F.rms_norm(h, d, ffn_norm, cfg.norm_eps), w13).chunk(2, dim=-1)
+            h = h + F.linear(F.silu(gate) * up, w2)
+        if cache is not None:
+            cache.advance(T)
+        return F.linear(F.rms_norm(h[:, -1], d, self.final_norm, cfg.norm_eps), self.embedding)
+
+    @torch.inference_mode()  # also skips the version counters that no_grad still keeps
+    def generate(self, prompt: torch.Tensor, max_new_tokens: int, use_cache: bool) -> torch.Tensor:
+        """Greedy, no padding, no EOS: the new tokens, ``B×n``."""
+        cache = KVCache(self.config, prompt.shape[0], prompt.shape[1] + max_new_tokens) if use_cache else None
+        ids, new = prompt, []
+        for _ in range(max_new_tokens):
+            new.append(self.last_logits(ids, cache).argmax(-1))
+            ids = new[-1][:, None] if use_cache else torch.cat([ids, new[-1][:, None]], 1)
+        return torch.stack(new, 1)
+
+
+def tiny_batch_one(rounds: int, n_new: int) -> None:
+    from tinyk.hf import to_hf
+
+    print(f"4. tiny config, batch 1, {n_new} new tokens: cached vs uncached elsewhere")
+    torch.manual_seed(0)
+    model = Transformer(CONFIGS["tiny"]).eval()
+    hf, fused = to_hf(model), FusedTiny(model)
+    prompt = torch.randint(0, model.config.vocab_size, (1, 16))
+    reference = generate(model, prompt, max_new_tokens=n_new, temperature=0)
+
+    def hf_generate(use_cache: bool) -> torch.Tensor:
+        return hf.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=n_new,
+                           min_new_tokens=n_new, do_sample=False, pad_token_id=0, eos_token_id=None,
+                           use_cache=use_cache)[:, 16:]
+
+    contenders = {
+        "tinyk": lambda use_cache: generate(model, prompt, max_new_tokens=n_new, temperature=0,
+                                            use_cache=use_cache),
+        "transformers": hf_generate,
+        "fused, one function": lambda use_cache: fused.generate(prompt, n_new, use_cache),
+    }
+    for name, run in contenders.items():
+        same = all(torch.equal(run(use_cache), reference) for use_cache in (True, False))
+        times = {True: [], False: []}
+        for _ in range(rounds):  # alternate
+            for use_cache in (True, False):
+                times[use_cache].append(timed(run, 1, use_cache))
+        cached, uncached = statistics.median(times[True]), statistics.median(times[False])
+        print(f"   {name:20s} same tokens: {same}; cached {cached / n_new * 1e6:5.0f} us/token, "
+              f"uncached {uncached / n_new * 1e6:5.0f} us/token, speed-up {uncached / cached:4.1f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds and lengths")
@@ -99,6 +192,7 @@ def main() -> None:
     cache_speedups(rounds, [64, 256] if args.quick else [64, 256, 512])
     against_hf(rounds, 128 if args.quick else 256)
     cache_memory()
+    tiny_batch_one(rounds, 256)
 
 
 if __name__ == "__main__":
