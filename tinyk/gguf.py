@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from tinyk.model import ModelConfig, Transformer, permute_adjacent_to_half
+from tinyk.model import ModelConfig, Transformer, permute_adjacent_to_half, precompute_freqs_cis
 
 __all__ = ["GGUFInfo", "load_gguf", "read_config", "smollm2_path", "SMOLLM2_INSTALL"]
 
@@ -157,8 +157,17 @@ def load_gguf(path: str | Path, rope_layout: str = "adjacent", max_seq_len: int 
                 key = f"layers.{i}.attention.{name}.weight"
                 state[key] = permute_adjacent_to_half(state[key], heads)
 
-    model = Transformer(config)
+    # Built without memory or random init (the file overwrites every weight), then given
+    # empty storage. Moving off "meta" makes two Parameters of the tied matrix: tie it
+    # again. The RoPE tables are not in the file, so they are computed here.
+    with torch.device("meta"):
+        model = Transformer(config)
+    model.to_empty(device="cpu")
+    model.output.weight = model.tok_embeddings.weight
     model.load_state_dict(state, strict=True)
+    cos, sin = precompute_freqs_cis(config.head_dim, config.max_seq_len, config.rope_theta)
+    model.freqs_cos.copy_(cos)
+    model.freqs_sin.copy_(sin)
     info = GGUFInfo(
         path=path,
         name=str(_field(reader, "general.name", path.stem)),
