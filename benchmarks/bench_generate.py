@@ -153,7 +153,7 @@ class FusedTiny:
 def tiny_batch_one(rounds: int, n_new: int) -> None:
     from tinyk.hf import to_hf
 
-    print(f"4. tiny config, batch 1, {n_new} new tokens: cached vs uncached elsewhere")
+    print(f"4. tiny config, batch 1, {n_new} new tokens: tinyk, transformers, and the eager floor")
     torch.manual_seed(0)
     model = Transformer(CONFIGS["tiny"]).eval()
     hf, fused = to_hf(model), FusedTiny(model)
