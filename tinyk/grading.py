@@ -214,6 +214,16 @@ def _end_leftovers(course: Path, sid: str) -> None:
             pass
 
 
+def _autograde(course: Path, sid: str, limits: Limits) -> subprocess.CompletedProcess:
+    """``nbgrader autograde`` of one student within the limits; then no process of theirs is
+    left running, even when the total time limit raised ``TimeoutExpired``."""
+    try:
+        return _nbgrader(["autograde", ASSIGNMENT, f"--student={sid}", "--force"], course, limits,
+                         timeout=limits.total_timeout)
+    finally:
+        _end_leftovers(course, sid)
+
+
 def _prepare_course(notebooks: list[_Notebook], root: Path) -> None:
     """An nbgrader course with the chapter notebooks as one assignment, released once."""
     source = root / "source" / ASSIGNMENT
@@ -384,8 +394,7 @@ def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template:
         failure, failure_detail = "", ""
         if to_grade:
             try:
-                run = _nbgrader(["autograde", ASSIGNMENT, f"--student={sid}", "--force"], course,
-                                limits, timeout=limits.total_timeout)
+                run = _autograde(course, sid, limits)
                 log = run.stdout + run.stderr
                 if run.returncode != 0:
                     if re.search(r"[Kk]ernel (died|dead)|DeadKernel", log):
@@ -398,13 +407,13 @@ def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template:
                         failure_detail = (errors or log.strip().splitlines() or ["nbgrader failed"])[0][:200]
             except subprocess.TimeoutExpired:
                 failure, failure_detail = "timeout", f"submission ran past {limits.total_timeout} s"
-            finally:
-                _end_leftovers(course, sid)
 
         with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
             for nb in notebooks:
                 status, detail = flags.get(nb.name, ("ok", ""))
                 graded = course / "autograded" / sid / ASSIGNMENT / f"{nb.name}.ipynb"
+                executed = (json.loads(graded.read_text())
+                            if status == "ok" and not failure and graded.exists() else None)
                 for grade_id, max_points in nb.tests:
                     points = 0.0
                     cell_status, cell_detail = status, detail
@@ -416,8 +425,7 @@ def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template:
                                 points = float(gradebook.find_grade(grade_id, nb.name, ASSIGNMENT, sid).score)
                             except MissingEntry:
                                 cell_status, cell_detail = "error", "no grade recorded"
-                            if graded.exists() and status == "ok":
-                                executed = json.loads(graded.read_text())
+                            if executed is not None:
                                 cell_status, cell_detail = _cell_problem(executed, grade_id)
                     rows.append(Row(name, nb.name, grade_id, points, max_points, cell_status, cell_detail))
     return rows
@@ -426,10 +434,17 @@ def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template:
 # ----------------------------------------------------------------------------- the batch
 
 
-def _fingerprint(entry: Path, notebooks: list[_Notebook], limits: Limits) -> str:
+def _course_digest(notebooks: list[_Notebook], limits: Limits) -> bytes:
+    """What every student's grade depends on besides their files: the notebooks, the limits."""
     digest = hashlib.sha256(json.dumps(asdict(limits)).encode())
     for nb in notebooks:
         digest.update(nb.path.read_bytes())
+    return digest.digest()
+
+
+def _fingerprint(entry: Path, course_digest: bytes) -> str:
+    """The course digest extended with the student's files: unchanged means already graded."""
+    digest = hashlib.sha256(course_digest)
     for path in sorted([entry] if entry.is_file() else entry.rglob("*")):
         if path.is_file():
             digest.update(path.name.encode())
@@ -460,10 +475,10 @@ def grade(submissions: Path, out: Path, notebooks: list[_Notebook], limits: Limi
         _prepare_course(notebooks, template)
         released = {nb.name: json.loads((template / "release" / ASSIGNMENT / f"{nb.name}.ipynb").read_text())
                     for nb in notebooks}
-        todo = []
+        todo, course_digest = [], _course_digest(notebooks, limits)
         for entry in entries:
             part = parts / f"{_student_id(_student_name(entry))}.json"
-            fingerprint = _fingerprint(entry, notebooks, limits)
+            fingerprint = _fingerprint(entry, course_digest)
             if part.exists() and json.loads(part.read_text()).get("fingerprint") == fingerprint:
                 continue  # graded in an earlier (maybe interrupted) run: keep it
             todo.append((entry, part, fingerprint))
@@ -523,14 +538,11 @@ def feedback(submissions: Path, out_dir: Path, notebooks: list[_Notebook],
                 if path is not None and _read_notebook(path) is not None:
                     shutil.copy(path, target / f"{nb_name}.ipynb")
             try:
-                _nbgrader(["autograde", ASSIGNMENT, f"--student={sid}", "--force"], course, limits,
-                          timeout=limits.total_timeout)
+                _autograde(course, sid, limits)
             except subprocess.TimeoutExpired:
                 print(f"{sid}: no feedback, the submission ran past {limits.total_timeout} s",
                       file=sys.stderr)
                 continue  # one slow submission never costs the others their feedback
-            finally:
-                _end_leftovers(course, sid)
             _nbgrader(["generate_feedback", ASSIGNMENT, f"--student={sid}", "--force"], course)
             produced = course / "feedback" / sid / ASSIGNMENT
             if produced.exists():
