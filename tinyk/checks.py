@@ -79,14 +79,13 @@ def _gradcheck_gap(fn: Callable[..., torch.Tensor], *inputs: torch.Tensor) -> fl
     worst = 0.0
     eps = 1e-6
     for i, x in enumerate(inputs):
-        flat = x.detach().reshape(-1)
-        for j in range(flat.numel()):
+        jacobian = analytical[i] if isinstance(analytical, tuple) else analytical  # output × x
+        for j in range(x.numel()):
             plus, minus = [t.detach().clone() for t in inputs], [t.detach().clone() for t in inputs]
             plus[i].view(-1)[j] += eps
             minus[i].view(-1)[j] -= eps
             numeric = (fn(*plus) - fn(*minus)) / (2 * eps)
-            column = analytical[i] if isinstance(analytical, tuple) else analytical
-            exact = column.reshape(*numeric.shape, -1)[..., j]
+            exact = jacobian.reshape(*numeric.shape, -1)[..., j]
             worst = max(worst, (numeric - exact).abs().max().item())
     return worst
 

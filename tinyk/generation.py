@@ -101,7 +101,7 @@ def last_valid_index(valid: Tensor) -> Tensor:
 
 
 def sample_next_token(logits: Tensor, temperature: float, top_k: int | None,
-            generator: torch.Generator | None) -> Tensor:
+                      generator: torch.Generator | None) -> Tensor:
     """``B×V`` logits -> ``B`` token ids: greedy when ``temperature == 0``."""
     if temperature == 0:
         return logits.argmax(-1)
