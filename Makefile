@@ -35,7 +35,7 @@ lint: $(STAMP)
 	$(BIN)/python -m tinyk.course check
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest -m "not site" -n 2 tests
+	$(BIN)/python -m pytest -m "not site" -n 2 --dist loadgroup tests
 
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbmake --nbmake-timeout=300 notebooks  # serially: each kernel uses both cores

@@ -19,6 +19,10 @@ from tinyk import grading
 from tinyk.course import ROOT
 from tinyk.exercises import nbgrader, source_text
 
+# The tests that share the module's prepared assignment and graded batch run on one xdist
+# worker (make's `--dist loadgroup`), so the batch is graded once, not once per worker.
+SHARED_BATCH = pytest.mark.xdist_group("grading-batch")
+
 SOLUTION_A = "def double(x):\n    return 2 * x"
 SOLUTION_B = "def shout(word):\n    return word.upper() + '!'"
 
@@ -161,6 +165,7 @@ def _table(path: Path) -> dict[tuple[str, str], dict]:
         return {(r["student"], r["exercise"]): r for r in csv.DictReader(f)}
 
 
+@SHARED_BATCH
 def test_release_removes_solutions_and_hidden_tests(assignment):
     _, _, release = assignment
     text = "\n".join(source_text(c) for c in release["cells"])
@@ -168,6 +173,7 @@ def test_release_removes_solutions_and_hidden_tests(assignment):
     assert "raise NotImplementedError()" in text
 
 
+@SHARED_BATCH
 @pytest.mark.parametrize("student", sorted(CASES))
 def test_each_submission_gets_its_points_and_status(batch, student):
     base, *_ = batch
@@ -177,6 +183,7 @@ def test_each_submission_gets_its_points_and_status(batch, student):
         assert (float(row["points"]), row["status"]) == (points, status), row
 
 
+@SHARED_BATCH
 def test_unreadable_missing_and_single_file_submissions(batch):
     base, *_ = batch
     table = _table(base / "grades.csv")
@@ -187,6 +194,7 @@ def test_unreadable_missing_and_single_file_submissions(batch):
     assert float(table[("single_file", "a_test")]["points"]) == 2
 
 
+@SHARED_BATCH
 def test_every_student_gets_every_row_within_the_limits(batch):
     base, subs, _, limits, _, seconds = batch
     students = {p.stem if p.is_file() else p.name for p in subs.iterdir()}
@@ -200,6 +208,7 @@ def test_every_student_gets_every_row_within_the_limits(batch):
     print(f"graded {len(students)} submissions in {seconds:.1f} s")
 
 
+@SHARED_BATCH
 def test_rerun_resumes_and_reproduces_the_gradebook(batch):
     base, subs, notebooks, limits, _, _ = batch
     out = base / "grades.csv"
@@ -226,6 +235,7 @@ def test_metadata_validation_finds_each_problem(tmp_path):
     assert any("marker outside an exercise cell" in p for p in problems)
 
 
+@SHARED_BATCH
 def test_validate_accepts_the_chapter_notebooks_metadata_and_runs_a_solution(assignment):
     base, _, _ = assignment
     chapter = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -282,6 +292,7 @@ def slow_batch(assignment, tmp_path_factory):
     return subs, notebooks, grading.Limits(cell_timeout=5, total_timeout=6, memory_mb=2048)
 
 
+@SHARED_BATCH
 def test_total_time_limit_leaves_nothing_of_the_submission_running(slow_batch):
     subs, notebooks, limits = slow_batch
     rows = grading.grade(subs, subs.parent / "grades.csv", notebooks, limits, jobs=1, progress=False)
@@ -292,6 +303,7 @@ def test_total_time_limit_leaves_nothing_of_the_submission_running(slow_batch):
     assert sum(r.points for r in rows if r.student == "prompt_one") == 3
 
 
+@SHARED_BATCH
 def test_feedback_survives_a_submission_past_the_time_limit(slow_batch):
     subs, notebooks, limits = slow_batch
     out = subs.parent / "feedback"
