@@ -154,7 +154,10 @@ def batch(assignment):
         (subs / student / "drill.ipynb").write_bytes(data)
     (subs / "no_file").mkdir()
     shutil.copy(subs / "solution" / "drill.ipynb", subs / "single_file.ipynb")  # a file, not a folder
-    limits = grading.Limits(cell_timeout=5, total_timeout=60, memory_mb=2048)
+    # The per-cell timeout must end the infinite loop, yet leave room for huge_output's
+    # 200,000 printed lines (under a second alone, several seconds while the other test
+    # worker and a second grading job share the two cores).
+    limits = grading.Limits(cell_timeout=10, total_timeout=60, memory_mb=2048)
     start = time.monotonic()
     rows = grading.grade(subs, base / "grades.csv", notebooks, limits, jobs=2, progress=False)
     return base, subs, notebooks, limits, rows, time.monotonic() - start
