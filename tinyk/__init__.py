@@ -7,7 +7,8 @@ each importing the model and never the reverse:
 - :mod:`tinyk.upstream`: the upstream code's quirks, reproduced on purpose;
 - :mod:`tinyk.hf`, :mod:`tinyk.gguf`: Hugging Face conversion, GGUF loading (SmolLM2);
 - :mod:`tinyk.data`, :mod:`tinyk.training`, :mod:`tinyk.checks`: the 05.7 experiment;
-- :mod:`tinyk.tracing`, :mod:`tinyk.plotting`, :mod:`tinyk.widgets`: for the notebooks;
+- :mod:`tinyk.tracing`, :mod:`tinyk.plotting`, :mod:`tinyk.widgets`, :mod:`tinyk.source`: for the
+  notebooks;
 - :mod:`tinyk.exercises`, :mod:`tinyk.grading`, :mod:`tinyk.course`: the course itself.
 """
 
