@@ -7,8 +7,10 @@ namespace, without the rest of its notebook.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -27,113 +29,14 @@ from tinyk.exercises import (
     student_version,
 )
 
-# A wrong answer per exercise that satisfies the visible asserts only: the hidden tests
-# must reject it. (Keyed by the solution cell's grade_id.)
-GUESSES = {
-    "ex_05_1_1_solution": """
-def head_dim_and_rope(dim, n_heads):
-    return 6, True
-""",
-    "ex_05_1_2_solution": """
-def heads_per_group(n_heads, n_kv_heads):
-    return None if n_kv_heads == 4 else 2
-""",
-    "ex_05_1_3_solution": """
-def valid_kv_heads(n_heads):
-    return [1, 2, 3, 4, 6, 12]
-""",
-    "ex_05_2_1_solution": """
-def rms(x, eps=0.0):
-    return 12.5 ** 0.5
-""",
-    "ex_05_2_2_solution": """
-def rms_norm(x, gamma, eps):
-    return [3 / 12.5 ** 0.5, 4 / 12.5 ** 0.5]
-""",
-    "ex_05_2_3_solution": """
-import torch
-def rmsnorm_jacobian(x, gamma, eps):
-    r = 12.5 ** 0.5
-    off = -12 / (2 * r**3)
-    return torch.tensor([[1 / r - 9 / (2 * r**3), off], [off, 1 / r - 16 / (2 * r**3)]], dtype=torch.float64)
-""",
-    "ex_05_3_1_solution": """
-def rope_frequency(i, head_dim, theta=10000.0):
-    return 1.0 if i == 0 else 0.1
-""",
-    "ex_05_3_2_solution": """
-def rotate_pair(a, b, t, omega):
-    return 0.0, 1.0
-""",
-    "ex_05_3_3_solution": """
-import math
-def rope_score(q, k, m, n, theta=10000.0):
-    return math.cos(1.0)
-""",
-    "ex_05_4_1_solution": """
-def kv_head_for_each_query_head(n_heads, n_kv_heads):
-    return [0, 0, 0, 1, 1, 1]
-""",
-    "ex_05_4_2_solution": """
-def cache_bytes(*args):
-    return 18_874_368
-""",
-    "ex_05_5_1_solution": """
-def swiglu_width(dim, multiple_of):
-    return 2048
-""",
-    "ex_05_5_2_solution": """
-import torch
-def swiglu(x, w1, w2, w3):
-    return torch.full((1, 2), 12 * torch.sigmoid(torch.tensor(2.0)).item())
-""",
-    "ex_05_5_3_solution": """
-def prenorm_block(x, attention, mlp, norm1, norm2):
-    return 6 * x + 1
-""",
-    "ex_05_6_1_solution": """
-def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim):
-    return 19_008
-""",
-    "ex_05_6_2_solution": """
-def last_real_position(mask):
-    return 3
-""",
-    "ex_05_6_3_solution": """
-def step_rows(finished, next_tokens, eos, pad):
-    return [7, 0, 2], [False, True, True]
-""",
-    "ex_05_7_1_solution": """
-import math
-def entropy_of(text):
-    return math.log(2)
-""",
-    "ex_05_7_2_solution": """
-def follows_rule(line):
-    return line == "3+4=4+3"
-""",
-    "ex_05_7_3_solution": """
-def count_unique(model):
-    return 19_008
-""",
-    "ex_05_9_1_solution": """
-def rows_stopping(next_tokens, stop_id):
-    return [False, True, True]
-""",
-    "ex_05_9_2_solution": """
-def parses(source):
-    return source == "x = 1"
-""",
-    "ex_05_9_3_solution": """
-def counted_targets(targets, ignore_index):
-    return 2
-""",
-    "ex_05_4_3_solution": """
-import torch
-def my_repeat_kv(x, n_rep):
-    return torch.tensor([0.0, 0.0, 1.0, 1.0]).view(1, 1, 4, 1)
-""",
-}
+# Wrong answers, one file per notebook in tests/exercise_cases/: GUESSES (hard-coded answers
+# to the visible asserts) and MISTAKES (solutions with one classic mistake each).
+GUESSES: dict[str, str] = {}
+MISTAKES: dict[str, list[tuple[str, str]]] = {}
+for _case in sorted((Path(__file__).parent / "exercise_cases").glob("ex_*.py")):
+    _module = importlib.import_module(f"tests.exercise_cases.{_case.stem}")
+    GUESSES.update(_module.GUESSES)
+    MISTAKES.update(_module.MISTAKES)
 
 
 def _exercises():
@@ -214,6 +117,19 @@ def test_hard_coded_guess_passes_visible_but_fails_hidden_tests(path, solution, 
     _run(guess, _visible_only(test))  # the visible asserts alone are fooled...
     with pytest.raises(AssertionError):
         _run(guess, _without_markers(test))  # ...the hidden ones are not
+
+
+MISTAKE_CASES = [
+    pytest.param(path, solution, test, source, id=f"{nbgrader(solution)['grade_id']}-{name}")
+    for path, solution, test in (p.values for p in EXERCISES)
+    for name, source in MISTAKES.get(nbgrader(solution)["grade_id"], [])
+]
+
+
+@pytest.mark.parametrize("path,solution,test,wrong", MISTAKE_CASES)
+def test_a_classic_mistake_loses_the_points(path, solution, test, wrong):
+    with pytest.raises(AssertionError):
+        _run(wrong, _without_markers(test))
 
 
 def test_an_object_equal_to_everything_does_not_pass():
