@@ -141,7 +141,7 @@ def test_an_object_equal_to_everything_does_not_pass():
 
     liar = "class Liar:\n    def __eq__(self, other):\n        return True\n"
     for _, solution, test in (p.values for p in EXERCISES):
-        name = re.search(r"def (\w+)\(", source_text(solution)).group(1)
+        name = re.search(r"^(?:def|class) (\w+)", source_text(solution), re.M).group(1)
         cheat = liar + f"def {name}(*args, **kwargs):\n    return Liar()"
         with pytest.raises((AssertionError, TypeError, ValueError)):
             _run(cheat, _without_markers(test))
