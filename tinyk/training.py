@@ -1,15 +1,28 @@
-"""A small, deterministic training loop for the course's CPU experiment (section 05.7)."""
+"""A small, deterministic training loop for the course's CPU experiment (section 05.7).
+
+Section 05.7 trains the tiny model on the synthetic commutativity text (:data:`COURSE_RUN`);
+later sections reuse that trained model. Rather than train it again in every notebook, the
+package ships its weights (``tinyk/weights/tiny_commutativity.pt``, written by
+``python -m tinyk.training``): :func:`trained_course_model` loads them, and a test checks
+that training again gives the same weights.
+"""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import torch
 from torch import Tensor
 
-from tinyk.model import Transformer
+from tinyk.data import CharTokenizer, synthetic_text
+from tinyk.model import ModelConfig, Transformer
 
-__all__ = ["random_batches", "train"]
+__all__ = ["COURSE_RUN", "CHECKPOINT", "random_batches", "train", "train_course_model",
+           "trained_course_model"]
+
+COURSE_RUN = {"steps": 600, "batch_size": 32, "block_size": 32, "lr": 5e-3, "seed": 0}  # 05.7
+CHECKPOINT = Path(__file__).parent / "weights" / "tiny_commutativity.pt"
 
 
 def random_batches(data: Tensor, batch_size: int, block_size: int, generator: torch.Generator) -> Tensor:
@@ -52,7 +65,32 @@ def train(model: Transformer, data: Tensor, *, steps: int, batch_size: int = 32,
     return losses
 
 
+def train_course_model(progress: bool = False) -> tuple[Transformer, list[float]]:
+    """The 05.7 run: the tiny config initialised after ``torch.manual_seed(0)``, trained on
+    :func:`tinyk.data.synthetic_text` with :data:`COURSE_RUN`. Returns the model and its losses."""
+    data = CharTokenizer().encode(synthetic_text())
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig.tiny(vocab_size=CharTokenizer().vocab_size))
+    return model, train(model, data, progress=progress, **COURSE_RUN)
+
+
+def trained_course_model() -> Transformer:
+    """The model of the 05.7 run, with the weights the package ships (nothing is trained)."""
+    if not CHECKPOINT.exists():
+        raise FileNotFoundError(f"{CHECKPOINT} is missing: write it with `python -m tinyk.training`")
+    model = Transformer(ModelConfig.tiny(vocab_size=CharTokenizer().vocab_size))
+    model.load_state_dict(torch.load(CHECKPOINT, map_location="cpu", weights_only=True))
+    return model.eval()
+
+
 def _progress(total: int):  # a tqdm bar
     from tqdm import tqdm
 
     return tqdm(total=total, desc="training", file=sys.stdout, mininterval=2.0, ncols=80)
+
+
+if __name__ == "__main__":
+    trained, losses = train_course_model(progress=True)
+    CHECKPOINT.parent.mkdir(exist_ok=True)
+    torch.save(trained.state_dict(), CHECKPOINT)
+    print(f"wrote {CHECKPOINT} (final loss {losses[-1]:.4f})")
