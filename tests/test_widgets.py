@@ -51,3 +51,22 @@ def test_too_many_frames_and_bad_defaults_are_refused():
         Choice([1, 2], default=3)
     with pytest.raises(TypeError, match="Figure or an HTML string"):
         slider(lambda a: 42, a=[1])
+
+
+def test_figures_carry_alt_text_that_says_what_they_show():
+    fig = _draw(2, 3)
+    assert fig.describe() == "Figure: a=2, b=3 (y against x)"
+    assert 'alt="Figure: a=2, b=3 (y against x)"' in fig._repr_html_()
+    fig.alt_text = "A straight line from 0 to 6."
+    assert 'alt="A straight line from 0 to 6."' in fig._repr_html_()
+    frames = slider(_draw, a=[1, 2], b=[5])._repr_mimebundle_()["text/html"]
+    for a in (1, 2):
+        assert f'alt="Figure: a={a}, b=5 (y against x)"' in frames
+
+
+def test_static_sliders_announce_their_value():
+    view = slider(_draw, a=Choice([1, 2, 3], label="a value", default=2), b=[5])
+    html = view._repr_mimebundle_()["text/html"]
+    assert 'aria-label="a value" aria-valuetext="2"' in html
+    assert '<output aria-live="polite">2</output>' in html
+    assert "setAttribute('aria-valuetext'" in html  # kept in step when the slider moves

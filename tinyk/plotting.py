@@ -7,6 +7,8 @@ this module applies the style to matplotlib's settings.
 
 from __future__ import annotations
 
+import base64
+import html
 import io
 from collections.abc import Sequence
 
@@ -35,12 +37,34 @@ STYLE = {
 
 
 class CourseFigure(Figure):
-    """A figure that shows itself as a PNG when it is a cell's result, without pyplot."""
+    """A figure that shows itself as a PNG when it is a cell's result, without pyplot.
+
+    Its HTML view is the same PNG with alt text (the book shows that one): ``alt_text`` if
+    set, else a sentence built from each panel's title and axis labels.
+    """
+
+    alt_text: str | None = None
+
+    def describe(self) -> str:
+        """The alt text: what the figure shows, in words."""
+        if self.alt_text:
+            return self.alt_text
+        panels = []
+        for ax in self.axes:
+            title, x, y = ax.get_title(), ax.get_xlabel(), ax.get_ylabel()
+            axes = f"{y} against {x}" if x and y else x or y
+            panels.append(f"{title} ({axes})" if title and axes else title or axes)
+        panels = [p for p in panels if p]
+        return "Figure: " + "; ".join(panels) if panels else "Figure"
 
     def _repr_png_(self) -> bytes:
         buffer = io.BytesIO()
         self.savefig(buffer, format="png")
         return buffer.getvalue()
+
+    def _repr_html_(self) -> str:
+        data = base64.b64encode(self._repr_png_()).decode("ascii")
+        return f'<img src="data:image/png;base64,{data}" alt="{html.escape(self.describe())}">'
 
 
 def figure(ncols: int = 1, nrows: int = 1, width: float = 5.0, height: float = 3.6,

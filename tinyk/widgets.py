@@ -37,7 +37,8 @@ _SCRIPT = (
     "(function(){var root=document.getElementById('__UID__');if(!root)return;"
     "var inputs=root.querySelectorAll('input[type=range]');var sizes=__SIZES__;"
     "function show(){var i=0;inputs.forEach(function(inp,p){i=i*sizes[p]+Number(inp.value);"
-    "inp.nextElementSibling.textContent=JSON.parse(inp.dataset.labels)[inp.value];});"
+    "var label=JSON.parse(inp.dataset.labels)[inp.value];inp.nextElementSibling.textContent=label;"
+    "inp.setAttribute('aria-valuetext',label);});"
     "root.querySelectorAll('.tinyk-frame').forEach(function(f){"
     "f.hidden=Number(f.dataset.frame)!==i;});}"
     "inputs.forEach(function(inp){inp.addEventListener('input',show);});})();"
@@ -72,7 +73,9 @@ def _render(result: Figure | str) -> str:
         buffer = io.BytesIO()
         image.save(buffer, format="PNG", optimize=True)
         data = base64.b64encode(buffer.getvalue()).decode("ascii")
-        alt = html.escape(result.axes[0].get_title() if result.axes else "figure")
+        describe = getattr(result, "describe", None)  # course figures describe themselves
+        title = result.axes[0].get_title() if result.axes else "Figure"
+        alt = html.escape(describe() if describe else title)
         return f'<img src="data:image/png;base64,{data}" alt="{alt}">'
     if isinstance(result, str):
         return result
@@ -112,8 +115,9 @@ class SliderView:
                 f'{html.escape(choice.label or name)} '
                 f'<input type="range" min="0" max="{len(labels) - 1}" step="1" value="{k}" '
                 f'data-param="{i}" data-labels=\'{html.escape(json.dumps(labels))}\' '
-                f'aria-label="{html.escape(choice.label or name)}"> '
-                f'<output>{html.escape(labels[k])}</output></label>')
+                f'aria-label="{html.escape(choice.label or name)}" '
+                f'aria-valuetext="{html.escape(labels[k])}"> '
+                f'<output aria-live="polite">{html.escape(labels[k])}</output></label>')
         index = 0
         for size, k in zip(sizes, start, strict=True):
             index = index * size + k
