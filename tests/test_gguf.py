@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import gguf
 import numpy as np
 import pytest
 import torch
 
+from tests.optional import need, smollm2_file
 from tinyk import ModelConfig, Transformer, count_parameters, generate
-from tinyk.gguf import SMOLLM2_INSTALL, load_gguf, load_tokenizer, read_config, smollm2_path
+from tinyk.gguf import SMOLLM2_INSTALL, load_gguf, load_tokenizer, read_config
+
+gguf = need("gguf")
+need("transformers")
+pytestmark = pytest.mark.slow
 
 PARAGRAPH = ("Paris is the capital and largest city of France. With an estimated population of over two "
              "million residents, it is the centre of the country's economy, politics and culture. The city "
@@ -20,7 +24,7 @@ PARAGRAPH = ("Paris is the capital and largest city of France. With an estimated
 
 @pytest.fixture(scope="module")
 def smollm2():
-    path = smollm2_path()
+    path = smollm2_file()
     model, info = load_gguf(path)
     return path, model, info, load_tokenizer(path)
 

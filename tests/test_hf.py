@@ -7,8 +7,11 @@ import dataclasses
 import pytest
 import torch
 
+from tests.optional import need
 from tinyk import ModelConfig, Transformer, count_parameters
 from tinyk.hf import from_hf, to_hf
+
+need("transformers")
 
 
 @pytest.fixture(scope="module")
