@@ -7,9 +7,21 @@ GUESSES = {
 def rms(x, eps=0.0):
     return 12.5 ** 0.5
 """,
+    # right in float32, but always computes in float32 and applies the weight before the cast
     "ex_05_2_2_solution": """
-def rms_norm(x, gamma, eps):
-    return [3 / 12.5 ** 0.5, 4 / 12.5 ** 0.5]
+import torch
+from torch import nn
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        x32 = x.float()
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight).to(x.dtype)
 """,
     "ex_05_2_3_solution": """
 import torch
@@ -20,6 +32,44 @@ def rmsnorm_jacobian(x, gamma, eps):
 """,
 }
 
+
+def _rmsnorm(forward: str) -> str:
+    """A complete RMSNorm module whose ``forward`` body is ``forward`` (8-space indented)."""
+    return f"""
+import torch
+from torch import nn
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+{forward}
+"""
+
+
 # Solutions with one classic mistake each, which must lose the exercise's points.
 # Keyed by the solution cell's grade_id; each value is a list of (name, source).
-MISTAKES: dict[str, list[tuple[str, str]]] = {}
+MISTAKES: dict[str, list[tuple[str, str]]] = {
+    "ex_05_2_2_solution": [
+        ("subtracts_the_mean", _rmsnorm("""
+        x32 = x.to(torch.promote_types(x.dtype, torch.float32))
+        x32 = x32 - x32.mean(-1, keepdim=True)
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+""")),
+        ("computes_in_the_input_dtype", _rmsnorm("""
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+""")),
+        ("multiplies_by_the_weight_before_casting_back", _rmsnorm("""
+        x32 = x.to(torch.promote_types(x.dtype, torch.float32))
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight).to(x.dtype)
+""")),
+        ("downcasts_float64_to_float32", _rmsnorm("""
+        x32 = x.float()
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+""")),
+    ],
+}
