@@ -66,9 +66,11 @@ def label(ax: Axes, title: str, xlabel: str, ylabel: str) -> Axes:
     return ax
 
 
-def plot_attention_mask(mask, title: str, key_labels: Sequence[str] | None = None,
+def plot_attention_mask(mask: object, title: str, key_labels: Sequence[str] | None = None,
                         width: float = 5.4, height: float = 3.4) -> Figure:
     """Heatmap of one ``T×T_k`` boolean attention mask (section 05.4), True = may attend.
+
+    ``mask``: anything NumPy reads as a 2-D array (a bool tensor, an array, nested lists).
 
     Rows are query positions, columns key positions (the queries are the last ``T`` keys).
     Allowed cells are coloured, blocked ones grey, and a query row with no allowed key at
@@ -81,7 +83,8 @@ def plot_attention_mask(mask, title: str, key_labels: Sequence[str] | None = Non
 
     allowed = np.asarray(mask, dtype=bool)
     if allowed.ndim != 2:
-        raise ValueError(f"plot_attention_mask: mask must be T×T_k (2-D), got shape {allowed.shape}")
+        raise ValueError(f"plot_attention_mask: mask must be T×T_k (2-D), got shape {allowed.shape}; "
+                         f"for a B×1×T×T_k mask pass one row, mask[b, 0]")
     n_queries, n_keys = allowed.shape
     fig, ax = figure(width=width, height=height)
     ax.imshow(allowed, cmap=ListedColormap(["#dee2e6", COLORS[0]]), vmin=0, vmax=1, aspect="equal")
