@@ -88,3 +88,44 @@ def label(ax: Axes, title: str, xlabel: str, ylabel: str) -> Axes:
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     return ax
+
+
+def plot_attention_mask(mask: object, title: str, key_labels: Sequence[str] | None = None,
+                        width: float = 5.4, height: float = 3.4) -> Figure:
+    """Heatmap of one ``T×T_k`` boolean attention mask (section 05.4), True = may attend.
+
+    ``mask``: anything NumPy reads as a 2-D array (a bool tensor, an array, nested lists).
+
+    Rows are query positions, columns key positions (the queries are the last ``T`` keys).
+    Allowed cells are coloured, blocked ones grey, and a query row with no allowed key at
+    all (left padding) is outlined in red: its attention output must be zeros, not NaN.
+    ``key_labels`` names the columns (e.g. ``"pad"`` for padding keys).
+    """
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch, Rectangle
+
+    allowed = np.asarray(mask, dtype=bool)
+    if allowed.ndim != 2:
+        raise ValueError(f"plot_attention_mask: mask must be T×T_k (2-D), got shape {allowed.shape}; "
+                         f"for a B×1×T×T_k mask pass one row, mask[b, 0]")
+    n_queries, n_keys = allowed.shape
+    fig, ax = figure(width=width, height=height)
+    ax.imshow(allowed, cmap=ListedColormap(["#dee2e6", COLORS[0]]), vmin=0, vmax=1, aspect="equal")
+    ax.set_xticks(range(n_keys), key_labels if key_labels is not None else range(n_keys))
+    ax.set_yticks(range(n_queries), [f"{i}" for i in range(n_queries)])
+    ax.set_xticks(np.arange(-0.5, n_keys), minor=True)
+    ax.set_yticks(np.arange(-0.5, n_queries), minor=True)
+    ax.grid(False)
+    ax.grid(which="minor", color="white", linewidth=1.5)
+    ax.tick_params(which="minor", length=0)
+    dead = [i for i in range(n_queries) if not allowed[i].any()]
+    for i in dead:
+        ax.add_patch(Rectangle((-0.5, i - 0.5), n_keys, 1, fill=False, edgecolor=COLORS[1], linewidth=2.5))
+    handles = [Patch(color=COLORS[0], label="allowed (True)"),
+               Patch(color="#dee2e6", label="blocked (False)")]
+    if dead:
+        handles.append(Patch(fill=False, edgecolor=COLORS[1], linewidth=2, label="no allowed key"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8)
+    label(ax, title, "key position j", "query position i")
+    return fig

@@ -11,13 +11,82 @@ def kv_head_for_each_query_head(n_heads, n_kv_heads):
 def cache_bytes(*args):
     return 18_874_368
 """,
+    # The visible checks all use H_kv = 2 heads copied twice: a fixed index list fools them.
     "ex_05_4_3_solution": """
-import torch
-def my_repeat_kv(x, n_rep):
-    return torch.tensor([0.0, 0.0, 1.0, 1.0]).view(1, 1, 4, 1)
+def repeat_kv(x, n_rep):
+    return x[:, :, [0, 0, 1, 1]]
+""",
+    # Fixed grouping for H_q = 4, H_kv = 2, and PyTorch's is_causal, whose triangle starts
+    # at the first key: right only when T = T_k, as in every visible check.
+    "ex_05_4_4_solution": """
+import torch.nn.functional as F
+def gqa_attention(q, k, v, mask=None):
+    groups = [0, 0, 1, 1]
+    return F.scaled_dot_product_attention(q, k[:, groups], v[:, groups], attn_mask=mask,
+                                          is_causal=mask is None)
 """,
 }
 
+_REPEAT_KV = """
+def repeat_kv(x, n_rep):
+    B, T, n_kv_heads, head_dim = x.shape
+    return {body}
+"""
+
+_GQA_ATTENTION = """
+import math
+import torch
+def gqa_attention(q, k, v, mask=None):
+    T, d_h = q.shape[-2], q.shape[-1]
+    T_k = k.shape[-2]
+    n_rep = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(n_rep, dim=1)
+    v = v.repeat_interleave(n_rep, dim=1)
+    if mask is None:
+        mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)
+    scores = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(d_h)
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    probs = torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+    return (probs @ v.float()).to(q.dtype)
+"""
+
+
+def _gqa_with(*replacements: tuple[str, str]) -> str:
+    source = _GQA_ATTENTION
+    for old, new in replacements:
+        assert old in source, old
+        source = source.replace(old, new)
+    return source
+
+
 # Solutions with one classic mistake each, which must lose the exercise's points.
 # Keyed by the solution cell's grade_id; each value is a list of (name, source).
-MISTAKES: dict[str, list[tuple[str, str]]] = {}
+MISTAKES: dict[str, list[tuple[str, str]]] = {
+    "ex_05_4_1_solution": [
+        ("tiled_order", """
+def kv_head_for_each_query_head(n_heads, n_kv_heads):
+    return [h % n_kv_heads for h in range(n_heads)]
+"""),
+    ],
+    "ex_05_4_2_solution": [
+        ("keys_only", """
+def cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, batch, bytes_per_element):
+    return n_layers * n_kv_heads * head_dim * n_tokens * batch * bytes_per_element
+"""),
+    ],
+    "ex_05_4_3_solution": [
+        ("tiled_with_repeat", _REPEAT_KV.format(body="x.repeat(1, 1, n_rep, 1)")),
+        ("tiled_with_tile", "import torch\n" + _REPEAT_KV.format(body="torch.tile(x, (1, 1, n_rep, 1))")),
+        ("copies_axis_before_heads", _REPEAT_KV.format(
+            body="x[:, :, None].expand(B, T, n_rep, n_kv_heads, head_dim)"
+                 ".reshape(B, T, n_rep * n_kv_heads, head_dim)")),
+    ],
+    "ex_05_4_4_solution": [
+        ("tiled_groups", _gqa_with(("k.repeat_interleave(n_rep, dim=1)", "k.repeat(1, n_rep, 1, 1)"),
+                                   ("v.repeat_interleave(n_rep, dim=1)", "v.repeat(1, n_rep, 1, 1)"))),
+        ("minus_inf_gives_nan", _gqa_with(("torch.finfo(scores.dtype).min", 'float("-inf")'),
+                                          (".masked_fill(~mask, 0.0)", ""))),
+        ("no_scale", _gqa_with((" / math.sqrt(d_h)", ""))),
+        ("causal_from_first_key", _gqa_with((".tril(T_k - T)", ".tril()"))),
+    ],
+}
