@@ -16,7 +16,7 @@ import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-__all__ = ["STYLE", "COLORS", "CourseFigure", "figure", "label"]
+__all__ = ["STYLE", "COLORS", "CourseFigure", "figure", "label", "plot_attention_mask"]
 
 COLORS = ["#1f5fa8", "#d1495b", "#2a9d8f", "#e9a23b", "#6a4c93", "#6c757d"]
 
