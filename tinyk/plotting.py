@@ -16,7 +16,8 @@ import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-__all__ = ["STYLE", "COLORS", "CourseFigure", "figure", "label", "plot_attention_mask"]
+__all__ = ["STYLE", "COLORS", "CourseFigure", "figure", "label", "plot_attention_mask",
+           "decoder_layer_diagram"]
 
 COLORS = ["#1f5fa8", "#d1495b", "#2a9d8f", "#e9a23b", "#6a4c93", "#6c757d"]
 
@@ -128,4 +129,62 @@ def plot_attention_mask(mask: object, title: str, key_labels: Sequence[str] | No
         handles.append(Patch(fill=False, edgecolor=COLORS[1], linewidth=2, label="no allowed key"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8)
     label(ax, title, "key position j", "query position i")
+    return fig
+
+
+def decoder_layer_diagram() -> Figure:
+    """One pre-norm decoder layer drawn as a flow from left to right (course section 05.5).
+
+    ``x → RMSNorm → attention → ⊕ → RMSNorm → SwiGLU → ⊕ → y``: every arrow carries a
+    ``B×T×d`` tensor, and the two residual paths above the line bring ``x`` to the first
+    sum (giving ``h``) and ``h`` to the second (giving ``y``). Only the copies read by
+    attention and SwiGLU are normalised; the state on the residual paths is not.
+    """
+    from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
+
+    fig, ax = figure(width=11.0, height=2.6)
+    ax.set_axis_off()
+    ax.set_xlim(-0.2, 14.2)
+    ax.set_ylim(-0.6, 1.7)
+    ax.set_aspect("equal")
+    blocks = {  # name -> (centre x, label, colour)
+        "norm1": (2.3, "RMSNorm\nattention_norm", COLORS[2]),
+        "attn": (4.7, "attention\n(GQA, RoPE)", COLORS[0]),
+        "norm2": (8.1, "RMSNorm\nffn_norm", COLORS[2]),
+        "mlp": (10.5, "SwiGLU\nfeed_forward", COLORS[3]),
+    }
+    half_w, half_h, radius = 0.85, 0.42, 0.28
+    for x, text, color in blocks.values():
+        ax.add_patch(FancyBboxPatch((x - half_w, -half_h), 2 * half_w, 2 * half_h,
+                                    boxstyle="round,pad=0.02,rounding_size=0.12",
+                                    facecolor=color, alpha=0.18, edgecolor=color, lw=1.5))
+        ax.text(x, 0, text, ha="center", va="center", fontsize=9)
+    sums = (6.4, 12.2)
+    for x in sums:
+        ax.add_patch(Circle((x, 0), radius, facecolor="white", edgecolor=COLORS[1], lw=1.5))
+        ax.text(x, 0, "+", ha="center", va="center", fontsize=13, color=COLORS[1])
+    ax.text(0.0, 0, "x", ha="center", va="center", fontsize=13, style="italic")
+    ax.text(14.0, 0, "y", ha="center", va="center", fontsize=13, style="italic")
+
+    def arrow(points: list[tuple[float, float]], color: str = "black") -> None:
+        ax.plot([p[0] for p in points[:-1]], [p[1] for p in points[:-1]], color=color, lw=1.3)
+        ax.add_patch(FancyArrowPatch(points[-2], points[-1], arrowstyle="-|>",
+                                     mutation_scale=12, color=color, lw=1.3))
+
+    # The main line: left and right edge of each node, in order, with the shape on top.
+    edges = [(0.25, 1.45), (3.15, 3.85), (5.55, 6.12), (6.68, 7.25), (8.95, 9.65),
+             (11.35, 11.92), (12.48, 13.75)]
+    for start, end in edges:
+        arrow([(start, 0), (end, 0)])
+        ax.text((start + end) / 2, -0.22, "B×T×d", ha="center", va="top", fontsize=8,
+                color=COLORS[5])
+    ax.text(7.15, 0.08, "h", ha="center", va="bottom", fontsize=12, style="italic")
+    # The residual paths leave before each norm and enter the top of each sum.
+    for branch, target, name in ((0.85, sums[0], "x"), (6.95, sums[1], "h")):
+        arrow([(branch, 0), (branch, 1.25), (target, 1.25), (target, radius)], color=COLORS[1])
+        ax.add_patch(Circle((branch, 0), 0.06, color=COLORS[1]))
+        ax.text((branch + target) / 2, 1.32, f"residual: {name} added back unchanged (B×T×d)",
+                ha="center", va="bottom", fontsize=8.5, color=COLORS[1])
+    ax.set_title("One pre-norm decoder layer: h = x + attention(RMSNorm(x)), "
+                 "y = h + SwiGLU(RMSNorm(h))")
     return fig
