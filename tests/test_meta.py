@@ -74,7 +74,9 @@ def test_book_build_fails_on_a_failing_cell(tmp_path):
 def test_book_reuses_the_notebook_stage_and_executes_a_changed_notebook_again(tmp_path):
     from tests.test_notebooks import execute_and_cache
 
-    _write_scratch_book(tmp_path, ["print('stage output', 6 * 7)"])
+    figure_cell = ("from tinyk.plotting import figure, label\nfig, ax = figure()\nax.plot([0, 1])\n"
+                   "label(ax, 'A rising line', 'step', 'value')\nfig")
+    _write_scratch_book(tmp_path, ["print('stage output', 6 * 7)", figure_cell])
     (tmp_path / "run").mkdir()
     execute_and_cache(tmp_path / "notebooks" / "scratch.ipynb", tmp_path / "_build" / ".jupyter_cache",
                       tmp_path / "run")
@@ -83,8 +85,9 @@ def test_book_reuses_the_notebook_stage_and_executes_a_changed_notebook_again(tm
     assert "Executing notebook" not in cached.stdout + cached.stderr
     page = tmp_path / "_build" / "html" / "notebooks" / "scratch.html"
     assert "stage output 42" in page.read_text()
+    assert 'alt="Figure: A rising line (value against step)"' in page.read_text()  # the PNG's own
 
-    _write_scratch_book(tmp_path, ["print('changed output', 6 * 7)"])  # the code changed: a miss
+    _write_scratch_book(tmp_path, ["print('changed output', 6 * 7)", figure_cell])  # changed: a miss
     changed = _build_book(tmp_path)
     assert changed.returncode == 0, changed.stdout[-2000:] + changed.stderr[-2000:]
     assert "Executing notebook" in changed.stdout + changed.stderr

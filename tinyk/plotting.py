@@ -7,8 +7,6 @@ this module applies the style to matplotlib's settings.
 
 from __future__ import annotations
 
-import base64
-import html
 import io
 from collections.abc import Sequence
 
@@ -40,8 +38,9 @@ STYLE = {
 class CourseFigure(Figure):
     """A figure that shows itself as a PNG when it is a cell's result, without pyplot.
 
-    Its HTML view is the same PNG with alt text (the book shows that one): ``alt_text`` if
-    set, else a sentence built from each panel's title and axis labels.
+    The PNG carries its alt text (``alt_text`` if set, else a sentence built from each
+    panel's title and axis labels) in its ``Description`` field; the book's extension puts
+    it on the page's ``<img>`` when the cell gives no ``mystnb.image.alt`` of its own.
     """
 
     alt_text: str | None = None
@@ -60,12 +59,8 @@ class CourseFigure(Figure):
 
     def _repr_png_(self) -> bytes:
         buffer = io.BytesIO()
-        self.savefig(buffer, format="png")
+        self.savefig(buffer, format="png", metadata={"Description": self.describe()})
         return buffer.getvalue()
-
-    def _repr_html_(self) -> str:
-        data = base64.b64encode(self._repr_png_()).decode("ascii")
-        return f'<img src="data:image/png;base64,{data}" alt="{html.escape(self.describe())}">'
 
 
 def figure(ncols: int = 1, nrows: int = 1, width: float = 5.0, height: float = 3.6,

@@ -15,6 +15,11 @@
 - ``html-page-context`` (late): exact duplicate ``<script>`` entries are dropped. The
   sphinx-thebe configuration script is registered twice in a Jupyter Book build, and its
   second ``const THEBE_JS_URL`` is a SyntaxError on every page.
+- ``doctree-resolved``: an output image with no alt text of its own (cell metadata
+  ``mystnb.image.alt``) gets the ``Description`` its PNG carries: course figures
+  describe themselves (:meth:`tinyk.plotting.CourseFigure.describe`).
+- ``builder-inited``: ``book/_static/tinyk.css`` is added (code wraps, wide equations
+  scroll, outputs never widen the column: nothing is cut off on a phone).
 - ``build-finished``: every notebook's copy is overwritten with its student view (no
   solutions, no hidden tests). This must come last: Sphinx copies originals while it
   writes pages.
@@ -99,7 +104,29 @@ def _publish_student_notebooks(app, exception):
             target.write_text(json.dumps(student, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def _alt_text_from_png(app, doctree, docname):
+    from docutils import nodes
+    from PIL import Image
+
+    for image in doctree.findall(nodes.image):
+        if image.get("alt") or not str(image.get("uri", "")).endswith(".png"):
+            continue
+        path = Path(app.srcdir, image["candidates"].get("*", image["uri"]))
+        if path.is_file():
+            with Image.open(path) as png:
+                description = getattr(png, "text", {}).get("Description")
+            if description:
+                image["alt"] = description
+
+
+def _add_static(app):
+    app.config.html_static_path.append(str(Path(__file__).resolve().parent.parent / "_static"))
+
+
 def setup(app):
+    app.connect("builder-inited", _add_static)
+    app.connect("doctree-resolved", _alt_text_from_png)
+    app.add_css_file("tinyk.css")
     app.connect("source-read", _read_as_book)
     app.connect("env-get-outdated", _outdated_when_package_changes)
     app.connect("html-page-context", _link_source, priority=400)  # before the theme's buttons
