@@ -20,6 +20,9 @@
   describe themselves (:meth:`tinyk.plotting.CourseFigure.describe`).
 - ``builder-inited``: ``book/_static/tinyk.css`` is added (code wraps, wide equations
   scroll, outputs never widen the column: nothing is cut off on a phone).
+- ``build-finished`` (accessibility, checked by axe-core in the browser tests): the
+  theme's navigation toggles (``<summary>`` holding only an icon) get an accessible name,
+  and the bibliography's ``role="list"``, whose entries are not list items, is dropped.
 - ``build-finished``: every notebook's copy is overwritten with its student view (no
   solutions, no hidden tests). This must come last: Sphinx copies originals while it
   writes pages.
@@ -119,6 +122,26 @@ def _alt_text_from_png(app, doctree, docname):
                 image["alt"] = description
 
 
+_HTML_FIXES = (
+    ('<summary><span class="toctree-toggle" role="presentation">',
+     '<summary aria-label="Show or hide the sections of this entry">'
+     '<span class="toctree-toggle" role="presentation">'),
+    ('<div role="list" class="citation-list">', '<div class="citation-list">'),
+)
+
+
+def _accessible_html(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        fixed = text
+        for old, new in _HTML_FIXES:
+            fixed = fixed.replace(old, new)
+        if fixed != text:
+            page.write_text(fixed, encoding="utf-8")
+
+
 def _add_static(app):
     app.config.html_static_path.append(str(Path(__file__).resolve().parent.parent / "_static"))
 
@@ -131,5 +154,6 @@ def setup(app):
     app.connect("env-get-outdated", _outdated_when_package_changes)
     app.connect("html-page-context", _link_source, priority=400)  # before the theme's buttons
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)  # after all scripts
+    app.connect("build-finished", _accessible_html)
     app.connect("build-finished", _publish_student_notebooks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
