@@ -63,3 +63,16 @@ def test_nothing_is_cut_off_at_phone_width(browser, site_url, path):  # noqa: F8
         context.close()
     assert overflow["wide"] <= 1, f"{path}: the main column scrolls sideways by {overflow['wide']} px"
     assert not overflow["cut"], f"{path}: code cut off at 390 px, e.g. {overflow['cut'][:2]}"
+
+
+def test_every_figure_has_alt_text_in_words():
+    missing = []
+    for path in PAGES:
+        from bs4 import BeautifulSoup
+
+        soup = BeautifulSoup((HTML / path).read_text(encoding="utf-8"), "html.parser")
+        for img in soup.select("main img"):
+            alt = (img.get("alt") or "").strip()
+            if len(alt) < 8 or alt.lower().endswith((".png", ".svg", ".jpg")) or alt.startswith("data:"):
+                missing.append(f"{path}: {img.get('src', '')[:60]} alt={alt!r}")
+    assert not missing, "figures without alt text in words:\n" + "\n".join(missing[:20])
