@@ -48,6 +48,7 @@ passes them to :func:`build_model` and :func:`check_parts` directly.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import re
@@ -78,7 +79,7 @@ from tinyk.model import (
 )
 
 __all__ = ["PART_NAMES", "SECTIONS", "PartError", "Parts", "check_parts", "build_model",
-           "from_notebooks", "checkpoint", "reference_token_positions"]
+           "from_notebooks", "checkpoint", "reference_token_positions", "smollm2"]
 
 #: Each part's section; the order is the order in which :func:`check_parts` checks them.
 SECTIONS: dict[str, str] = {
@@ -414,6 +415,13 @@ _CHECKS: dict[str, Callable[[Any, torch.Generator], None]] = {
 }
 
 
+def _check_kind(name: str, part: object) -> None:
+    if name in _CLASSES and not (isinstance(part, type) and issubclass(part, nn.Module)):
+        raise PartError(name, f"must be a class derived from nn.Module, got {part!r}")
+    if name not in _CLASSES and not callable(part):
+        raise PartError(name, f"must be a function, got {part!r}")
+
+
 def check_parts(parts: Mapping[str, object] | None = None, /, *, seed: int = 0, **more: object) -> list[str]:
     """Check each given part alone against ``tinyk``; return the names checked, in order.
 
@@ -427,12 +435,8 @@ def check_parts(parts: Mapping[str, object] | None = None, /, *, seed: int = 0, 
     checked = []
     for name in PART_NAMES:
         if name in given:
-            part = given[name]
-            if name in _CLASSES and not (isinstance(part, type) and issubclass(part, nn.Module)):
-                raise PartError(name, f"must be a class derived from nn.Module, got {part!r}")
-            if name not in _CLASSES and not callable(part):
-                raise PartError(name, f"must be a function, got {part!r}")
-            _CHECKS[name](part, g)
+            _check_kind(name, given[name])
+            _CHECKS[name](given[name], g)
             checked.append(name)
     return checked
 
@@ -543,19 +547,24 @@ def build_model(base: Transformer, parts: Mapping[str, object] | None = None, /,
     Parts are given as a mapping, as keywords, or both, under the names of
     :data:`PART_NAMES`; each missing part is ``tinyk``'s own. The result is a
     :class:`tinyk.Transformer` (so :func:`tinyk.generate` and :class:`tinyk.KVCache` work
-    with it) with the same ``state_dict`` keys and values as ``base``, in eval mode. Its
+    with it) with the same ``state_dict`` keys as ``base``, sharing its parameter tensors
+    (nothing is copied; do not train one and expect the other unchanged), in eval mode. Its
     RoPE tables come from ``rope_tables`` when given. A part that raises inside the model
     (e.g. a stub's ``NotImplementedError``) surfaces as a :class:`PartError` naming it.
     """
     given = {**(parts or {}), **more}
     _unknown(given)
+    for name, part in given.items():
+        _check_kind(name, part)
     config: ModelConfig = base.config
     dtype = next(base.parameters()).dtype
     full = {name: given.get(name, _TINYK[name]) for name in PART_NAMES}
     attention_parts = {n: given[n] for n in ("repeat_kv", "gqa_attention") if n in given}
     attention_parts["apply_rope"] = full["apply_rope"]
 
-    model = copy.deepcopy(base).eval()
+    # A structural copy that shares base's parameter tensors: no weight is copied, so this
+    # stays cheap for SmolLM2's 135M parameters.
+    model = copy.deepcopy(base, memo={id(p): p for p in base.parameters()}).eval()
     model.__class__ = type("PartsTransformer", (_PartsTransformer,), {"parts": full})
     norm_cls = _checked_class("RMSNorm", given["RMSNorm"]) if "RMSNorm" in given else None
     mlp_cls = _checked_class("SwiGLU", given["SwiGLU"]) if "SwiGLU" in given else None
@@ -585,9 +594,24 @@ def build_model(base: Transformer, parts: Mapping[str, object] | None = None, /,
 
 def _load(new: nn.Module, old: nn.Module, name: str) -> None:
     try:
-        new.load_state_dict(old.state_dict())
+        new.load_state_dict(old.state_dict(), assign=True)  # the same tensors, not copies
     except RuntimeError as err:
         raise PartError(name, f"its state_dict does not fit tinyk's {type(old).__name__}: {err}") from None
+
+
+@functools.cache
+def smollm2() -> tuple[Transformer, Any, Any]:
+    """SmolLM2-135M-Instruct as ``(model, info, tokenizer)``, loaded once per process (05.10).
+
+    ``tinyk.gguf.load_gguf(smollm2_path())`` and ``load_tokenizer``; the notebook and its
+    self-contained exercise cells share one copy instead of loading the file again. Do not
+    change the returned model in place (:func:`build_model` never does).
+    """
+    from tinyk.gguf import load_gguf, load_tokenizer, smollm2_path
+
+    path = smollm2_path()
+    model, info = load_gguf(path)
+    return model, info, load_tokenizer(path)
 
 
 # ---------------------------------------------------------------------------
