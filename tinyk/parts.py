@@ -633,9 +633,9 @@ class Parts(dict):
 def from_notebooks(folder: str | Path = ".", pattern: str = "05_[2-6]_*.ipynb") -> Parts:
     """The parts the learner defined in their notebooks of 05.2 to 05.6 in ``folder``.
 
-    Reads each notebook matching ``pattern`` (never the one running: it only reads files),
-    takes its solution cells (nbgrader ``solution: true``) that define a part's name, and
-    runs each such cell in a fresh namespace (exercise cells carry their own imports).
+    Reads each notebook matching ``pattern`` as saved on disk, takes its solution cells
+    (nbgrader ``solution: true``) that define a part's name, and runs each such cell in a
+    fresh namespace (exercise cells carry their own imports).
     Returns the parts found (:class:`Parts`, a dict that also records each one's notebook).
     A cell that fails to run gives a stand-in for its parts that raises :class:`PartError`
     with the cell's error, so the checkpoint reports it like any other wrong part.
