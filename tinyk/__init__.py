@@ -9,6 +9,7 @@ each importing the model and never the reverse:
 - :mod:`tinyk.data`, :mod:`tinyk.training`, :mod:`tinyk.checks`: the 05.7 experiment;
 - :mod:`tinyk.tracing`, :mod:`tinyk.plotting`, :mod:`tinyk.widgets`, :mod:`tinyk.source`: for the
   notebooks;
+- :mod:`tinyk.parts`: the learner's own parts (05.2 to 05.6) checked and run in a model;
 - :mod:`tinyk.exercises`, :mod:`tinyk.grading`, :mod:`tinyk.course`: the course itself.
 """
 

@@ -1,0 +1,166 @@
+"""Wrong answers to the exercises of notebook 05.10 (see tests/test_exercises.py).
+
+The capstone's wrong answers are its own solution with one part replaced, so each holds
+exactly one mistake.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+_NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "05_10_real_weights.ipynb"
+_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+
+
+def _capstone() -> str:
+    for cell in json.loads(_NOTEBOOK.read_text(encoding="utf-8"))["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "ex_05_10_3_solution":
+            text = "".join(cell["source"])
+            return "\n".join(line for line in text.splitlines() if line.strip() not in _MARKERS)
+    raise LookupError("ex_05_10_3_solution not found in 05.10")
+
+
+def _with(name: str, wrong: str) -> str:
+    """The capstone's solution with the top-level definition of ``name`` replaced."""
+    source = _capstone()
+    block = re.compile(rf"^(?:def|class) {name}\b.*?(?=^(?:def|class) |\Z)", re.S | re.M)
+    assert block.search(source), name
+    return block.sub(lambda _: wrong.strip("\n") + "\n\n\n", source, count=1)
+
+
+# A hard-coded answer per exercise that satisfies the visible asserts only: the hidden
+# tests must reject it. Keyed by the solution cell's grade_id.
+GUESSES = {
+    "ex_05_10_1_solution": """
+import torch
+def dequantize_q4_1(block):
+    return torch.tensor([-0.5] * 16 + [0.5] * 16)
+""",
+    "ex_05_10_2_solution": """
+def hidden_by_pad(labels, pad_id):
+    return 2
+""",
+    # Right for one unpadded prompt (the visible test), wrong for a padded batch: the mask
+    # is ignored and positions run 0..T-1.
+    "ex_05_10_3_solution": _with("token_positions", """
+def token_positions(valid):
+    return torch.arange(valid.shape[1]).expand(valid.shape[0], -1).clone()
+""").replace("    if mask is None:\n        mask = torch.ones", "    if True:\n        mask = torch.ones"),
+}
+
+# Solutions with one classic mistake each, which must lose the exercise's points.
+# Keyed by the solution cell's grade_id; each value is a list of (name, source).
+MISTAKES: dict[str, list[tuple[str, str]]] = {
+    "ex_05_10_1_solution": [
+        ("high nibbles first", """
+import numpy as np
+import torch
+def dequantize_q4_1(block):
+    d, m = np.frombuffer(block[:4], dtype=np.float16).astype(np.float32)
+    packed = np.frombuffer(block[4:20], dtype=np.uint8)
+    return torch.from_numpy(d * np.concatenate([packed >> 4, packed & 0x0F]).astype(np.float32) + m)
+"""),
+        ("nibbles interleaved (low, high of each byte side by side)", """
+import numpy as np
+import torch
+def dequantize_q4_1(block):
+    d, m = np.frombuffer(block[:4], dtype=np.float16).astype(np.float32)
+    packed = np.frombuffer(block[4:20], dtype=np.uint8)
+    q = np.stack([packed & 0x0F, packed >> 4], axis=1).reshape(-1).astype(np.float32)
+    return torch.from_numpy(d * q + m)
+"""),
+    ],
+    "ex_05_10_2_solution": [
+        ("the unshifted count (labels[:, 0] counted as a target)", """
+def hidden_by_pad(labels, pad_id):
+    return int((labels == pad_id).sum())
+"""),
+    ],
+    "ex_05_10_3_solution": [
+        ("RMSNorm subtracting the mean", _with("RMSNorm", """
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        x32 = x.float()
+        x32 = x32 - x32.mean(-1, keepdim=True)
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+""")),
+        ("RMSNorm multiplying by the weight before casting back", _with("RMSNorm", """
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        x32 = x.float()
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight).to(x.dtype)
+""")),
+        ("half-split RoPE pairing", _with("apply_rope", """
+def apply_rope(xq, xk, cos, sin):
+    c = cos[None, :, None, :] if cos.ndim == 2 else cos[:, :, None, :]
+    s = sin[None, :, None, :] if sin.ndim == 2 else sin[:, :, None, :]
+
+    def rotate(x):
+        x0, x1 = x.float().chunk(2, dim=-1)
+        return torch.cat([x0 * c - x1 * s, x0 * s + x1 * c], dim=-1).to(x.dtype)
+
+    return rotate(xq), rotate(xk)
+""")),
+        ("[0, 1, 0, 1] grouping", _with("repeat_kv", """
+def repeat_kv(x, n_rep):
+    return x.repeat(1, 1, n_rep, 1)
+""")),
+        ("attention without the 1/sqrt(d_h) scale", _with("gqa_attention", """
+def gqa_attention(q, k, v, mask=None):
+    n_rep = q.shape[1] // k.shape[1]
+    k = repeat_kv(k.transpose(1, 2), n_rep).transpose(1, 2)
+    v = repeat_kv(v.transpose(1, 2), n_rep).transpose(1, 2)
+    T, T_k = q.shape[2], k.shape[2]
+    if mask is None:
+        mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)
+    scores = (q.float() @ k.float().transpose(-2, -1)).masked_fill(~mask, -1e30)
+    return (scores.softmax(-1).masked_fill(~mask, 0.0) @ v.float()).to(q.dtype)
+""")),
+        ("-inf masking that gives NaN on a fully masked row", _with("gqa_attention", """
+def gqa_attention(q, k, v, mask=None):
+    n_rep = q.shape[1] // k.shape[1]
+    k = repeat_kv(k.transpose(1, 2), n_rep).transpose(1, 2)
+    v = repeat_kv(v.transpose(1, 2), n_rep).transpose(1, 2)
+    T, T_k = q.shape[2], k.shape[2]
+    if mask is None:
+        mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)
+    scores = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    return (scores.masked_fill(~mask, float("-inf")).softmax(-1) @ v.float()).to(q.dtype)
+""")),
+        ("post-norm block", _with("decoder_block", """
+def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):
+    h = attention_norm(x + attention(x))
+    return ffn_norm(h + feed_forward(h))
+""")),
+        ("overwritten residual", _with("decoder_block", """
+def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):
+    h = attention(attention_norm(x))
+    return h + feed_forward(ffn_norm(h))
+""")),
+        ("positions shifted by padding", _with("token_positions", """
+def token_positions(valid):
+    return torch.arange(valid.shape[1]).expand(valid.shape[0], -1).clone()
+""")),
+        ("mask aligned to the first T keys", _with("causal_padding_mask", """
+def causal_padding_mask(valid, query_len):
+    causal = torch.ones(query_len, valid.shape[-1], dtype=torch.bool).tril()
+    return causal[None, None] & valid[:, None, None, :]
+""")),
+        ("the unshifted loss", _with("shifted_loss", """
+def shifted_loss(logits, labels, ignore_index=-100):
+    return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=ignore_index)
+""")),
+    ],
+}

@@ -1,0 +1,341 @@
+"""tinyk.parts: a learner's parts plug into a tinyk model (sections 05.2 to 05.6, 05.10).
+
+The reference parts below are written here, independently of tinyk/model.py, in the
+shapes of the build-track contract; each wrong part makes one classic mistake.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tinyk import KVCache, ModelConfig, Transformer, generate
+from tinyk.parts import PART_NAMES, PartError, build_model, check_parts, checkpoint, from_notebooks
+
+# --- reference parts, written independently --------------------------------------------
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        x32 = x.to(torch.promote_types(x.dtype, torch.float32))
+        return (x32 / torch.sqrt(x32.square().mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+
+
+def rope_tables(head_dim, end, theta=10000.0):
+    inv = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    angles = torch.arange(end, dtype=torch.float64)[:, None] * inv[None, :]
+    return angles.cos().float(), angles.sin().float()
+
+
+def apply_rope(xq, xk, cos, sin):
+    def rotate(x):
+        c = cos[:, None, :] if cos.ndim == 2 else cos[:, :, None, :]  # T×1×d_h/2 or B×T×1×d_h/2
+        s = sin[:, None, :] if sin.ndim == 2 else sin[:, :, None, :]
+        even, odd = x[..., 0::2].float(), x[..., 1::2].float()
+        out = torch.empty(x.shape, dtype=torch.float32)
+        out[..., 0::2] = even * c - odd * s
+        out[..., 1::2] = even * s + odd * c
+        return out.to(x.dtype)
+    return rotate(xq), rotate(xk)
+
+
+def repeat_kv(x, n_rep):
+    return torch.repeat_interleave(x, n_rep, dim=2)
+
+
+def gqa_attention(q, k, v, mask=None):
+    n_rep = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(n_rep, dim=1), v.repeat_interleave(n_rep, dim=1)
+    T, T_k = q.shape[2], k.shape[2]
+    if mask is None:
+        mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)
+    scores = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    scores = scores.masked_fill(~mask, -1e30)
+    weights = scores.softmax(-1) * mask
+    return (weights @ v.float()).to(q.dtype)
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, dim, hidden_dim):
+        super().__init__()
+        self.w1 = nn.Linear(dim, hidden_dim, bias=False)
+        self.w2 = nn.Linear(hidden_dim, dim, bias=False)
+        self.w3 = nn.Linear(dim, hidden_dim, bias=False)
+
+    def forward(self, x):
+        a = self.w1(x)
+        return self.w2(a * torch.sigmoid(a) * self.w3(x))
+
+
+def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):
+    h = x + attention(attention_norm(x))
+    return h + feed_forward(ffn_norm(h))
+
+
+def token_positions(valid):
+    return torch.clamp(torch.cumsum(valid.to(torch.long), dim=1) - 1, min=0)
+
+
+def causal_padding_mask(valid, query_len):
+    T_k = valid.shape[1]
+    q_pos = torch.arange(T_k - query_len, T_k)[:, None]
+    return (torch.arange(T_k)[None, :] <= q_pos)[None, None] & valid[:, None, None, :]
+
+
+def shifted_loss(logits, labels, ignore_index=-100):
+    logits, targets = logits[:, :-1], labels[:, 1:]
+    keep = targets != ignore_index
+    if not keep.any():
+        return logits.sum() * 0.0
+    return F.cross_entropy(logits[keep].float(), targets[keep])
+
+
+REFERENCE = {name: globals()[name] for name in PART_NAMES}
+
+# --- one classic mistake each ------------------------------------------------------------
+
+
+class MeanRMSNorm(RMSNorm):
+    def forward(self, x):
+        x = x - x.mean(-1, keepdim=True)
+        return super().forward(x)
+
+
+def half_split_rope(xq, xk, cos, sin):
+    def rotate(x):
+        c = cos[:, None, :] if cos.ndim == 2 else cos[:, :, None, :]
+        s = sin[:, None, :] if sin.ndim == 2 else sin[:, :, None, :]
+        x1, x2 = x.float().chunk(2, dim=-1)
+        return torch.cat((x1 * c - x2 * s, x1 * s + x2 * c), -1).to(x.dtype)
+    return rotate(xq), rotate(xk)
+
+
+def tiled_repeat_kv(x, n_rep):
+    return x.repeat(1, 1, n_rep, 1)
+
+
+def nan_attention(q, k, v, mask=None):
+    n_rep = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(n_rep, 1), v.repeat_interleave(n_rep, 1)
+    if mask is None:
+        mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool).tril(k.shape[2] - q.shape[2])
+    scores = (q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])).masked_fill(~mask, float("-inf"))
+    return scores.softmax(-1) @ v
+
+
+def post_norm_block(x, attention, feed_forward, attention_norm, ffn_norm):
+    h = attention_norm(x + attention(x))
+    return ffn_norm(h + feed_forward(h))
+
+
+def arange_positions(valid):
+    return torch.arange(valid.shape[1]).expand(valid.shape[0], -1).clone()
+
+
+def first_keys_mask(valid, query_len):
+    causal = torch.ones(query_len, valid.shape[1], dtype=torch.bool).tril()
+    return causal[None, None] & valid[:, None, None, :]
+
+
+def unshifted_loss(logits, labels, ignore_index=-100):
+    return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=ignore_index)
+
+
+def all_targets_loss(logits, labels, ignore_index=-100):
+    losses = F.cross_entropy(logits[:, :-1].flatten(0, 1), labels[:, 1:].flatten(),
+                             ignore_index=ignore_index, reduction="none")
+    return losses.mean()
+
+
+class GateOnW3(SwiGLU):
+    def forward(self, x):
+        return self.w2(F.silu(self.w3(x)) * self.w1(x))
+
+
+WRONG = [
+    ("RMSNorm", MeanRMSNorm, "subtracts the mean"),
+    ("apply_rope", half_split_rope, "half-split"),
+    ("repeat_kv", tiled_repeat_kv, "[0, 1, 0, 1]"),
+    ("gqa_attention", nan_attention, "NaN"),
+    ("SwiGLU", GateOnW3, "gate on w3"),
+    ("decoder_block", post_norm_block, "post-norm"),
+    ("token_positions", arange_positions, "whatever the padding"),
+    ("causal_padding_mask", first_keys_mask, "FIRST query_len keys"),
+    ("shifted_loss", unshifted_loss, "unshifted"),
+    ("shifted_loss", all_targets_loss, "differs from tinyk"),
+]
+
+
+@pytest.fixture(scope="module")
+def base():
+    torch.manual_seed(0)
+    return Transformer(ModelConfig.tiny()).eval()
+
+
+def padded_batch():
+    ids = torch.randint(1, 13, (3, 8), generator=torch.Generator().manual_seed(1))
+    valid = torch.ones(3, 8, dtype=torch.bool)
+    valid[0, :3] = False
+    valid[1, :6] = False
+    return ids, valid
+
+
+def test_reference_parts_pass_the_check():
+    assert check_parts(REFERENCE) == list(PART_NAMES)
+
+
+def test_reference_parts_give_tinyks_logits_and_loss(base):
+    model = build_model(base, REFERENCE)
+    assert isinstance(model.layers[0].feed_forward, SwiGLU) and isinstance(model.norm, RMSNorm)
+    assert model.state_dict().keys() == base.state_dict().keys()
+    ids, valid = padded_batch()
+    with torch.no_grad():
+        for mask in (None, valid):
+            ours, theirs = model(ids, mask, labels=ids), base(ids, mask, labels=ids)
+            real = valid if mask is not None else torch.ones_like(valid)
+            torch.testing.assert_close(ours.logits[real], theirs.logits[real], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(ours.loss, theirs.loss, atol=1e-5, rtol=1e-5)
+    assert base.layers[0].feed_forward.__class__.__name__ == "MLP", "the base model is not changed"
+
+
+def test_any_subset_of_parts_plugs_in(base):
+    ids, valid = padded_batch()
+    with torch.no_grad():
+        expected = base(ids, valid).logits[valid]
+        for names in (["RMSNorm"], ["apply_rope", "repeat_kv"], ["SwiGLU", "decoder_block"],
+                      ["token_positions", "causal_padding_mask"], []):
+            got = build_model(base, {n: REFERENCE[n] for n in names})(ids, valid).logits[valid]
+            torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_the_parts_really_run(base):
+    calls = []
+
+    def counting_positions(valid):
+        calls.append(valid.shape)
+        return token_positions(valid)
+
+    ids, valid = padded_batch()
+    build_model(base, token_positions=counting_positions)(ids, valid)
+    assert calls == [(3, 8)]
+
+
+def test_a_wrong_part_changes_the_models_logits(base):
+    ids, valid = padded_batch()
+    with torch.no_grad():
+        expected = base(ids, valid).logits[valid]
+        got = build_model(base, apply_rope=half_split_rope)(ids, valid).logits[valid]
+    assert (got - expected).abs().max() > 1e-4  # rounding alone stays below 1e-6
+
+
+def test_same_greedy_tokens_with_a_kv_cache_and_left_padding(base):
+    model = build_model(base, REFERENCE)
+    ids, valid = padded_batch()
+    for mask in (None, valid):
+        for use_cache in (True, False):
+            kwargs = dict(max_new_tokens=6, temperature=0, use_cache=use_cache)
+            assert torch.equal(generate(model, ids, mask, **kwargs), generate(base, ids, mask, **kwargs))
+
+
+def test_cached_steps_give_the_uncached_logits(base):
+    model = build_model(base, REFERENCE)
+    ids, valid = padded_batch()
+    cache = KVCache(model.config, batch_size=3, max_len=8)
+    with torch.no_grad():
+        first = model(ids[:, :5], valid[:, :5], cache=cache).logits
+        rest = model(ids[:, 5:], valid, cache=cache).logits
+        full = base(ids, valid).logits
+    got = torch.cat([first, rest], dim=1)
+    torch.testing.assert_close(got[valid], full[valid], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name,wrong,words", WRONG, ids=[f"{w[0]}-{w[2]}" for w in WRONG])
+def test_each_wrong_part_is_named(name, wrong, words):
+    with pytest.raises(PartError, match=rf"^{name} \(section 05\.\d\):") as err:
+        check_parts({**REFERENCE, name: wrong})
+    assert words in str(err.value)
+    assert err.value.part == name
+
+
+def test_rmsnorm_multiplying_before_the_cast_back_is_named():
+    class WeightFirst(RMSNorm):
+        def forward(self, x):
+            x32 = x.float()
+            normed = x32 * torch.rsqrt(x32.square().mean(-1, keepdim=True) + self.eps)
+            return (normed * self.weight).to(x.dtype)
+
+    with pytest.raises(PartError, match=r"^RMSNorm .*bfloat16"):
+        check_parts(RMSNorm=WeightFirst)
+
+
+def test_unscaled_attention_is_named():
+    def unscaled(q, k, v, mask=None):
+        return gqa_attention(q * math.sqrt(q.shape[-1]), k, v, mask)
+
+    with pytest.raises(PartError, match="1/sqrt"):
+        check_parts(gqa_attention=unscaled)
+
+
+def test_a_stub_is_named_by_the_check_and_by_the_model(base):
+    def repeat_kv(x, n_rep):
+        raise NotImplementedError()
+
+    with pytest.raises(PartError, match=r"^repeat_kv \(section 05\.4\): still a stub"):
+        check_parts({**REFERENCE, "repeat_kv": repeat_kv})
+
+    class StubNorm(nn.Module):
+        def __init__(self, dim, eps=1e-5):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(dim))
+
+        def forward(self, x):
+            raise NotImplementedError()
+
+    model = build_model(base, RMSNorm=StubNorm)
+    with pytest.raises(PartError, match=r"^RMSNorm \(section 05\.2\): still a stub"):
+        model(torch.tensor([[1, 2, 3]]))
+
+
+def test_unknown_names_are_refused(base):
+    with pytest.raises(ValueError, match="rmsnorm"):
+        build_model(base, rmsnorm=RMSNorm)
+
+
+def test_checkpoint_reports_stubs_and_falls_back(capsys):
+    def token_positions(valid):
+        raise NotImplementedError()
+
+    assert checkpoint(REFERENCE) is True
+    assert checkpoint({**REFERENCE, "token_positions": token_positions}) is False
+    out = capsys.readouterr().out
+    assert "still a stub" in out and "greedy tokens with a KV cache the same" in out
+
+
+def test_from_notebooks_reads_solution_cells(tmp_path):
+    def cell(source, solution=True):
+        meta = {"nbgrader": {"solution": solution, "grade": False, "locked": False,
+                             "grade_id": "x", "schema_version": 3}}
+        return {"cell_type": "code", "metadata": meta, "source": source, "outputs": []}
+
+    ok = "import torch\ndef repeat_kv(x, n_rep):\n    ### BEGIN SOLUTION\n" \
+         "    return torch.repeat_interleave(x, n_rep, dim=2)\n    ### END SOLUTION\n"
+    broken = "def token_positions(valid):\n    return undefined_name(\n"
+    other = "def not_a_part():\n    return 1\n"
+    nb = {"cells": [cell(ok), cell(broken), cell(other), cell("def SwiGLU(): pass", solution=False)]}
+    (tmp_path / "05_4_gqa.ipynb").write_text(json.dumps(nb))
+    parts = from_notebooks(tmp_path)
+    assert sorted(parts) == ["repeat_kv", "token_positions"]
+    assert parts.origin["repeat_kv"] == "05_4_gqa.ipynb"
+    check_parts(repeat_kv=parts["repeat_kv"])
+    with pytest.raises(PartError, match="fails to run: SyntaxError"):
+        check_parts(token_positions=parts["token_positions"])
