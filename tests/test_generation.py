@@ -164,6 +164,27 @@ def test_bad_arguments_are_refused(model):
         generate(model, ids, max_new_tokens=2, top_k=0)
 
 
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_ids_are_checked_once_per_generate_not_per_step(model, monkeypatch, use_cache):
+    calls = []
+    aminmax = torch.aminmax
+    monkeypatch.setattr(torch, "aminmax", lambda x: calls.append(x.shape) or aminmax(x))
+    ids, mask = left_pad(PROMPTS)
+    out = generate(model, ids, mask, max_new_tokens=10, temperature=0, use_cache=use_cache)
+    assert out.shape == (3, 10) and calls == [ids.shape]  # the prompt, once
+    model(ids, mask)
+    assert len(calls) == 2  # a plain forward call still checks
+
+
+def test_bad_ids_are_refused_by_generate_with_the_forward_error(model):
+    with pytest.raises(ValueError, match=r"input_ids holds ids in \[1, 40\]; the vocabulary is 0\.\.39"):
+        generate(model, torch.tensor([[1, 40]]), max_new_tokens=3)
+    with pytest.raises(ValueError, match=r"input_ids holds ids in \[1, 40\]"):
+        model(torch.tensor([[1, 40]]))
+    with pytest.raises(ValueError, match=r"pad_token_id=40: .* 0\.\.39"):
+        generate(model, torch.tensor([[1, 2]]), max_new_tokens=3, pad_token_id=40)
+
+
 def test_fully_padded_row_gives_tokens_not_nan(model):
     ids = torch.tensor([[0, 0, 0], [3, 4, 5]])
     mask = torch.tensor([[0, 0, 0], [1, 1, 1]])
