@@ -446,6 +446,13 @@ class Attention(nn.Module):
         q, k = apply_rotary_emb(q, k, cos, sin)
         if cache is not None:
             k, v = cache.update(self.layer_id, k, v)  # B×T_k×H_kv×d_h, stored unexpanded
+        if mask is not None and (mask.ndim != 4 or mask.shape[1] != 1
+                                 or mask.shape[-2:] != (T, k.shape[1])):
+            raise ValueError(
+                f"mask has shape {tuple(mask.shape)}; expected B×1×T×T_k = (B, 1, {T}, "
+                f"{k.shape[1]}), causality and padding together: build it from B×T_k "
+                f"valid-token flags with padding_to_attention(valid, T)"
+            )
         dropout_p = self.attn_dropout.p if self.training else 0.0
         if self.flash:
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # B×H×T×d_h
