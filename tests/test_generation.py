@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -162,6 +164,27 @@ def test_bad_arguments_are_refused(model):
         generate(model, ids, max_new_tokens=2, top_k=0)
 
 
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_ids_are_checked_once_per_generate_not_per_step(model, monkeypatch, use_cache):
+    calls = []
+    aminmax = torch.aminmax
+    monkeypatch.setattr(torch, "aminmax", lambda x: calls.append(x.shape) or aminmax(x))
+    ids, mask = left_pad(PROMPTS)
+    out = generate(model, ids, mask, max_new_tokens=10, temperature=0, use_cache=use_cache)
+    assert out.shape == (3, 10) and calls == [ids.shape]  # the prompt, once
+    model(ids, mask)
+    assert len(calls) == 2  # a plain forward call still checks
+
+
+def test_bad_ids_are_refused_by_generate_with_the_forward_error(model):
+    with pytest.raises(ValueError, match=r"input_ids holds ids in \[1, 40\]; the vocabulary is 0\.\.39"):
+        generate(model, torch.tensor([[1, 40]]), max_new_tokens=3)
+    with pytest.raises(ValueError, match=r"input_ids holds ids in \[1, 40\]"):
+        model(torch.tensor([[1, 40]]))
+    with pytest.raises(ValueError, match=r"pad_token_id=40: .* 0\.\.39"):
+        generate(model, torch.tensor([[1, 2]]), max_new_tokens=3, pad_token_id=40)
+
+
 def test_fully_padded_row_gives_tokens_not_nan(model):
     ids = torch.tensor([[0, 0, 0], [3, 4, 5]])
     mask = torch.tensor([[0, 0, 0], [1, 1, 1]])
@@ -189,3 +212,63 @@ def test_right_padded_batch_also_equals_each_prompt_alone(model):
     alone = [generate(model, torch.tensor([p]), max_new_tokens=8, temperature=0)[0].tolist()
              for p in PROMPTS]
     assert batch.tolist() == alone
+
+
+def _recorded_cases() -> dict[str, torch.Tensor]:
+    """Seeded calls covering every path of ``generate``: cached and recomputed, greedy,
+    sampled, top-k, EOS, left and right padding, a float mask, an empty row, cropping, and
+    the hand-written attention. Their tokens are stored in ``generate_tokens.json``."""
+    torch.manual_seed(0)
+    config = ModelConfig(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=40, max_seq_len=96)
+    m = varied_weights(Transformer(config))
+    by_hand = Transformer(dataclasses.replace(config, flash_attn=False)).eval()
+    by_hand.load_state_dict(m.state_dict())
+    torch.manual_seed(1)
+    tiny = Transformer(ModelConfig.tiny()).eval()
+    ids, mask = left_pad(PROMPTS)
+    width = max(map(len, PROMPTS))
+    right_ids = torch.tensor([p + [0] * (width - len(p)) for p in PROMPTS])
+    right_mask = torch.tensor([[1] * len(p) + [0] * (width - len(p)) for p in PROMPTS])
+    float_mask = torch.zeros(mask.shape).masked_fill(mask == 0, float("-inf"))
+
+    def seed(s):
+        return torch.Generator().manual_seed(s)
+
+    out = {}
+    for use_cache, kind in ((True, "cached"), (False, "uncached")):
+        def run(model, *args, **kwargs):
+            return generate(model, *args, **kwargs, use_cache=use_cache)  # noqa: B023
+
+        out[f"greedy_left_{kind}"] = run(m, ids, mask, max_new_tokens=30, temperature=0)
+        out[f"sample_left_{kind}"] = run(m, ids, mask, max_new_tokens=15, generator=seed(7))
+        out[f"topk_left_{kind}"] = run(m, ids, mask, max_new_tokens=15, temperature=0.8, top_k=5,
+                                       generator=seed(3))
+        out[f"eos_left_{kind}"] = run(m, ids, mask, max_new_tokens=10, temperature=0, eos_token_id=25,
+                                      pad_token_id=39)
+        out[f"sample_eos_{kind}"] = run(m, ids, mask, max_new_tokens=20, eos_token_id=7, generator=seed(11))
+        out[f"by_hand_{kind}"] = run(by_hand, ids, mask, max_new_tokens=12, generator=seed(5))
+        out[f"nomask_{kind}"] = run(m, torch.tensor([[1, 2, 3], [3, 2, 1]]), max_new_tokens=10,
+                                    generator=seed(9))
+        out[f"tiny_{kind}"] = run(tiny, torch.tensor([[1, 2, 3, 4]]), max_new_tokens=20, generator=seed(2))
+        out[f"right_{kind}"] = run(m, right_ids, right_mask, max_new_tokens=8, temperature=0)
+        out[f"float_mask_{kind}"] = run(m, ids, float_mask, max_new_tokens=8, generator=seed(4))
+        out[f"empty_row_{kind}"] = run(m, torch.tensor([[0, 0, 0], [3, 4, 5]]),
+                                       torch.tensor([[0, 0, 0], [1, 1, 1]]), max_new_tokens=5,
+                                       temperature=0)
+    long = torch.randint(0, 40, (2, 90), generator=seed(0))  # 90 + 12 > max_seq_len: cropped
+    long_mask = torch.ones_like(long)
+    long_mask[1, :30] = 0
+    out["crop_greedy_uncached"] = generate(m, long, max_new_tokens=12, temperature=0, use_cache=False)
+    out["crop_sample_uncached"] = generate(m, long, long_mask, max_new_tokens=12, generator=seed(8),
+                                           use_cache=False)
+    return out
+
+
+def test_generate_gives_the_recorded_tokens():
+    recorded = json.loads((Path(__file__).parent / "generate_tokens.json").read_text())
+    got = {name: tokens.tolist() for name, tokens in _recorded_cases().items()}
+    assert got.keys() == recorded.keys()
+    for name in recorded:
+        assert got[name] == recorded[name], name
+    assert got["eos_left_cached"][0][7:] == [39, 39, 39]  # the cases reach the EOS branch
+    assert got["sample_left_cached"] != got["greedy_left_cached"]  # and really sample

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -90,6 +92,21 @@ def test_each_config_rule_names_field_value_and_rule(kwargs, field, rule):
 def test_config_rejects_non_integer_sizes():
     with pytest.raises(TypeError, match="n_heads"):
         ModelConfig(n_heads=4.0)
+
+
+def test_config_is_frozen_and_says_to_use_replace():
+    config = ModelConfig.tiny()
+    with pytest.raises(dataclasses.FrozenInstanceError,
+                       match=r"ModelConfig\.dim.*dim=64.*dataclasses\.replace\(config, dim=64\)"):
+        config.dim = 64  # would leave head_dim at 8, derived from dim=32
+    with pytest.raises(dataclasses.FrozenInstanceError, match="head_dim"):
+        config.head_dim = 16
+    assert (config.dim, config.head_dim) == (32, 8)
+    wider = dataclasses.replace(config, dim=64)
+    assert (wider.dim, wider.head_dim, wider.mlp_hidden_dim) == (64, 16, 64)
+    assert ModelConfig(n_heads=16, n_kv_heads=None).n_kv_heads == 16  # set once, at construction
+    with pytest.raises(ValueError, match="n_kv_heads=3"):
+        dataclasses.replace(config, n_kv_heads=3)  # replace validates again
 
 
 def test_source_exercises_config_answers():
@@ -446,3 +463,88 @@ def test_left_padded_tokens_get_the_rope_angles_of_the_prompt_alone():
     padded = torch.tensor([[0, 0, 0, 3, 1, 4, 1, 5]])
     model(padded, torch.tensor([[0, 0, 0, 1, 1, 1, 1, 1]]))
     assert torch.equal(seen["cos"][0, 3:], model.freqs_cos[:5])  # positions 0..4, not 3..7
+
+
+def test_logits_at_gives_one_row_per_batch_entry():
+    model = Transformer(ModelConfig.tiny()).eval()
+    ids = torch.tensor([[1, 2, 3, 4], [0, 0, 5, 6]])
+    mask = torch.tensor([[1, 1, 1, 0], [0, 0, 1, 1]])
+    full = model(ids, mask).logits  # B×T×V
+    picked = model(ids, mask, logits_at=torch.tensor([2, 3])).logits
+    assert picked.shape == (2, 1, 13)
+    assert torch.allclose(picked[:, 0], full[[0, 1], [2, 3]], atol=1e-6)
+    assert not torch.allclose(picked[:, 0], full[:, -1], atol=1e-3)  # not simply the last column
+    with pytest.raises(ValueError, match=r"logits_at.*\(2,\)"):
+        model(ids, mask, logits_at=torch.tensor([3]))
+
+
+def test_a_cache_is_anything_with_length_update_and_advance():
+    """The model needs only ``KVCacheProtocol``: a cache written here, over plain lists, works."""
+
+    class ListCache:
+        def __init__(self, n_layers):
+            self.keys, self.values, self.length = [None] * n_layers, [None] * n_layers, 0
+
+        def update(self, layer_id, k, v):
+            old_k, old_v = self.keys[layer_id], self.values[layer_id]
+            self.keys[layer_id] = k if old_k is None else torch.cat([old_k, k], 1)
+            self.values[layer_id] = v if old_v is None else torch.cat([old_v, v], 1)
+            return self.keys[layer_id], self.values[layer_id]
+
+        def advance(self, n_tokens):
+            self.length += n_tokens
+
+    model = Transformer(ModelConfig.tiny()).eval()
+    seq = torch.tensor([[3, 1, 4, 1, 5, 9]])
+    cache = ListCache(model.config.n_layers)
+    with torch.no_grad():
+        steps = [model(seq[:, :3], cache=cache).logits]
+        steps += [model(seq[:, t : t + 1], cache=cache).logits for t in range(3, 6)]
+    assert cache.length == 6
+    assert (torch.cat(steps, 1) - model(seq).logits).abs().max() < 1e-5
+
+
+def _tinyk_imports() -> dict[str, set[str]]:
+    """Module -> the ``tinyk`` modules it imports, read with ``ast``: every import statement
+    counts, also inside functions and under ``if TYPE_CHECKING:``."""
+    package = Path(__file__).resolve().parent.parent / "tinyk"
+    modules = {f"tinyk.{p.stem}" if p.stem != "__init__" else "tinyk": p for p in package.glob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        found = set()
+        parent = name if path.stem == "__init__" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from . import x, from .model import y
+                    base = ".".join([parent.rsplit(".", node.level - 1)[0]] + ([base] if base else []))
+                found.add(base)
+                found |= {f"{base}.{alias.name}" for alias in node.names}  # from tinyk import model
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    cycles = []
+
+    def visit(node, path):
+        for nxt in sorted(graph[node]):
+            if nxt in path:
+                cycles.append([*path[path.index(nxt):], nxt])
+            elif len(path) < len(graph):
+                visit(nxt, [*path, nxt])
+
+    for start in sorted(graph):
+        visit(start, [start])
+    return cycles
+
+
+def test_no_tinyk_module_imports_one_that_imports_it_back():
+    graph = _tinyk_imports()
+    assert "tinyk.model" in graph["tinyk.generation"]  # the walk sees imports
+    assert graph["tinyk.model"] == set(), graph["tinyk.model"]  # the model imports no sibling
+    assert _cycles(graph) == []
+    # A TYPE_CHECKING-only import back from the model would be a cycle, and is caught:
+    assert _cycles({**graph, "tinyk.model": {"tinyk.generation"}}) != []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 
 import pytest
@@ -11,9 +12,10 @@ import torch.nn.functional as F
 
 from tests.helpers import varied_weights
 from tinyk import ModelConfig, Transformer, generate, last_valid_index
-from tinyk.model import causal_lm_loss
+from tinyk.model import DecoderLayer, causal_lm_loss, padding_to_attention
 from tinyk.upstream import (
     UpstreamAttention,
+    UpstreamDecoderLayer,
     UpstreamTransformer,
     last_position_by_sum,
     prepare_attention_mask,
@@ -88,11 +90,71 @@ def test_4_additive_mask_becomes_all_false_upstream_and_is_read_right_fixed(pair
     assert torch.equal(fixed(ids, additive).logits, fixed(ids, flags).logits)
 
 
+# 4b. a 3-D/4-D mask is cut to its first query row: a causal mask keeps only key 0
+def test_4_causal_4d_mask_keeps_only_key_0_upstream(pair):
+    up, _ = pair
+    causal = torch.ones(4, 4, dtype=torch.long).tril()  # query i may see keys 0..i
+    four_d = causal.expand(2, 1, 4, 4)  # B×1×T×T
+    only_key_0 = [[True, False, False, False]] * 2
+    assert prepare_attention_mask(four_d).tolist() == only_key_0  # the last row would be all True
+    assert prepare_attention_mask(causal.expand(2, 4, 4)).tolist() == only_key_0  # 3-D: the same
+    flags = torch.tensor([[0, 1, 1, 1]])
+    assert prepare_attention_mask(flags[:, None, None, :].expand(1, 1, 4, 4)).tolist() == \
+        [[False, True, True, True]]  # flags broadcast to 4-D survive the cut
+    ids = torch.tensor([[5, 3, 8, 1], [4, 4, 6, 2]])
+    with_causal = up(ids, attention_mask=four_d).logits.clone()  # B×1×V
+    assert torch.equal(with_causal, up(ids, attention_mask=torch.tensor(only_key_0)).logits)
+    assert torch.allclose(with_causal, up(ids[:, :1]).logits, atol=1e-5)  # read at key 0 alone
+    assert not torch.allclose(with_causal, up(ids).logits, atol=1e-3)  # not the whole prompt
+    with pytest.raises(ValueError, match="must match input_ids shape"):
+        prepare_attention_mask(torch.ones(1, 3), ids)
+
+
+# 4c. ignore_index is the pad id, switched to -100 when any target is -100
+def test_4_ignore_index_is_the_pad_id_unless_a_target_is_minus_100(pair):
+    up, _ = pair
+    pad = up.config.pad_token_id
+    ids = torch.tensor([[5, 6, 7, 8]])
+    targets = torch.tensor([[6, pad, 8, 9]])
+    assert up(ids, targets).last_loss[1] == 0  # the pad target is ignored
+    targets[0, 3] = -100
+    loss = up(ids, targets).last_loss
+    assert loss[3] == 0 and loss[1] > 0  # now -100 is ignored and the pad target counts
+    text = UpstreamTransformer(up.config, text_version=True)
+    assert text(ids, torch.tensor([[6, 0, 8, 9]])).last_loss[1] == 0  # the text: always 0
+
+
 # 5. sum(mask) - 1 is a right-padding rule; batched left-padded generation goes wrong
 def test_5_last_position_by_sum_is_wrong_for_left_padding():
     assert last_position_by_sum(torch.tensor([[0, 0, 1, 1]])).item() == 1
     assert last_valid_index(torch.tensor([[0, 0, 1, 1]])).item() == 3
     assert last_position_by_sum(torch.tensor([[1, 1, 0, 0]])).item() == 1  # right padding: fine
+    eight_pads = torch.tensor([[0] * 8 + [1] * 12])
+    assert last_position_by_sum(eight_pads).item() == 11  # a real token, the fourth
+    assert last_valid_index(eight_pads).item() == 19
+    assert last_position_by_sum(torch.tensor([[0, 0, 0]])).item() == 0  # clamp(min=1) - 1
+
+
+def test_5_padded_row_is_read_at_a_real_token_8_positions_early(pair):
+    """Prompts of 20 and 12 tokens: at step s the shorter row continues its first 4 + s tokens."""
+    up, _ = pair
+    g = torch.Generator().manual_seed(4)
+    long = torch.randint(1, 40, (20,), generator=g).tolist()
+    short = torch.randint(1, 40, (12,), generator=g).tolist()
+    never = -1
+    batch = up.generate([long, short], eos_token_id=never, max_new_tokens=6, temperature=0)
+    prefix_next = [up.generate([short[: 4 + s]], eos_token_id=never, max_new_tokens=1,
+                               temperature=0)[0, 0].item() for s in range(6)]
+    assert batch[1].tolist() == prefix_next  # step s reads real token 3 + s of the prompt
+    alone = up.generate([short], eos_token_id=never, max_new_tokens=6, temperature=0)[0]
+    assert batch[1].tolist() != alone.tolist()  # so the row disagrees with the prompt alone
+    ids = torch.tensor([long, [0] * 8 + short])
+    mask = torch.tensor([[1] * 20, [0] * 8 + [1] * 12])
+    first = up(ids, attention_mask=mask).logits[1, 0].clone()  # read at index 11
+    # The four tokens there sit at RoPE positions 8..11; alone they sit at 0..3. A common
+    # shift changes no attention score, so the logits agree (to rounding):
+    assert torch.allclose(first, up(torch.tensor([short[:4]])).logits[0, 0], atol=1e-5)
+    assert not torch.allclose(first, up(torch.tensor([short])).logits[0, 0], atol=1e-3)
 
 
 def test_5_upstream_batched_generation_differs_from_single_prompts(pair):
@@ -126,6 +188,27 @@ def test_6_text_generate_fails_on_a_batch_and_drops_eos(pair):
     batch = generate(fixed, torch.tensor([[5, 3, 8], [1, 2, 3]]), max_new_tokens=4, temperature=0,
                      eos_token_id=stop)
     assert batch.shape[0] == 2
+
+
+# The upstream layer's mask is B×T; tinyk's is B×1×T×T_k: each path keeps its own contract
+def test_upstream_layer_takes_a_bxt_mask_and_agrees_with_the_tinyk_layer_given_bx1xtxt(pair):
+    up, fixed = pair
+    assert isinstance(up.layers[0], UpstreamDecoderLayer)
+    assert list(inspect.signature(UpstreamDecoderLayer.forward).parameters)[-1] == "attention_mask"
+    assert list(inspect.signature(DecoderLayer.forward).parameters)[-2:] == ["mask", "cache"]
+    x = torch.randn(2, 5, 64, generator=torch.Generator().manual_seed(0))
+    valid = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]], dtype=torch.bool)
+    cos, sin = fixed.freqs_cos[:5], fixed.freqs_sin[:5]
+    with torch.no_grad():
+        theirs = up.layers[0](x, cos, sin, valid)  # B×T
+        ours = fixed.layers[0](x, cos, sin, padding_to_attention(valid, 5))  # B×1×T×T
+        assert (theirs - ours).abs().max() < 1e-5  # same weights, same function
+        assert (theirs - fixed.layers[0](x, cos, sin)).abs().max() > 1e-2  # the mask matters
+        with pytest.raises(ValueError, match="B×1×T×T_k"):
+            fixed.layers[0](x, cos, sin, valid)  # tinyk's layer refuses the upstream's mask
+        square = torch.ones(5, 5, dtype=torch.bool)  # with B = T = 5 it would broadcast silently
+        with pytest.raises(ValueError, match="padding_to_attention"):
+            fixed.layers[0](x[:1].expand(5, 5, 64), cos, sin, square)
 
 
 # 7. the flash switch ignores config.flash_attn

@@ -12,10 +12,10 @@ import dataclasses
 import torch
 from torch import Tensor
 
-from tinyk.model import ModelConfig, Transformer, valid_tokens
+from tinyk.model import ModelConfig, Transformer, check_token_ids, valid_tokens
 
-__all__ = ["KVCache", "generate", "expand_kv_heads", "kv_cache_bytes", "last_valid_index",
-           "sample_next_token"]
+__all__ = ["KVCache", "generate", "prefill", "expand_kv_heads", "kv_cache_bytes",
+           "last_valid_index", "sample_next_token"]
 
 
 class KVCache:
@@ -25,7 +25,8 @@ class KVCache:
     drives where the next call writes, how much attention reads back, and which rows of
     the RoPE tables the new tokens get (``length..length+T-1``, never restarting at 0).
     Storing the ``H_kv`` heads (not the ``H_q`` expanded ones) is what makes GQA's saving
-    real: see :func:`kv_cache_bytes` and :func:`expand_kv_heads`.
+    real: see :func:`kv_cache_bytes` and :func:`expand_kv_heads`. The model reads it through
+    :class:`tinyk.model.KVCacheProtocol` (``length``, ``update``, ``advance``).
     """
 
     def __init__(self, config: ModelConfig, batch_size: int, max_len: int | None = None,
@@ -136,68 +137,84 @@ def generate(
     A row that emits ``eos_token_id`` keeps it and then receives ``pad_token_id``
     (default: the config's); generation stops when all rows are finished.
 
-    ``use_cache=True`` keeps a :class:`KVCache`, so each step runs one token; the prompt
-    plus ``max_new_tokens`` must then fit in ``max_seq_len`` (checked before any work).
+    Two steps: :func:`prefill` runs the prompt once and gives each row's next-token
+    logits; the decode loop samples a token and feeds it back. ``use_cache=True`` keeps a
+    :class:`KVCache`, so each decode step runs one token; the prompt plus
+    ``max_new_tokens`` must then fit in ``max_seq_len`` (checked before any work).
     ``use_cache=False`` re-runs the whole context each step, cropped to its last
-    ``max_seq_len`` tokens (positions then restart inside the window).
+    ``max_seq_len`` tokens (positions then restart inside the window). The prompt's ids
+    are checked once; the sampled ones are in the vocabulary by construction.
     """
     config = model.config
     B, T = input_ids.shape
+    pad = config.pad_token_id if pad_token_id is None else pad_token_id
+    _check_arguments(config, T, max_new_tokens, temperature, top_k, pad, use_cache)
+    check_token_ids(input_ids, config.vocab_size)
+    valid = (torch.ones_like(input_ids, dtype=torch.bool) if attention_mask is None
+             else valid_tokens(attention_mask, B, T))
+    mask = valid if not bool(valid.all()) else None  # B×T, only where there is padding
+    if max_new_tokens == 0:
+        return input_ids.new_empty(B, 0)
+
+    was_training = model.training
+    model.eval()
+    try:
+        cache = (KVCache(config, B, T + max_new_tokens, next(model.parameters()).dtype,
+                         input_ids.device) if use_cache else None)
+        logits = prefill(model, input_ids, mask, cache)  # B×V
+        ids, new_tokens = input_ids, []
+        finished = torch.zeros(B, dtype=torch.bool, device=input_ids.device)
+        while True:
+            token = sample_next_token(logits, temperature, top_k, generator)  # B
+            token = torch.where(finished, torch.full_like(token, pad), token)
+            new_tokens.append(token)
+            if eos_token_id is not None:
+                finished |= token == eos_token_id  # EOS is kept, then the row stops
+            if len(new_tokens) == max_new_tokens or (eos_token_id is not None and bool(finished.all())):
+                return torch.stack(new_tokens, dim=1)  # B×n_new
+            if mask is not None:  # the new token is real
+                mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+            if cache is not None:  # the cache holds the past: run only the new token
+                logits = model(token[:, None], mask, cache=cache, check_ids=False).logits[:, -1]
+            else:  # no cache: run the whole context again
+                ids = torch.cat([ids, token[:, None]], dim=1)
+                logits = prefill(model, ids, mask)
+    finally:
+        model.train(was_training)
+
+
+def prefill(model: Transformer, input_ids: Tensor, mask: Tensor | None,
+            cache: KVCache | None = None) -> Tensor:
+    """Run a whole context at once: ``B×V`` logits at each row's last real token (05.6).
+
+    ``mask``: ``B×T`` valid-token flags, or ``None`` without padding. With a ``cache``
+    the context is its prompt, stored for the decode steps; without one it is cropped to
+    its last ``max_seq_len`` tokens. Only the ``B`` rows of logits that generation reads
+    are computed, not ``B×T×V``. The ids are not checked here (``generate`` does it once).
+    """
+    if cache is None:
+        window = slice(-model.config.max_seq_len, None)
+        input_ids, mask = input_ids[:, window], None if mask is None else mask[:, window]
+    if mask is None:
+        return model(input_ids, cache=cache, logits_to_keep=1, check_ids=False).logits[:, -1]
+    return model(input_ids, mask, cache=cache, logits_at=last_valid_index(mask),
+                 check_ids=False).logits[:, -1]
+
+
+def _check_arguments(config: ModelConfig, prompt_len: int, max_new_tokens: int,
+                     temperature: float, top_k: int | None, pad: int, use_cache: bool) -> None:
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens={max_new_tokens}: must be >= 0")
     if temperature < 0:
         raise ValueError(f"temperature={temperature}: must be >= 0 (0 means greedy)")
     if top_k is not None and top_k < 1:
         raise ValueError(f"top_k={top_k}: must be >= 1 or None")
-    if use_cache and T + max_new_tokens > config.max_seq_len:
+    if not 0 <= pad < config.vocab_size:
+        raise ValueError(f"pad_token_id={pad}: finished rows are fed this id, so it must be "
+                         f"in the vocabulary, 0..{config.vocab_size - 1}")
+    if use_cache and prompt_len + max_new_tokens > config.max_seq_len:
         raise ValueError(
-            f"prompt length {T} + max_new_tokens {max_new_tokens} > max_seq_len="
+            f"prompt length {prompt_len} + max_new_tokens {max_new_tokens} > max_seq_len="
             f"{config.max_seq_len}: the cache (and RoPE tables) cannot hold that many "
             f"tokens; ask for fewer tokens or use use_cache=False, which crops the context"
         )
-    pad = config.pad_token_id if pad_token_id is None else pad_token_id
-    valid = (torch.ones_like(input_ids, dtype=torch.bool) if attention_mask is None
-             else valid_tokens(attention_mask, B, T))
-    padded = not bool(valid.all())
-    first_index = last_valid_index(valid)  # B: where each row's first new token comes from
-
-    was_training = model.training
-    model.eval()
-    device = input_ids.device
-    cache = (KVCache(config, B, T + max_new_tokens, next(model.parameters()).dtype, device)
-             if use_cache else None)
-    ids, new_tokens = input_ids, []
-    finished = torch.zeros(B, dtype=torch.bool, device=device)
-    try:
-        for step in range(max_new_tokens):
-            if cache is not None:  # the whole prompt at step 0, then only the token just sampled
-                logits = model(ids, valid if padded else None, cache=cache,
-                               logits_to_keep=0 if step == 0 else 1).logits
-            else:
-                window = slice(-config.max_seq_len, None)
-                mask = valid[:, window] if padded else None
-                logits = model(ids[:, window], mask).logits
-            if step == 0:
-                if cache is None:
-                    first_index = (first_index - (ids.shape[1] - logits.shape[1])).clamp(min=0)  # cropped
-                logits = logits[torch.arange(B, device=device), first_index]  # B×V
-            else:
-                logits = logits[:, -1]  # B×V
-            next_token = sample_next_token(logits, temperature, top_k, generator)  # B
-            next_token = torch.where(finished, torch.full_like(next_token, pad), next_token)
-            new_tokens.append(next_token)
-            if eos_token_id is not None:
-                finished |= next_token == eos_token_id  # EOS is appended, then the row stops
-                if bool(finished.all()):
-                    break
-            # The cache needs only the new token; the full context is kept for recomputation,
-            # the mask only where there is padding to describe.
-            ids = next_token[:, None] if cache is not None else torch.cat([ids, next_token[:, None]], 1)
-            if padded:
-                valid = torch.cat([valid, torch.ones_like(valid[:, :1])], dim=1)
-    finally:
-        model.train(was_training)
-    if not new_tokens:
-        return input_ids.new_empty(B, 0)
-    return torch.stack(new_tokens, dim=1)  # B×n_new
-

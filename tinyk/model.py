@@ -3,7 +3,9 @@
 Sections: 05.1 config, 05.2 RMSNorm, 05.3 RoPE, 05.4 ``repeat_kv`` and attention,
 05.5 SwiGLU and the decoder layer, 05.6 the transformer and its tied vocabulary head.
 Generation and the KV cache (``tinyk.generation``), the upstream's quirks
-(``tinyk.upstream``) and conversions (``tinyk.hf``) live beside this file and import it.
+(``tinyk.upstream``) and conversions (``tinyk.hf``) live beside this file and import it;
+this file imports none of them. What the model needs from a cache is written here, as
+:class:`KVCacheProtocol`.
 
 Shape legend, used in every comment below:
 
@@ -20,18 +22,16 @@ ffn_norm``) so weights and lessons carry over; everything else is spelled out in
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import FrozenInstanceError, dataclass, field
+from typing import ClassVar, Protocol
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-if TYPE_CHECKING:
-    from tinyk.generation import KVCache
-
 __all__ = [
     "ModelConfig",
+    "KVCacheProtocol",
     "RMSNorm",
     "precompute_freqs_cis",
     "reshape_for_broadcast",
@@ -53,6 +53,7 @@ __all__ = [
     "parameter_budget",
     "padding_to_attention",
     "valid_tokens",
+    "check_token_ids",
     "causal_lm_loss",
 ]
 
@@ -85,7 +86,7 @@ def _check_positive_int(name: str, value: object) -> None:
         raise ValueError(f"ModelConfig.{name}={value}: must be a positive integer")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ModelConfig:
     """Every size of the decoder, validated once (course section 05.1).
 
@@ -93,6 +94,10 @@ class ModelConfig:
     construction: ``head_dim`` (``d_h = d / H_q``), ``n_rep`` (``H_q / H_kv``, query heads
     per K/V head) and ``mlp_hidden_dim`` (``m``). A rule that fails raises ``ValueError``
     naming the field, its value, the rule and what to change.
+
+    A config is frozen, so the derived sizes always match the fields they come from:
+    assigning a field raises ``FrozenInstanceError``; ``dataclasses.replace(config,
+    dim=64)`` builds a new, validated config instead.
 
     The defaults are the upstream's teaching setting (768 wide, 12 layers, 16 query heads,
     8 K/V heads, 6144 tokens): not an official LLaMA 2 configuration. ``ModelConfig.tiny()``
@@ -121,7 +126,7 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         if self.n_kv_heads is None:
-            self.n_kv_heads = self.n_heads
+            object.__setattr__(self, "n_kv_heads", self.n_heads)  # frozen: set once, here
         for name in ("dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size",
                      "multiple_of", "max_seq_len"):
             _check_positive_int(name, getattr(self, name))
@@ -165,9 +170,10 @@ class ModelConfig:
             )
         if not isinstance(self.rope_theta, (int, float)) or not self.rope_theta > 1:
             raise ValueError(f"ModelConfig.rope_theta={self.rope_theta!r}: must be > 1")
-        self.head_dim = head_dim
-        self.n_rep = self.n_heads // self.n_kv_heads
-        self.mlp_hidden_dim = swiglu_hidden_dim(self.dim, self.multiple_of, self.hidden_dim)
+        object.__setattr__(self, "head_dim", head_dim)
+        object.__setattr__(self, "n_rep", self.n_heads // self.n_kv_heads)
+        object.__setattr__(self, "mlp_hidden_dim",
+                           swiglu_hidden_dim(self.dim, self.multiple_of, self.hidden_dim))
 
     @classmethod
     def upstream_default(cls) -> ModelConfig:
@@ -182,6 +188,24 @@ class ModelConfig:
         """
         return cls(dim=32, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=vocab_size,
                    hidden_dim=64, max_seq_len=max_seq_len)
+
+
+def _refuse_assignment(config: ModelConfig, name: str, value: object) -> None:
+    raise FrozenInstanceError(
+        f"ModelConfig.{name} cannot be assigned ({name}={value!r}): a config is frozen so "
+        f"that head_dim, n_rep and mlp_hidden_dim always match the fields they are derived "
+        f"from; build a new one with dataclasses.replace(config, {name}={value!r})"
+    )
+
+
+def _refuse_deletion(config: ModelConfig, name: str) -> None:
+    raise FrozenInstanceError(f"ModelConfig.{name} cannot be deleted: a config is frozen")
+
+
+# The frozen dataclass's own __setattr__ says only "cannot assign to field"; this one says
+# what to do instead. (A class body may not define __setattr__ on a frozen dataclass.)
+ModelConfig.__setattr__ = _refuse_assignment  # type: ignore[method-assign,assignment]
+ModelConfig.__delattr__ = _refuse_deletion  # type: ignore[method-assign,assignment]
 
 
 # ---------------------------------------------------------------------------
@@ -347,6 +371,30 @@ def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
     )
 
 
+class KVCacheProtocol(Protocol):
+    """What attention needs from a KV cache (course section 05.4); ``tinyk.generation.KVCache``
+    is the implementation.
+
+    ``length`` is the number of tokens already stored: the new tokens take positions
+    ``length..length+T-1``. Each layer calls ``update`` with this call's keys and values
+    and attends over what it returns; the model calls ``advance(T)`` once every layer
+    has written.
+    """
+
+    @property
+    def length(self) -> int:
+        """Tokens stored so far."""
+        ...
+
+    def update(self, layer_id: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Store ``B×T×H_kv×d_h`` keys/values after the stored ones; return all, ``B×T_k×H_kv×d_h``."""
+        ...
+
+    def advance(self, n_tokens: int) -> None:
+        """Count ``n_tokens`` more stored tokens."""
+        ...
+
+
 class Attention(nn.Module):
     """Causal grouped-query self-attention (course section 05.4).
 
@@ -371,10 +419,9 @@ class Attention(nn.Module):
         self.wk = nn.Linear(config.dim, config.n_kv_heads * config.head_dim, bias=False)
         self.wv = nn.Linear(config.dim, config.n_kv_heads * config.head_dim, bias=False)
         self.wo = nn.Linear(config.n_heads * config.head_dim, config.dim, bias=False)
-        self.dropout = config.dropout
-        self.attn_dropout = nn.Dropout(config.dropout)
-        self.resid_dropout = nn.Dropout(config.dropout)
-        self.flash = config.flash_attn  # the config switch, really read
+        self.attn_dropout = nn.Dropout(config.dropout)  # on the attention weights
+        self.resid_dropout = nn.Dropout(config.dropout)  # on the output, before the residual sum
+        self.flash = config.flash_attn  # True: scaled_dot_product_attention; False: by hand
 
     def forward(
         self,
@@ -382,7 +429,7 @@ class Attention(nn.Module):
         cos: Tensor,
         sin: Tensor,
         mask: Tensor | None = None,
-        cache: KVCache | None = None,
+        cache: KVCacheProtocol | None = None,
     ) -> Tensor:
         """``x``: ``B×T×d`` -> ``B×T×d``.
 
@@ -399,7 +446,14 @@ class Attention(nn.Module):
         q, k = apply_rotary_emb(q, k, cos, sin)
         if cache is not None:
             k, v = cache.update(self.layer_id, k, v)  # B×T_k×H_kv×d_h, stored unexpanded
-        dropout_p = self.dropout if self.training else 0.0
+        if mask is not None and (mask.ndim != 4 or mask.shape[1] != 1
+                                 or mask.shape[-2:] != (T, k.shape[1])):
+            raise ValueError(
+                f"mask has shape {tuple(mask.shape)}; expected B×1×T×T_k = (B, 1, {T}, "
+                f"{k.shape[1]}), causality and padding together: build it from B×T_k "
+                f"valid-token flags with padding_to_attention(valid, T)"
+            )
+        dropout_p = self.attn_dropout.p if self.training else 0.0
         if self.flash:
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # B×H×T×d_h
             out = F.scaled_dot_product_attention(
@@ -470,7 +524,7 @@ class DecoderLayer(nn.Module):
         cos: Tensor,
         sin: Tensor,
         mask: Tensor | None = None,
-        cache: KVCache | None = None,
+        cache: KVCacheProtocol | None = None,
     ) -> Tensor:
         h = x + self.attention(self.attention_norm(x), cos, sin, mask, cache)  # B×T×d
         return h + self.feed_forward(self.ffn_norm(h))  # B×T×d
@@ -553,8 +607,6 @@ class Transformer(nn.Module):
     ``tinyk.upstream.upstream_init_`` for what that changes and what it does not.)
     """
 
-    config_class = ModelConfig
-
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.config = config
@@ -584,8 +636,10 @@ class Transformer(nn.Module):
         attention_mask: Tensor | None = None,
         labels: Tensor | None = None,
         *,
-        cache: KVCache | None = None,
+        cache: KVCacheProtocol | None = None,
         logits_to_keep: int = 0,
+        logits_at: Tensor | None = None,
+        check_ids: bool = True,
     ) -> CausalLMOutput:
         """Logits for every position, and the loss when ``labels`` are given.
 
@@ -596,9 +650,12 @@ class Transformer(nn.Module):
         ``labels``: ``B×T``, **unshifted** like Hugging Face (position ``t`` predicts
         ``labels[:, t+1]``), ``-100`` = not counted; the loss is the mean over counted
         tokens, and ``0.0`` (not 0/0) when nothing is counted.
-        ``cache``: a :class:`tinyk.generation.KVCache`; this call's tokens are appended
-        at ``cache.length``. ``logits_to_keep``: if ``k > 0``, only the last ``k``
-        positions' logits are computed (generation needs one).
+        ``cache``: a :class:`KVCacheProtocol` (``tinyk.generation.KVCache``); this call's
+        tokens are appended at ``cache.length``. ``logits_to_keep``: if ``k > 0``, only the
+        last ``k`` positions' logits are computed. ``logits_at``: ``B`` indices, one position
+        per row (e.g. each row's last real token): only those logits, ``B×1×V``.
+        ``check_ids=False`` skips :func:`check_token_ids` (a host sync), for callers that
+        checked the ids already, like ``generate`` feeding back tokens it sampled.
         """
         if input_ids.ndim != 2 or input_ids.dtype not in (torch.long, torch.int32, torch.int64):
             raise ValueError(f"input_ids must be a B×T tensor of integer ids, got shape "
@@ -613,10 +670,11 @@ class Transformer(nn.Module):
                 f"max_seq_len={self.config.max_seq_len}; crop the input (generate() does "
                 f"this without a cache) or build the model with a larger max_seq_len"
             )
-        lo, hi = (int(v) for v in torch.aminmax(input_ids))
-        if lo < 0 or hi >= self.config.vocab_size:
-            raise ValueError(f"input_ids holds ids in [{lo}, {hi}]; the vocabulary is "
-                             f"0..{self.config.vocab_size - 1}")
+        if logits_at is not None and logits_at.shape != (B,):
+            raise ValueError(f"logits_at has shape {tuple(logits_at.shape)}; expected ({B},): "
+                             f"one position per row")
+        if check_ids:
+            check_token_ids(input_ids, self.config.vocab_size)
 
         if attention_mask is None:
             # Positions start_pos..start_pos+T-1, shared by every row: slice the tables.
@@ -638,10 +696,11 @@ class Transformer(nn.Module):
             h = layer(h, cos, sin, mask, cache)  # B×T×d
         if cache is not None:
             cache.advance(T)
-        h = self.norm(h)
-        if logits_to_keep > 0:
+        if logits_at is not None:
+            h = h[torch.arange(B, device=h.device), logits_at][:, None]  # B×1×d
+        elif logits_to_keep > 0:
             h = h[:, -logits_to_keep:]  # B×k×d
-        logits = self.output(h)  # B×T×V
+        logits = self.output(self.norm(h))  # B×T×V (or B×k×V, B×1×V)
 
         loss = None
         if labels is not None:
@@ -649,9 +708,23 @@ class Transformer(nn.Module):
                 raise ValueError(f"labels has shape {tuple(labels.shape)}; expected the shape "
                                  f"of input_ids, {tuple(input_ids.shape)} (unshifted)")
             if logits.shape[1] != T:
-                raise ValueError("labels need logits at every position: use logits_to_keep=0")
+                raise ValueError("labels need logits at every position: use logits_to_keep=0 "
+                                 "and logits_at=None")
             loss = causal_lm_loss(logits, labels)
         return CausalLMOutput(logits=logits, loss=loss)
+
+
+def check_token_ids(input_ids: Tensor, vocab_size: int) -> None:
+    """Refuse ids outside ``0..vocab_size-1`` with a clear error (section 05.6).
+
+    The embedding would otherwise fail with a bare ``index out of range``. Reading the
+    minimum and maximum back to Python waits for the computation: ``generate`` checks its
+    prompt once and skips the check on the tokens it samples.
+    """
+    lo, hi = (int(v) for v in torch.aminmax(input_ids))
+    if lo < 0 or hi >= vocab_size:
+        raise ValueError(f"input_ids holds ids in [{lo}, {hi}]; the vocabulary is "
+                         f"0..{vocab_size - 1}")
 
 
 def causal_lm_loss(logits: Tensor, labels: Tensor, ignore_index: int = -100) -> Tensor:

@@ -5,8 +5,10 @@ Happy-LLM chapter 5 does, so the notebooks can run the quirk next to the correct
 :mod:`tinyk.model` and :mod:`tinyk.generation`. Two versions exist upstream:
 
 - the **standalone file** ``k_model.py`` (:class:`UpstreamTransformer`): keyword aliases,
-  a padding mask turned into ``mask > 0``, ``ignore_index`` = the pad id, the last
-  position taken as ``mask.sum(1) - 1``, batched generation with per-row ``finished``;
+  a 3-D/4-D mask cut to its first query row and turned into ``mask > 0``
+  (:func:`prepare_attention_mask`), ``ignore_index`` = the pad id unless some target is
+  -100, the last position taken as ``mask.sum(1) - 1``, batched generation with per-row
+  ``finished``;
 - the **chapter text** (``UpstreamTransformer(config, text_version=True)``):
   ``ignore_index=0``, no padding mask, and :meth:`UpstreamTransformer.generate_text`
   stopping with ``if idx_next == stop_id``.
@@ -14,6 +16,11 @@ Happy-LLM chapter 5 does, so the notebooks can run the quirk next to the correct
 Shared by both: the flash switch that only checks that the API exists
 (:class:`UpstreamAttention`), a hand-written path whose fully masked rows become NaN, the
 scaled init on ``w3`` (:func:`upstream_init_`), and one output object stored on the module.
+
+The upstream's attention and decoder layer take a ``B×T`` valid-token mask
+(``attention_mask``); ``tinyk``'s take a ``B×1×T×T_k`` one that already holds causality.
+:class:`UpstreamAttention` and :class:`UpstreamDecoderLayer` keep the upstream's contract
+in their own signatures instead of passing a ``B×T`` mask through ``tinyk``'s layer.
 """
 
 from __future__ import annotations
@@ -25,11 +32,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from tinyk.generation import sample_next_token
-from tinyk.model import Attention, ModelConfig, Transformer, apply_rotary_emb, repeat_kv
+from tinyk.model import MLP, ModelConfig, RMSNorm, Transformer, apply_rotary_emb, repeat_kv
 
 __all__ = [
     "UpstreamOutput",
     "UpstreamAttention",
+    "UpstreamDecoderLayer",
     "UpstreamTransformer",
     "upstream_init_",
     "prepare_attention_mask",
@@ -66,25 +74,41 @@ def upstream_init_(model: nn.Module, n_layers: int) -> None:
             nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * n_layers))
 
 
-def prepare_attention_mask(mask: Tensor | None) -> Tensor | None:
-    """The standalone file's mask preparation: slice a 3-D/4-D mask to ``B×T``, keep ``> 0``.
+def prepare_attention_mask(mask: Tensor | None, tokens: Tensor | None = None) -> Tensor | None:
+    """The standalone file's ``_prepare_attention_mask``, line by line (05.6).
 
-    Right for 0/1 "valid token" flags; lossy for an additive mask: 0 (allowed) and -inf
-    (blocked) are both ``<= 0``, so every position comes out False (05.6).
+    A 4-D mask becomes ``mask[:, 0, 0, :]`` and a 3-D one ``mask[:, 0, :]``: the **first**
+    query row. For a ``B×T`` flag mask broadcast to those shapes that row is the flags; for
+    a causal mask it is ``[1, 0, 0, …]``, so every key but the first comes out as padding.
+    A mask that is not boolean becomes ``mask > 0``: right for 0/1 flags, lossy for an
+    additive mask, where 0 (allowed) and -inf (blocked) are both ``<= 0`` and every
+    position comes out False. With ``tokens`` (the upstream always passes them) the mask
+    is moved to their device and must then have their shape.
     """
     if mask is None:
         return None
-    if mask.ndim == 4:
-        mask = mask[:, 0, -1, :]  # B×1×T×T -> B×T, the last query's row
-    elif mask.ndim == 3:
-        mask = mask[:, -1, :]  # B×T×T -> B×T
-    return mask > 0
+    if mask.dim() == 4:
+        mask = mask[:, 0, 0, :]  # B×1×T×T_k -> B×T_k, the first query's row
+    elif mask.dim() == 3:
+        mask = mask[:, 0, :]  # B×T×T_k -> B×T_k, the first query's row
+    if tokens is not None:
+        mask = mask.to(tokens.device)
+    if mask.dtype != torch.bool:
+        mask = mask > 0
+    if tokens is not None and mask.shape != tokens.shape:
+        raise ValueError(f"attention_mask shape {mask.shape} must match input_ids shape {tokens.shape}")
+    return mask
 
 
 def last_position_by_sum(valid: Tensor) -> Tensor:
-    """The upstream's "last valid position": ``valid.sum(1) - 1``. Right for right padding
-    only: ``[0, 0, 1, 1]`` gives 1, where the last real token is at 3 (05.6)."""
-    return valid.long().sum(1) - 1
+    """The upstream's "last valid position": ``valid.sum(1).clamp(min=1) - 1`` (05.6).
+
+    Right for right padding only. For left padding it is a real token, too early: for
+    ``[0, 0, 1, 1]`` it gives 1 (a padding position only because there are as many pads
+    as real tokens), and for 8 pads then 12 real tokens it gives 11, the fourth real token
+    where the last is at 19. A row with no real token gives 0.
+    """
+    return valid.long().sum(1).clamp(min=1) - 1
 
 
 def sft_masked_loss(per_token_loss: Tensor, loss_mask: Tensor) -> Tensor:
@@ -94,46 +118,82 @@ def sft_masked_loss(per_token_loss: Tensor, loss_mask: Tensor) -> Tensor:
     return torch.sum(per_token_loss.reshape(-1) * loss_mask) / loss_mask.sum()
 
 
-class UpstreamAttention(Attention):
-    """Attention as the upstream writes it.
+class UpstreamAttention(nn.Module):
+    """Attention as the upstream writes it, with its own mask contract (05.4).
+
+    ``forward(x, freqs_cos, freqs_sin, attention_mask=None)``: ``attention_mask`` is a
+    ``B×T`` valid-token mask (True = real token); causality is added inside. Same weights
+    and state-dict names as :class:`tinyk.model.Attention`.
 
     - ``self.flash`` is ``hasattr(F, "scaled_dot_product_attention")``: always True on
-      PyTorch 2, whatever ``config.flash_attn`` says (05.4).
+      PyTorch 2, whatever ``config.flash_attn`` says.
     - The hand-written path adds a ``-inf`` upper triangle, fills padded keys with ``-inf``
       and takes a plain ``softmax``: a query row with no allowed key becomes NaN.
-    - K/V are expanded with ``repeat_kv`` before attention; RoPE positions are ``0..T-1``.
+    - K/V are expanded with ``repeat_kv`` before attention; there is no KV cache.
     """
 
     def __init__(self, config: ModelConfig, layer_id: int = 0) -> None:
-        super().__init__(config, layer_id)
+        super().__init__()
+        self.layer_id = layer_id
+        self.n_heads, self.n_kv_heads = config.n_heads, config.n_kv_heads
+        self.head_dim, self.n_rep = config.head_dim, config.n_rep
+        self.wq = nn.Linear(config.dim, config.n_heads * config.head_dim, bias=False)
+        self.wk = nn.Linear(config.dim, config.n_kv_heads * config.head_dim, bias=False)
+        self.wv = nn.Linear(config.dim, config.n_kv_heads * config.head_dim, bias=False)
+        self.wo = nn.Linear(config.n_heads * config.head_dim, config.dim, bias=False)
+        self.attn_dropout = nn.Dropout(config.dropout)
+        self.resid_dropout = nn.Dropout(config.dropout)
+        self.dropout = config.dropout
         self.flash = hasattr(F, "scaled_dot_product_attention")  # config.flash_attn not read
 
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor,  # type: ignore[override]
-                attention_mask: Tensor | None = None, cache: object = None) -> Tensor:
-        if cache is not None:
-            raise ValueError("the upstream attention has no KV cache")
+    def forward(self, x: Tensor, freqs_cos: Tensor, freqs_sin: Tensor,
+                attention_mask: Tensor | None = None) -> Tensor:
         B, T, _ = x.shape
-        q = self.wq(x).view(B, T, self.n_heads, self.head_dim)
-        k = self.wk(x).view(B, T, self.n_kv_heads, self.head_dim)
+        q = self.wq(x).view(B, T, self.n_heads, self.head_dim)  # B×T×H_q×d_h
+        k = self.wk(x).view(B, T, self.n_kv_heads, self.head_dim)  # B×T×H_kv×d_h
         v = self.wv(x).view(B, T, self.n_kv_heads, self.head_dim)
-        q, k = apply_rotary_emb(q, k, cos, sin)
-        k, v = repeat_kv(k, self.n_rep), repeat_kv(v, self.n_rep)
+        q, k = apply_rotary_emb(q, k, freqs_cos, freqs_sin)
+        k, v = repeat_kv(k, self.n_rep), repeat_kv(v, self.n_rep)  # B×T×H_q×d_h
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # B×H_q×T×d_h
-        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        key_padding = None if attention_mask is None else attention_mask[:, None, None, :].bool()  # B×1×1×T
+        dropout_p = self.dropout if self.training else 0.0
         if self.flash:
-            if attention_mask is None:
-                out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            if key_padding is not None:
+                causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+                out = F.scaled_dot_product_attention(q, k, v, attn_mask=causal[None, None] & key_padding,
+                                                     dropout_p=dropout_p, is_causal=False)
             else:
-                allowed = causal[None, None] & attention_mask[:, None, None, :]
-                out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+                out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)
         else:
-            scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)  # B×H_q×T×T
             scores = scores + torch.full((T, T), float("-inf"), device=x.device).triu(1)
-            if attention_mask is not None:
-                scores = scores.masked_fill(~attention_mask[:, None, None, :], float("-inf"))
-            out = F.softmax(scores.float(), dim=-1).type_as(q) @ v  # all -inf row: NaN
-        out = out.transpose(1, 2).reshape(B, T, -1)
-        return self.wo(out)
+            if key_padding is not None:
+                scores = scores.masked_fill(~key_padding, float("-inf"))
+            probs = F.softmax(scores.float(), dim=-1).type_as(q)  # a row of only -inf: NaN
+            out = self.attn_dropout(probs) @ v
+        out = out.transpose(1, 2).contiguous().view(B, T, -1)  # B×T×H_q·d_h
+        return self.resid_dropout(self.wo(out))
+
+
+class UpstreamDecoderLayer(nn.Module):
+    """The upstream's pre-norm decoder layer, with its ``B×T`` mask contract (05.5).
+
+    ``forward(x, freqs_cos, freqs_sin, attention_mask=None)`` hands the ``B×T`` valid-token
+    mask to :class:`UpstreamAttention`. Built from its parts, which keep ``tinyk``'s
+    state-dict names (``attention_norm``, ``attention``, ``ffn_norm``, ``feed_forward``).
+    """
+
+    def __init__(self, layer_id: int, attention_norm: RMSNorm, attention: UpstreamAttention,
+                 ffn_norm: RMSNorm, feed_forward: MLP) -> None:
+        super().__init__()
+        self.layer_id = layer_id
+        self.attention_norm, self.attention = attention_norm, attention
+        self.ffn_norm, self.feed_forward = ffn_norm, feed_forward
+
+    def forward(self, x: Tensor, freqs_cos: Tensor, freqs_sin: Tensor,
+                attention_mask: Tensor | None = None) -> Tensor:
+        h = x + self.attention(self.attention_norm(x), freqs_cos, freqs_sin, attention_mask=attention_mask)
+        return h + self.feed_forward(self.ffn_norm(h))
 
 
 class UpstreamTransformer(Transformer):
@@ -141,14 +201,20 @@ class UpstreamTransformer(Transformer):
 
     ``forward(tokens, targets=None, **kwargs)``: ``tokens`` has no default, so
     ``model(input_ids=ids)`` raises ``TypeError`` before the body runs (05.6); targets are
-    given already shifted; the loss goes to ``last_loss``, per token and unreduced.
+    given already shifted; the loss goes to ``last_loss``, per token and unreduced, with
+    ``ignore_index`` = the pad id, switched to -100 whenever any target is -100 (the
+    chapter text: always 0). Its layers are :class:`UpstreamDecoderLayer`.
     """
 
     def __init__(self, config: ModelConfig, text_version: bool = False) -> None:
         super().__init__(config)
         self.text_version = text_version
-        for layer in self.layers:
-            layer.attention = UpstreamAttention(config, layer.layer_id)
+        self.layers = nn.ModuleList(
+            UpstreamDecoderLayer(layer.layer_id, layer.attention_norm,
+                                 UpstreamAttention(config, layer.layer_id),
+                                 layer.ffn_norm, layer.feed_forward)
+            for layer in self.layers
+        )
         upstream_init_(self, config.n_layers)
         self.last_loss: Tensor | None = None
         self.OUT = UpstreamOutput()
@@ -159,16 +225,19 @@ class UpstreamTransformer(Transformer):
             tokens = kwargs["input_ids"]
         if "labels" in kwargs and not self.text_version:
             targets = kwargs["labels"]
-        valid = None if self.text_version else prepare_attention_mask(kwargs.get("attention_mask"))
+        valid = None if self.text_version else prepare_attention_mask(kwargs.get("attention_mask"), tokens)
         T = tokens.shape[1]
         cos, sin = self.freqs_cos[:T], self.freqs_sin[:T]  # positions 0..T-1, padding or not
         h = self.dropout(self.tok_embeddings(tokens))
         for layer in self.layers:
-            h = layer(h, cos, sin, valid)  # tinyk's DecoderLayer around the upstream attention
+            h = layer(h, cos, sin, attention_mask=valid)  # B×T valid-token mask
         h = self.norm(h)
         if targets is not None:
             logits = self.output(h)
-            ignore = 0 if self.text_version else self.config.pad_token_id
+            if self.text_version:
+                ignore = 0
+            else:  # the pad id, unless some target is -100
+                ignore = -100 if bool((targets == -100).any()) else self.config.pad_token_id
             self.last_loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1),
                                              ignore_index=ignore, reduction="none")
         else:
@@ -202,11 +271,19 @@ class UpstreamTransformer(Transformer):
     @torch.no_grad()
     def generate(self, prompts: list[list[int]], eos_token_id: int, max_new_tokens: int = 256,
                  temperature: float = 1.0, top_k: int | None = None) -> Tensor:
-        """The standalone file's batched ``generate``: prompts are packed with **left**
-        padding, each row keeps a ``finished`` flag, EOS is appended and finished rows get
-        the pad id. But ``forward`` takes each row's logits at ``mask.sum(1) - 1``, a
-        right-padding rule, so a padded row reads a padding position at the first step
-        and RoPE positions count the padding: the batch disagrees with each prompt alone."""
+        """The standalone file's batched ``generate`` (05.6): prompts are packed with
+        **left** padding, each row keeps a ``finished`` flag, EOS is appended, and a
+        finished row gets the pad id (and a 0 in the mask).
+
+        But ``forward`` reads each row's logits at ``mask.sum(1) - 1``, a right-padding
+        rule. With left padding that index is a real token, only too early: prompts of 20
+        and 12 tokens give the shorter row 8 pads, and ``sum - 1 = 11`` is its fourth real
+        token, 8 positions before its last. Its first new token is the model's continuation
+        of its first 4 tokens; every later step reads 8 positions behind the end (through
+        its own prompt, then through its own output). The positions ``0..T-1``, which
+        count the padding, change nothing by themselves: RoPE's attention scores depend on
+        differences of positions, and all of a row's real tokens are shifted alike.
+        """
         pad = self.config.pad_token_id
         width = max(len(p) for p in prompts)
         idx = torch.tensor([[pad] * (width - len(p)) + list(p) for p in prompts])
@@ -219,10 +296,10 @@ class UpstreamTransformer(Transformer):
             idx_next = sample_next_token(logits, temperature, top_k, None)
             idx_next = torch.where(finished, torch.full_like(idx_next, pad), idx_next)
             new.append(idx_next)
+            next_mask = (~finished).long()[:, None]  # a row finished before this step: 0
             finished |= idx_next == eos_token_id
             idx = torch.cat((idx, idx_next[:, None]), dim=1)
-            mask = torch.cat((mask, torch.ones_like(mask[:, :1])), dim=1)
+            mask = torch.cat((mask, next_mask), dim=1)
             if finished.all():
                 break
         return torch.stack(new, dim=1)
-
