@@ -18,7 +18,7 @@ import pytest
 
 from tests import sitecheck
 from tinyk import course
-from tinyk.exercises import BEGIN_SOLUTION, END_SOLUTION, MARKERS, STUB, is_solution, source_text
+from tinyk.exercises import STUB, is_solution, source_text
 
 ROOT = course.ROOT
 SOURCES = course.notebook_paths()
@@ -38,22 +38,6 @@ def _course_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
-def _solution_lines() -> set[str]:
-    """Lines found only between the solution markers of the sources (cf. hidden-test lines)."""
-    inside_lines, outside_lines = set(), set()
-    for path in SOURCES:
-        for cell in json.loads(path.read_text())["cells"]:
-            inside = False
-            for line in source_text(cell).splitlines():
-                if line.strip() == BEGIN_SOLUTION:
-                    inside = True
-                elif line.strip() == END_SOLUTION:
-                    inside = False
-                elif line.strip():
-                    (inside_lines if inside else outside_lines).add(line.strip())
-    return {line for line in inside_lines - outside_lines if len(line) > 12}
-
-
 def test_every_source_has_an_up_to_date_student_version():
     assert course.stale_students() == []
     assert sorted(p.name for p in (ROOT / course.STUDENTS).glob("*.ipynb")) == [p.name for p in SOURCES]
@@ -64,13 +48,8 @@ def test_student_version_holds_no_solution_marker_or_hidden_test(source):
     student = course.student_path(source)
     text = student.read_text()
     cells = json.loads(text)["cells"]
-    code = "\n".join(source_text(c) for c in cells)
-    assert [m for m in MARKERS if m in text] == []
-    lines = {line.strip() for line in code.splitlines()}
-    assert sorted(lines & sitecheck.hidden_test_lines(ROOT / course.NOTEBOOKS)) == []
-    solution_lines = _solution_lines()
-    assert len(solution_lines) > 50  # the check below looks at real answers
-    assert sorted(lines & solution_lines) == []
+    assert sitecheck.notebook_leaks(student, ROOT / course.NOTEBOOKS) == []
+    assert len(sitecheck.solution_lines(ROOT / course.NOTEBOOKS)) > 50  # real answers are looked for
     assert all(not c.get("outputs") for c in cells if c["cell_type"] == "code")
     answers = [c for c in cells if is_solution(c)]
     originals = [c for c in json.loads(source.read_text())["cells"] if is_solution(c)]
@@ -197,3 +176,24 @@ def test_commands_outside_a_checkout_say_so(tmp_path, monkeypatch):
     root = _copy_course(tmp_path / "clone")
     monkeypatch.chdir(root / course.NOTEBOOKS)  # anywhere inside a clone will do
     assert course.course_root() == root
+
+
+def test_the_site_check_follows_colab_links_and_catches_a_source_notebook(tmp_path):
+    """sitecheck.colab_links (run on the built site) fails a button that opens a source."""
+    url = course.repository_url()
+    owner_repo = url.split("github.com/")[1]
+    (tmp_path / "notebooks").mkdir()
+    page = tmp_path / "notebooks" / "05_2_rmsnorm.html"
+    for folder, expect_ok in (("student", True), ("notebooks", False)):
+        href = f"https://colab.research.google.com/github/{owner_repo}/blob/main/{folder}/05_2_rmsnorm.ipynb"
+        page.write_text(f'<html><body><a href="{href}">Colab</a></body></html>')
+        problems, targets = sitecheck.colab_links(tmp_path, ROOT, url)
+        assert targets == {"notebooks/05_2_rmsnorm.html": f"{folder}/05_2_rmsnorm.ipynb"}
+        if expect_ok:
+            assert problems == []
+        else:
+            assert "notebooks/05_2_rmsnorm.html: Colab link opens notebooks/05_2_rmsnorm.ipynb, " \
+                   "not a student version in student/" in problems
+            assert any("contains '### BEGIN SOLUTION'" in p for p in problems)
+            assert any("contains hidden-test code" in p for p in problems)
+            assert any("contains solution code" in p for p in problems)
