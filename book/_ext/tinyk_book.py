@@ -8,7 +8,7 @@
   Sphinx would give none). Sphinx then copies the page's original source there.
 - ``html-page-context`` (after the theme's launch buttons): the Colab button opens the
   page's student version, ``student/NAME.ipynb`` (no solutions, no hidden tests), not the
-  source the page was built from; a page whose student version is missing is a warning.
+  source the page was built from; a student version missing from ``student/`` is a warning.
 - ``html-page-context`` (late): exact duplicate ``<script>`` entries are dropped. The
   sphinx-thebe configuration script is registered twice in a Jupyter Book build, and its
   second ``const THEBE_JS_URL`` is a SyntaxError on every page.
@@ -62,7 +62,7 @@ def _colab_opens_student_version(app, pagename, templatename, context, doctree):
             if match:
                 node["url"] = f"{match.group(1)}{STUDENTS}/{match.group(2)}"
                 student = Path(app.srcdir, STUDENTS, match.group(2))
-                if not student.is_file():
+                if student.parent.is_dir() and not student.is_file():
                     _LOG.warning(f"{pagename}: its Colab button opens {STUDENTS}/{match.group(2)}, "
                                  f"which does not exist: run {REGENERATE}")
             for value in node.values():
