@@ -197,3 +197,37 @@ def test_the_site_check_follows_colab_links_and_catches_a_source_notebook(tmp_pa
             assert any("contains '### BEGIN SOLUTION'" in p for p in problems)
             assert any("contains hidden-test code" in p for p in problems)
             assert any("contains solution code" in p for p in problems)
+
+
+@pytest.mark.slow
+def test_a_student_version_is_graded_like_a_release(tmp_path):
+    """Answered in student/, a notebook scores full marks with the gradebook made from the
+    sources; left as it is, zero; neither counts as a modified test."""
+    pytest.importorskip("nbgrader")
+    from tinyk import grading
+    from tinyk.exercises import book_version
+
+    name = "05_2_rmsnorm"
+    source = ROOT / course.NOTEBOOKS / f"{name}.ipynb"
+    answers = {nbgrader_id(c): source_text(c) for c in book_version(json.loads(source.read_text()))["cells"]
+               if is_solution(c)}
+    student = json.loads(course.student_path(source).read_text())
+    for cell in student["cells"]:
+        if is_solution(cell):
+            cell["source"] = answers[nbgrader_id(cell)]
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    (submissions / "answered.ipynb").write_text(json.dumps(student))
+    shutil.copy(course.student_path(source), submissions / "blank.ipynb")
+    notebooks = grading._chapter_notebooks([name], ROOT / course.NOTEBOOKS)
+    rows = grading.grade(submissions, tmp_path / "grades.csv", notebooks, jobs=1, progress=False)
+    assert {r.status for r in rows} == {"ok"}
+    answered = [r for r in rows if r.student == "answered"]
+    blank = [r for r in rows if r.student == "blank"]
+    assert len(answered) == len(blank) == len(answers) == 3
+    assert all(r.points == r.max_points > 0 for r in answered), answered
+    assert all(r.points == 0 for r in blank), blank
+
+
+def nbgrader_id(cell: dict) -> str:
+    return cell["metadata"]["nbgrader"]["grade_id"]
