@@ -140,10 +140,14 @@ def test_student_notebook_runs_in_jupyterlab_and_its_sliders_move(lab, browser, 
     page.route("**/*", route)
     page.set_default_timeout(120_000)
     try:
-        page.goto(f"{base}/lab/tree/{source.name}?token={token}", wait_until="domcontentloaded")
-        page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget "
-                               "&& window.jupyterapp.shell.currentWidget.content "
-                               "&& window.jupyterapp.shell.currentWidget.content.widgets.length > 0")
+        # A workspace of its own, reset: only this notebook is open (no tabs restored).
+        page.goto(f"{base}/lab/workspaces/{source.stem}/tree/{source.name}?reset&token={token}",
+                  wait_until="domcontentloaded")
+        page.wait_for_function("([name]) => { const w = window.jupyterapp"
+                               " && window.jupyterapp.shell.currentWidget;"
+                               " return w && w.context && w.context.path === name"
+                               " && w.content.widgets.length > 0; }", arg=[source.name])
+        assert page.evaluate("Array.from(window.jupyterapp.shell.widgets('main')).length") == 1
         count = page.evaluate(_RUN_EVERY_CELL)
         cells = page.evaluate(_CELLS)
         assert len(cells) == count > 5
