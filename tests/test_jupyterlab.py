@@ -30,7 +30,7 @@ import pytest
 from tinyk import course
 from tinyk.exercises import nbgrader
 
-pytestmark = pytest.mark.site
+pytestmark = [pytest.mark.site, pytest.mark.xdist_group("jupyterlab")]  # one server for all
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SOURCES = course.notebook_paths()
 SHOTS = course.ROOT / "artifacts" / "jupyterlab"

@@ -25,7 +25,8 @@ import pytest
 
 from tinyk import course
 
-pytestmark = pytest.mark.slow
+# One worker builds the environment once for all notebooks (make runs the unit tests with --dist loadgroup).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel-install")]
 ROOT = course.ROOT
 COLAB_PINS = ["ipywidgets==7.7.1", "ipykernel==6.17.1"]  # what Colab runs
 _PROBE = ("import sys, tinyk, ipywidgets\n"
