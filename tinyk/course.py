@@ -249,6 +249,8 @@ def _for_students(nb: dict, page_url: str) -> dict:
             continue
         anchor = _heading_anchor(_EXERCISE_HEADING.findall(source_text(prompt))[-1])
         text = source_text(prompt).rstrip("\n")
+        if f"{page_url}#{anchor}" in text:  # a second answer cell of the same exercise
+            continue
         prompt["source"] = (text + f"\n\nStuck? [The solution on the course site]({page_url}#{anchor}) "
                             f"waits behind a toggle.").splitlines(keepends=True)
     return nb
