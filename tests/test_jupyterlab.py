@@ -71,7 +71,7 @@ def lab(tmp_path_factory):
     shutil.copytree(course.ROOT / course.STUDENTS, work)
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), MPLBACKEND="module://matplotlib_inline.backend_inline",
+               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), OMP_NUM_THREADS="1",  # see test_wheel.py
                PYTHONPATH=os.pathsep.join(filter(None, [str(course.ROOT), os.environ.get("PYTHONPATH")])))
     log = (home / "server.log").open("w")
     server = subprocess.Popen(
