@@ -179,10 +179,19 @@ def test_student_notebook_runs_in_jupyterlab_and_its_sliders_move(lab, browser, 
                 handles.nth(h).focus()
                 at_end = handles.nth(h).get_attribute("aria-valuenow") == handles.nth(h).get_attribute(
                     "aria-valuemax")
-                page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
+                step, back = ("ArrowLeft", "ArrowRight") if at_end else ("ArrowRight", "ArrowLeft")
+                page.keyboard.press(step)
                 page.wait_for_function(
                     "([el, v]) => el.innerText !== v", arg=[readout.element_handle(), before_value])
-                _wait_for_change(figure, before, f"{source.name}: slider {b}.{h} did not change its figure")
+                name = f"{source.name}: slider {b}.{h}"
+                after = _wait_for_change(figure, before, f"{name} did not change its figure")
+                # Back to the start, so each slider is moved from the notebook's own defaults (a
+                # slider can matter only in some states: an invalid combination ignores d_h).
+                handles.nth(h).focus()
+                page.keyboard.press(back)
+                page.wait_for_function(
+                    "([el, v]) => el.innerText === v", arg=[readout.element_handle(), before_value])
+                _wait_for_change(figure, after, f"{name} did not redraw when moved back")
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"{source.stem}.png"))
         assert outside == [], "requests outside localhost"
@@ -198,10 +207,11 @@ def _source_cells(source: Path) -> list[dict]:
     return [c for c in json.loads(source.read_text())["cells"] if c["cell_type"] == "code"]
 
 
-def _wait_for_change(locator, before: bytes, message: str) -> None:
+def _wait_for_change(locator, before: bytes, message: str) -> bytes:
     """Poll until the element looks different: the kernel redraws, then the page shows it."""
     for _ in range(240):
-        if locator.screenshot() != before:
-            return
+        now = locator.screenshot()
+        if now != before:
+            return now
         locator.page.wait_for_timeout(250)
     pytest.fail(message)
