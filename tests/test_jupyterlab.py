@@ -181,16 +181,14 @@ def test_student_notebook_runs_in_jupyterlab_and_its_sliders_move(lab, browser, 
                     "aria-valuemax")
                 step, back = ("ArrowLeft", "ArrowRight") if at_end else ("ArrowRight", "ArrowLeft")
                 page.keyboard.press(step)
-                page.wait_for_function(
-                    "([el, v]) => el.innerText !== v", arg=[readout.element_handle(), before_value])
+                _wait_for_text(readout, lambda text, v=before_value: text != v, "readout did not move")
                 name = f"{source.name}: slider {b}.{h}"
                 after = _wait_for_change(figure, before, f"{name} did not change its figure")
                 # Back to the start, so each slider is moved from the notebook's own defaults (a
                 # slider can matter only in some states: an invalid combination ignores d_h).
                 handles.nth(h).focus()
                 page.keyboard.press(back)
-                page.wait_for_function(
-                    "([el, v]) => el.innerText === v", arg=[readout.element_handle(), before_value])
+                _wait_for_text(readout, lambda text, v=before_value: text == v, "readout did not move back")
                 _wait_for_change(figure, after, f"{name} did not redraw when moved back")
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"{source.stem}.png"))
@@ -205,6 +203,16 @@ def _source_cells(source: Path) -> list[dict]:
     import json
 
     return [c for c in json.loads(source.read_text())["cells"] if c["cell_type"] == "code"]
+
+
+def _wait_for_text(locator, wanted, message: str) -> None:
+    """Poll a locator's text (found again each time: a re-rendered readout is a new element)."""
+    for _ in range(480):
+        text = locator.inner_text()
+        if wanted(text):
+            return
+        locator.page.wait_for_timeout(250)
+    pytest.fail(f"{message}: {text!r}")
 
 
 def _wait_for_change(locator, before: bytes, message: str) -> bytes:
