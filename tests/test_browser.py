@@ -117,7 +117,7 @@ def test_chapter_page_in_a_real_browser(page, site_url, path):
     if path.startswith("notebooks/"):
         owner_repo = repository_url().split("github.com/")[1]
         assert colab == [f"https://colab.research.google.com/github/{owner_repo}/blob/main/"
-                         f"{path.replace('.html', '.ipynb')}"]
+                         f"{path.replace('notebooks/', 'student/').replace('.html', '.ipynb')}"]
     else:
         assert colab == []
 

