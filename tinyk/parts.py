@@ -72,6 +72,7 @@ from tinyk.model import (
     apply_rotary_emb,
     apply_rotary_emb_half,
     causal_lm_loss,
+    check_token_ids,
     padding_to_attention,
     precompute_freqs_cis,
     repeat_kv,
@@ -507,13 +508,16 @@ class _PartsTransformer(Transformer):
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
                 labels: Tensor | None = None, *, cache: KVCache | None = None,
-                logits_to_keep: int = 0) -> CausalLMOutput:
+                logits_to_keep: int = 0, logits_at: Tensor | None = None,
+                check_ids: bool = True) -> CausalLMOutput:
         if input_ids.ndim != 2:
             raise ValueError(f"input_ids must be B×T, got shape {tuple(input_ids.shape)}")
         B, T = input_ids.shape
         start_pos = cache.length if cache is not None else 0
         if start_pos + T > self.config.max_seq_len:
             raise ValueError(f"{start_pos + T} tokens exceed max_seq_len={self.config.max_seq_len}")
+        if check_ids:
+            check_token_ids(input_ids, self.config.vocab_size)
         if attention_mask is None:
             cos = self.freqs_cos[start_pos : start_pos + T]  # T×d_h/2
             sin = self.freqs_sin[start_pos : start_pos + T]
@@ -530,10 +534,11 @@ class _PartsTransformer(Transformer):
             h = layer(h, cos, sin, mask, cache)
         if cache is not None:
             cache.advance(T)
-        h = self.norm(h)
-        if logits_to_keep > 0:
+        if logits_at is not None:
+            h = h[torch.arange(B, device=h.device), logits_at][:, None]  # B×1×d
+        elif logits_to_keep > 0:
             h = h[:, -logits_to_keep:]
-        logits = self.output(h)  # B×T×V
+        logits = self.output(self.norm(h))  # B×T×V
         loss = None
         if labels is not None:
             loss = _call("shifted_loss", self.parts["shifted_loss"], logits, labels)
