@@ -47,6 +47,9 @@ def test_notebook_format(path):
     setup = code[0]
     assert source_text(setup).startswith(course.SETUP_TITLE)
     assert setup["metadata"]["cellView"] == "form" and "remove-cell" in setup["metadata"]["tags"]
+    ids = [c.get("id") for c in cells]
+    assert None not in ids and len(set(ids)) == len(ids), "every cell has its own id (student versions "\
+        "made from a notebook without them would get random ones)"
     title = next(c for c in cells if c["cell_type"] == "markdown")
     section = path.stem.split("_")[1]
     assert source_text(title).startswith(f"# 05.{section} "), "title keeps the section number"
