@@ -10,6 +10,7 @@ import csv
 import json
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -117,7 +118,7 @@ CASES = {
                       {"a_test": (0, "timeout"), "b_test": (1, "ok")}),
     "memory_bomb": (lambda r: _answer(r, "hog = bytearray(64 * 2**30)", SOLUTION_B),
                     {"a_test": (0, "memory-limit"), "b_test": (1, "ok")}),
-    "huge_output": (lambda r: _answer(r, "for i in range(200_000):\n    print('x' * 50)\n" + SOLUTION_A,
+    "huge_output": (lambda r: _answer(r, "for i in range(100_000):\n    print('x' * 100)\n" + SOLUTION_A,
                                       SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
     "eq_always_true": (lambda r: _answer(r, "class Liar:\n    def __eq__(self, other):\n        return True\n"
                                             "def double(x):\n    return Liar()", SOLUTION_B),
@@ -154,10 +155,12 @@ def batch(assignment):
         (subs / student / "drill.ipynb").write_bytes(data)
     (subs / "no_file").mkdir()
     shutil.copy(subs / "solution" / "drill.ipynb", subs / "single_file.ipynb")  # a file, not a folder
-    # The per-cell timeout must end the infinite loop, yet leave room for huge_output's
-    # 200,000 printed lines (under a second alone, several seconds while the other test
-    # worker and a second grading job share the two cores).
-    limits = grading.Limits(cell_timeout=10, total_timeout=60, memory_mb=2048)
+    # Margins of 10x and more over what an honest submission needs, so that a slow or busy
+    # machine changes no status: huge_output's 100,000 printed lines take about half a
+    # second alone (the per-cell timeout, which ends the infinite loop, is 30 s); a student
+    # needs seconds, not the 600 s total; the drill's kernel peaks near 800 MB of address
+    # space, the limit is 16 GB, and the memory bomb asks for 64 GB.
+    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
     start = time.monotonic()
     rows = grading.grade(subs, base / "grades.csv", notebooks, limits, jobs=2, progress=False)
     return base, subs, notebooks, limits, rows, time.monotonic() - start
@@ -212,16 +215,18 @@ def test_every_student_gets_every_row_within_the_limits(batch):
 
 
 @SHARED_BATCH
-def test_rerun_resumes_and_reproduces_the_gradebook(batch):
+def test_rerun_resumes_and_reproduces_the_gradebook(batch, monkeypatch):
     base, subs, notebooks, limits, _, _ = batch
     out = base / "grades.csv"
     first = out.read_text()
     (base / "grades.csv.parts" / "wrong_answer.json").unlink()  # as if interrupted before it finished
     out.unlink()
-    start = time.monotonic()
+    graded = []
+    real = grading._grade_student
+    monkeypatch.setattr(grading, "_grade_student", lambda name, *a: graded.append(name) or real(name, *a))
     grading.grade(subs, out, notebooks, limits, jobs=2, progress=False)
     assert out.read_text() == first
-    assert time.monotonic() - start < 60  # only one student was graded again
+    assert graded == ["wrong_answer"]  # only the missing student was graded again
     assert not list(base.glob(".grades.csv.tmp"))
 
 
@@ -261,56 +266,94 @@ def test_a_real_chapter_notebook_releases_and_grades(tmp_path):
     for name, nb in (("perfect", solved), ("blank", student)):
         (subs / name).mkdir(parents=True)
         (subs / name / "05_5_swiglu_layer.ipynb").write_text(json.dumps(nb))
-    rows = grading.grade(subs, tmp_path / "grades.csv", notebooks, jobs=2, progress=False)
+    # The kernel imports torch: about 1.4 GB of address space, far under a 16 GB limit.
+    limits = grading.Limits(cell_timeout=60, total_timeout=600, memory_mb=16384)
+    rows = grading.grade(subs, tmp_path / "grades.csv", notebooks, limits, jobs=2, progress=False)
     total = {name: sum(r.points for r in rows if r.student == name) for name in ("perfect", "blank")}
     maximum = sum(points for _, points in notebooks[0].tests)
     assert total == {"perfect": maximum, "blank": 0}
     assert {r.status for r in rows} == {"ok"}
 
 
-def _processes_in(fragment: str) -> list[int]:
-    """Live processes whose working folder path contains ``fragment``."""
+MARKER = ["sleep", "3011.5"]  # the process the slow submission leaves behind
+
+
+def _marker_processes() -> list[int]:
+    """Live processes running ``sleep 3011.5``, started by the slow submission."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if fragment in os.readlink(f"/proc/{pid}/cwd"):
+            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2] == [m.encode() for m in MARKER]:
                 found.append(int(pid))
-        except OSError:  # gone, a zombie, or not ours to read
+        except OSError:  # gone meanwhile
             pass
     return found
 
 
+@pytest.fixture
+def stopped_on_signal(monkeypatch):
+    """The slow student's run ends as if past the total limit, but on an event, not a clock:
+    once the process its code starts is running. The others wait on the real clock, whose
+    600 s limit is far beyond what they need. Returns the list of markers seen."""
+    seen: list[int] = []
+    real = grading._communicate
+
+    def communicate(proc, timeout):
+        if "autograde" in proc.args and "--student=slow_student" in proc.args:
+            while proc.poll() is None and not seen:
+                seen.extend(_marker_processes())
+                time.sleep(0.1)
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+        return real(proc, timeout)
+
+    monkeypatch.setattr(grading, "_communicate", communicate)
+    return seen
+
+
 @pytest.fixture(scope="module")
 def slow_batch(assignment, tmp_path_factory):
-    """A correct submission, and one that starts a background process, then runs cells that
-    each stay under the cell timeout but together run past the total limit."""
+    """A correct submission, and one that starts a background process and never finishes."""
     _, notebooks, release = assignment
     subs = tmp_path_factory.mktemp("slow") / "submissions"
-    spawn = "import subprocess\nsubprocess.Popen(['sleep', '300'])\n"
-    sleepy = "import time\ntime.sleep(4)\n"
+    spawn = f"import subprocess\nsubprocess.Popen({MARKER!r})\nimport time\ntime.sleep(3000)\n"
     for name, nb in (("prompt_one", _answer(release, SOLUTION_A, SOLUTION_B)),
-                     ("slow_student", _answer(release, spawn + sleepy + SOLUTION_A, sleepy + SOLUTION_B))):
+                     ("slow_student", _answer(release, spawn + SOLUTION_A, SOLUTION_B))):
         (subs / name).mkdir(parents=True)
         (subs / name / "drill.ipynb").write_text(json.dumps(nb))
-    return subs, notebooks, grading.Limits(cell_timeout=5, total_timeout=6, memory_mb=2048)
+    return subs, notebooks, grading.Limits(cell_timeout=600, total_timeout=600, memory_mb=16384)
 
 
 @SHARED_BATCH
-def test_total_time_limit_leaves_nothing_of_the_submission_running(slow_batch):
+def test_total_time_limit_leaves_nothing_of_the_submission_running(slow_batch, stopped_on_signal):
     subs, notebooks, limits = slow_batch
-    rows = grading.grade(subs, subs.parent / "grades.csv", notebooks, limits, jobs=1, progress=False)
-    assert _processes_in("slow_student") == []  # neither the kernel nor the process it started
+    rows = grading.grade(subs, subs.parent / "grades.csv", notebooks, limits, jobs=2, progress=False)
+    assert stopped_on_signal  # the submission's background process was running when time ran out
+    assert _marker_processes() == []  # neither the kernel nor the process it started is left
     slow = [r for r in rows if r.student == "slow_student"]
     assert {(r.status, r.points) for r in slow} == {("timeout", 0.0)}
-    assert "ran past 6 s" in slow[0].detail
+    assert "ran past 600 s" in slow[0].detail
     assert sum(r.points for r in rows if r.student == "prompt_one") == 3
 
 
 @SHARED_BATCH
-def test_feedback_survives_a_submission_past_the_time_limit(slow_batch):
+def test_feedback_survives_a_submission_past_the_time_limit(slow_batch, stopped_on_signal):
     subs, notebooks, limits = slow_batch
     out = subs.parent / "feedback"
     grading.feedback(subs, out, notebooks, limits)
+    assert stopped_on_signal
     assert list((out / "prompt_one").glob("*.html"))
     assert not (out / "slow_student").exists()
-    assert _processes_in("slow_student") == []
+    assert _marker_processes() == []
+
+
+@SHARED_BATCH
+def test_the_total_time_limit_runs_on_the_clock(assignment, tmp_path):
+    """The real clock ends a submission that never finishes (no honest one shares its limit)."""
+    _, notebooks, release = assignment
+    (tmp_path / "subs" / "never_ends").mkdir(parents=True)
+    nb = _answer(release, "import time\ntime.sleep(10**6)\n" + SOLUTION_A, SOLUTION_B)
+    (tmp_path / "subs" / "never_ends" / "drill.ipynb").write_text(json.dumps(nb))
+    limits = grading.Limits(cell_timeout=10**6, total_timeout=5, memory_mb=16384)
+    subs = tmp_path / "subs"
+    rows = grading.grade(subs, tmp_path / "grades.csv", notebooks, limits, jobs=1, progress=False)
+    assert {(r.status, r.points, r.detail) for r in rows} == {("timeout", 0.0, "submission ran past 5 s")}

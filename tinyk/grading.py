@@ -192,8 +192,23 @@ def _nbgrader(args: list[str], root: Path, limits: Limits | None = None,
         def preexec() -> None:  # in the child, before exec: a limit the kernel inherits
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
-    return subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout,
-                          preexec_fn=preexec, start_new_session=True)
+    with subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          preexec_fn=preexec, start_new_session=True) as proc:
+        try:
+            out, err = _communicate(proc, timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # nbgrader and whatever shares its session
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def _communicate(proc: subprocess.Popen, timeout: float | None) -> tuple[str, str]:
+    """Wait for ``proc`` at most ``timeout`` seconds (``TimeoutExpired`` past it).
+
+    One function, so that a test can end a run on an event instead of a clock.
+    """
+    return proc.communicate(timeout=timeout)
 
 
 def _end_leftovers(course: Path, sid: str) -> None:
