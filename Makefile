@@ -9,7 +9,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: book test setup lint unit notebooks site-build site-check chromium clean
+.PHONY: book test setup lint unit notebooks site-build site-check chromium bubblewrap clean
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,7 +34,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m tinyk.course check
 
-unit: $(STAMP)
+unit: $(STAMP) bubblewrap
 	$(BIN)/python -m pytest -m "not site" -n 2 --dist loadgroup tests
 
 notebooks: $(STAMP)
@@ -52,6 +52,12 @@ chromium:
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 	  else echo "Chromium is missing: run 'sudo apt-get install chromium'"; exit 1; fi; }
+
+# The grader runs each submission's kernel in a bubblewrap sandbox (tests/test_grading*.py).
+bubblewrap:
+	@command -v bwrap >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap; \
+	  else echo "bubblewrap is missing: run 'sudo apt-get install bubblewrap'"; exit 1; fi; }
 
 clean:
 	rm -rf _build

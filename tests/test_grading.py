@@ -40,7 +40,7 @@ def _drill() -> dict:
     def solution(gid: str, body: str) -> dict:
         return _cell("code", f"### BEGIN SOLUTION\n{body}\n### END SOLUTION",
                      {"nbgrader": {"grade": False, "grade_id": gid, "locked": False, "schema_version": 3,
-                                   "solution": True}})
+                                   "solution": True}, "cellView": "form"})
 
     def test(gid: str, points: int, visible: str, hidden: str) -> dict:
         return _cell("code", f"{visible}\n### BEGIN HIDDEN TESTS\n{hidden}\n### END HIDDEN TESTS",
@@ -118,6 +118,9 @@ CASES = {
                       {"a_test": (0, "timeout"), "b_test": (1, "ok")}),
     "memory_bomb": (lambda r: _answer(r, "hog = bytearray(64 * 2**30)", SOLUTION_B),
                     {"a_test": (0, "memory-limit"), "b_test": (1, "ok")}),
+    "modified_and_memory": (lambda r: _answer(r, "hog = bytearray(64 * 2**30)", SOLUTION_B,
+                                              _replace_test("b_test", "pass")),
+                            {"a_test": (0, "memory-limit"), "b_test": (1, "tests-modified")}),
     "huge_output": (lambda r: _answer(r, "for i in range(100_000):\n    print('x' * 100)\n" + SOLUTION_A,
                                       SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
     "eq_always_true": (lambda r: _answer(r, "class Liar:\n    def __eq__(self, other):\n        return True\n"
@@ -136,7 +139,7 @@ def assignment(tmp_path_factory):
     source = base / "source"
     source.mkdir()
     (source / "drill.ipynb").write_text(json.dumps(_drill()))
-    notebooks = grading._chapter_notebooks(None, source)
+    notebooks = [source / "drill.ipynb"]
     release_dir = base / "release"
     grading.release(release_dir, notebooks)
     return base, notebooks, json.loads((release_dir / "drill.ipynb").read_text())
@@ -162,7 +165,7 @@ def batch(assignment):
     # space, the limit is 16 GB, and the memory bomb asks for 64 GB.
     limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
     start = time.monotonic()
-    rows = grading.grade(subs, base / "grades.csv", notebooks, limits, jobs=2, progress=False)
+    rows = grading.grade(subs, base / "grades.csv", notebooks, limits=limits, jobs=2, progress=False)
     return base, subs, notebooks, limits, rows, time.monotonic() - start
 
 
@@ -224,23 +227,62 @@ def test_rerun_resumes_and_reproduces_the_gradebook(batch, monkeypatch):
     graded = []
     real = grading._grade_student
     monkeypatch.setattr(grading, "_grade_student", lambda name, *a: graded.append(name) or real(name, *a))
-    grading.grade(subs, out, notebooks, limits, jobs=2, progress=False)
+    grading.grade(subs, out, notebooks, limits=limits, jobs=2, progress=False)
     assert out.read_text() == first
     assert graded == ["wrong_answer"]  # only the missing student was graded again
     assert not list(base.glob(".grades.csv.tmp"))
+
+
+@SHARED_BATCH
+def test_shards_merge_into_the_csv_of_a_single_run(batch, monkeypatch):
+    """Three shards, as on three machines, each with a copy of the single run's finished
+    students except one it grades again: merged, their CSVs equal the single run's."""
+    base, subs, notebooks, limits, _, _ = batch
+    single = (base / "grades.csv").read_text()
+    graded, regrade = [], []
+    real = grading._grade_student
+    monkeypatch.setattr(grading, "_grade_student", lambda name, *a: graded.append(name) or real(name, *a))
+    quick = ["solution", "wrong_answer", "hard_coded", "exception", "correct_other_code", "untouched_release",
+             "sys_exit", "eq_always_true", "deleted_test"]
+    shards = []
+    for k in range(3):
+        out = base / f"shard{k}.csv"
+        shutil.copytree(base / "grades.csv.parts", base / f"shard{k}.csv.parts")
+        mine = [s for s in quick if grading.shard_of(s, 3) == k]
+        regrade.append(mine[0])
+        (base / f"shard{k}.csv.parts" / f"{mine[0]}.json").unlink()
+        grading.grade(subs, out, notebooks, limits=limits, jobs=2, progress=False, shard=(k, 3))
+        shards.append(out)
+    assert sorted(graded) == sorted(regrade)
+    students = [{r["student"] for r in _table(out).values()} for out in shards]
+    assert all(students) and sum(map(len, students)) == len(set().union(*students))  # disjoint, none empty
+    assert grading.main(["merge", str(base / "merged.csv"), *map(str, shards)]) == 0
+    assert (base / "merged.csv").read_text() == single
 
 
 def test_metadata_validation_finds_each_problem(tmp_path):
     nb = _drill()
     nb["cells"][2]["metadata"]["nbgrader"].pop("points")
     nb["cells"][5]["metadata"]["nbgrader"]["grade_id"] = "a_test"
-    nb["cells"][0]["source"] += "\n### BEGIN SOLUTION"
+    nb["cells"][4]["metadata"]["nbgrader"]["locked"] = True
+    nb["cells"][5]["source"] = "assert shout('ok') == 'OK!'"  # no hidden tests
     path = tmp_path / "broken.ipynb"
     path.write_text(json.dumps(nb))
-    problems = grading.metadata_problems(path)
-    assert any("positive points" in p for p in problems)
-    assert any("duplicate grade_id" in p for p in problems)
-    assert any("marker outside an exercise cell" in p for p in problems)
+    problems = grading.metadata_problems([path])
+    assert any("cell 2 (a_test): points None: a grade cell needs positive points" in p for p in problems)
+    assert any("duplicate grade_id 'a_test'" in p for p in problems)
+    assert any("cell 4 (b_solution): a solution cell must not be locked" in p for p in problems)
+    assert any("needs '### BEGIN HIDDEN TESTS'" in p for p in problems)
+    assert len(problems) == 4, problems
+
+
+def test_metadata_rules_span_notebooks(tmp_path):
+    """grade_ids are unique across all the notebooks checked together, as nbgrader needs."""
+    for name in ("one", "two"):
+        (tmp_path / f"{name}.ipynb").write_text(json.dumps(_drill()))
+    assert grading.metadata_problems([tmp_path / "one.ipynb"]) == []
+    both = grading.metadata_problems([tmp_path / "one.ipynb", tmp_path / "two.ipynb"])
+    assert len(both) == 4 and all("two.ipynb" in p and "duplicate grade_id" in p for p in both)
 
 
 @SHARED_BATCH
@@ -252,7 +294,7 @@ def test_validate_accepts_the_chapter_notebooks_metadata_and_runs_a_solution(ass
 
 
 def test_a_real_chapter_notebook_releases_and_grades(tmp_path):
-    notebooks = grading._chapter_notebooks(["05_5_swiglu_layer"], ROOT / "notebooks")
+    notebooks = ["05_5_swiglu_layer"]
     released = grading.release(tmp_path / "release", notebooks)[0]
     student = json.loads(released.read_text())
     solved = json.loads(released.read_text())
@@ -268,9 +310,9 @@ def test_a_real_chapter_notebook_releases_and_grades(tmp_path):
         (subs / name / "05_5_swiglu_layer.ipynb").write_text(json.dumps(nb))
     # The kernel imports torch: about 1.4 GB of address space, far under a 16 GB limit.
     limits = grading.Limits(cell_timeout=60, total_timeout=600, memory_mb=16384)
-    rows = grading.grade(subs, tmp_path / "grades.csv", notebooks, limits, jobs=2, progress=False)
+    rows = grading.grade(subs, tmp_path / "grades.csv", notebooks, limits=limits, jobs=2, progress=False)
     total = {name: sum(r.points for r in rows if r.student == name) for name in ("perfect", "blank")}
-    maximum = sum(points for _, points in notebooks[0].tests)
+    maximum = sum(points for _, points in grading.exercises_of(ROOT / "notebooks" / f"{notebooks[0]}.ipynb"))
     assert total == {"perfect": maximum, "blank": 0}
     assert {r.status for r in rows} == {"ok"}
 
@@ -288,6 +330,15 @@ def _marker_processes() -> list[int]:
         except OSError:  # gone meanwhile
             pass
     return found
+
+
+def _markers_after_teardown() -> list[int]:
+    """The markers still alive once the kill had time to land (it is not synchronous; 60 s is
+    a margin of many thousand times)."""
+    deadline = time.monotonic() + 60
+    while _marker_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _marker_processes()
 
 
 @pytest.fixture
@@ -326,9 +377,9 @@ def slow_batch(assignment, tmp_path_factory):
 @SHARED_BATCH
 def test_total_time_limit_leaves_nothing_of_the_submission_running(slow_batch, stopped_on_signal):
     subs, notebooks, limits = slow_batch
-    rows = grading.grade(subs, subs.parent / "grades.csv", notebooks, limits, jobs=2, progress=False)
+    rows = grading.grade(subs, subs.parent / "grades.csv", notebooks, limits=limits, jobs=2, progress=False)
     assert stopped_on_signal  # the submission's background process was running when time ran out
-    assert _marker_processes() == []  # neither the kernel nor the process it started is left
+    assert _markers_after_teardown() == []  # neither the kernel nor the process it started is left
     slow = [r for r in rows if r.student == "slow_student"]
     assert {(r.status, r.points) for r in slow} == {("timeout", 0.0)}
     assert "ran past 600 s" in slow[0].detail
@@ -339,11 +390,11 @@ def test_total_time_limit_leaves_nothing_of_the_submission_running(slow_batch, s
 def test_feedback_survives_a_submission_past_the_time_limit(slow_batch, stopped_on_signal):
     subs, notebooks, limits = slow_batch
     out = subs.parent / "feedback"
-    grading.feedback(subs, out, notebooks, limits)
+    grading.feedback(subs, out, notebooks, limits=limits)
     assert stopped_on_signal
     assert list((out / "prompt_one").glob("*.html"))
     assert not (out / "slow_student").exists()
-    assert _marker_processes() == []
+    assert _markers_after_teardown() == []
 
 
 @SHARED_BATCH
@@ -355,5 +406,5 @@ def test_the_total_time_limit_runs_on_the_clock(assignment, tmp_path):
     (tmp_path / "subs" / "never_ends" / "drill.ipynb").write_text(json.dumps(nb))
     limits = grading.Limits(cell_timeout=10**6, total_timeout=5, memory_mb=16384)
     subs = tmp_path / "subs"
-    rows = grading.grade(subs, tmp_path / "grades.csv", notebooks, limits, jobs=1, progress=False)
+    rows = grading.grade(subs, tmp_path / "grades.csv", notebooks, limits=limits, jobs=1, progress=False)
     assert {(r.status, r.points, r.detail) for r in rows} == {("timeout", 0.0, "submission ran past 5 s")}
