@@ -130,3 +130,48 @@ def test_merge_refuses_a_student_in_two_shards_and_a_foreign_file(tmp_path):
     (tmp_path / "other.csv").write_text("name,score\nann,3\n")
     with pytest.raises(SystemExit, match=r"other.csv: header \['name', 'score'\], expected"):
         grading.merge(tmp_path / "all.csv", [one, tmp_path / "other.csv"])
+
+
+def test_skip_tag_empties_only_non_exercise_cells(tmp_path):
+    import nbformat
+
+    tagged = {"tags": [grading.SKIP_TAG]}
+    cells = [
+        {"cell_type": "code", "metadata": dict(tagged), "source": "draw_many_frames()", "outputs": [],
+         "execution_count": None},
+        {"cell_type": "code", "metadata": {**_meta("a_solution", False), **tagged}, "source": "answer = 1",
+         "outputs": [], "execution_count": None},
+        {"cell_type": "code", "metadata": {**_meta("a_test", True), **tagged}, "source": "assert answer == 1",
+         "outputs": [], "execution_count": None},
+        {"cell_type": "code", "metadata": {}, "source": "x = 2", "outputs": [], "execution_count": None},
+    ]
+    nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    for i, cell in enumerate(cells):
+        cell["id"] = f"c{i}"
+    grading._write_for_grading(nb, tmp_path / "out.ipynb")
+    written = [c.source for c in nbformat.read(tmp_path / "out.ipynb", as_version=4).cells]
+    assert written == ["# skipped when grading", "answer = 1", "assert answer == 1", "x = 2"]
+
+
+def test_sliders_render_no_frame_under_grading(monkeypatch):
+    from tinyk.widgets import slider
+
+    calls = []
+
+    def draw(t):
+        calls.append(t)
+        return f"<p>{t}</p>"
+
+    monkeypatch.setenv("TINYK_GRADING", "1")
+    view = slider(draw, t=[1, 2, 3])
+    assert calls == [] and "text/html" not in view._repr_mimebundle_()
+    monkeypatch.delenv("TINYK_GRADING")
+    view = slider(draw, t=[1, 2, 3])
+    assert calls[:3] == [1, 2, 3] and "<p>2</p>" in view._repr_mimebundle_()["text/html"]
+
+
+def test_kernels_run_with_the_grading_switches(tmp_path):
+    argv = grading._sandbox_argv(tmp_path, tmp_path)
+    pairs = {(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == "--setenv"}
+    assert {("TINYK_GRADING", "1"), ("MPLBACKEND", "agg")} <= pairs
+    assert "--unshare-all" in argv and "--clearenv" in argv
