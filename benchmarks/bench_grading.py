@@ -9,9 +9,9 @@ the script prints student-notebooks per minute and seconds per student-notebook,
 clock, course preparation included. It checks the points (full marks and zero), so a fast
 but wrong grading does not count.
 
-The grader comes from ``PYTHONPATH`` (the ``tinyk`` imported here), so an older checkout
-of the package can be measured the same way. On a shared machine, measure the versions
-close together.
+``--grader`` names the grader's module (default ``tinyk.grading``): an older copy of it,
+saved under another name on ``PYTHONPATH``, is measured the same way. On a shared machine,
+measure the versions close together.
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ def main() -> None:
     parser.add_argument("--notebook", action="append",
                         help="a chapter notebook (default: all with exercises)")
     parser.add_argument("--no-sandbox", action="store_true", help="pass --no-sandbox to the grader")
+    parser.add_argument("--grader", default="tinyk.grading",
+                        help="the grader's module, to measure an older copy of it (default: tinyk.grading)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
 
@@ -52,7 +54,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tinyk-bench-") as tmp:
         release = Path(tmp) / "release"
         notebook_args = [a for n in names for a in ("--notebook", n)]
-        grader = [sys.executable, "-m", "tinyk.grading", "--source", str(source)]
+        grader = [sys.executable, "-m", args.grader, "--source", str(source)]
         subprocess.run([*grader, "release", str(release), *notebook_args],
                        check=True, capture_output=True, env=env)
         subs = Path(tmp) / "submissions"
