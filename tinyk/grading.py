@@ -54,8 +54,8 @@ from tinyk.exercises import (
     source_text,
 )
 
-__all__ = ["STATUSES", "Limits", "Row", "check_sandbox", "exercises_of", "feedback", "grade", "main",
-           "merge", "metadata_problems", "release", "validate"]
+__all__ = ["SKIP_TAG", "STATUSES", "Limits", "Row", "check_sandbox", "exercises_of", "feedback", "grade",
+           "main", "merge", "metadata_problems", "parse_shard", "release", "shard_of", "validate"]
 
 ASSIGNMENT = "chapter05"
 STATUSES = {
