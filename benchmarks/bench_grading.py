@@ -45,6 +45,8 @@ def main() -> None:
     parser.add_argument("--no-sandbox", action="store_true", help="pass --no-sandbox to the grader")
     parser.add_argument("--grader", default="tinyk.grading",
                         help="the grader's module, to measure an older copy of it (default: tinyk.grading)")
+    parser.add_argument("--total-timeout", type=int, default=3600,
+                        help="the grader's --total-timeout, generous: a busy machine must not cut anyone off")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
 
@@ -72,7 +74,8 @@ def main() -> None:
                 (folder / f"{name}.ipynb").write_text(json.dumps(nb))
         out = Path(tmp) / "grades.csv"
         cmd = [*grader, "grade", str(subs), "--out", str(out),
-               "--jobs", str(args.jobs), *notebook_args, *(["--no-sandbox"] if args.no_sandbox else [])]
+               "--jobs", str(args.jobs), "--total-timeout", str(args.total_timeout), *notebook_args,
+               *(["--no-sandbox"] if args.no_sandbox else [])]
         start = time.monotonic()
         done = subprocess.run(cmd, capture_output=True, text=True, env=env)
         seconds = time.monotonic() - start

@@ -175,3 +175,8 @@ def test_kernels_run_with_the_grading_switches(tmp_path):
     pairs = {(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == "--setenv"}
     assert {("TINYK_GRADING", "1"), ("MPLBACKEND", "agg")} <= pairs
     assert "--unshare-all" in argv and "--clearenv" in argv
+
+
+def test_the_total_limit_grows_with_the_notebooks_submitted():
+    limits = grading.Limits(cell_timeout=60, total_timeout=300)
+    assert [grading._total_limit(limits, n) for n in (0, 1, 9)] == [300, 300, 2700]

@@ -78,11 +78,12 @@ _GUARDED_NAMES = {"isinstance", "type", "float", "int", "bool", "len", "all", "a
 
 @dataclass
 class Limits:
-    """Per-submission limits: seconds per cell, seconds in all, megabytes of memory."""
+    """Per-submission limits: seconds per cell; seconds per notebook in all (a student who
+    submits n notebooks has n times ``total_timeout`` for the lot); megabytes of memory."""
 
     cell_timeout: int = 60
     total_timeout: int = 600
-    memory_mb: int = 3072
+    memory_mb: int = 8192  # address space (RLIMIT_AS): a torch kernel reserves far more than it uses
 
 
 @dataclass
@@ -381,13 +382,19 @@ def _end_leftovers(course: Path, sid: str) -> None:
             pass
 
 
+def _total_limit(limits: Limits, notebooks: int) -> int:
+    """Seconds for a student's whole autograde: ``total_timeout`` per notebook."""
+    return limits.total_timeout * max(1, notebooks)
+
+
 def _autograde(course: Path, sid: str, limits: Limits,
                sandbox: _Sandbox | None) -> subprocess.CompletedProcess:
     """``nbgrader autograde`` of one student within the limits; then no process of theirs is
     left running, even when the total time limit raised ``TimeoutExpired``."""
+    notebooks = len(list((course / "submitted" / sid / ASSIGNMENT).glob("*.ipynb")))
     try:
         return _nbgrader(["autograde", ASSIGNMENT, f"--student={sid}", "--force"], course, limits,
-                         timeout=limits.total_timeout, sandbox=sandbox)
+                         timeout=_total_limit(limits, notebooks), sandbox=sandbox)
     finally:
         _end_leftovers(course, sid)
 
@@ -628,7 +635,7 @@ def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template:
                         first = (errors or log.strip().splitlines() or ["nbgrader failed"])[0]
                         failure = ("error", first[:200])
             except subprocess.TimeoutExpired:
-                failure = ("timeout", f"submission ran past {limits.total_timeout} s")
+                failure = ("timeout", f"submission ran past {_total_limit(limits, len(to_grade))} s")
 
         rows: list[Row] = []
         with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
@@ -822,7 +829,7 @@ def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] |
             try:
                 _autograde(course, sid, limits, box)
             except subprocess.TimeoutExpired:
-                print(f"{sid}: no feedback, the submission ran past {limits.total_timeout} s",
+                print(f"{sid}: no feedback, the submission ran past its total time limit",
                       file=sys.stderr)
                 continue  # one slow submission never costs the others their feedback
             _nbgrader(["generate_feedback", ASSIGNMENT, f"--student={sid}", "--force"], course)
@@ -853,7 +860,8 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--out", type=Path, required=True)
     g.add_argument("--jobs", type=int, default=None, help="students graded at once (default: cores)")
     g.add_argument("--cell-timeout", type=int, default=Limits.cell_timeout)
-    g.add_argument("--total-timeout", type=int, default=Limits.total_timeout)
+    g.add_argument("--total-timeout", type=int, default=Limits.total_timeout,
+                   help="seconds per notebook, summed over a student's notebooks")
     g.add_argument("--memory-mb", type=int, default=Limits.memory_mb)
     g.add_argument("--shard", type=parse_shard, default=None, metavar="K/N",
                    help="grade only shard K of N (K from 0 to N-1), chosen by a hash of the student's "
