@@ -12,6 +12,9 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
+import sysconfig
 import textwrap
 import threading
 import time
@@ -169,3 +172,64 @@ def test_no_sandbox_is_logged(tmp_path, capsys):
     with pytest.raises(SystemExit):  # no notebooks: stops right after the warning
         grading.grade(tmp_path, tmp_path / "g.csv", [], source=tmp_path, sandbox=False, progress=False)
     assert "WARNING: grading with --no-sandbox" in capsys.readouterr().err
+
+
+PROBE = """
+import json, os, socket, sys, sysconfig
+result = {}
+for name, folder in [("usr", "/usr"), ("etc", "/etc"), ("venv", sysconfig.get_paths()["purelib"]),
+                     ("python", sys.base_prefix), ("package", PACKAGE)]:
+    path = folder + "/tinyk-sandbox-probe"
+    try:
+        open(path, "w").write("x")
+        result[name] = "written"
+    except OSError as err:
+        result[name] = type(err).__name__
+result["checkout"] = sorted(os.listdir(CHECKOUT))
+result["tmp"] = sorted(os.listdir("/tmp"))
+open("/tmp/scratch-ok", "w").write("x")
+open("own-file", "w").write("x")
+try:
+    socket.create_connection(("127.0.0.1", PORT), timeout=5)
+    result["network"] = "connected"
+except OSError as err:
+    result["network"] = type(err).__name__
+import tinyk, torch
+result["imports"] = [tinyk.__name__, torch.__name__]
+print(json.dumps(result))
+"""
+
+
+def test_the_sandbox_is_read_only_outside_its_folders(tmp_path):
+    """The sandbox a kernel starts in, probed with a plain Python command: the system, the
+    Python installation, the environment and tinyk are read-only; the course checkout shows
+    only the package; /tmp is private; the host's loopback is out of reach."""
+    grading.check_sandbox()
+    scratch, runtime = tmp_path / "scratch", tmp_path / "run"
+    scratch.mkdir()
+    runtime.mkdir()
+    server = socket.create_server(("127.0.0.1", 0))
+    code = (PROBE.replace("PACKAGE", repr(str(Path(tinyk.__file__).parent)))
+            .replace("CHECKOUT", repr(str(ROOT))).replace("PORT", str(server.getsockname()[1])))
+    folders = ("/usr", "/etc", sysconfig.get_paths()["purelib"], sys.base_prefix, Path(tinyk.__file__).parent)
+    probes = [Path(folder) / "tinyk-sandbox-probe" for folder in folders]
+    try:
+        done = subprocess.run([*grading._sandbox_argv(scratch, runtime), sys.executable, "-c", code],
+                              capture_output=True, text=True, timeout=600)
+    finally:
+        server.close()
+        leaked = [p for p in probes if p.exists()]
+        for path in leaked:  # only if the sandbox failed: leave nothing behind on the host
+            path.unlink()
+    assert leaked == []
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.splitlines()[-1])
+    for name in ("usr", "etc", "venv", "python", "package"):
+        assert result[name] in ("OSError", "PermissionError"), (name, result[name])
+    assert result["checkout"] == ["tinyk"]  # no notebooks, no submissions, no .git
+    # not the host's /tmp: only the way down to its own two folders
+    assert result["tmp"] == [scratch.relative_to("/tmp").parts[0]] != sorted(os.listdir("/tmp"))
+    assert result["network"] in ("ConnectionRefusedError", "OSError"), result["network"]
+    assert result["imports"] == ["tinyk", "torch"]
+    assert [p.name for p in scratch.iterdir()] == ["own-file"]  # its working folder is the scratch folder
+    assert not (Path("/tmp") / "scratch-ok").exists()
