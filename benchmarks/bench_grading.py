@@ -89,11 +89,12 @@ def main() -> None:
         raise SystemExit(f"{len(wrong)} row(s) graded wrongly, e.g. {wrong[0]}")
     count = args.students * len(names)
     figures = {"students": args.students, "notebooks": len(names), "student_notebooks": count,
-               "jobs": args.jobs, "sandbox": not args.no_sandbox, "seconds": round(seconds, 1),
+               "jobs": args.jobs, "grader": args.grader, "no_sandbox": args.no_sandbox,
+               "seconds": round(seconds, 1),
                "student_notebooks_per_minute": round(60 * count / seconds, 2),
                "seconds_per_student_notebook": round(seconds / count, 2)}
     print(f"{count} student-notebooks ({args.students} students x {len(names)} notebooks, {args.jobs} jobs, "
-          f"{'sandbox' if not args.no_sandbox else 'no sandbox'}) in {seconds:.1f} s: "
+          f"{args.grader}{' --no-sandbox' if args.no_sandbox else ''}) in {seconds:.1f} s: "
           f"{figures['student_notebooks_per_minute']:.2f} per minute, "
           f"{figures['seconds_per_student_notebook']:.2f} s per student-notebook")
     if args.json:
