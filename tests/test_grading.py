@@ -10,6 +10,7 @@ import csv
 import json
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -39,7 +40,7 @@ def _drill() -> dict:
     def solution(gid: str, body: str) -> dict:
         return _cell("code", f"### BEGIN SOLUTION\n{body}\n### END SOLUTION",
                      {"nbgrader": {"grade": False, "grade_id": gid, "locked": False, "schema_version": 3,
-                                   "solution": True}})
+                                   "solution": True}, "cellView": "form"})
 
     def test(gid: str, points: int, visible: str, hidden: str) -> dict:
         return _cell("code", f"{visible}\n### BEGIN HIDDEN TESTS\n{hidden}\n### END HIDDEN TESTS",
@@ -117,7 +118,10 @@ CASES = {
                       {"a_test": (0, "timeout"), "b_test": (1, "ok")}),
     "memory_bomb": (lambda r: _answer(r, "hog = bytearray(64 * 2**30)", SOLUTION_B),
                     {"a_test": (0, "memory-limit"), "b_test": (1, "ok")}),
-    "huge_output": (lambda r: _answer(r, "for i in range(200_000):\n    print('x' * 50)\n" + SOLUTION_A,
+    "modified_and_memory": (lambda r: _answer(r, "hog = bytearray(64 * 2**30)", SOLUTION_B,
+                                              _replace_test("b_test", "pass")),
+                            {"a_test": (0, "memory-limit"), "b_test": (1, "tests-modified")}),
+    "huge_output": (lambda r: _answer(r, "for i in range(100_000):\n    print('x' * 100)\n" + SOLUTION_A,
                                       SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
     "eq_always_true": (lambda r: _answer(r, "class Liar:\n    def __eq__(self, other):\n        return True\n"
                                             "def double(x):\n    return Liar()", SOLUTION_B),
@@ -135,7 +139,7 @@ def assignment(tmp_path_factory):
     source = base / "source"
     source.mkdir()
     (source / "drill.ipynb").write_text(json.dumps(_drill()))
-    notebooks = grading._chapter_notebooks(None, source)
+    notebooks = [source / "drill.ipynb"]
     release_dir = base / "release"
     grading.release(release_dir, notebooks)
     return base, notebooks, json.loads((release_dir / "drill.ipynb").read_text())
@@ -154,12 +158,14 @@ def batch(assignment):
         (subs / student / "drill.ipynb").write_bytes(data)
     (subs / "no_file").mkdir()
     shutil.copy(subs / "solution" / "drill.ipynb", subs / "single_file.ipynb")  # a file, not a folder
-    # The per-cell timeout must end the infinite loop, yet leave room for huge_output's
-    # 200,000 printed lines (under a second alone, several seconds while the other test
-    # worker and a second grading job share the two cores).
-    limits = grading.Limits(cell_timeout=10, total_timeout=60, memory_mb=2048)
+    # Margins of 10x and more over what an honest submission needs, so that a slow or busy
+    # machine changes no status: huge_output's 100,000 printed lines take about half a
+    # second alone (the per-cell timeout, which ends the infinite loop, is 30 s); a student
+    # needs seconds, not the 600 s total; the drill's kernel peaks near 800 MB of address
+    # space, the limit is 16 GB, and the memory bomb asks for 64 GB.
+    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
     start = time.monotonic()
-    rows = grading.grade(subs, base / "grades.csv", notebooks, limits, jobs=2, progress=False)
+    rows = grading.grade(subs, base / "grades.csv", notebooks, limits=limits, jobs=2, progress=False)
     return base, subs, notebooks, limits, rows, time.monotonic() - start
 
 
@@ -212,30 +218,71 @@ def test_every_student_gets_every_row_within_the_limits(batch):
 
 
 @SHARED_BATCH
-def test_rerun_resumes_and_reproduces_the_gradebook(batch):
+def test_rerun_resumes_and_reproduces_the_gradebook(batch, monkeypatch):
     base, subs, notebooks, limits, _, _ = batch
     out = base / "grades.csv"
     first = out.read_text()
     (base / "grades.csv.parts" / "wrong_answer.json").unlink()  # as if interrupted before it finished
     out.unlink()
-    start = time.monotonic()
-    grading.grade(subs, out, notebooks, limits, jobs=2, progress=False)
+    graded = []
+    real = grading._grade_student
+    monkeypatch.setattr(grading, "_grade_student", lambda name, *a: graded.append(name) or real(name, *a))
+    grading.grade(subs, out, notebooks, limits=limits, jobs=2, progress=False)
     assert out.read_text() == first
-    assert time.monotonic() - start < 60  # only one student was graded again
+    assert graded == ["wrong_answer"]  # only the missing student was graded again
     assert not list(base.glob(".grades.csv.tmp"))
+
+
+@SHARED_BATCH
+def test_shards_merge_into_the_csv_of_a_single_run(batch, monkeypatch):
+    """Three shards, as on three machines, each with a copy of the single run's finished
+    students except one it grades again: merged, their CSVs equal the single run's."""
+    base, subs, notebooks, limits, _, _ = batch
+    single = (base / "grades.csv").read_text()
+    graded, regrade = [], []
+    real = grading._grade_student
+    monkeypatch.setattr(grading, "_grade_student", lambda name, *a: graded.append(name) or real(name, *a))
+    quick = ["solution", "wrong_answer", "hard_coded", "exception", "correct_other_code", "untouched_release",
+             "sys_exit", "eq_always_true", "deleted_test"]
+    shards = []
+    for k in range(3):
+        out = base / f"shard{k}.csv"
+        shutil.copytree(base / "grades.csv.parts", base / f"shard{k}.csv.parts")
+        mine = [s for s in quick if grading.shard_of(s, 3) == k]
+        regrade.append(mine[0])
+        (base / f"shard{k}.csv.parts" / f"{mine[0]}.json").unlink()
+        grading.grade(subs, out, notebooks, limits=limits, jobs=2, progress=False, shard=(k, 3))
+        shards.append(out)
+    assert sorted(graded) == sorted(regrade)
+    students = [{r["student"] for r in _table(out).values()} for out in shards]
+    assert all(students) and sum(map(len, students)) == len(set().union(*students))  # disjoint, none empty
+    assert grading.main(["merge", str(base / "merged.csv"), *map(str, shards)]) == 0
+    assert (base / "merged.csv").read_text() == single
 
 
 def test_metadata_validation_finds_each_problem(tmp_path):
     nb = _drill()
     nb["cells"][2]["metadata"]["nbgrader"].pop("points")
     nb["cells"][5]["metadata"]["nbgrader"]["grade_id"] = "a_test"
-    nb["cells"][0]["source"] += "\n### BEGIN SOLUTION"
+    nb["cells"][4]["metadata"]["nbgrader"]["locked"] = True
+    nb["cells"][5]["source"] = "assert shout('ok') == 'OK!'"  # no hidden tests
     path = tmp_path / "broken.ipynb"
     path.write_text(json.dumps(nb))
-    problems = grading.metadata_problems(path)
-    assert any("positive points" in p for p in problems)
-    assert any("duplicate grade_id" in p for p in problems)
-    assert any("marker outside an exercise cell" in p for p in problems)
+    problems = grading.metadata_problems([path])
+    assert any("cell 2 (a_test): points None: a grade cell needs positive points" in p for p in problems)
+    assert any("duplicate grade_id 'a_test'" in p for p in problems)
+    assert any("cell 4 (b_solution): a solution cell must not be locked" in p for p in problems)
+    assert any("needs '### BEGIN HIDDEN TESTS'" in p for p in problems)
+    assert len(problems) == 4, problems
+
+
+def test_metadata_rules_span_notebooks(tmp_path):
+    """grade_ids are unique across all the notebooks checked together, as nbgrader needs."""
+    for name in ("one", "two"):
+        (tmp_path / f"{name}.ipynb").write_text(json.dumps(_drill()))
+    assert grading.metadata_problems([tmp_path / "one.ipynb"]) == []
+    both = grading.metadata_problems([tmp_path / "one.ipynb", tmp_path / "two.ipynb"])
+    assert len(both) == 4 and all("two.ipynb" in p and "duplicate grade_id" in p for p in both)
 
 
 @SHARED_BATCH
@@ -247,7 +294,7 @@ def test_validate_accepts_the_chapter_notebooks_metadata_and_runs_a_solution(ass
 
 
 def test_a_real_chapter_notebook_releases_and_grades(tmp_path):
-    notebooks = grading._chapter_notebooks(["05_5_swiglu_layer"], ROOT / "notebooks")
+    notebooks = ["05_5_swiglu_layer"]
     released = grading.release(tmp_path / "release", notebooks)[0]
     student = json.loads(released.read_text())
     solved = json.loads(released.read_text())
@@ -261,56 +308,103 @@ def test_a_real_chapter_notebook_releases_and_grades(tmp_path):
     for name, nb in (("perfect", solved), ("blank", student)):
         (subs / name).mkdir(parents=True)
         (subs / name / "05_5_swiglu_layer.ipynb").write_text(json.dumps(nb))
-    rows = grading.grade(subs, tmp_path / "grades.csv", notebooks, jobs=2, progress=False)
+    # The kernel imports torch: about 1.4 GB of address space, far under a 16 GB limit.
+    limits = grading.Limits(cell_timeout=60, total_timeout=600, memory_mb=16384)
+    rows = grading.grade(subs, tmp_path / "grades.csv", notebooks, limits=limits, jobs=2, progress=False)
     total = {name: sum(r.points for r in rows if r.student == name) for name in ("perfect", "blank")}
-    maximum = sum(points for _, points in notebooks[0].tests)
+    maximum = sum(points for _, points in grading.exercises_of(ROOT / "notebooks" / f"{notebooks[0]}.ipynb"))
     assert total == {"perfect": maximum, "blank": 0}
     assert {r.status for r in rows} == {"ok"}
 
 
-def _processes_in(fragment: str) -> list[int]:
-    """Live processes whose working folder path contains ``fragment``."""
+MARKER = ["sleep", "3011.5"]  # the process the slow submission leaves behind
+
+
+def _marker_processes() -> list[int]:
+    """Live processes running ``sleep 3011.5``, started by the slow submission."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if fragment in os.readlink(f"/proc/{pid}/cwd"):
+            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2] == [m.encode() for m in MARKER]:
                 found.append(int(pid))
-        except OSError:  # gone, a zombie, or not ours to read
+        except OSError:  # gone meanwhile
             pass
     return found
 
 
+def _markers_after_teardown() -> list[int]:
+    """The markers still alive once the kill had time to land (it is not synchronous; 60 s is
+    a margin of many thousand times)."""
+    deadline = time.monotonic() + 60
+    while _marker_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _marker_processes()
+
+
+@pytest.fixture
+def stopped_on_signal(monkeypatch):
+    """The slow student's run ends as if past the total limit, but on an event, not a clock:
+    once the process its code starts is running. The others wait on the real clock, whose
+    600 s limit is far beyond what they need. Returns the list of markers seen."""
+    seen: list[int] = []
+    real = grading._communicate
+
+    def communicate(proc, timeout):
+        if "autograde" in proc.args and "--student=slow_student" in proc.args:
+            while proc.poll() is None and not seen:
+                seen.extend(_marker_processes())
+                time.sleep(0.1)
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+        return real(proc, timeout)
+
+    monkeypatch.setattr(grading, "_communicate", communicate)
+    return seen
+
+
 @pytest.fixture(scope="module")
 def slow_batch(assignment, tmp_path_factory):
-    """A correct submission, and one that starts a background process, then runs cells that
-    each stay under the cell timeout but together run past the total limit."""
+    """A correct submission, and one that starts a background process and never finishes."""
     _, notebooks, release = assignment
     subs = tmp_path_factory.mktemp("slow") / "submissions"
-    spawn = "import subprocess\nsubprocess.Popen(['sleep', '300'])\n"
-    sleepy = "import time\ntime.sleep(4)\n"
+    spawn = f"import subprocess\nsubprocess.Popen({MARKER!r})\nimport time\ntime.sleep(3000)\n"
     for name, nb in (("prompt_one", _answer(release, SOLUTION_A, SOLUTION_B)),
-                     ("slow_student", _answer(release, spawn + sleepy + SOLUTION_A, sleepy + SOLUTION_B))):
+                     ("slow_student", _answer(release, spawn + SOLUTION_A, SOLUTION_B))):
         (subs / name).mkdir(parents=True)
         (subs / name / "drill.ipynb").write_text(json.dumps(nb))
-    return subs, notebooks, grading.Limits(cell_timeout=5, total_timeout=6, memory_mb=2048)
+    return subs, notebooks, grading.Limits(cell_timeout=600, total_timeout=600, memory_mb=16384)
 
 
 @SHARED_BATCH
-def test_total_time_limit_leaves_nothing_of_the_submission_running(slow_batch):
+def test_total_time_limit_leaves_nothing_of_the_submission_running(slow_batch, stopped_on_signal):
     subs, notebooks, limits = slow_batch
-    rows = grading.grade(subs, subs.parent / "grades.csv", notebooks, limits, jobs=1, progress=False)
-    assert _processes_in("slow_student") == []  # neither the kernel nor the process it started
+    rows = grading.grade(subs, subs.parent / "grades.csv", notebooks, limits=limits, jobs=2, progress=False)
+    assert stopped_on_signal  # the submission's background process was running when time ran out
+    assert _markers_after_teardown() == []  # neither the kernel nor the process it started is left
     slow = [r for r in rows if r.student == "slow_student"]
     assert {(r.status, r.points) for r in slow} == {("timeout", 0.0)}
-    assert "ran past 6 s" in slow[0].detail
+    assert "ran past 600 s" in slow[0].detail
     assert sum(r.points for r in rows if r.student == "prompt_one") == 3
 
 
 @SHARED_BATCH
-def test_feedback_survives_a_submission_past_the_time_limit(slow_batch):
+def test_feedback_survives_a_submission_past_the_time_limit(slow_batch, stopped_on_signal):
     subs, notebooks, limits = slow_batch
     out = subs.parent / "feedback"
-    grading.feedback(subs, out, notebooks, limits)
+    grading.feedback(subs, out, notebooks, limits=limits)
+    assert stopped_on_signal
     assert list((out / "prompt_one").glob("*.html"))
     assert not (out / "slow_student").exists()
-    assert _processes_in("slow_student") == []
+    assert _markers_after_teardown() == []
+
+
+@SHARED_BATCH
+def test_the_total_time_limit_runs_on_the_clock(assignment, tmp_path):
+    """The real clock ends a submission that never finishes (no honest one shares its limit)."""
+    _, notebooks, release = assignment
+    (tmp_path / "subs" / "never_ends").mkdir(parents=True)
+    nb = _answer(release, "import time\ntime.sleep(10**6)\n" + SOLUTION_A, SOLUTION_B)
+    (tmp_path / "subs" / "never_ends" / "drill.ipynb").write_text(json.dumps(nb))
+    limits = grading.Limits(cell_timeout=10**6, total_timeout=5, memory_mb=16384)
+    subs = tmp_path / "subs"
+    rows = grading.grade(subs, tmp_path / "grades.csv", notebooks, limits=limits, jobs=1, progress=False)
+    assert {(r.status, r.points, r.detail) for r in rows} == {("timeout", 0.0, "submission ran past 5 s")}

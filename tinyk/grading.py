@@ -2,10 +2,12 @@
 
     python -m tinyk.grading validate [NOTEBOOK ...]
     python -m tinyk.grading release OUT_DIR [--notebook NAME ...]
-    python -m tinyk.grading grade SUBMISSIONS_DIR --out grades.csv [--notebook NAME ...]
+    python -m tinyk.grading grade SUBMISSIONS_DIR --out grades.csv [--notebook NAME ...] [--shard K/N]
+    python -m tinyk.grading merge grades.csv SHARD.csv [SHARD.csv ...]
     python -m tinyk.grading feedback SUBMISSIONS_DIR OUT_DIR [--notebook NAME ...]
 
-Needs the instructor extras: ``pip install -e .[instructor]`` (nbgrader).
+Linux only (it uses ``resource``, ``/proc`` and bubblewrap). Needs the instructor extras:
+``pip install -e .[instructor]`` (nbgrader) and, to grade, bubblewrap (``apt-get install bubblewrap``).
 
 Grading is done student by student, each in a throwaway copy of a prepared nbgrader course
 (in a temporary folder, never in the instructor's course folder), by ``nbgrader autograde``
@@ -15,7 +17,11 @@ submission. The CSV has one row per student and exercise, with a status; it is w
 atomically, and each finished student is kept in ``<out>.parts/`` so that an interrupted
 run resumes where it stopped and a rerun reproduces the same file.
 
-This is not a sandbox: student code runs as the grading user. See the instructors' page.
+Each notebook's kernel, where the student's code runs, starts inside a bubblewrap sandbox:
+the system and the Python environment read-only, a scratch folder and a private /tmp
+writable, no network, its own processes; the course copy, the gradebook and the hidden tests
+are out of its sight. ``--no-sandbox`` opts out. See the instructors' page (course section
+"For instructors") for what the sandbox covers and what it does not.
 """
 
 from __future__ import annotations
@@ -28,28 +34,28 @@ import hashlib
 import json
 import os
 import re
-import resource
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tinyk.course import NOTEBOOKS, NotACheckout, course_root
 from tinyk.exercises import (
+    BEGIN_HIDDEN,
     BEGIN_SOLUTION,
-    END_SOLUTION,
     GRADE_ID,
-    MARKERS,
     is_solution,
     is_test,
     nbgrader,
     source_text,
 )
 
-__all__ = ["Limits", "Row", "validate", "release", "grade", "exercises_of", "STATUSES"]
+__all__ = ["SKIP_TAG", "STATUSES", "Limits", "Row", "check_sandbox", "exercises_of", "feedback", "grade",
+           "main", "merge", "metadata_problems", "parse_shard", "release", "shard_of", "validate"]
 
 ASSIGNMENT = "chapter05"
 STATUSES = {
@@ -72,11 +78,12 @@ _GUARDED_NAMES = {"isinstance", "type", "float", "int", "bool", "len", "all", "a
 
 @dataclass
 class Limits:
-    """Per-submission limits: seconds per cell, seconds in all, megabytes of memory."""
+    """Per-submission limits: seconds per cell; seconds per notebook in all (a student who
+    submits n notebooks has n times ``total_timeout`` for the lot); megabytes of memory."""
 
     cell_timeout: int = 60
     total_timeout: int = 600
-    memory_mb: int = 3072
+    memory_mb: int = 8192  # address space (RLIMIT_AS): a torch kernel reserves far more than it uses
 
 
 @dataclass
@@ -99,6 +106,13 @@ class _Notebook:
     tests: list[tuple[str, float]] = field(default_factory=list)  # (grade_id, points)
 
 
+def _require_linux() -> None:
+    """The grader needs Linux: rlimits (``resource``), ``/proc`` and bubblewrap."""
+    if not sys.platform.startswith("linux"):
+        raise SystemExit(f"tinyk.grading grades on Linux only (it needs resource limits, /proc and "
+                         f"bubblewrap); this is {sys.platform!r}: grade in a Linux machine or container")
+
+
 def _require_nbgrader() -> None:
     try:
         import nbgrader  # noqa: F401
@@ -112,54 +126,82 @@ def exercises_of(path: Path) -> list[tuple[str, float]]:
     return [(nbgrader(c)["grade_id"], float(nbgrader(c).get("points", 0))) for c in cells if is_test(c)]
 
 
-def _chapter_notebooks(names: list[str] | None, source_dir: Path) -> list[_Notebook]:
-    paths = sorted(source_dir.glob("*.ipynb"))
-    if names:
-        wanted = {Path(n).stem for n in names}
-        unknown = wanted - {p.stem for p in paths}
-        if unknown:
-            raise SystemExit(f"unknown notebook(s) {sorted(unknown)}; choose from {[p.stem for p in paths]}")
-        paths = [p for p in paths if p.stem in wanted]
-    notebooks = [_Notebook(p, p.stem, exercises_of(p)) for p in paths]
-    return [nb for nb in notebooks if nb.tests]
+def _chapter_notebooks(notebooks: Sequence[str | Path] | None, source_dir: Path | None) -> list[_Notebook]:
+    """The notebooks to work on, from names in ``source_dir`` or paths (all of it when None);
+    those without a graded cell are left out. ``source_dir=None``: the course checkout's
+    ``notebooks/`` (an error that says so when there is none)."""
+    if source_dir is None:
+        source_dir = course_root() / NOTEBOOKS
+    available = sorted(source_dir.glob("*.ipynb")) if source_dir.is_dir() else []
+    paths = []
+    for item in notebooks or available:
+        path = Path(item)
+        if path.suffix == ".ipynb" and path.is_file():
+            paths.append(path)
+            continue
+        found = [p for p in available if p.stem == path.stem]
+        if not found:
+            raise SystemExit(f"notebook {str(item)!r}: no such file, nor a notebook of that name in "
+                             f"{source_dir}; choose from {[p.stem for p in available]}")
+        paths.append(found[0])
+    chosen = [_Notebook(p, p.stem, exercises_of(p)) for p in dict.fromkeys(paths)]
+    return [nb for nb in chosen if nb.tests]
 
 
 # ----------------------------------------------------------------------------- validate
 
 
-def metadata_problems(path: Path) -> list[str]:
-    """nbgrader metadata rules: schema 3, unique ids, points on grade cells, markers in place."""
+def metadata_problems(paths: Iterable[Path]) -> list[str]:
+    """The course's nbgrader metadata rules (section "For instructors"), over all ``paths``.
+
+    Schema 3; ``grade``, ``solution``, ``locked`` and a ``grade_id`` of letters, digits, ``_``
+    or ``-``, unique across the notebooks; a grade cell is locked, not a solution, has positive
+    points and hidden tests; a solution cell is unlocked, holds ``### BEGIN SOLUTION`` and is
+    hidden behind a Colab form; every nbgrader cell is one or the other. ``validate`` and the
+    test suite both use this one function.
+    """
     problems, seen = [], set()
-    for i, cell in enumerate(json.loads(path.read_text())["cells"]):
-        meta, text = nbgrader(cell), source_text(cell)
-        where = f"{path.name} cell {i}"
-        if not meta:
-            if any(m in text for m in MARKERS):
-                problems.append(f"{where}: nbgrader marker outside an exercise cell")
-            continue
-        if meta.get("schema_version") != 3:
-            problems.append(f"{where}: schema_version must be 3")
-        for key in ("grade", "solution", "locked", "grade_id"):
-            if key not in meta:
-                problems.append(f"{where}: missing '{key}'")
-        grade_id = meta.get("grade_id", "")
-        if not GRADE_ID.match(grade_id):
-            problems.append(f"{where}: grade_id {grade_id!r} must use letters, digits, _ or -")
-        if grade_id in seen:
-            problems.append(f"{where}: duplicate grade_id {grade_id!r}")
-        seen.add(grade_id)
-        if meta.get("grade") and not meta.get("points", 0) > 0:
-            problems.append(f"{where}: a grade cell needs positive points")
-        if meta.get("solution") and (BEGIN_SOLUTION not in text or END_SOLUTION not in text):
-            problems.append(f"{where}: a solution cell needs ### BEGIN/END SOLUTION")
-        if not meta.get("solution") and (BEGIN_SOLUTION in text or END_SOLUTION in text):
-            problems.append(f"{where}: solution markers outside a solution cell")
+    for path in paths:
+        for i, cell in enumerate(json.loads(Path(path).read_text())["cells"]):
+            meta, text = nbgrader(cell), source_text(cell)
+            if not meta:
+                continue
+            where = f"{Path(path).name} cell {i} ({meta.get('grade_id', 'no grade_id')})"
+            if meta.get("schema_version") != 3:
+                problems.append(f"{where}: schema_version is {meta.get('schema_version')!r}, must be 3")
+            missing = [key for key in ("grade", "solution", "locked", "grade_id") if key not in meta]
+            if missing:
+                problems.append(f"{where}: missing {missing}")
+            grade_id = str(meta.get("grade_id", ""))
+            if not GRADE_ID.match(grade_id):
+                problems.append(f"{where}: grade_id {grade_id!r} must use letters, digits, _ or -")
+            if grade_id in seen:
+                problems.append(f"{where}: duplicate grade_id {grade_id!r}")
+            seen.add(grade_id)
+            if meta.get("grade"):
+                if not meta.get("locked") or meta.get("solution"):
+                    problems.append(f"{where}: a grade cell must be locked and not a solution")
+                if not meta.get("points", 0) > 0:
+                    problems.append(f"{where}: points {meta.get('points')!r}: a grade cell needs positive"
+                                    " points")
+                if BEGIN_HIDDEN not in text:
+                    problems.append(f"{where}: a grade cell needs {BEGIN_HIDDEN!r}")
+            if meta.get("solution"):
+                if meta.get("locked"):
+                    problems.append(f"{where}: a solution cell must not be locked")
+                if BEGIN_SOLUTION not in text:
+                    problems.append(f"{where}: a solution cell needs {BEGIN_SOLUTION!r}")
+                if cell.get("metadata", {}).get("cellView") != "form":
+                    problems.append(f"{where}: a solution cell needs metadata cellView 'form'"
+                                    " (hidden in Colab)")
+            if not (meta.get("solution") or meta.get("grade")):
+                problems.append(f"{where}: neither a solution nor a grade cell")
     return problems
 
 
 def validate(paths: list[Path], run: bool = True, timeout: int = 300) -> list[str]:
     """Metadata problems of every notebook, and (``run``) any cell that fails when executed."""
-    problems = [p for path in paths for p in metadata_problems(path)]
+    problems = metadata_problems(paths)
     if run:
         import nbformat
         from nbclient import NotebookClient
@@ -175,34 +217,163 @@ def validate(paths: list[Path], run: bool = True, timeout: int = 300) -> list[st
     return problems
 
 
+# ----------------------------------------------------------------------------- the sandbox
+
+_INSTALL_BWRAP = ("install bubblewrap (Debian/Ubuntu: 'sudo apt-get install bubblewrap'; Fedora: "
+                  "'sudo dnf install bubblewrap'), and allow unprivileged user namespaces if your "
+                  "system restricts them (Ubuntu 24.04: 'sudo sysctl "
+                  "kernel.apparmor_restrict_unprivileged_userns=0'); or grade with --no-sandbox, "
+                  "which runs student code with your rights")
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
+
+
+def check_sandbox() -> None:
+    """Stop with a clear message unless bubblewrap can build the sandbox here (Linux only)."""
+    _require_linux()
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SystemExit(f"grading runs each submission in a bubblewrap sandbox, but 'bwrap' is not "
+                         f"installed: {_INSTALL_BWRAP}")
+    probe = subprocess.run([bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
+                            "--proc", "/proc", "--dev", "/dev", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise SystemExit(f"bubblewrap cannot build a sandbox here ({probe.stderr.strip()[:200]}): "
+                         f"{_INSTALL_BWRAP}")
+
+
+def _python_dirs() -> list[Path]:
+    """What the kernel needs to run Python and import tinyk, and nothing of the course around it:
+    the interpreter's installation, the environment's packages, the tinyk package folder."""
+    import site
+    import sysconfig
+
+    import tinyk
+
+    dirs = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
+            Path(os.path.realpath(sys.executable)).parent.parent, Path(tinyk.__file__).resolve().parent}
+    dirs |= {Path(p) for p in sysconfig.get_paths().values()}
+    user_site = Path(site.getusersitepackages())
+    if user_site.is_dir():
+        dirs.add(user_site)
+    dirs = {d for d in dirs if d.is_dir()}
+    return sorted(d for d in dirs if not any(other in d.parents for other in dirs))  # outermost only
+
+
+def _sandbox_argv(scratch: Path, runtime: Path) -> list[str]:
+    """The bubblewrap command line a kernel starts under (its own command follows it).
+
+    Read-only: the system folders, the Python installation and environment, the tinyk package.
+    Writable: ``scratch`` (its working folder), ``runtime`` (its connection file and the Unix
+    sockets of its channels), a private /tmp. Every namespace unshared: no network (its own
+    empty loopback), its own processes, which all end when the kernel ends.
+    """
+    argv = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+            "--clearenv", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for name in _SYSTEM_DIRS:
+        if os.path.islink(name):
+            argv += ["--symlink", os.readlink(name), name]
+        elif os.path.isdir(name):
+            argv += ["--ro-bind", name, name]
+    for folder in _python_dirs():
+        argv += ["--ro-bind", str(folder), str(folder)]
+    for folder in (scratch, runtime):
+        argv += ["--bind", str(folder), str(folder)]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "TMPDIR": "/tmp",
+           "MPLCONFIGDIR": "/tmp/matplotlib", "TINYK_GRADING": "1", "MPLBACKEND": "agg"}
+    for name in ("PYTHONPATH", "LANG", "LC_ALL", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    for name, value in sorted(env.items()):
+        argv += ["--setenv", name, value]
+    return [*argv, "--chdir", str(scratch), "--"]
+
+
+@dataclass
+class _Sandbox:
+    """Where one student's kernels run: a kernelspec that starts them under bubblewrap,
+    their scratch folder, and the folder of their connection files and channel sockets."""
+
+    jupyter: Path
+    scratch: Path
+    runtime: Path
+
+    @classmethod
+    def create(cls, base: Path) -> _Sandbox:
+        box = cls(base / "jupyter", base / "scratch", base / "run")
+        for folder in (box.scratch, box.runtime):
+            folder.mkdir(parents=True)
+        spec = box.jupyter / "kernels" / "python3"
+        spec.mkdir(parents=True)
+        argv = [*_sandbox_argv(box.scratch, box.runtime), sys.executable, "-m", "ipykernel_launcher",
+                "-f", "{connection_file}"]
+        # bwrap does not pass signals on: an interrupt (after a cell timeout) goes as a message
+        (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Python 3 (sandboxed)",
+                                                      "language": "python", "interrupt_mode": "message"}))
+        return box
+
+
 # ----------------------------------------------------------------------------- course copies
 
 
-def _nbgrader(args: list[str], root: Path, limits: Limits | None = None,
-              timeout: float | None = None) -> subprocess.CompletedProcess:
-    """Run the nbgrader CLI on the course at ``root`` (its own gradebook, its own folder)."""
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+def _nbgrader(args: list[str], root: Path, limits: Limits | None = None, timeout: float | None = None,
+              sandbox: _Sandbox | None = None) -> subprocess.CompletedProcess:
+    """Run the nbgrader CLI on the course at ``root`` (its own gradebook, its own folder).
+
+    With ``sandbox``, the kernels nbgrader starts are the sandbox's, talking over Unix sockets
+    in its runtime folder (a kernel without a network cannot reach nbgrader's TCP ports).
+    """
+    # TINYK_GRADING: sliders render no frames; MPLBACKEND=agg: figures are not drawn to PNG
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+               TINYK_GRADING="1", MPLBACKEND="agg")
     cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}",
            f"--CourseDirectory.db_url=sqlite:///{root / 'gradebook.db'}"]
+    if sandbox is not None:
+        # the connection file goes to TMPDIR, the sockets next to it: both in the runtime folder
+        env.update(JUPYTER_PATH=str(sandbox.jupyter), JUPYTER_RUNTIME_DIR=str(sandbox.runtime),
+                   TMPDIR=str(sandbox.runtime))
+        cmd += ["--KernelManager.transport=ipc", f"--KernelManager.ip={sandbox.runtime / 'kernel'}"]
     preexec = None
     if limits is not None:
+        import resource
+
         cmd += [f"--Execute.timeout={limits.cell_timeout}", "--OverwriteCells.add_missing_cells=True"]
         memory = limits.memory_mb * 2**20
 
         def preexec() -> None:  # in the child, before exec: a limit the kernel inherits
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
-    return subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout,
-                          preexec_fn=preexec, start_new_session=True)
+    # Output goes to files, not pipes: a process the student's code left behind holds any
+    # inherited pipe open, and reading a pipe to its end would wait for that process.
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        with subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=err, text=True,
+                              preexec_fn=preexec, start_new_session=True) as proc:
+            try:
+                _communicate(proc, timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)  # nbgrader and whatever shares its session
+                proc.wait()
+                raise
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read())
+
+
+def _communicate(proc: subprocess.Popen, timeout: float | None) -> None:
+    """Wait for ``proc`` at most ``timeout`` seconds (``TimeoutExpired`` past it).
+
+    One function, so that a test can end a run on an event instead of a clock.
+    """
+    proc.wait(timeout=timeout)
 
 
 def _end_leftovers(course: Path, sid: str) -> None:
     """End every process still working in the student's autograding folder.
 
-    nbgrader runs the kernel there, in a session of its own, and on a normal finish kills
-    that session. When nbgrader itself is killed (the total time limit), the kernel exits
-    through ipykernel's parent check, but processes the student's code started would run
-    on: they are found by their working folder and ended here.
+    Without the sandbox, nbgrader runs the kernel there, in a session of its own, and on a
+    normal finish kills that session. When nbgrader itself is killed (the total time limit),
+    the kernel exits through ipykernel's parent check, but processes the student's code
+    started would run on: they are found by their working folder and ended here. (In the
+    sandbox, the kernel's process namespace ends with it, and everything in it.)
     """
     folder = str((course / "autograded" / sid).resolve())
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -214,12 +385,19 @@ def _end_leftovers(course: Path, sid: str) -> None:
             pass
 
 
-def _autograde(course: Path, sid: str, limits: Limits) -> subprocess.CompletedProcess:
+def _total_limit(limits: Limits, notebooks: int) -> int:
+    """Seconds for a student's whole autograde: ``total_timeout`` per notebook."""
+    return limits.total_timeout * max(1, notebooks)
+
+
+def _autograde(course: Path, sid: str, limits: Limits,
+               sandbox: _Sandbox | None) -> subprocess.CompletedProcess:
     """``nbgrader autograde`` of one student within the limits; then no process of theirs is
     left running, even when the total time limit raised ``TimeoutExpired``."""
+    notebooks = len(list((course / "submitted" / sid / ASSIGNMENT).glob("*.ipynb")))
     try:
         return _nbgrader(["autograde", ASSIGNMENT, f"--student={sid}", "--force"], course, limits,
-                         timeout=limits.total_timeout)
+                         timeout=_total_limit(limits, notebooks), sandbox=sandbox)
     finally:
         _end_leftovers(course, sid)
 
@@ -235,11 +413,16 @@ def _prepare_course(notebooks: list[_Notebook], root: Path) -> None:
         raise RuntimeError(f"nbgrader generate_assignment failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
 
 
-def release(out_dir: Path, notebooks: list[_Notebook]) -> list[Path]:
-    """Student versions (nbgrader's own generate_assignment) written to ``out_dir``."""
+def release(out_dir: Path, notebooks: Sequence[str | Path] | None = None, *,
+            source: Path | None = None) -> list[Path]:
+    """Student versions (nbgrader's own generate_assignment) written to ``out_dir``.
+
+    ``notebooks``: names of notebooks in ``source``, or paths; all of ``source`` when None.
+    """
     _require_nbgrader()
+    chosen = _chapter_notebooks(notebooks, source)
     with tempfile.TemporaryDirectory(prefix="tinyk-release-") as tmp:
-        _prepare_course(notebooks, Path(tmp))
+        _prepare_course(chosen, Path(tmp))
         out_dir.mkdir(parents=True, exist_ok=True)
         written = []
         for path in sorted((Path(tmp) / "release" / ASSIGNMENT).glob("*.ipynb")):
@@ -332,6 +515,23 @@ def _modified_tests(submitted: dict, released: dict) -> list[str]:
     return changed
 
 
+SKIP_TAG = "skip-when-grading"
+
+
+def _write_for_grading(submitted: dict, path: Path) -> None:
+    """The submission as nbgrader grades it: code cells tagged ``skip-when-grading`` that are
+    not exercise cells (figures and slider frames for the book) are emptied, so they cost no
+    time; exercise cells, locked or not, always run."""
+    import nbformat
+
+    for cell in submitted["cells"]:
+        if (cell.get("cell_type") == "code" and not nbgrader(cell)
+                and SKIP_TAG in cell.get("metadata", {}).get("tags", [])):
+            cell["source"] = "# skipped when grading"
+            cell["outputs"] = []
+    nbformat.write(nbformat.from_dict(submitted), path)
+
+
 def _cell_problem(autograded: dict, grade_id: str) -> tuple[str, str]:
     """(status, detail) from the outputs of the answer cell and of its test cell.
 
@@ -357,18 +557,51 @@ def _cell_problem(autograded: dict, grade_id: str) -> tuple[str, str]:
     return "ok", ""
 
 
+def _rows_for(name: str, nb: _Notebook, flag: tuple[str, str] | None, failure: tuple[str, str] | None,
+              executed: dict | None, score: Callable[[str], float | None]) -> list[Row]:
+    """The rows of one notebook of one student, every status kept.
+
+    ``flag``: what the checks before grading found (missing, unreadable, tampering: not
+    graded; tests-modified: graded with the original tests); ``failure``: why the whole run
+    failed, if it did; ``executed``: the autograded notebook; ``score``: nbgrader's recorded
+    points of a graded cell, None when none was recorded. A timeout, a memory limit, a failed
+    run or a missing grade wins over tests-modified, whose detail is then kept after it.
+    """
+    rows = []
+    for grade_id, max_points in nb.tests:
+        points = 0.0
+        if flag is not None and flag[0] != "tests-modified":
+            status, detail = flag
+        elif failure is not None:
+            status, detail = failure
+        else:
+            recorded = score(grade_id)
+            if recorded is None:
+                status, detail = "error", "no grade recorded"
+            else:
+                points = recorded
+                status, detail = (_cell_problem(executed, grade_id) if executed is not None
+                                  else ("error", "no graded notebook written"))
+                if status == "ok" and flag is not None:
+                    status, detail = flag[0], "; ".join(filter(None, [flag[1], detail]))
+        if flag is not None and flag[0] == "tests-modified" and status != "tests-modified":
+            detail = "; ".join(filter(None, [detail, flag[1]]))
+        rows.append(Row(name, nb.name, grade_id, points, max_points, status, detail))
+    return rows
+
+
 def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template: Path,
-                   released: dict[str, dict], limits: Limits) -> list[Row]:
+                   released: dict[str, dict], limits: Limits, sandboxed: bool = True) -> list[Row]:
     """Grade one student's submission in a throwaway copy of the prepared course."""
     from nbgrader.api import Gradebook, MissingEntry
 
     sid = _student_id(name)
-    rows: list[Row] = []
     files = _submission_files(entry, notebooks)
     flags: dict[str, tuple[str, str]] = {}
     with tempfile.TemporaryDirectory(prefix="tinyk-grade-") as tmp:
         course = Path(tmp) / "course"
         shutil.copytree(template, course)
+        sandbox = _Sandbox.create(Path(tmp)) if sandboxed else None
         target = course / "submitted" / sid / ASSIGNMENT
         target.mkdir(parents=True)
         to_grade = []
@@ -388,55 +621,47 @@ def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template:
             changed = _modified_tests(submitted, released[nb.name])
             if changed:
                 flags[nb.name] = ("tests-modified", "restored from the release: " + ", ".join(changed))
-            shutil.copy(path, target / f"{nb.name}.ipynb")
+            _write_for_grading(submitted, target / f"{nb.name}.ipynb")
             to_grade.append(nb)
 
-        failure, failure_detail = "", ""
+        failure = None
         if to_grade:
             try:
-                run = _autograde(course, sid, limits)
+                run = _autograde(course, sid, limits, sandbox)
                 log = run.stdout + run.stderr
                 if run.returncode != 0:
                     if re.search(r"[Kk]ernel (died|dead)|DeadKernel", log):
-                        failure = "kernel-died"
-                        failure_detail = ("the kernel exited while the notebook ran; "
-                                          "no exercise could be scored")
+                        failure = ("kernel-died", "the kernel exited while the notebook ran; "
+                                                  "no exercise could be scored")
                     else:
-                        failure = "error"
                         errors = [ln for ln in log.splitlines() if "ERROR" in ln or "Error" in ln]
-                        failure_detail = (errors or log.strip().splitlines() or ["nbgrader failed"])[0][:200]
+                        first = (errors or log.strip().splitlines() or ["nbgrader failed"])[0]
+                        failure = ("error", first[:200])
             except subprocess.TimeoutExpired:
-                failure, failure_detail = "timeout", f"submission ran past {limits.total_timeout} s"
+                failure = ("timeout", f"submission ran past {_total_limit(limits, len(to_grade))} s")
 
+        rows: list[Row] = []
         with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
             for nb in notebooks:
-                status, detail = flags.get(nb.name, ("ok", ""))
+                def score(grade_id: str, nb: _Notebook = nb) -> float | None:
+                    try:
+                        return float(gradebook.find_grade(grade_id, nb.name, ASSIGNMENT, sid).score)
+                    except MissingEntry:
+                        return None
+
                 graded = course / "autograded" / sid / ASSIGNMENT / f"{nb.name}.ipynb"
-                executed = (json.loads(graded.read_text())
-                            if status == "ok" and not failure and graded.exists() else None)
-                for grade_id, max_points in nb.tests:
-                    points = 0.0
-                    cell_status, cell_detail = status, detail
-                    if status in ("ok", "tests-modified") and nb in to_grade:
-                        if failure:
-                            cell_status, cell_detail = failure, failure_detail
-                        else:
-                            try:
-                                points = float(gradebook.find_grade(grade_id, nb.name, ASSIGNMENT, sid).score)
-                            except MissingEntry:
-                                cell_status, cell_detail = "error", "no grade recorded"
-                            if executed is not None:
-                                cell_status, cell_detail = _cell_problem(executed, grade_id)
-                    rows.append(Row(name, nb.name, grade_id, points, max_points, cell_status, cell_detail))
+                executed = json.loads(graded.read_text()) if nb in to_grade and graded.exists() else None
+                rows += _rows_for(name, nb, flags.get(nb.name), failure, executed, score)
     return rows
 
 
 # ----------------------------------------------------------------------------- the batch
 
 
-def _course_digest(notebooks: list[_Notebook], limits: Limits) -> bytes:
-    """What every student's grade depends on besides their files: the notebooks, the limits."""
-    digest = hashlib.sha256(json.dumps(asdict(limits)).encode())
+def _course_digest(notebooks: list[_Notebook], limits: Limits, sandboxed: bool) -> bytes:
+    """What every student's grade depends on besides their files: the notebooks, the limits,
+    the sandbox."""
+    digest = hashlib.sha256(json.dumps([asdict(limits), sandboxed]).encode())
     for nb in notebooks:
         digest.update(nb.path.read_bytes())
     return digest.digest()
@@ -458,24 +683,66 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def grade(submissions: Path, out: Path, notebooks: list[_Notebook], limits: Limits | None = None,
-          jobs: int | None = None, progress: bool = True) -> list[Row]:
-    """Grade every entry of ``submissions`` (a folder or a file per student) into ``out``."""
+def _write_csv(out: Path, lines: list[list[str]]) -> None:
+    """The gradebook CSV: the header, then the rows sorted by student, notebook and exercise."""
+    from io import StringIO
+
+    buffer = StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows([FIELDS, *sorted(lines, key=lambda r: tuple(r[:3]))])
+    _write_atomically(out, buffer.getvalue())
+
+
+def shard_of(student: str, shards: int) -> int:
+    """The shard (0 to ``shards - 1``) that grades ``student``: a hash of the student's id,
+    the same on every machine and whatever the other students are."""
+    return int(hashlib.sha256(_student_id(student).encode()).hexdigest(), 16) % shards
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` -> ``(K, N)``, with ``0 <= K < N``."""
+    match = re.fullmatch(r"(\d+)/(\d+)", text.strip())
+    if not match or not 0 <= int(match[1]) < int(match[2]):
+        raise SystemExit(f"--shard {text!r}: must be K/N with N >= 1 and K from 0 to N-1 (e.g. 0/4)")
+    return int(match[1]), int(match[2])
+
+
+def _warn_unsandboxed() -> None:
+    print("WARNING: grading with --no-sandbox: student code runs with your rights, can read and "
+          "write your files (hidden tests included) and use the network", file=sys.stderr)
+
+
+def grade(submissions: Path, out: Path, notebooks: Sequence[str | Path] | None = None, *,
+          source: Path | None = None, limits: Limits | None = None, jobs: int | None = None,
+          progress: bool = True, sandbox: bool = True, shard: tuple[int, int] | None = None) -> list[Row]:
+    """Grade every entry of ``submissions`` (a folder or a file per student) into ``out``.
+
+    ``notebooks``: names of notebooks in ``source``, or paths (all of ``source`` when None).
+    ``shard=(K, N)`` grades only the students of shard K (:func:`shard_of`); :func:`merge`
+    joins the shards' CSVs into the CSV of one run.
+    """
+    _require_linux()
     _require_nbgrader()
+    if sandbox:
+        check_sandbox()
+    else:
+        _warn_unsandboxed()
     limits = limits or Limits()
-    if not notebooks:
+    chosen = _chapter_notebooks(notebooks, source)
+    if not chosen:
         raise SystemExit("no notebook with exercises to grade")
     entries = _entries(submissions)
+    if shard is not None:
+        entries = [e for e in entries if shard_of(_student_name(e), shard[1]) == shard[0]]
     parts = out.with_name(out.name + ".parts")
     parts.mkdir(parents=True, exist_ok=True)
     jobs = jobs or max(1, (os.cpu_count() or 2))
 
     with tempfile.TemporaryDirectory(prefix="tinyk-course-") as tmp:
         template = Path(tmp) / "course"
-        _prepare_course(notebooks, template)
+        _prepare_course(chosen, template)
         released = {nb.name: json.loads((template / "release" / ASSIGNMENT / f"{nb.name}.ipynb").read_text())
-                    for nb in notebooks}
-        todo, course_digest = [], _course_digest(notebooks, limits)
+                    for nb in chosen}
+        todo, course_digest = [], _course_digest(chosen, limits, sandbox)
         for entry in entries:
             part = parts / f"{_student_id(_student_name(entry))}.json"
             fingerprint = _fingerprint(entry, course_digest)
@@ -490,7 +757,7 @@ def grade(submissions: Path, out: Path, notebooks: list[_Notebook], limits: Limi
             bar = tqdm(total=len(entries), initial=len(entries) - len(todo), desc="grading", unit="student")
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = {pool.submit(_grade_student, _student_name(entry), entry,
-                                   notebooks, template, released, limits): (entry, part, fp)
+                                   chosen, template, released, limits, sandbox): (entry, part, fp)
                        for entry, part, fp in todo}
             for future in concurrent.futures.as_completed(futures):
                 entry, part, fingerprint = futures[future]
@@ -500,7 +767,7 @@ def grade(submissions: Path, out: Path, notebooks: list[_Notebook], limits: Limi
                 except Exception as err:  # one broken submission never stops the batch
                     reason = f"{type(err).__name__}: {err}"[:200]
                     rows = [Row(name, nb.name, grade_id, 0.0, pts, "error", reason)
-                            for nb in notebooks for grade_id, pts in nb.tests]
+                            for nb in chosen for grade_id, pts in nb.tests]
                 _write_atomically(part, json.dumps({"fingerprint": fingerprint,
                                                     "rows": [asdict(r) for r in rows]}))
                 if bar is not None:
@@ -512,35 +779,60 @@ def grade(submissions: Path, out: Path, notebooks: list[_Notebook], limits: Limi
     rows = [Row(**r) for part in sorted(parts.glob("*.json")) if part.stem in names
             for r in json.loads(part.read_text())["rows"]]
     rows.sort(key=lambda r: (r.student, r.notebook, r.exercise))
-    lines = [FIELDS] + [[r.student, r.notebook, r.exercise, f"{r.points:g}", f"{r.max_points:g}", r.status,
-                         r.detail] for r in rows]
-    from io import StringIO
-
-    buffer = StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows(lines)
-    _write_atomically(out, buffer.getvalue())
+    _write_csv(out, [[r.student, r.notebook, r.exercise, f"{r.points:g}", f"{r.max_points:g}", r.status,
+                      r.detail] for r in rows])
     return rows
 
 
-def feedback(submissions: Path, out_dir: Path, notebooks: list[_Notebook],
-             limits: Limits | None = None) -> None:
+def merge(out: Path, shards: Sequence[Path]) -> int:
+    """Join the CSVs of ``grade --shard K/N`` runs into ``out``, the CSV one run would write.
+
+    Each file must have the gradebook's header; a student found in two files is an error.
+    Returns the number of rows written.
+    """
+    lines: list[list[str]] = []
+    owner: dict[str, Path] = {}
+    for path in shards:
+        with Path(path).open(newline="") as f:
+            table = list(csv.reader(f))
+        if not table or table[0] != FIELDS:
+            raise SystemExit(f"{path}: header {table[0] if table else 'missing'}, expected {FIELDS}")
+        for line in table[1:]:
+            if owner.setdefault(line[0], Path(path)) != Path(path):
+                raise SystemExit(f"student {line[0]!r} is in both {owner[line[0]]} and {path}: "
+                                 f"merge the CSVs of different shards of one run")
+            lines.append(line)
+    _write_csv(out, lines)
+    return len(lines)
+
+
+def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] | None = None, *,
+             source: Path | None = None, limits: Limits | None = None, sandbox: bool = True) -> None:
     """nbgrader's HTML feedback for every student, written under ``out_dir/<student>/``."""
+    _require_linux()
     _require_nbgrader()
+    if sandbox:
+        check_sandbox()
+    else:
+        _warn_unsandboxed()
     limits = limits or Limits()
+    chosen = _chapter_notebooks(notebooks, source)
     with tempfile.TemporaryDirectory(prefix="tinyk-feedback-") as tmp:
         course = Path(tmp) / "course"
-        _prepare_course(notebooks, course)
+        _prepare_course(chosen, course)
         for entry in _entries(submissions):
             sid = _student_id(_student_name(entry))
             target = course / "submitted" / sid / ASSIGNMENT
             target.mkdir(parents=True)
-            for nb_name, path in _submission_files(entry, notebooks).items():
-                if path is not None and _read_notebook(path) is not None:
-                    shutil.copy(path, target / f"{nb_name}.ipynb")
+            for nb_name, path in _submission_files(entry, chosen).items():
+                submitted = _read_notebook(path) if path is not None else None
+                if submitted is not None:
+                    _write_for_grading(submitted, target / f"{nb_name}.ipynb")
+            box = _Sandbox.create(Path(tmp) / "boxes" / sid) if sandbox else None
             try:
-                _autograde(course, sid, limits)
+                _autograde(course, sid, limits, box)
             except subprocess.TimeoutExpired:
-                print(f"{sid}: no feedback, the submission ran past {limits.total_timeout} s",
+                print(f"{sid}: no feedback, the submission ran past its total time limit",
                       file=sys.stderr)
                 continue  # one slow submission never costs the others their feedback
             _nbgrader(["generate_feedback", ASSIGNMENT, f"--student={sid}", "--force"], course)
@@ -553,7 +845,11 @@ def feedback(submissions: Path, out_dir: Path, notebooks: list[_Notebook],
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tinyk.grading", description=__doc__.split("\n\n")[0])
+    """The command line (section "For instructors"); ``--help`` lists the commands."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tinyk.grading",
+        description=__doc__.split("\n\n")[0] + " Linux only: grading uses resource limits, /proc "
+        "and a bubblewrap sandbox.")
     parser.add_argument("--source", type=Path, default=None,
                         help="folder of the chapter notebooks, with solutions and hidden tests "
                              "(default: notebooks/ of the course checkout)")
@@ -563,16 +859,26 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--no-run", action="store_true", help="check metadata only")
     r = sub.add_parser("release", help="write student versions (nbgrader generate_assignment)")
     r.add_argument("out_dir", type=Path)
-    g = sub.add_parser("grade", help="autograde submissions into a CSV gradebook")
+    g = sub.add_parser("grade", help="autograde submissions into a CSV gradebook (Linux, in a sandbox)")
     g.add_argument("submissions", type=Path)
     g.add_argument("--out", type=Path, required=True)
     g.add_argument("--jobs", type=int, default=None, help="students graded at once (default: cores)")
     g.add_argument("--cell-timeout", type=int, default=Limits.cell_timeout)
-    g.add_argument("--total-timeout", type=int, default=Limits.total_timeout)
+    g.add_argument("--total-timeout", type=int, default=Limits.total_timeout,
+                   help="seconds per notebook, summed over a student's notebooks")
     g.add_argument("--memory-mb", type=int, default=Limits.memory_mb)
-    f = sub.add_parser("feedback", help="nbgrader's HTML feedback per student")
+    g.add_argument("--shard", type=parse_shard, default=None, metavar="K/N",
+                   help="grade only shard K of N (K from 0 to N-1), chosen by a hash of the student's "
+                        "name; join the shards' CSVs with 'merge'")
+    m = sub.add_parser("merge", help="join the CSVs of 'grade --shard' runs into one CSV")
+    m.add_argument("out", type=Path)
+    m.add_argument("shards", nargs="+", type=Path)
+    f = sub.add_parser("feedback", help="nbgrader's HTML feedback per student (Linux, in a sandbox)")
     f.add_argument("submissions", type=Path)
     f.add_argument("out_dir", type=Path)
+    for p in (g, f):
+        p.add_argument("--no-sandbox", action="store_true",
+                       help="run student code WITHOUT the bubblewrap sandbox, with your rights (logged)")
     for p in (r, g, f):
         p.add_argument("--notebook", action="append", help="a chapter notebook to include (default: all)")
     args = parser.parse_args(argv)
@@ -590,21 +896,23 @@ def main(argv: list[str] | None = None) -> int:
             print(line, file=sys.stderr)
         print(f"{len(paths)} notebook(s) checked, {len(problems)} problem(s)")
         return 1 if problems else 0
-    notebooks = _chapter_notebooks(args.notebook, args.source)
+    if args.command == "merge":
+        print(f"{merge(args.out, args.shards)} row(s) written to {args.out}")
+        return 0
     if args.command == "release":
-        for path in release(args.out_dir, notebooks):
+        for path in release(args.out_dir, args.notebook, source=args.source):
             print("released", path)
         return 0
     if args.command == "grade":
         limits = Limits(args.cell_timeout, args.total_timeout, args.memory_mb)
-        rows = grade(args.submissions, args.out, notebooks, limits, args.jobs)
+        rows = grade(args.submissions, args.out, args.notebook, source=args.source, limits=limits,
+                     jobs=args.jobs, sandbox=not args.no_sandbox, shard=args.shard)
         students = {r.student for r in rows}
         print(f"{len(students)} student(s), {len(rows)} row(s) written to {args.out}")
         return 0
-    feedback(args.submissions, args.out_dir, notebooks)
+    feedback(args.submissions, args.out_dir, args.notebook, source=args.source, sandbox=not args.no_sandbox)
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
-

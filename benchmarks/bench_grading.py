@@ -1,0 +1,105 @@
+"""Grading throughput: N synthetic students over every chapter notebook with exercises.
+
+    python benchmarks/bench_grading.py [--students 2] [--jobs 2] [--notebook NAME ...] [--no-sandbox]
+
+Each synthetic student submits every notebook: even-numbered students with the source's
+solutions pasted into the released copy (full marks), odd-numbered ones the untouched
+release (zero). The command line ``python -m tinyk.grading grade`` grades them once, and
+the script prints student-notebooks per minute and seconds per student-notebook, wall
+clock, course preparation included. It checks the points (full marks and zero), so a fast
+but wrong grading does not count.
+
+``--grader`` names the grader's module (default ``tinyk.grading``): an older copy of it,
+saved under another name on ``PYTHONPATH``, is measured the same way. On a shared machine,
+measure the versions close together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"  # this checkout's, whatever grader runs
+
+
+def _solutions(path: Path) -> dict[str, str]:
+    """grade_id -> source of each solution cell of a chapter notebook."""
+    cells = json.loads(path.read_text())["cells"]
+    return {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in cells
+            if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=2)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--notebook", action="append",
+                        help="a chapter notebook (default: all with exercises)")
+    parser.add_argument("--no-sandbox", action="store_true", help="pass --no-sandbox to the grader")
+    parser.add_argument("--grader", default="tinyk.grading",
+                        help="the grader's module, to measure an older copy of it (default: tinyk.grading)")
+    parser.add_argument("--total-timeout", type=int, default=3600,
+                        help="the grader's --total-timeout, generous: a busy machine must not cut anyone off")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args()
+
+    source = NOTEBOOKS
+    names = args.notebook or [p.stem for p in sorted(source.glob("*.ipynb")) if _solutions(p)]
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="tinyk-bench-") as tmp:
+        release = Path(tmp) / "release"
+        notebook_args = [a for n in names for a in ("--notebook", n)]
+        grader = [sys.executable, "-m", args.grader, "--source", str(source)]
+        subprocess.run([*grader, "release", str(release), *notebook_args],
+                       check=True, capture_output=True, env=env)
+        subs = Path(tmp) / "submissions"
+        for i in range(args.students):
+            folder = subs / f"student{i:03d}"
+            folder.mkdir(parents=True)
+            for name in names:
+                nb = json.loads((release / f"{name}.ipynb").read_text())
+                if i % 2 == 0:
+                    solutions = _solutions(source / f"{name}.ipynb")
+                    for cell in nb["cells"]:
+                        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+                        if gid in solutions:
+                            cell["source"] = solutions[gid]
+                (folder / f"{name}.ipynb").write_text(json.dumps(nb))
+        out = Path(tmp) / "grades.csv"
+        cmd = [*grader, "grade", str(subs), "--out", str(out),
+               "--jobs", str(args.jobs), "--total-timeout", str(args.total_timeout), *notebook_args,
+               *(["--no-sandbox"] if args.no_sandbox else [])]
+        start = time.monotonic()
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        seconds = time.monotonic() - start
+        if done.returncode != 0:
+            raise SystemExit(f"grading failed:\n{done.stderr[-3000:]}")
+        with out.open() as f:
+            rows = list(csv.DictReader(f))
+    wrong = [r for r in rows if r["status"] != "ok"
+             or float(r["points"]) != (float(r["max_points"]) if int(r["student"][-3:]) % 2 == 0 else 0.0)]
+    if wrong:
+        raise SystemExit(f"{len(wrong)} row(s) graded wrongly, e.g. {wrong[0]}")
+    count = args.students * len(names)
+    figures = {"students": args.students, "notebooks": len(names), "student_notebooks": count,
+               "jobs": args.jobs, "grader": args.grader, "no_sandbox": args.no_sandbox,
+               "seconds": round(seconds, 1),
+               "student_notebooks_per_minute": round(60 * count / seconds, 2),
+               "seconds_per_student_notebook": round(seconds / count, 2)}
+    print(f"{count} student-notebooks ({args.students} students x {len(names)} notebooks, {args.jobs} jobs, "
+          f"{args.grader}{' --no-sandbox' if args.no_sandbox else ''}) in {seconds:.1f} s: "
+          f"{figures['student_notebooks_per_minute']:.2f} per minute, "
+          f"{figures['seconds_per_student_notebook']:.2f} s per student-notebook")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

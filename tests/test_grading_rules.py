@@ -1,0 +1,182 @@
+"""The grader's bookkeeping without nbgrader: how statuses reach the CSV, the Linux and
+sandbox checks, shards and their merge. Fast: nothing here starts a kernel."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import pytest
+
+from tinyk import grading
+
+NB = grading._Notebook(Path("drill.ipynb"), "drill", [("a_test", 2.0), ("b_test", 1.0)])
+
+
+def _meta(gid: str, grade: bool) -> dict:
+    return {"nbgrader": {"grade": grade, "solution": not grade, "locked": grade, "grade_id": gid,
+                         "schema_version": 3, **({"points": 1} if grade else {})}}
+
+
+def _executed(errors: dict[str, str] | None = None) -> dict:
+    """An autograded notebook; ``errors`` maps a cell's grade_id to the ename of its error output."""
+    errors = errors or {}
+    cells = []
+    for gid, grade in (("a_solution", False), ("a_test", True), ("b_solution", False), ("b_test", True)):
+        outputs = [{"output_type": "error", "ename": errors[gid], "evalue": "", "traceback": []}] \
+            if gid in errors else []
+        cells.append({"cell_type": "code", "metadata": _meta(gid, grade), "source": "", "outputs": outputs})
+    return {"cells": cells}
+
+
+def _statuses(rows):
+    return [(r.exercise, r.points, r.status) for r in rows]
+
+
+def test_a_missing_grade_stays_an_error():
+    """nbgrader recorded no grade: 'error', never read over as 'ok' by the cell check."""
+    rows = grading._rows_for("s", NB, None, None, _executed(), lambda gid: None if gid == "a_test" else 1.0)
+    assert _statuses(rows) == [("a_test", 0.0, "error"), ("b_test", 1.0, "ok")]
+    assert rows[0].detail == "no grade recorded"
+
+
+def test_modified_tests_still_report_a_timeout_and_a_memory_limit():
+    flag = ("tests-modified", "restored from the release: b_test edited")
+    executed = _executed({"a_solution": "CellTimeoutError", "b_test": "MemoryError"})
+    rows = grading._rows_for("s", NB, flag, None, executed, lambda gid: 0.0)
+    assert _statuses(rows) == [("a_test", 0.0, "timeout"), ("b_test", 0.0, "memory-limit")]
+    assert all("b_test edited" in r.detail for r in rows)  # the modification is not lost either
+
+
+def test_modified_tests_survive_a_failed_run_and_a_clean_one():
+    flag = ("tests-modified", "restored from the release: a_test deleted")
+    died = grading._rows_for("s", NB, flag, ("kernel-died", "the kernel exited"), None, lambda gid: 2.0)
+    assert {(r.status, r.points) for r in died} == {("kernel-died", 0.0)}
+    assert all("a_test deleted" in r.detail for r in died)
+    clean = grading._rows_for("s", NB, flag, None, _executed(), lambda gid: 1.0)
+    assert _statuses(clean) == [("a_test", 1.0, "tests-modified"), ("b_test", 1.0, "tests-modified")]
+
+
+def test_flags_before_grading_are_kept():
+    for status in ("missing", "unreadable", "tampering"):
+        rows = grading._rows_for("s", NB, (status, "why"), ("timeout", "t"), None, lambda gid: 2.0)
+        assert {(r.status, r.points, r.detail) for r in rows} == {(status, 0.0, "why")}
+
+
+def test_an_ok_notebook_names_its_first_error():
+    rows = grading._rows_for("s", NB, None, None, _executed({"a_test": "AssertionError"}), lambda gid: 0.0)
+    assert (rows[0].status, rows[0].detail) == ("ok", "test: AssertionError")
+
+
+def test_the_grader_refuses_other_systems(monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "platform", "darwin")
+    with pytest.raises(SystemExit, match=r"Linux only.*'darwin'"):
+        grading.grade(tmp_path, tmp_path / "g.csv", [])
+    help_text = _help(["grade", "--help"])
+    assert "Linux only" in _help(["--help"]) and "--no-sandbox" in help_text and "--shard" in help_text
+
+
+def _help(argv: list[str]) -> str:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        grading.main(argv)
+    return out.getvalue()
+
+
+def test_a_missing_bubblewrap_stops_grading_with_how_to_install_it(monkeypatch, tmp_path):
+    monkeypatch.setattr(grading.shutil, "which", lambda name: None)
+    message = r"'bwrap' is not installed.*apt-get install bubblewrap.*--no-sandbox"
+    with pytest.raises(SystemExit, match=message):
+        grading.grade(tmp_path, tmp_path / "g.csv", [])
+
+
+def test_a_bubblewrap_that_is_not_permitted_stops_grading(monkeypatch, tmp_path):
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(grading.shutil, "which", lambda name: str(fake))
+    with pytest.raises(SystemExit, match=r"cannot build a sandbox here \(bwrap: setting up uid map"):
+        grading.grade(tmp_path, tmp_path / "g.csv", [])
+
+
+def test_shards_split_students_deterministically():
+    students = [f"student{i:03d}" for i in range(200)]
+    shards = [[s for s in students if grading.shard_of(s, 4) == k] for k in range(4)]
+    assert sorted(s for shard in shards for s in shard) == students  # each student in exactly one shard
+    assert all(30 <= len(shard) <= 70 for shard in shards)  # spread, not all on one machine
+    # a fixed function of the name (sha256), whoever else is in the class
+    assert [grading.shard_of(s, 4) for s in ("ann", "bob", "eve")] == [1, 1, 3]
+    assert grading.parse_shard("3/4") == (3, 4)
+    for bad in ("4/4", "1/0", "a/b", "-1/3"):
+        with pytest.raises(SystemExit, match=f"--shard '{bad}': must be K/N"):
+            grading.parse_shard(bad)
+
+
+def _csv(path: Path, rows: list[list[str]]) -> Path:
+    with path.open("w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows([grading.FIELDS, *rows])
+    return path
+
+
+def test_merge_refuses_a_student_in_two_shards_and_a_foreign_file(tmp_path):
+    row = ["ann", "drill", "a_test", "2", "2", "ok", ""]
+    one, two = _csv(tmp_path / "0.csv", [row]), _csv(tmp_path / "1.csv", [row])
+    with pytest.raises(SystemExit, match="student 'ann' is in both"):
+        grading.merge(tmp_path / "all.csv", [one, two])
+    (tmp_path / "other.csv").write_text("name,score\nann,3\n")
+    with pytest.raises(SystemExit, match=r"other.csv: header \['name', 'score'\], expected"):
+        grading.merge(tmp_path / "all.csv", [one, tmp_path / "other.csv"])
+
+
+def test_skip_tag_empties_only_non_exercise_cells(tmp_path):
+    import nbformat
+
+    tagged = {"tags": [grading.SKIP_TAG]}
+    cells = [
+        {"cell_type": "code", "metadata": dict(tagged), "source": "draw_many_frames()", "outputs": [],
+         "execution_count": None},
+        {"cell_type": "code", "metadata": {**_meta("a_solution", False), **tagged}, "source": "answer = 1",
+         "outputs": [], "execution_count": None},
+        {"cell_type": "code", "metadata": {**_meta("a_test", True), **tagged}, "source": "assert answer == 1",
+         "outputs": [], "execution_count": None},
+        {"cell_type": "code", "metadata": {}, "source": "x = 2", "outputs": [], "execution_count": None},
+    ]
+    nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    for i, cell in enumerate(cells):
+        cell["id"] = f"c{i}"
+    grading._write_for_grading(nb, tmp_path / "out.ipynb")
+    written = [c.source for c in nbformat.read(tmp_path / "out.ipynb", as_version=4).cells]
+    assert written == ["# skipped when grading", "answer = 1", "assert answer == 1", "x = 2"]
+
+
+def test_sliders_render_no_frame_under_grading(monkeypatch):
+    from tinyk.widgets import slider
+
+    calls = []
+
+    def draw(t):
+        calls.append(t)
+        return f"<p>{t}</p>"
+
+    monkeypatch.setenv("TINYK_GRADING", "1")
+    view = slider(draw, t=[1, 2, 3])
+    assert calls == [] and "text/html" not in view._repr_mimebundle_()
+    monkeypatch.delenv("TINYK_GRADING")
+    view = slider(draw, t=[1, 2, 3])
+    assert calls[:3] == [1, 2, 3] and "<p>2</p>" in view._repr_mimebundle_()["text/html"]
+
+
+def test_kernels_run_with_the_grading_switches(tmp_path):
+    argv = grading._sandbox_argv(tmp_path, tmp_path)
+    pairs = {(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == "--setenv"}
+    assert {("TINYK_GRADING", "1"), ("MPLBACKEND", "agg")} <= pairs
+    assert "--unshare-all" in argv and "--clearenv" in argv
+
+
+def test_the_total_limit_grows_with_the_notebooks_submitted():
+    limits = grading.Limits(cell_timeout=60, total_timeout=300)
+    assert [grading._total_limit(limits, n) for n in (0, 1, 9)] == [300, 300, 2700]

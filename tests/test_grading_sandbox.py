@@ -1,0 +1,235 @@
+"""Submissions written to attack the grader, graded in the sandbox and with --no-sandbox.
+
+Each attack answers exercise A only if the attack worked (a read, a connection), or leaves
+a trace outside (a file, a process) that the test looks for on the host. In the sandbox
+every attack fails while the honest student keeps full marks; without it, the same batch
+shows what gets through. The instructors' page states these results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import tinyk
+from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
+from tinyk import grading
+
+SANDBOX_BATCH = pytest.mark.xdist_group("grading-sandbox")
+ROOT = Path(tinyk.__file__).resolve().parent.parent  # the checkout the grader runs from
+MARKER = [b"sleep", b"3021.5"]  # the process the "survive" attack leaves behind
+PLANTED = [ROOT / "planted_by_student.txt", Path(tinyk.__file__).parent / "planted_by_student.py"]
+
+
+def _attack(code: str) -> str:
+    """Exercise A's answer: the attack, then ``double`` that is right only if ``GOT`` is set."""
+    return ("GOT = False\ntry:\n" + textwrap.indent(code, "    ") +
+            "\nexcept Exception as err:\n    print('attack failed:', type(err).__name__, err)\n"
+            "def double(x):\n    return 2 * x if GOT else 0")
+
+
+def _attacks(source: Path, subs: Path, port: int) -> dict[str, str]:
+    return {
+        "read_sources": f"GOT = 'HIDDEN TESTS' in open({str(source)!r}).read()",
+        "read_hidden_tests": (  # the gradebook and the course copies of the grader
+            "import glob\n"
+            "def peek(path):\n"
+            "    try:\n"
+            "        return open(path, 'rb').read()\n"
+            "    except OSError:\n"
+            "        return b''\n"
+            "found = glob.glob('/tmp/tinyk-*/course/**', recursive=True) + glob.glob('../../../*')\n"
+            "GOT = any(b'for x in (5, -3, 0)' in peek(p) for p in found if p.endswith(('.db', '.ipynb')))"),
+        "read_others": (f"import glob\nGOT = any('def shout' in open(p).read() for p in "
+                        f"glob.glob({str(subs)!r} + '/*/drill.ipynb') if 'read_others' not in p)"),
+        "network": (f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5)"
+                    ".sendall(b'hi')\nGOT = True"),
+        "write_outside": (f"open({str(subs / 'planted.txt')!r}, 'w').write('x')\n"
+                          f"open({str(PLANTED[0])!r}, 'w').write('x')\nGOT = True"),
+        "tamper_package": f"open({str(PLANTED[1])!r}, 'w').write('pwned = True')\nGOT = True",
+        "survive": ("import subprocess\n"
+                    "subprocess.Popen(['sleep', '3021.5'], cwd='/', start_new_session=True)\nGOT = True"),
+    }
+
+
+def _markers() -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2] == MARKER:
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def _markers_after_teardown() -> list[int]:
+    """The markers still alive once a sandbox's teardown had time to finish: the kernel's
+    process namespace ends with it, and the kill reaches its processes within microseconds,
+    but not synchronously; 60 s is a margin of many thousand times."""
+    deadline = time.monotonic() + 60
+    while _markers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _markers()
+
+
+def _clean_up() -> None:
+    for path in PLANTED:
+        path.unlink(missing_ok=True)
+    for pid in _markers():
+        os.kill(pid, signal.SIGKILL)
+
+
+def _run(tmp: Path, sandbox: bool) -> dict:
+    """Grade the batch; return the points on A per student and what reached the host."""
+    source = tmp / "instructor" / "source"
+    source.mkdir(parents=True)
+    (source / "drill.ipynb").write_text(json.dumps(_drill()))
+    release = json.loads(grading.release(tmp / "release", [source / "drill.ipynb"])[0].read_text())
+    server = socket.create_server(("127.0.0.1", 0))
+    connections: list[bytes] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:  # closed
+                return
+            connections.append(conn.recv(16))
+            conn.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    subs = tmp / "instructor" / "submissions"
+    students = {"honest": _answer(release, SOLUTION_A, SOLUTION_B)}
+    for name, code in _attacks(source / "drill.ipynb", subs, server.getsockname()[1]).items():
+        students[name] = _answer(release, _attack(code), SOLUTION_B)
+    for name, nb in students.items():
+        (subs / name).mkdir(parents=True)
+        (subs / name / "drill.ipynb").write_text(json.dumps(nb))
+    _clean_up()
+    try:
+        limits = grading.Limits(cell_timeout=120, total_timeout=900, memory_mb=16384)
+        rows = grading.grade(subs, tmp / "grades.csv", [source / "drill.ipynb"], limits=limits, jobs=2,
+                             progress=False, sandbox=sandbox)
+        return {"points": {(r.student, r.exercise): r.points for r in rows},
+                "statuses": {r.status for r in rows},
+                "planted": [p.name for p in [subs / "planted.txt", *PLANTED] if p.exists()],
+                "connections": list(connections),
+                "survivors": _markers_after_teardown() if sandbox else _markers()}
+    finally:
+        server.close()
+        _clean_up()
+
+
+@pytest.fixture(scope="module")
+def sandboxed(tmp_path_factory):
+    return _run(tmp_path_factory.mktemp("sandboxed"), sandbox=True)
+
+
+@pytest.fixture(scope="module")
+def unsandboxed(tmp_path_factory):
+    return _run(tmp_path_factory.mktemp("unsandboxed"), sandbox=False)
+
+
+READS = ["read_sources", "read_hidden_tests", "read_others", "network"]
+
+
+@SANDBOX_BATCH
+def test_the_sandbox_stops_every_attack_and_keeps_honest_marks(sandboxed):
+    points = sandboxed["points"]
+    assert points[("honest", "a_test")] == 2 and points[("honest", "b_test")] == 1
+    assert {s: points[(s, "a_test")] for s in READS} == dict.fromkeys(READS, 0.0)  # nothing read, no network
+    assert sandboxed["connections"] == []
+    assert sandboxed["planted"] == []  # no file written outside: submissions, checkout, package
+    assert sandboxed["survivors"] == []  # nothing left running
+    assert sandboxed["statuses"] == {"ok"}
+    # each attacker still answered B: the sandbox costs an honest answer nothing
+    assert all(points[(s, "b_test")] == 1 for s, _ in points)
+
+
+@SANDBOX_BATCH
+def test_without_the_sandbox_the_attacks_get_through(unsandboxed, capfd):
+    points = unsandboxed["points"]
+    assert points[("honest", "a_test")] == 2
+    assert {s: points[(s, "a_test")] for s in READS} == dict.fromkeys(READS, 2.0)
+    assert unsandboxed["connections"] == [b"hi"]
+    assert unsandboxed["planted"] == ["planted.txt", *(p.name for p in PLANTED)]
+    assert len(unsandboxed["survivors"]) == 1  # outlived its grading (killed by this test)
+
+
+def test_no_sandbox_is_logged(tmp_path, capsys):
+    with pytest.raises(SystemExit):  # no notebooks: stops right after the warning
+        grading.grade(tmp_path, tmp_path / "g.csv", [], source=tmp_path, sandbox=False, progress=False)
+    assert "WARNING: grading with --no-sandbox" in capsys.readouterr().err
+
+
+PROBE = """
+import json, os, socket, sys, sysconfig
+result = {}
+for name, folder in [("usr", "/usr"), ("etc", "/etc"), ("venv", sysconfig.get_paths()["purelib"]),
+                     ("python", sys.base_prefix), ("package", PACKAGE)]:
+    path = folder + "/tinyk-sandbox-probe"
+    try:
+        open(path, "w").write("x")
+        result[name] = "written"
+    except OSError as err:
+        result[name] = type(err).__name__
+result["checkout"] = sorted(os.listdir(CHECKOUT))
+result["tmp"] = sorted(os.listdir("/tmp"))
+open("/tmp/scratch-ok", "w").write("x")
+open("own-file", "w").write("x")
+try:
+    socket.create_connection(("127.0.0.1", PORT), timeout=5)
+    result["network"] = "connected"
+except OSError as err:
+    result["network"] = type(err).__name__
+import tinyk, torch
+result["imports"] = [tinyk.__name__, torch.__name__]
+print(json.dumps(result))
+"""
+
+
+def test_the_sandbox_is_read_only_outside_its_folders(tmp_path):
+    """The sandbox a kernel starts in, probed with a plain Python command: the system, the
+    Python installation, the environment and tinyk are read-only; the course checkout shows
+    only the package; /tmp is private; the host's loopback is out of reach."""
+    grading.check_sandbox()
+    scratch, runtime = tmp_path / "scratch", tmp_path / "run"
+    scratch.mkdir()
+    runtime.mkdir()
+    server = socket.create_server(("127.0.0.1", 0))
+    code = (PROBE.replace("PACKAGE", repr(str(Path(tinyk.__file__).parent)))
+            .replace("CHECKOUT", repr(str(ROOT))).replace("PORT", str(server.getsockname()[1])))
+    folders = ("/usr", "/etc", sysconfig.get_paths()["purelib"], sys.base_prefix, Path(tinyk.__file__).parent)
+    probes = [Path(folder) / "tinyk-sandbox-probe" for folder in folders]
+    try:
+        done = subprocess.run([*grading._sandbox_argv(scratch, runtime), sys.executable, "-c", code],
+                              capture_output=True, text=True, timeout=600)
+    finally:
+        server.close()
+        leaked = [p for p in probes if p.exists()]
+        for path in leaked:  # only if the sandbox failed: leave nothing behind on the host
+            path.unlink()
+    assert leaked == []
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.splitlines()[-1])
+    for name in ("usr", "etc", "venv", "python", "package"):
+        assert result[name] in ("OSError", "PermissionError"), (name, result[name])
+    assert result["checkout"] == ["tinyk"]  # no notebooks, no submissions, no .git
+    # not the host's /tmp: only the way down to its own two folders
+    assert result["tmp"] == [scratch.relative_to("/tmp").parts[0]] != sorted(os.listdir("/tmp"))
+    assert result["network"] in ("ConnectionRefusedError", "OSError"), result["network"]
+    assert result["imports"] == ["tinyk", "torch"]
+    assert [p.name for p in scratch.iterdir()] == ["own-file"]  # its working folder is the scratch folder
+    assert not (Path("/tmp") / "scratch-ok").exists()
