@@ -248,6 +248,7 @@ def precompute_freqs_cis(
     ``dim`` is the **head width** ``d_h``, not the model width: pair ``i`` of a head turns
     at ``ω_i = theta^(-2i/d_h)``, and row ``t`` holds ``cos(t ω_i)`` / ``sin(t ω_i)``.
     Passing ``d`` builds tables ``d/2`` wide that no longer fit a head (05.3 shows it).
+    Real tables instead of complex numbers follow llama2.c (MIT) and the upstream.
     """
     if dim <= 0 or dim % 2:
         raise ValueError(f"precompute_freqs_cis: dim={dim} must be a positive even head "
@@ -291,7 +292,8 @@ def apply_rotary_emb(xq: Tensor, xk: Tensor, cos: Tensor, sin: Tensor) -> tuple[
     ``xq``: ``B×T×H_q×d_h``, ``xk``: ``B×T×H_kv×d_h``; ``cos``/``sin``: ``T×d_h/2`` rows of
     the tables for the positions of these ``T`` tokens (for cached decoding, the rows
     ``start_pos:start_pos+T``, never restarting at 0), or ``B×T×d_h/2`` for per-row
-    positions. "Real/imaginary" parts are only names: everything is a real tensor.
+    positions. "Real/imaginary" parts are only names: everything is a real tensor. The
+    pairing and the real arithmetic follow llama2.c (MIT) and the upstream.
     """
     return (_rotate_adjacent(xq, cos, sin).type_as(xq),
             _rotate_adjacent(xk, cos, sin).type_as(xk))
@@ -355,7 +357,8 @@ def permute_half_to_adjacent(w: Tensor, n_heads: int) -> Tensor:
 def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
     """Give every query head its K/V head: ``B×T×H_kv×d_h -> B×T×(H_kv·n_rep)×d_h`` (05.4).
 
-    Equivalent to ``torch.repeat_interleave(x, n_rep, dim=2)``. Each K/V head serves a
+    Equivalent to ``torch.repeat_interleave(x, n_rep, dim=2)``; the expand-and-reshape
+    follows llama2.c (MIT) and the upstream. Each K/V head serves a
     **contiguous** group of query heads; with ``H_q = 4, H_kv = 2``::
 
         query head   0  1  2  3
@@ -403,9 +406,10 @@ class Attention(nn.Module):
 
     Two paths compute the same thing: ``config.flash_attn=True`` calls PyTorch's
     ``scaled_dot_product_attention`` with its own grouping (``enable_gqa``; PyTorch picks a
-    kernel for the device: on a CPU, not FlashAttention); ``False`` expands K/V with
-    :func:`repeat_kv` and runs the matrix products by hand. On both, a query row with no
-    allowed key (a left-padding position) gives zeros, never NaN.
+    kernel for the device: on a CPU, its own CPU implementation of the flash-attention
+    algorithm, not the GPU kernel); ``False`` expands K/V with :func:`repeat_kv` and runs
+    the matrix products by hand. On both, a query row with no allowed key (a left-padding
+    position) gives zeros, never NaN (tested on a CPU).
     """
 
     def __init__(self, config: ModelConfig, layer_id: int = 0) -> None:
