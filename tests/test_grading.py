@@ -23,6 +23,7 @@ from tinyk.exercises import nbgrader, source_text
 # The tests that share the module's prepared assignment and graded batch run on one xdist
 # worker (make's `--dist loadgroup`), so the batch is graded once, not once per worker.
 SHARED_BATCH = pytest.mark.xdist_group("grading-batch")
+pytestmark = pytest.mark.slow  # nbgrader starts a kernel per notebook graded
 
 SOLUTION_A = "def double(x):\n    return 2 * x"
 SOLUTION_B = "def shout(word):\n    return word.upper() + '!'"

@@ -27,6 +27,7 @@ from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
 from tinyk import grading
 
 SANDBOX_BATCH = pytest.mark.xdist_group("grading-sandbox")
+pytestmark = pytest.mark.slow  # nbgrader starts a kernel per notebook graded
 ROOT = Path(tinyk.__file__).resolve().parent.parent  # the checkout the grader runs from
 MARKER = [b"sleep", b"3021.5"]  # the process the "survive" attack leaves behind
 PLANTED = [ROOT / "planted_by_student.txt", Path(tinyk.__file__).parent / "planted_by_student.py"]
@@ -226,7 +227,11 @@ def test_the_sandbox_is_read_only_outside_its_folders(tmp_path):
     result = json.loads(done.stdout.splitlines()[-1])
     for name in ("usr", "etc", "venv", "python", "package"):
         assert result[name] in ("OSError", "PermissionError"), (name, result[name])
-    assert result["checkout"] == ["tinyk"]  # no notebooks, no submissions, no .git
+    # No notebooks, no submissions, no .git: only the package, and the Python environment
+    # where it lives inside the checkout (a .venv made by make), both read-only.
+    environment = Path(sys.prefix).resolve()
+    inside = [environment.relative_to(ROOT).parts[0]] if environment.is_relative_to(ROOT) else []
+    assert result["checkout"] == sorted(["tinyk", *inside])
     # not the host's /tmp: only the way down to its own two folders
     assert result["tmp"] == [scratch.relative_to("/tmp").parts[0]] != sorted(os.listdir("/tmp"))
     assert result["network"] in ("ConnectionRefusedError", "OSError"), result["network"]

@@ -18,7 +18,7 @@ import pytest
 
 from tests import sitecheck
 from tinyk import course
-from tinyk.exercises import STUB, is_solution, source_text
+from tinyk.exercises import is_solution, source_text
 
 ROOT = course.ROOT
 SOURCES = course.notebook_paths()
@@ -54,8 +54,9 @@ def test_student_version_holds_no_solution_marker_or_hidden_test(source):
     answers = [c for c in cells if is_solution(c)]
     originals = [c for c in json.loads(source.read_text())["cells"] if is_solution(c)]
     assert len(answers) == len(originals)
-    for cell in answers:
-        assert STUB in source_text(cell), "each answer is nbgrader's stub"
+    for cell in answers:  # the stub, at the indentation of the answer it replaces
+        stub = re.compile(r"^( *)# YOUR CODE HERE\n\1raise NotImplementedError\(\)$", re.M)
+        assert stub.search(source_text(cell)), "each answer is nbgrader's stub"
         assert "cellView" not in cell["metadata"] and "# @title" not in source_text(cell), \
             "the stub is shown in Colab, not folded under a form title"
 
@@ -145,8 +146,7 @@ def test_student_versions_are_what_nbgrader_generate_assignment_releases(tmp_pat
     for source in SOURCES:
         nb = course._for_students(json.loads(source.read_text()), f"{site}notebooks/{source.stem}.html")
         (prepared / source.name).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-    notebooks = [grading._Notebook(p, p.stem) for p in sorted(prepared.glob("*.ipynb"))]
-    released = grading.release(tmp_path / "release", notebooks)
+    released = grading.release(tmp_path / "release", sorted(prepared.glob("*.ipynb")))
     assert len(released) == len(SOURCES)
     for path in released:
         assert path.read_text() == (ROOT / course.STUDENTS / path.name).read_text(), path.name
@@ -219,8 +219,8 @@ def test_a_student_version_is_graded_like_a_release(tmp_path):
     submissions.mkdir()
     (submissions / "answered.ipynb").write_text(json.dumps(student))
     shutil.copy(course.student_path(source), submissions / "blank.ipynb")
-    notebooks = grading._chapter_notebooks([name], ROOT / course.NOTEBOOKS)
-    rows = grading.grade(submissions, tmp_path / "grades.csv", notebooks, jobs=1, progress=False)
+    rows = grading.grade(submissions, tmp_path / "grades.csv", [name], source=ROOT / course.NOTEBOOKS,
+                         jobs=1, progress=False)
     assert {r.status for r in rows} == {"ok"}
     answered = [r for r in rows if r.student == "answered"]
     blank = [r for r in rows if r.student == "blank"]
