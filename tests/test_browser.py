@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import shutil
 import threading
 from pathlib import Path
@@ -23,6 +24,16 @@ HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHAPTER_PAGES = [f"notebooks/{p.stem}.html" for p in notebook_paths()] + ["book/05_8_attribution.html"]
+
+
+def expected_solutions(page_path: str) -> int:
+    """How many answer cells the page's source notebook holds (each shown behind a toggle)."""
+    source = ROOT / Path(page_path).with_suffix(".ipynb")
+    if not source.exists():
+        return 0
+    from tinyk.exercises import is_solution
+
+    return sum(is_solution(c) for c in json.loads(source.read_text(encoding="utf-8"))["cells"])
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -94,13 +105,15 @@ def test_chapter_page_in_a_real_browser(page, site_url, path):
     if has_math:
         assert page.locator("mjx-container").count() >= page.locator("div.math, span.math").count()
 
-    solutions = page.locator("details.hide.above-input")
-    for i in range(solutions.count()):
-        toggle = solutions.nth(i)
-        assert toggle.get_attribute("open") is None, "a solution is open before any click"
-        assert "Show solution" in toggle.locator("summary").inner_text()
+    toggles = page.locator("details.hide.above-input")  # solutions, and figure-drawing code
+    labels = [toggles.nth(i).locator("summary").inner_text() for i in range(toggles.count())]
+    assert sum("Show solution" in label for label in labels) == expected_solutions(path)
+    for i in range(toggles.count()):
+        toggle = toggles.nth(i)
+        assert toggle.get_attribute("open") is None, "a hidden cell is open before any click"
+        assert "Show solution" in labels[i] or "Show code cell source" in labels[i], labels[i]
         toggle.locator("summary").click()
-        assert toggle.get_attribute("open") is not None, "a click did not open the solution"
+        assert toggle.get_attribute("open") is not None, "a click did not open it"
 
     for i in range(page.locator(".tinyk-slider").count()):
         slider = page.locator(".tinyk-slider").nth(i)

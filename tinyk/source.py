@@ -42,8 +42,9 @@ class SourceView:
         return f"# {self.title}\n{body}"
 
     def _repr_html_(self) -> str:
-        formatter = HtmlFormatter(linenos="inline", linenostart=self.first, nowrap=False,
-                                  cssclass="highlight", noclasses=True)
+        # Token classes, not inline colours: the page's own highlighting style (the book
+        # theme's is made for contrast) colours them.
+        formatter = HtmlFormatter(linenos="inline", linenostart=self.first, cssclass="highlight")
         return (f'<figure class="tinyk-source"><figcaption><code>{html.escape(self.title)}'
                 f"</code></figcaption>{highlight(self.code, PythonLexer(), formatter)}</figure>")
 
