@@ -13,6 +13,7 @@ Run with ``pytest -m notebook tests/test_notebooks.py``; the times are printed a
 from __future__ import annotations
 
 import copy
+import functools
 import importlib.util
 import json
 import time
@@ -30,6 +31,7 @@ CELL_TIMEOUT = 600  # seconds per cell: a guard against a hung kernel, not a spe
 TIMES: dict[str, float] = {}
 
 
+@functools.cache
 def _book_extension():
     spec = importlib.util.spec_from_file_location("tinyk_book", ROOT / "book" / "_ext" / "tinyk_book.py")
     module = importlib.util.module_from_spec(spec)
