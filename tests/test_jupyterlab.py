@@ -177,7 +177,7 @@ def test_student_notebook_runs_in_jupyterlab_and_its_sliders_move(lab, browser, 
             assert handles.count() >= 1
             for h in range(handles.count()):
                 readout = box.locator(".widget-slider").nth(h).locator(".widget-readout")
-                before_value, before = readout.inner_text(), figure.screenshot()
+                before_value, before = readout.text_content(), figure.screenshot()
                 handles.nth(h).focus()
                 at_end = handles.nth(h).get_attribute("aria-valuenow") == handles.nth(h).get_attribute(
                     "aria-valuemax")
@@ -210,7 +210,7 @@ def _source_cells(source: Path) -> list[dict]:
 def _wait_for_text(locator, wanted, message: str) -> None:
     """Poll a locator's text (found again each time: a re-rendered readout is a new element)."""
     for _ in range(480):
-        text = locator.inner_text()
+        text = locator.text_content()
         if wanted(text):
             return
         locator.page.wait_for_timeout(250)
