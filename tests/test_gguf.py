@@ -22,7 +22,7 @@ PARAGRAPH = ("Paris is the capital and largest city of France. With an estimated
              "Arc de Triomphe.")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def smollm2():
     path = smollm2_file()
     model, info = load_gguf(path)

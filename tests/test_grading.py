@@ -20,8 +20,10 @@ from tinyk import grading
 from tinyk.course import ROOT
 from tinyk.exercises import nbgrader, source_text
 
-# The tests that share the module's prepared assignment and graded batch run on one xdist
-# worker (make's `--dist loadgroup`), so the batch is graded once, not once per worker.
+# The tests that share the prepared assignment and graded batch run on one xdist worker
+# (make's `--dist loadgroup`), so the batch is graded once, not once per worker. The
+# fixtures are session-scoped: a worker that runs another module's test in between keeps
+# them (a module-scoped fixture was torn down there and graded the batch a second time).
 SHARED_BATCH = pytest.mark.xdist_group("grading-batch")
 pytestmark = pytest.mark.slow  # nbgrader starts a kernel per notebook graded
 
@@ -134,7 +136,7 @@ CASES = {
 RAW = {"not_json": b"{ this is not a notebook", "empty_file": b""}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def assignment(tmp_path_factory):
     base = tmp_path_factory.mktemp("course")
     source = base / "source"
@@ -146,7 +148,7 @@ def assignment(tmp_path_factory):
     return base, notebooks, json.loads((release_dir / "drill.ipynb").read_text())
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def batch(assignment):
     base, notebooks, release = assignment
     subs = base / "submissions"
@@ -362,7 +364,7 @@ def stopped_on_signal(monkeypatch):
     return seen
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def slow_batch(assignment, tmp_path_factory):
     """A correct submission, and one that starts a background process and never finishes."""
     _, notebooks, release = assignment

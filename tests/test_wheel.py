@@ -25,7 +25,9 @@ import pytest
 
 from tinyk import course
 
-# One worker builds the environment once for all notebooks (make runs the unit tests with --dist loadgroup).
+# One worker builds the environment once for all notebooks (make runs the unit tests with
+# --dist loadgroup); the fixtures are session-scoped, so a test of another module run in
+# between on that worker does not make it build the environment again.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel-install")]
 ROOT = course.ROOT
 COLAB_PINS = ["ipywidgets==7.7.1", "ipykernel==6.17.1"]  # what Colab runs
@@ -37,7 +39,7 @@ def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, **kwargs)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def wheel_env(tmp_path_factory):
     """(python of a fresh venv with the course wheel installed, a working folder outside the repo)."""
     if shutil.which("git") is None or not (ROOT / ".git").exists():
@@ -93,7 +95,7 @@ def test_wheel_has_the_package_and_no_course_files(wheel_env):
     assert run.returncode == 2 and "no tinyk course checkout" in run.stderr and "--source" in run.stderr
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def wheel_kernel(wheel_env, tmp_path_factory):
     """A kernel spec named ``tinyk-wheel`` that starts the wheel venv's python."""
     python, _ = wheel_env
