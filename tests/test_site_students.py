@@ -55,3 +55,17 @@ def test_solution_links_land_on_the_exercise_and_its_toggle(source):
         assert section.name == "section" and heading.get_text().startswith("Exercise"), anchor
         toggles = section.select("details.hide.above-input")
         assert toggles and "Show solution" in toggles[0].get_text(), f"#{anchor} has no solution toggle"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_glossary_and_reference_links_land_on_the_site(source):
+    """A student notebook's glossary links reach their entry, its citations the references."""
+    text = "\n".join(source_text(c) for c in json.loads(course.student_path(source).read_text())["cells"]
+                     if c["cell_type"] == "markdown")
+    for page in ("glossary", "references"):
+        soup = BeautifulSoup((HTML / "book" / f"{page}.html").read_text(), "html.parser")
+        link = re.escape(f"{course.site_url()}book/{page}.html") + r"(?:#([\w.-]+))?\)"
+        for anchor in re.findall(link, text):
+            if anchor:
+                entry = soup.find(id=anchor)
+                assert entry is not None and entry.name == "dt", f"{source.stem}: no glossary entry #{anchor}"

@@ -30,6 +30,8 @@ def _copy_course(tmp_path: Path) -> Path:
         shutil.copy(ROOT / name, tmp_path / name)
     for folder in (course.NOTEBOOKS, course.STUDENTS):
         shutil.copytree(ROOT / folder, tmp_path / folder)
+    (tmp_path / "book").mkdir()
+    shutil.copy(ROOT / "book" / "references.bib", tmp_path / "book" / "references.bib")
     return tmp_path
 
 
@@ -75,6 +77,46 @@ def test_each_exercise_links_to_its_solution_on_the_site(source):
     for link, heading in zip(solution_links, headings, strict=True):
         section = heading.split("—")[0].split()[-1]  # "05.2.1"
         assert link.split("#")[1].startswith("exercise-" + section.replace(".", "-")), (link, heading)
+
+
+def _markdown(path: Path) -> str:
+    cells = json.loads(path.read_text())["cells"]
+    return "\n".join(source_text(c) for c in cells if c["cell_type"] == "markdown")
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_student_markdown_has_no_myst_syntax_that_jupyter_would_show_raw(source):
+    text = _markdown(course.student_path(source))
+    assert re.findall(r"\{[a-z:]+\}`", text) == [], "a MyST role left in a student notebook"
+    assert "```{" not in text and ":::{" not in text, "a MyST directive left in a student notebook"
+
+
+def test_markdown_for_notebooks_turns_roles_and_admonitions_into_plain_markdown():
+    citations = {"su2021roformer": "Su et al., 2021", "ainslie2023gqa": "Ainslie et al., 2023"}
+    text = ("A {term}`KV cache <KV cache (键值缓存)>`, a {term}`Nat (奈特)` and "
+            "{cite}`su2021roformer,ainslie2023gqa`.\n\n```{warning}\nFirst line,\n\nsecond.\n```\n")
+    plain = course.markdown_for_notebooks(text, "https://x.io/c/", citations)
+    assert plain == (
+        "A [KV cache](https://x.io/c/book/glossary.html#term-KV-cache), a "
+        "[Nat (奈特)](https://x.io/c/book/glossary.html#term-Nat) and "
+        "[Su et al., 2021](https://x.io/c/book/references.html); "
+        "[Ainslie et al., 2023](https://x.io/c/book/references.html).\n\n"
+        "> **Warning**\n>\n> First line,\n>\n> second.\n")
+    with pytest.raises(ValueError, match=r"'nobody2020' is not in book/references\.bib"):
+        course.markdown_for_notebooks("{cite}`nobody2020`", "https://x.io/", citations)
+
+
+def test_every_glossary_link_of_a_notebook_names_an_entry():
+    glossary = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
+    block = glossary.split("```{glossary}")[1].split("```")[0]
+    entries = {line.strip() for line in block.splitlines() if line.strip() and not line.startswith(" ")}
+    used = set()
+    for source in SOURCES:
+        for shown, target in re.findall(r"\{term\}`([^`<]*?)\s*(?:<([^`>]+)>)?`", _markdown(source)):
+            used.add(target or shown)
+    assert used and used <= entries, sorted(used - entries)
+    assert {"Residual stream (残差流)", "Forward hook (前向钩子)", "Nat (奈特)", "Perplexity (困惑度)",
+            "Scaled dot-product attention, SDPA (缩放点积注意力)"} <= used
 
 
 def test_heading_anchor_follows_docutils():
@@ -142,9 +184,10 @@ def test_student_versions_are_what_nbgrader_generate_assignment_releases(tmp_pat
 
     prepared = tmp_path / "prepared"
     prepared.mkdir()
-    site = course.site_url()
+    site, citations = course.site_url(), course._citation_labels(ROOT)
     for source in SOURCES:
-        nb = course._for_students(json.loads(source.read_text()), f"{site}notebooks/{source.stem}.html")
+        nb = course._for_students(json.loads(source.read_text()), f"{site}notebooks/{source.stem}.html",
+                                  site, citations)
         (prepared / source.name).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     released = grading.release(tmp_path / "release", sorted(prepared.glob("*.ipynb")))
     assert len(released) == len(SOURCES)

@@ -17,7 +17,9 @@ Two folders of notebooks (see the book's *For instructors* page):
   and instructors release and grade from them;
 - ``student/``: what students open (every Colab link points there), made from the sources
   by nbgrader's own release preprocessors: answers replaced by stubs, hidden tests and
-  markers removed, no outputs; each exercise links to its solution on the site.
+  markers removed, no outputs; each exercise links to its solution on the site, and the
+  MyST that Jupyter cannot show (glossary terms, citations, admonitions) is plain Markdown
+  with links to the site's glossary and references.
 
 These commands need the course's source checkout. The package itself does not: installed
 from a wheel, ``ROOT`` is ``site-packages``, and :func:`course_root` looks for the checkout
@@ -233,10 +235,68 @@ def _heading_anchor(heading: str) -> str:
     return re.sub(r"^[-0-9]+|-+$", "", text)
 
 
-def _for_students(nb: dict, page_url: str) -> dict:
+_TERM = re.compile(r"\{term\}`([^`<]*?)\s*(?:<([^`>]+)>)?`")
+_CITE = re.compile(r"\{cite(?::[pt])?\}`([^`]+)`")
+_ADMONITION = re.compile(r"^```\{(warning|note|tip|important|caution)\}[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
+
+
+def _term_id(term: str) -> str:
+    """The id Sphinx gives the glossary entry ``term`` (``sphinx.util.nodes.make_id``)."""
+    import unicodedata
+
+    text = unicodedata.normalize("NFKD", f"term-{term}").encode("ascii", "ignore").decode("ascii")
+    text = re.sub(r"[^a-zA-Z0-9._]+", "-", " ".join(text.split()))
+    return re.sub(r"^[-0-9._]+|-+$", "", text)
+
+
+def _citation_labels(root: Path) -> dict[str, str]:
+    """``key -> "Zhang and Sennrich, 2019"`` for each entry of ``book/references.bib``."""
+    labels = {}
+    bib = (root / "book" / "references.bib").read_text(encoding="utf-8")
+    for key, body in re.findall(r"^@\w+\{([^,]+),(.*?)^\}", bib, re.M | re.S):
+        authors = re.search(r"author\s*=\s*\{(.*)\},?\s*$", body, re.M).group(1).split(" and ")
+        last = [a.split(",")[0].strip().replace("{", "").replace("}", "") for a in authors]
+        names = " and ".join(last) if len(last) <= 2 else f"{last[0]} et al."
+        year = re.search(r"year\s*=\s*\{(\d+)\}", body).group(1)
+        labels[key] = f"{names}, {year}"
+    return labels
+
+
+def markdown_for_notebooks(text: str, site: str, citations: dict[str, str]) -> str:
+    """A source's Markdown as Jupyter and Colab show it, which know no MyST: a glossary
+    term becomes a link to its entry on the site, a citation a link to the references
+    page, and an admonition (```` ```{warning} ````) a quoted paragraph with its title."""
+    glossary, references = f"{site}book/glossary.html", f"{site}book/references.html"
+
+    def term(m: re.Match) -> str:
+        shown, target = m.group(1), m.group(2) or m.group(1)
+        return f"[{shown}]({glossary}#{_term_id(target)})"
+
+    def cite(m: re.Match) -> str:
+        keys = [k.strip() for k in m.group(1).split(",")]
+        unknown = [k for k in keys if k not in citations]
+        if unknown:
+            raise ValueError(f"citation {unknown[0]!r} is not in book/references.bib")
+        return "; ".join(f"[{citations[k]}]({references})" for k in keys)
+
+    def admonition(m: re.Match) -> str:
+        body = m.group(2).rstrip("\n").splitlines()
+        return "\n".join([f"> **{m.group(1).capitalize()}**", ">"] + [f"> {ln}".rstrip() for ln in body])
+
+    return _ADMONITION.sub(admonition, _CITE.sub(cite, _TERM.sub(term, text)))
+
+
+def _for_students(nb: dict, page_url: str, site: str, citations: dict[str, str]) -> dict:
     """The source made ready for nbgrader's release: answer cells shown in Colab (no form
-    title over the stub), and each exercise's prompt linking to its solution on the site."""
+    title over the stub), each exercise's prompt linking to its solution on the site, and
+    MyST roles and admonitions written as plain Markdown (:func:`markdown_for_notebooks`)."""
     nb = copy.deepcopy(nb)
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            text = source_text(cell)
+            plain = markdown_for_notebooks(text, site, citations)
+            if plain != text:
+                cell["source"] = plain.splitlines(keepends=True)
     for i, cell in enumerate(nb["cells"]):
         if not is_solution(cell):
             continue
@@ -294,11 +354,11 @@ def student_notebooks(root: Path | None = None) -> dict[Path, str]:
     import nbformat
 
     root = course_root(root)
-    site, exporter = site_url(root), _release_exporter()
+    site, exporter, citations = site_url(root), _release_exporter(), _citation_labels(root)
     out = {}
     for source in notebook_paths(root):
         page = f"{site}{NOTEBOOKS}/{source.stem}.html"
-        prepared = _for_students(json.loads(source.read_text(encoding="utf-8")), page)
+        prepared = _for_students(json.loads(source.read_text(encoding="utf-8")), page, site, citations)
         nb = nbformat.reads(json.dumps(prepared), as_version=4)
         resources = {"nbgrader": {"notebook": source.stem, "assignment": STUDENTS}, "unique_key": source.stem}
         text, _ = exporter.from_notebook_node(nb, resources=resources)
