@@ -77,7 +77,7 @@ site-build: $(STAMP)
 	  grep "Executing notebook" _build/book.log; exit 1; fi
 
 site-check: $(STAMP) chromium
-	$(BIN)/python -m pytest -m site tests
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m site -n 2 --dist loadgroup tests
 
 # The browser tests drive Debian's Chromium (Playwright's own browser download is not used).
 chromium:

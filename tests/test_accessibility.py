@@ -11,7 +11,7 @@ import pytest
 
 from tests.test_browser import HTML, browser, site_url  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.site
+pytestmark = [pytest.mark.site, pytest.mark.xdist_group("accessibility")]  # one worker: one browser
 SKIP = {"genindex.html", "search.html"}
 PAGES = sorted(p.relative_to(HTML).as_posix() for p in HTML.rglob("*.html")
                if "_static" not in p.parts and "_sources" not in p.parts and p.name not in SKIP) \

@@ -19,7 +19,7 @@ import pytest
 
 from tinyk.course import ROOT, notebook_paths, repository_url
 
-pytestmark = pytest.mark.site
+pytestmark = [pytest.mark.site, pytest.mark.xdist_group("browser")]  # one worker: one browser
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -9,7 +9,7 @@ import pytest
 from tests import sitecheck
 from tinyk.course import ROOT, notebook_paths, repository_url
 
-pytestmark = pytest.mark.site
+pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site-files")]
 HTML = ROOT / "_build" / "html"
 
 

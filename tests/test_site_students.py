@@ -17,7 +17,7 @@ from tests import sitecheck
 from tinyk import course
 from tinyk.exercises import source_text
 
-pytestmark = pytest.mark.site
+pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site-students")]
 ROOT = course.ROOT
 HTML = ROOT / "_build" / "html"
 SOURCES = course.notebook_paths()

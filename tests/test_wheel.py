@@ -7,7 +7,9 @@ of that environment from a temporary folder outside the repository, with no
 ``PYTHONPATH``: ``import tinyk`` finds the installed package, never the checkout. The
 course commands that need the checkout say so there.
 
-Marked ``slow``: it installs torch into a new environment (from pip's local files).
+The new environment finds torch (the release ``requirements.txt`` pins) in the course's own
+environment through a ``.pth`` file, rather than unpacking it again; everything else is
+installed into it. Marked ``slow``: it installs a dozen packages and runs every notebook.
 """
 
 from __future__ import annotations
@@ -39,6 +41,22 @@ def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, **kwargs)
 
 
+def _share_torch(python: Path, folder: Path) -> None:
+    """Put this environment's torch (the release requirements.txt pins) on the new
+    environment's path instead of unpacking its 700 MB again: links in a folder outside that
+    environment, named by a ``.pth`` file. pip counts it as installed, and would never
+    uninstall it from there (it leaves packages outside its environment alone)."""
+    from importlib.metadata import distribution
+
+    torch = distribution("torch")
+    folder.mkdir()
+    for top in sorted({f.parts[0] for f in torch.files or []} - {".."}):
+        (folder / top).symlink_to(torch.locate_file(top))
+    site = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+    assert site.returncode == 0, site.stderr
+    Path(site.stdout.strip(), "course-torch.pth").write_text(f"{folder}\n")
+
+
 @pytest.fixture(scope="session")
 def wheel_env(tmp_path_factory):
     """(python of a fresh venv with the course wheel installed, a working folder outside the repo)."""
@@ -60,6 +78,7 @@ def wheel_env(tmp_path_factory):
     venv = tmp / "venv"
     assert _run([sys.executable, "-m", "venv", "--without-pip", str(venv)]).returncode == 0
     python = venv / "bin" / "python"
+    _share_torch(python, tmp / "shared")
     pins = [ln.strip() for ln in (ROOT / "requirements.txt").read_text().splitlines()
             if re.match(r"^[A-Za-z0-9_.-]+==", ln) and not ln.startswith(("ipywidgets", "ipykernel"))]
     constraints = tmp / "constraints.txt"
