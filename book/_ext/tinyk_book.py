@@ -26,6 +26,10 @@
 - ``build-finished`` (accessibility, checked by axe-core in the browser tests): the
   theme's navigation toggles (``<summary>`` holding only an icon) get an accessible name,
   and the bibliography's ``role="list"``, whose entries are not list items, is dropped.
+- ``build-finished``: each page's header gets a link to the same page in the other
+  edition (English at the site's root, Chinese under ``zh/``; ``tinyk.translations``);
+  in the Chinese edition the solution toggles' words and the navigation's part captions
+  are Chinese too.
 - ``build-finished``: every notebook's copy is overwritten with its student version: the
   committed ``student/NAME.ipynb`` that Colab opens, or (for a notebook without one)
   :func:`tinyk.exercises.student_version`. This must come last: Sphinx copies originals
@@ -56,10 +60,14 @@ _SHORT_ERRORS = {"cell_type": "code", "execution_count": None, "outputs": [],
                  "source": 'get_ipython().run_line_magic("xmode", "minimal")'}
 
 
+# Modules no notebook runs: the Chinese edition's catalogue tools change no output.
+_NOT_RUN = {"translations.py"}
+
+
 def package_hash() -> str:
     """A hash of the installed ``tinyk`` package's Python source (outputs depend on it)."""
     digest = hashlib.sha256()
-    for path in sorted(Path(tinyk.__file__).parent.glob("*.py")):
+    for path in sorted(p for p in Path(tinyk.__file__).parent.glob("*.py") if p.name not in _NOT_RUN):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
@@ -177,6 +185,68 @@ def _accessible_html(app, exception):
             page.write_text(fixed, encoding="utf-8")
 
 
+# The Chinese edition's words for the solution toggles, whose English words
+# tinyk.exercises.book_version puts in cell metadata. They are replaced in the written
+# pages: cell metadata is part of the execution cache's key, and the notebooks must not
+# execute again for a second language.
+_TOGGLES_ZH = (('admonition-title">Show solution<', 'admonition-title">显示答案<'),
+               ('admonition-title">Hide solution<', 'admonition-title">隐藏答案<'))
+_HEADER_BUTTONS = '<div class="article-header-buttons">'
+_OTHER_EDITION = {  # this edition -> (the other's folder relative to this one's root, its link)
+    "en": ("zh/", '<a class="btn btn-sm tinyk-language" href="{href}" hreflang="zh-CN" lang="zh-CN" '
+                  'title="中文版 (Chinese edition)" aria-label="中文版 (Chinese edition)">中文</a>'),
+    "zh": ("../", '<a class="btn btn-sm tinyk-language" href="{href}" hreflang="en" lang="en" '
+                  'title="English edition (英文版)" aria-label="English edition (英文版)">'
+                  '<span class="tinyk-long">English</span><span class="tinyk-short">EN</span></a>'),
+}
+
+
+def edition(app) -> str:
+    """``"zh"`` in the Chinese edition's build (``language = zh_CN``), ``"en"`` otherwise."""
+    return "zh" if str(app.config.language or "en").startswith("zh") else "en"
+
+
+_CAPTION = re.compile(r'(<span class="caption-text">)([^<]+)(</span>)')
+
+
+def _root_catalogue(app) -> dict[str, str]:
+    """The root page's translations: the table of contents' part captions are among its
+    messages, but the navigation bar is drawn from the untranslated table."""
+    import html
+
+    from babel.messages.pofile import read_po
+
+    for folder in app.config.locale_dirs:
+        path = Path(app.srcdir, folder, str(app.config.language), "LC_MESSAGES", app.config.root_doc + ".po")
+        if path.is_file():
+            with path.open("rb") as f:
+                return {html.escape(str(m.id), quote=False): html.escape(str(m.string), quote=False)
+                        for m in read_po(f) if m.id and m.string}
+    return {}
+
+
+def _language_switch(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    out, this = Path(app.outdir), edition(app)
+    folder, button = _OTHER_EDITION[this]
+    captions = _root_catalogue(app) if this == "zh" else {}
+    for page in out.rglob("*.html"):
+        rel = page.relative_to(out)
+        if rel.parts[0] in ("zh", "_static", "_sources"):  # the other edition's own pages
+            continue
+        text = page.read_text(encoding="utf-8")
+        if _HEADER_BUTTONS not in text or "tinyk-language" in text:
+            continue
+        href = "../" * (len(rel.parts) - 1) + folder + rel.as_posix()
+        text = text.replace(_HEADER_BUTTONS, _HEADER_BUTTONS + button.format(href=href), 1)
+        if this == "zh":
+            for old, new in _TOGGLES_ZH:
+                text = text.replace(old, new)
+            text = _CAPTION.sub(lambda m: m.expand(r"\1") + captions.get(m[2], m[2]) + m.expand(r"\3"), text)
+        page.write_text(text, encoding="utf-8")
+
+
 def _add_static(app):
     app.config.html_static_path.append(str(Path(__file__).resolve().parent.parent / "_static"))
 
@@ -191,5 +261,6 @@ def setup(app):
     app.connect("html-page-context", _colab_opens_student_version, priority=600)  # after launch buttons
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)  # after all scripts
     app.connect("build-finished", _accessible_html)
+    app.connect("build-finished", _language_switch)
     app.connect("build-finished", _publish_student_notebooks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

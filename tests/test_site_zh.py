@@ -1,0 +1,134 @@
+"""The Chinese edition (``_build/html/zh``, built from ``locale/zh_CN`` by ``tinyk.translations``).
+
+The checks of ``test_site.py``, ``test_accessibility.py`` and the offline test of
+``test_browser.py`` walk every page under ``_build/html``, this edition's included. Here:
+every page's prose is Chinese, each page links to the same page in the other edition (in
+the browser, both ways), and a Chinese chapter page works as an English one does: maths
+typeset, solution toggles, sliders, no request leaving the machine.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests import sitecheck
+from tests.test_browser import SHOTS, browser, expected_solutions, page, site_url  # noqa: F401  (fixtures)
+from tinyk import course
+
+pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site-zh")]
+HTML = course.ROOT / "_build" / "html"
+ZH = HTML / "zh"
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def _prose(path) -> str:
+    """A page's visible article text without code, outputs and maths: what a reader reads."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+    main = soup.find("main") or soup
+    for tag in main(["script", "style", "pre", "code", "math", "nav", "header", "footer"]):
+        tag.decompose()
+    for tag in main.select(".math, .cell_output, .output, .tinyk-slider, .headerlink, .toctree-wrapper,"
+                           " .citation-list"):  # a bibliography lists papers by their own titles
+        tag.decompose()
+    return main.get_text(" ")
+
+
+def _chinese_share(text: str) -> float:
+    """Chinese characters against Chinese characters plus Latin words."""
+    cjk, latin = len(_CJK.findall(text)), len(_LATIN_WORD.findall(text))
+    return cjk / max(1, cjk + latin)
+
+
+def _pages():
+    return sorted(p for p in ZH.rglob("*.html") if "_static" not in p.parts and "_sources" not in p.parts
+                  and p.name not in ("genindex.html", "search.html", "index.html"))
+
+
+def test_the_chinese_edition_has_every_page_of_the_english_one():
+    english = {p.relative_to(HTML).as_posix() for p in HTML.rglob("*.html")
+               if p.relative_to(HTML).parts[0] not in ("zh", "_static", "_sources")}
+    chinese = {p.relative_to(ZH).as_posix() for p in ZH.rglob("*.html")
+               if p.relative_to(ZH).parts[0] not in ("_static", "_sources")}
+    assert english and chinese == english
+
+
+def test_every_page_of_the_chinese_edition_is_mostly_chinese():
+    pages = _pages()
+    assert len(pages) >= 16
+    shares = {p.relative_to(ZH).as_posix(): _chinese_share(_prose(p)) for p in pages}
+    latin = {name: round(share, 2) for name, share in shares.items() if share < 0.6}
+    assert latin == {}, f"pages whose prose is not mostly Chinese: {latin}"
+    # The English edition is not: the measure tells the two apart.
+    assert _chinese_share(_prose(HTML / "notebooks" / "05_2_rmsnorm.html")) < 0.1
+
+
+def test_pages_say_their_language_and_link_to_the_other_edition():
+    for path in _pages():
+        text = path.read_text(encoding="utf-8")
+        assert '<html lang="zh-CN"' in text, path
+        rel = path.relative_to(ZH).as_posix()
+        back = "../" * rel.count("/") + "../" + rel
+        assert f'href="{back}" hreflang="en"' in text, f"{rel}: no link to the English page"
+        english = (HTML / rel).read_text(encoding="utf-8")
+        assert '<html lang="en"' in english
+        assert f'href="{"../" * rel.count("/")}zh/{rel}" hreflang="zh-CN"' in english, rel
+
+
+def test_navigation_captions_are_chinese():
+    text = (ZH / "notebooks" / "05_2_rmsnorm.html").read_text(encoding="utf-8")
+    captions = re.findall(r'<span class="caption-text">([^<]+)</span>', text)
+    assert len(captions) == 2 and all(_CJK.search(c) for c in captions), captions
+
+
+def test_glossary_terms_and_citations_resolve_in_chinese():
+    glossary = sitecheck.visible_text(ZH / "book" / "glossary.html")
+    assert "KV cache (键值缓存)" in glossary and "缓存" in glossary
+    rope = (ZH / "notebooks" / "05_3_rope.html").read_text(encoding="utf-8")
+    assert 'href="../book/glossary.html#term-KV-cache"' in rope
+    assert "references.html#" in rope  # the citation of RoFormer
+
+
+def test_language_switch_works_both_ways_in_the_browser(page, site_url):  # noqa: F811
+    page.goto(f"{site_url}/notebooks/05_2_rmsnorm.html", wait_until="networkidle")
+    page.locator("a.tinyk-language").click()
+    page.wait_for_url("**/zh/notebooks/05_2_rmsnorm.html")
+    assert page.locator("html").get_attribute("lang") == "zh-CN"
+    assert "均方根" in page.inner_text("main") or "RMSNorm" in page.inner_text("h1")
+    page.locator("a.tinyk-language").click()
+    page.wait_for_url(re.compile(r".*/notebooks/05_2_rmsnorm\.html$"))
+    assert "/zh/" not in page.url and page.locator("html").get_attribute("lang") == "en"
+    assert page.external_requests == [] and page.console_errors == []
+
+
+@pytest.mark.parametrize("path", ["notebooks/05_2_rmsnorm.html", "notebooks/05_4_gqa.html"])
+def test_a_chinese_chapter_page_in_a_real_browser(page, site_url, path):  # noqa: F811
+    page.goto(f"{site_url}/zh/{path}", wait_until="networkidle")
+    page.wait_for_selector("mjx-container", state="attached", timeout=15_000)
+    assert page.locator("mjx-container").count() >= page.locator("div.math, span.math").count() > 0
+    shots = SHOTS.parent / "zh"
+    shots.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shots / (path.split("/")[-1].replace(".html", ".png"))), full_page=True)
+
+    toggles = page.locator("details.hide.above-input")
+    labels = [toggles.nth(i).locator("summary").inner_text() for i in range(toggles.count())]
+    assert sum("显示答案" in label for label in labels) == expected_solutions(path) > 0
+    assert all("显示答案" in label or "显示代码" in label for label in labels), labels
+    first = toggles.first
+    first.locator("summary").click()
+    assert first.get_attribute("open") is not None
+
+    sliders = page.locator(".tinyk-slider")
+    for i in range(sliders.count()):
+        frames = sliders.nth(i).locator(".tinyk-slider-frames")
+        before = frames.screenshot()
+        control = sliders.nth(i).locator("input[type=range]").first
+        start = control.input_value()
+        control.focus()
+        page.keyboard.press("ArrowRight" if int(start) < int(control.get_attribute("max")) else "ArrowLeft")
+        assert frames.screenshot() != before, f"slider {i} on zh/{path} did not change its figure"
+    assert page.external_requests == [] and page.console_errors == []

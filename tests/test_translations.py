@@ -1,0 +1,65 @@
+"""The Chinese edition's catalogues: complete, in step with the English, and undamaged."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tinyk import course, translations
+from tinyk.translations import message_problems
+
+ROOT = course.ROOT
+ENGLISH = ("Only the *length* of $x$ is rescaled by {term}`RMSNorm <RMSNorm, root mean square "
+           "normalisation (均方根归一化)>` in `tinyk.RMSNorm` {cite}`zhang2019rmsnorm`; see [the "
+           "glossary](../book/glossary.md).")
+CHINESE = ("{term}`RMSNorm <RMSNorm, root mean square normalisation (均方根归一化)>` 只缩放 $x$ 的*长度*，"
+           "见 `tinyk.RMSNorm` {cite}`zhang2019rmsnorm`；参见[术语表](../book/glossary.md)。")
+
+
+def test_every_message_is_translated_and_keeps_what_is_not_prose():
+    assert translations.problems() == []
+    assert len(translations.catalogues()) == 16
+
+
+def test_a_faithful_translation_passes():
+    assert message_problems(ENGLISH, CHINESE) == []
+    maths = "\ny_i = \\gamma_i \\,\\frac{x_i}{r}\n"
+    assert message_problems(maths, maths) == []
+
+
+@pytest.mark.parametrize("damaged, problem", [
+    ("", "untranslated"),
+    (CHINESE.replace("$x$", "$y$"), "maths differs"),
+    (CHINESE.replace("`tinyk.RMSNorm`", "`RMSNorm`"), "inline code differs"),
+    (CHINESE.replace("<RMSNorm, root mean square normalisation (均方根归一化)>", "<均方根归一化>"), "role"),
+    (CHINESE.replace("{cite}`zhang2019rmsnorm`", ""), "role"),
+    (CHINESE.replace("../book/glossary.md", "glossary.html"), "link target"),
+    (ENGLISH, "no Chinese"),
+])
+def test_a_damaged_translation_is_reported(damaged, problem):
+    assert any(problem in p for p in message_problems(ENGLISH, damaged)), message_problems(ENGLISH, damaged)
+
+
+def test_glossary_terms_and_display_maths_stay_as_they_are():
+    assert message_problems("KV cache (键值缓存)", "键值缓存", keep=True) != []
+    assert message_problems("KV cache (键值缓存)", "KV cache (键值缓存)", keep=True) == []
+    assert message_problems("\na = b\n", "\na = b（公式）\n") != []
+
+
+@pytest.mark.slow
+def test_changed_english_prose_makes_the_check_fail_until_update(tmp_path):
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    for folder in ("book", "notebooks", "locale"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("*.mo", "_build"))
+    assert translations.stale(tmp_path) == []
+    page = tmp_path / "book" / "licence.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\nA sentence nobody has translated yet.\n",
+                    encoding="utf-8")
+    assert any("licence.po: 1 English message" in p for p in translations.stale(tmp_path))
+
+    assert translations.update(tmp_path) == 0
+    assert translations.stale(tmp_path) == []
+    assert [p for p in translations.problems(tmp_path) if "untranslated" in p] == [
+        "book/licence.po: 'A sentence nobody has translated yet.': untranslated"]

@@ -1,0 +1,234 @@
+"""The Chinese edition's translations: gettext catalogues of the book's own pages.
+
+The English pages and notebooks are the only sources. Sphinx's gettext builder extracts
+their prose (Markdown paragraphs, headings, list items, admonitions: never code or
+outputs) into message catalogues, and ``locale/zh_CN/LC_MESSAGES/<page>.po`` holds the
+translation of each message. The Chinese site is the same build with ``language`` set to
+``zh_CN``. Commands (from the course checkout)::
+
+    python -m tinyk.translations update   # extract the messages, add new ones to the .po files
+    python -m tinyk.translations check    # exit 1 on an untranslated, stale or damaged message
+    python -m tinyk.translations build    # the Chinese edition, into _build/html/zh
+
+A translated message must keep what is not prose exactly as the English has it: inline
+code, maths, link targets, citation keys and glossary targets (:func:`problems`). Glossary
+terms are already bilingual ("KV cache (键值缓存)") and stay as they are in both editions,
+so that every ``{term}`` reference finds its entry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+from tinyk.course import course_root
+
+__all__ = ["LANGUAGE", "build", "catalogues", "main", "message_problems", "problems", "stale", "update"]
+
+LANGUAGE = "zh_CN"
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_ROLE = re.compile(r"\{([a-z:-]+)\}`([^`]*)`")
+_MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
+_CODE = re.compile(r"``(.+?)``|`([^`\n]+)`")
+_LINK = re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>\s]+)>")
+_WORD = re.compile(r"[A-Za-z]{2,}")
+_TARGET = re.compile(r"<[^<>`]*>`")  # a role's explicit target: a glossary term's own (bilingual) name
+
+
+def catalogues(root: Path | None = None) -> list[Path]:
+    """Every ``.po`` file of the Chinese edition, sorted."""
+    return sorted((course_root(root) / "locale" / LANGUAGE / "LC_MESSAGES").rglob("*.po"))
+
+
+def _roles(text: str) -> list[tuple[str, str]]:
+    """(role, what it points at): a term's target, a citation's keys. The shown text of a
+    term may be translated when the target is written out: ``{term}`键值缓存 <KV cache (键值缓存)>```."""
+    out = []
+    for role, body in _ROLE.findall(text):
+        target = re.search(r"<([^<>]+)>\s*$", body)
+        out.append((role, target.group(1) if target else body))
+    return sorted(out)
+
+
+def _without_roles_and_math(text: str) -> str:
+    return _MATH.sub(" ", _ROLE.sub(" ", text))
+
+
+def _code(text: str) -> list[str]:
+    return sorted(a or b for a, b in _CODE.findall(_without_roles_and_math(text)))
+
+
+def message_problems(msgid: str, msgstr: str, *, keep: bool = False) -> list[str]:
+    """What is wrong with one translation (an empty list when nothing is).
+
+    ``keep``: the message must stay exactly as it is (a bilingual glossary term)."""
+    if not msgstr:
+        return ["untranslated"]
+    if keep:
+        return [] if msgstr == msgid else ["a glossary term changed (terms stay bilingual as they are)"]
+    if msgid.startswith("\n"):  # the body of a display-maths block: Sphinx keeps it only if unchanged
+        return [] if msgstr == msgid else ["a display-maths block changed (it stays as the English has it)"]
+    found = []
+    if sorted(_MATH.findall(msgid)) != sorted(_MATH.findall(msgstr)):
+        found.append("maths differs from the English")
+    if _code(msgid) != _code(msgstr):
+        found.append("inline code differs from the English")
+    if _roles(msgid) != _roles(msgstr):
+        found.append("a role ({term}, {cite}, ...) or its target differs from the English")
+    if sorted(a or b for a, b in _LINK.findall(msgid)) != sorted(a or b for a, b in _LINK.findall(msgstr)):
+        found.append("a link target differs from the English")
+    prose = _CODE.sub(" ", _without_roles_and_math(_LINK.sub(" ", msgid)))
+    if len(_WORD.findall(prose)) >= 2 and not _CJK.search(_TARGET.sub("`", msgstr)):
+        found.append("no Chinese in the translation of a sentence")
+    return found
+
+
+def _glossary_terms(root: Path) -> set[str]:
+    text = (root / "book" / "glossary.md").read_text(encoding="utf-8")
+    block = text.split("```{glossary}")[1].split("```")[0]
+    return {ln.strip() for ln in block.splitlines() if ln.strip() and not ln.startswith(" ")}
+
+
+def problems(root: Path | None = None) -> list[str]:
+    """Every untranslated, fuzzy, obsolete or damaged message, as ``file: message: problem``."""
+    from babel.messages.pofile import read_po
+
+    root = course_root(root)
+    terms = _glossary_terms(root)
+    base = root / "locale" / LANGUAGE / "LC_MESSAGES"
+    found = []
+    files = catalogues(root)
+    if not files:
+        return [f"no catalogues under {base}: run `python -m tinyk.translations update`"]
+    for path in files:
+        with path.open("rb") as f:
+            catalogue = read_po(f)
+        name = path.relative_to(base).as_posix()
+        for message in catalogue:
+            if not message.id:
+                continue
+            msgid, msgstr = str(message.id), str(message.string or "")
+            issues = message_problems(msgid, msgstr, keep=msgid in terms)
+            if message.fuzzy:
+                issues.append("marked fuzzy (the English changed: check the translation)")
+            found += [f"{name}: {msgid[:60]!r}: {issue}" for issue in issues]
+        if catalogue.obsolete:
+            found.append(f"{name}: {len(catalogue.obsolete)} obsolete message(s): run update")
+    return found
+
+
+def _sphinx(root: Path, outdir: Path, doctrees: Path, builder: str, overrides: dict, **kwargs) -> int:
+    """One Jupyter Book build of the course with extra Sphinx settings (its CLI's defaults)."""
+    from jupyter_book.sphinx import build_sphinx
+
+    settings = {"external_toc_path": str(root / "_toc.yml"), "latex_individualpages": False,
+                "gettext_compact": False, **overrides}
+    result = build_sphinx(root, outdir, noconfig=True, path_config=str(root / "_config.yml"),
+                          confoverrides=settings, doctreedir=str(doctrees), builder=builder, **kwargs)
+    if isinstance(result, Exception):
+        raise result
+    return int(result)
+
+
+def _extract(root: Path, folder: Path) -> None:
+    """The English messages of every page, as ``.pot`` files under ``folder``."""
+    status = _sphinx(root, folder / "gettext", folder / "doctrees", "gettext",
+                     {"nb_execution_mode": "off", "gettext_uuid": False, "gettext_location": False,
+                      "project": "tinyk course", "version": "", "release": ""},
+                     freshenv=True, really_quiet=True)
+    if status != 0:
+        raise SystemExit(f"extracting the messages failed (Sphinx exit status {status})")
+
+
+def update(root: Path | None = None) -> int:
+    """Extract every page's messages and merge them into the ``.po`` files: new messages
+    come in untranslated, changed ones are marked fuzzy, translations are kept."""
+    import tempfile
+
+    from sphinx_intl import basic
+
+    root = course_root(root)
+    with tempfile.TemporaryDirectory() as tmp:
+        _extract(root, Path(tmp))
+        basic.update(str(root / "locale"), str(Path(tmp, "gettext")), (LANGUAGE,), ignore_obsolete=True)
+    return 0
+
+
+def stale(root: Path | None = None) -> list[str]:
+    """Pages whose English messages differ from their catalogue's (``update`` not run since
+    the prose changed): a message missing there would show in English on the Chinese page."""
+    import tempfile
+
+    from babel.messages.pofile import read_po
+
+    root = course_root(root)
+    base = root / "locale" / LANGUAGE / "LC_MESSAGES"
+    found = []
+    with tempfile.TemporaryDirectory() as tmp:
+        _extract(root, Path(tmp))
+        pots = Path(tmp, "gettext")
+        for pot in sorted(pots.rglob("*.pot")):
+            name = pot.relative_to(pots).with_suffix(".po").as_posix()
+            with pot.open("rb") as f:
+                english = {str(m.id) for m in read_po(f) if m.id}
+            translated: set[str] = set()
+            if (base / name).is_file():
+                with (base / name).open("rb") as f:
+                    translated = {str(m.id) for m in read_po(f) if m.id}
+            if english - translated:
+                found.append(f"{name}: {len(english - translated)} English message(s) not in the catalogue, "
+                             f"e.g. {sorted(english - translated)[0][:60]!r}: run `make translations`")
+            if translated - english:
+                found.append(f"{name}: {len(translated - english)} message(s) no page has any more: "
+                             f"run `make translations`")
+    return found
+
+
+def build(root: Path | None = None, *, everything: bool = False) -> int:
+    """Build the Chinese edition into ``_build/html/zh``: the English build's settings with
+    ``language`` set, its notebooks' outputs taken from the same execution cache (nothing
+    executes that the English build or the notebook stage already ran), warnings are errors."""
+    from tinyk.course import site_url
+
+    root = course_root(root)
+    overrides = {"language": LANGUAGE, "locale_dirs": [str(root / "locale")], "nitpicky": True,
+                 "nb_execution_cache_path": str(root / "_build" / ".jupyter_cache"),
+                 "html_baseurl": f"{site_url(root)}zh/",
+                 "nb_code_prompt_show": "显示代码", "nb_code_prompt_hide": "隐藏代码"}
+    return _sphinx(root, root / "_build" / "html" / "zh", root / "_build" / ".doctrees-zh", "html",
+                   overrides, warningiserror=True, keep_going=True, force_all=everything)
+
+
+def _counts(found: list[str]) -> str:
+    kinds = Counter(line.rsplit(": ", 1)[-1] for line in found)
+    return ", ".join(f"{n} {kind}" for kind, n in kinds.most_common())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tinyk.translations", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("check", help="exit 1 on a stale catalogue or an untranslated or damaged message")
+    sub.add_parser("update", help="extract the English messages and merge them into the .po files")
+    zh = sub.add_parser("build", help="build the Chinese edition into _build/html/zh")
+    zh.add_argument("--all", action="store_true", help="write every page, not only the changed ones")
+    args = parser.parse_args(argv)
+    if args.command == "update":
+        return update()
+    if args.command == "build":
+        return build(everything=args.all)
+    if args.command == "check":
+        found = stale() + problems()
+        for line in found:
+            print(line)
+        if found:
+            print(f"{len(found)} problem(s) in the Chinese translation: {_counts(found)}", file=sys.stderr)
+            return 1
+        print(f"{len(catalogues())} catalogues, every message translated")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
