@@ -11,7 +11,7 @@ import pytest
 
 from tests.test_browser import HTML, browser, site_url  # noqa: F401  (fixtures)
 
-pytestmark = [pytest.mark.site, pytest.mark.xdist_group("accessibility")]  # one worker: one browser
+pytestmark = pytest.mark.site
 SKIP = {"genindex.html", "search.html"}
 PAGES = sorted(p.relative_to(HTML).as_posix() for p in HTML.rglob("*.html")
                if "_static" not in p.parts and "_sources" not in p.parts and p.name not in SKIP) \
@@ -25,6 +25,11 @@ def axe():
     return Axe()
 
 
+# Two groups for make's two workers, one per edition; each worker starts one browser.
+EDITION_PAGES = [pytest.param(p, marks=pytest.mark.xdist_group(
+    "accessibility-zh" if p.startswith("zh/") else "accessibility")) for p in PAGES]
+
+
 def _open(browser, site_url, path: str, width: int, height: int):  # noqa: F811
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
@@ -34,7 +39,7 @@ def _open(browser, site_url, path: str, width: int, height: int):  # noqa: F811
     return context, page
 
 
-@pytest.mark.parametrize("path", PAGES)
+@pytest.mark.parametrize("path", EDITION_PAGES)
 def test_axe_finds_no_serious_or_critical_violation(browser, site_url, axe, path):  # noqa: F811
     context, page = _open(browser, site_url, path, 1280, 900)
     try:
@@ -47,7 +52,7 @@ def test_axe_finds_no_serious_or_critical_violation(browser, site_url, axe, path
                                           for i, impact, n, html in bad)
 
 
-@pytest.mark.parametrize("path", PAGES)
+@pytest.mark.parametrize("path", EDITION_PAGES)
 def test_nothing_is_cut_off_at_phone_width(browser, site_url, path):  # noqa: F811
     context, page = _open(browser, site_url, path, 390, 844)
     try:
