@@ -1,6 +1,7 @@
 """Grading throughput: N synthetic students over every chapter notebook with exercises.
 
     python benchmarks/bench_grading.py [--students 2] [--jobs 2] [--notebook NAME ...] [--no-sandbox]
+                                       [--threads 1] [--compare-threads 2]
 
 Each synthetic student submits every notebook: even-numbered students with the source's
 solutions pasted into the released copy (full marks), odd-numbered ones the untouched
@@ -8,6 +9,10 @@ release (zero). The command line ``python -m tinyk.grading grade`` grades them o
 the script prints student-notebooks per minute and seconds per student-notebook, wall
 clock, course preparation included. It checks the points (full marks and zero), so a fast
 but wrong grading does not count.
+
+``--compare-threads N`` grades the same submissions a second time with ``N`` CPU threads
+per kernel (the grader's ``--threads``; torch's own default is one per core) and prints
+the ratio of the two throughputs, measured side by side in one run.
 
 ``--grader`` names the grader's module (default ``tinyk.grading``): an older copy of it,
 saved under another name on ``PYTHONPATH``, is measured the same way. On a shared machine,
@@ -47,6 +52,10 @@ def main() -> None:
                         help="the grader's module, to measure an older copy of it (default: tinyk.grading)")
     parser.add_argument("--total-timeout", type=int, default=3600,
                         help="the grader's --total-timeout, generous: a busy machine must not cut anyone off")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="CPU threads per kernel (the grader's --threads)")
+    parser.add_argument("--compare-threads", type=int, default=None, metavar="N",
+                        help="grade again with N threads per kernel and print the ratio")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
 
@@ -72,33 +81,41 @@ def main() -> None:
                         if gid in solutions:
                             cell["source"] = solutions[gid]
                 (folder / f"{name}.ipynb").write_text(json.dumps(nb))
-        out = Path(tmp) / "grades.csv"
-        cmd = [*grader, "grade", str(subs), "--out", str(out),
-               "--jobs", str(args.jobs), "--total-timeout", str(args.total_timeout), *notebook_args,
-               *(["--no-sandbox"] if args.no_sandbox else [])]
-        start = time.monotonic()
-        done = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        seconds = time.monotonic() - start
-        if done.returncode != 0:
-            raise SystemExit(f"grading failed:\n{done.stderr[-3000:]}")
-        with out.open() as f:
-            rows = list(csv.DictReader(f))
-    wrong = [r for r in rows if r["status"] != "ok"
-             or float(r["points"]) != (float(r["max_points"]) if int(r["student"][-3:]) % 2 == 0 else 0.0)]
-    if wrong:
-        raise SystemExit(f"{len(wrong)} row(s) graded wrongly, e.g. {wrong[0]}")
-    count = args.students * len(names)
-    figures = {"students": args.students, "notebooks": len(names), "student_notebooks": count,
-               "jobs": args.jobs, "grader": args.grader, "no_sandbox": args.no_sandbox,
-               "seconds": round(seconds, 1),
-               "student_notebooks_per_minute": round(60 * count / seconds, 2),
-               "seconds_per_student_notebook": round(seconds / count, 2)}
-    print(f"{count} student-notebooks ({args.students} students x {len(names)} notebooks, {args.jobs} jobs, "
-          f"{args.grader}{' --no-sandbox' if args.no_sandbox else ''}) in {seconds:.1f} s: "
-          f"{figures['student_notebooks_per_minute']:.2f} per minute, "
-          f"{figures['seconds_per_student_notebook']:.2f} s per student-notebook")
+        runs = []
+        for threads in [args.threads] + ([args.compare_threads] if args.compare_threads else []):
+            out = Path(tmp) / f"grades-{threads}.csv"
+            cmd = [*grader, "grade", str(subs), "--out", str(out), "--threads", str(threads),
+                   "--jobs", str(args.jobs), "--total-timeout", str(args.total_timeout), *notebook_args,
+                   *(["--no-sandbox"] if args.no_sandbox else [])]
+            start = time.monotonic()
+            done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            seconds = time.monotonic() - start
+            if done.returncode != 0:
+                raise SystemExit(f"grading failed:\n{done.stderr[-3000:]}")
+            with out.open() as f:
+                rows = list(csv.DictReader(f))
+            wrong = [r for r in rows if r["status"] != "ok" or float(r["points"]) != (
+                float(r["max_points"]) if int(r["student"][-3:]) % 2 == 0 else 0.0)]
+            if wrong:
+                raise SystemExit(f"{len(wrong)} row(s) graded wrongly, e.g. {wrong[0]}")
+            count = args.students * len(names)
+            figures = {"students": args.students, "notebooks": len(names), "student_notebooks": count,
+                       "jobs": args.jobs, "threads": threads, "grader": args.grader,
+                       "no_sandbox": args.no_sandbox, "seconds": round(seconds, 1),
+                       "student_notebooks_per_minute": round(60 * count / seconds, 2),
+                       "seconds_per_student_notebook": round(seconds / count, 2)}
+            runs.append(figures)
+            print(f"{count} student-notebooks ({args.students} students x {len(names)} notebooks, "
+                  f"{args.jobs} jobs, {threads} thread(s) per kernel, "
+                  f"{args.grader}{' --no-sandbox' if args.no_sandbox else ''}) in {seconds:.1f} s: "
+                  f"{figures['student_notebooks_per_minute']:.2f} per minute, "
+                  f"{figures['seconds_per_student_notebook']:.2f} s per student-notebook")
+    if len(runs) == 2:
+        ratio = runs[1]["seconds"] / runs[0]["seconds"]
+        print(f"{runs[0]['threads']} thread(s) per kernel grades {ratio:.2f}x as fast as "
+              f"{runs[1]['threads']}")
     if args.json:
-        args.json.write_text(json.dumps(figures, indent=1) + "\n")
+        args.json.write_text(json.dumps(runs if len(runs) > 1 else runs[0], indent=1) + "\n")
 
 
 if __name__ == "__main__":

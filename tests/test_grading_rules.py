@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tinyk import grading
+from tinyk.course import ROOT
 
 NB = grading._Notebook(Path("drill.ipynb"), "drill", [("a_test", 2.0), ("b_test", 1.0)])
 
@@ -173,8 +174,17 @@ def test_sliders_render_no_frame_under_grading(monkeypatch):
 def test_kernels_run_with_the_grading_switches(tmp_path):
     argv = grading._sandbox_argv(tmp_path, tmp_path)
     pairs = {(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == "--setenv"}
-    assert {("TINYK_GRADING", "1"), ("MPLBACKEND", "agg")} <= pairs
+    assert {("TINYK_GRADING", "1"), ("MPLBACKEND", "agg"), ("OMP_NUM_THREADS", "1")} <= pairs
     assert "--unshare-all" in argv and "--clearenv" in argv
+    argv = grading._sandbox_argv(tmp_path, tmp_path, threads=4)
+    pairs = {(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == "--setenv"}
+    assert {("OMP_NUM_THREADS", "4"), ("MKL_NUM_THREADS", "4")} <= pairs
+
+
+def test_threads_must_be_positive(capsys):
+    assert grading.main(["--source", str(ROOT / "notebooks"), "grade", "subs", "--out", "x.csv",
+                         "--threads", "0"]) == 2
+    assert "--threads must be 1 or more, got 0" in capsys.readouterr().err
 
 
 def test_the_total_limit_grows_with_the_notebooks_submitted():

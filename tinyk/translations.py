@@ -113,7 +113,7 @@ def problems(root: Path | None = None) -> list[str]:
             msgid, msgstr = str(message.id), str(message.string or "")
             issues = message_problems(msgid, msgstr, keep=msgid in terms)
             if message.fuzzy:
-                issues.append("marked fuzzy (the English changed: check the translation)")
+                issues.append("marked fuzzy (the English changed; check the translation)")
             found += [f"{name}: {msgid[:60]!r}: {issue}" for issue in issues]
         if catalogue.obsolete:
             found.append(f"{name}: {len(catalogue.obsolete)} obsolete message(s): run update")
