@@ -185,12 +185,15 @@ def _accessible_html(app, exception):
             page.write_text(fixed, encoding="utf-8")
 
 
-# The Chinese edition's words for the solution toggles, whose English words
-# tinyk.exercises.book_version puts in cell metadata. They are replaced in the written
-# pages: cell metadata is part of the execution cache's key, and the notebooks must not
-# execute again for a second language.
+# The Chinese edition's words for the solution toggles (tinyk.exercises.book_version puts
+# the English ones in cell metadata) and for the toggles' accessible names. They are
+# replaced in the written pages: cell metadata is part of the execution cache's key, and
+# the notebooks must not execute again for a second language.
 _TOGGLES_ZH = (('admonition-title">Show solution<', 'admonition-title">显示答案<'),
-               ('admonition-title">Hide solution<', 'admonition-title">隐藏答案<'))
+               ('admonition-title">Hide solution<', 'admonition-title">隐藏答案<'),
+               ('aria-label="Toggle hidden content"', 'aria-label="显示或隐藏内容"'),
+               ('aria-label="Show or hide the sections of this entry"',
+                'aria-label="显示或隐藏本条目下的各节"'))
 _HEADER_BUTTONS = '<div class="article-header-buttons">'
 _OTHER_EDITION = {  # this edition -> (the other's folder relative to this one's root, its link)
     "en": ("zh/", '<a class="btn btn-sm tinyk-language" href="{href}" hreflang="zh-CN" lang="zh-CN" '
