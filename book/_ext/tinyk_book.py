@@ -23,13 +23,14 @@
   describe themselves (:meth:`tinyk.plotting.CourseFigure.describe`).
 - ``builder-inited``: ``book/_static/tinyk.css`` is added (code wraps, wide equations
   scroll, outputs never widen the column: nothing is cut off on a phone).
-- ``build-finished`` (accessibility, checked by axe-core in the browser tests): the
-  theme's navigation toggles (``<summary>`` holding only an icon) get an accessible name,
-  and the bibliography's ``role="list"``, whose entries are not list items, is dropped.
-- ``build-finished``: each page's header gets a link to the same page in the other
-  edition (English at the site's root, Chinese under ``zh/``; ``tinyk.translations``);
-  in the Chinese edition the solution toggles' words and the navigation's part captions
-  are Chinese too.
+- ``build-finished``, one pass over the written pages:
+  - accessibility (checked by axe-core in the browser tests): the theme's navigation
+    toggles (``<summary>`` holding only an icon) get an accessible name, and the
+    bibliography's ``role="list"``, whose entries are not list items, is dropped;
+  - each page's header gets a link to the same page in the other edition (English at the
+    site's root, Chinese under ``zh/``; ``tinyk.translations``);
+  - in the Chinese edition, the solution toggles' words and accessible names and the
+    navigation's part captions are Chinese too.
 - ``build-finished``: every notebook's copy is overwritten with its student version: the
   committed ``student/NAME.ipynb`` that Colab opens, or (for a notebook without one)
   :func:`tinyk.exercises.student_version`. This must come last: Sphinx copies originals
@@ -173,18 +174,6 @@ _HTML_FIXES = (
 )
 
 
-def _accessible_html(app, exception):
-    if exception is not None or app.builder.format != "html":
-        return
-    for page in Path(app.outdir).rglob("*.html"):
-        text = page.read_text(encoding="utf-8")
-        fixed = text
-        for old, new in _HTML_FIXES:
-            fixed = fixed.replace(old, new)
-        if fixed != text:
-            page.write_text(fixed, encoding="utf-8")
-
-
 # The Chinese edition's words for the solution toggles (tinyk.exercises.book_version puts
 # the English ones in cell metadata) and for the toggles' accessible names. They are
 # replaced in the written pages: cell metadata is part of the execution cache's key, and
@@ -228,26 +217,29 @@ def _root_catalogue(app) -> dict[str, str]:
     return {}
 
 
-def _language_switch(app, exception):
+def _rewrite_pages(app, exception):
     if exception is not None or app.builder.format != "html":
         return
     out, this = Path(app.outdir), edition(app)
     folder, button = _OTHER_EDITION[this]
+    # In order: an accessibility fix adds a name that the Chinese edition then translates.
+    fixes = _HTML_FIXES + (_TOGGLES_ZH if this == "zh" else ())
     captions = _root_catalogue(app) if this == "zh" else {}
     for page in out.rglob("*.html"):
         rel = page.relative_to(out)
-        if rel.parts[0] in ("zh", "_static", "_sources"):  # the other edition's own pages
+        if rel.parts[0] in ("zh", "_static", "_sources"):  # the Chinese edition's build writes its own
             continue
         text = page.read_text(encoding="utf-8")
-        if _HEADER_BUTTONS not in text or "tinyk-language" in text:
-            continue
-        href = "../" * (len(rel.parts) - 1) + folder + rel.as_posix()
-        text = text.replace(_HEADER_BUTTONS, _HEADER_BUTTONS + button.format(href=href), 1)
-        if this == "zh":
-            for old, new in _TOGGLES_ZH:
-                text = text.replace(old, new)
-            text = _CAPTION.sub(lambda m: m.expand(r"\1") + captions.get(m[2], m[2]) + m.expand(r"\3"), text)
-        page.write_text(text, encoding="utf-8")
+        fixed = text
+        for old, new in fixes:
+            fixed = fixed.replace(old, new)
+        if captions:
+            fixed = _CAPTION.sub(lambda m: m[1] + captions.get(m[2], m[2]) + m[3], fixed)
+        if _HEADER_BUTTONS in fixed and "tinyk-language" not in fixed:
+            href = "../" * (len(rel.parts) - 1) + folder + rel.as_posix()
+            fixed = fixed.replace(_HEADER_BUTTONS, _HEADER_BUTTONS + button.format(href=href), 1)
+        if fixed != text:
+            page.write_text(fixed, encoding="utf-8")
 
 
 def _add_static(app):
@@ -263,7 +255,6 @@ def setup(app):
     app.connect("html-page-context", _link_source, priority=400)  # before the theme's buttons
     app.connect("html-page-context", _colab_opens_student_version, priority=600)  # after launch buttons
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)  # after all scripts
-    app.connect("build-finished", _accessible_html)
-    app.connect("build-finished", _language_switch)
+    app.connect("build-finished", _rewrite_pages)
     app.connect("build-finished", _publish_student_notebooks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
