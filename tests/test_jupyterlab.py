@@ -27,11 +27,11 @@ from urllib.parse import urlparse
 
 import pytest
 
+from tests.test_browser import browser  # noqa: F401  (the fixture: Debian's Chromium)
 from tinyk import course
 from tinyk.exercises import nbgrader
 
 pytestmark = pytest.mark.site
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # make's site stage runs two pytest workers (--dist loadgroup): the notebooks go in two
 # groups of about equal run time (this group took 89 s here, the other 96 s), and each
 # worker starts a JupyterLab server of its own.
@@ -108,20 +108,6 @@ def lab(tmp_path_factory):
         log.close()
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Chromium is missing: `apt-get install chromium` (make test installs it)")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        yield browser
-        browser.close()
-
-
 def _allowed_to_fail(cell: dict) -> bool:
     meta = cell.get("metadata", {})
     return bool(nbgrader(cell).get("solution") or nbgrader(cell).get("grade")) or \
@@ -129,7 +115,7 @@ def _allowed_to_fail(cell: dict) -> bool:
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_student_notebook_runs_in_jupyterlab_and_its_sliders_move(lab, browser, source):
+def test_student_notebook_runs_in_jupyterlab_and_its_sliders_move(lab, browser, source):  # noqa: F811
     base, token = lab
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()

@@ -107,13 +107,11 @@ def test_markdown_for_notebooks_turns_roles_and_admonitions_into_plain_markdown(
 
 
 def test_every_glossary_link_of_a_notebook_names_an_entry():
-    glossary = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
-    block = glossary.split("```{glossary}")[1].split("```")[0]
-    entries = {line.strip() for line in block.splitlines() if line.strip() and not line.startswith(" ")}
-    used = set()
-    for source in SOURCES:
-        for shown, target in re.findall(r"\{term\}`([^`<]*?)\s*(?:<([^`>]+)>)?`", _markdown(source)):
-            used.add(target or shown)
+    from tinyk.translations import _glossary_terms
+
+    entries = _glossary_terms(ROOT)
+    used = {target or shown for source in SOURCES
+            for shown, target in course._TERM.findall(_markdown(source))}
     assert used and used <= entries, sorted(used - entries)
     assert {"Residual stream (残差流)", "Forward hook (前向钩子)", "Nat (奈特)", "Perplexity (困惑度)",
             "Scaled dot-product attention, SDPA (缩放点积注意力)"} <= used
