@@ -1,7 +1,7 @@
 """The Chinese edition (``_build/html/zh``, built from ``locale/zh_CN`` by ``tinyk.translations``).
 
-The checks of ``test_site.py``, ``test_accessibility.py`` and the offline test of
-``test_browser.py`` walk every page under ``_build/html``, this edition's included. Here:
+The checks of ``test_site.py`` and ``test_accessibility.py`` (offline loading, axe, a
+phone's width) walk every page under ``_build/html``, this edition's included. Here:
 every page's prose is Chinese, each page links to the same page in the other edition (in
 the browser, both ways), and a Chinese chapter page works as an English one does: maths
 typeset, solution toggles, sliders, no request leaving the machine.
