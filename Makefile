@@ -71,9 +71,10 @@ $(ACTIONLINT):
 unit: $(STAMP) bubblewrap
 	OMP_NUM_THREADS=1 TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m "not site and not notebook" -n 2 --dist loadgroup --durations=15 tests
 
+# Two notebooks at a time, one per core (05.10, the longest, is collected first).
 notebooks: $(STAMP)
 	rm -rf _build/.jupyter_cache
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m notebook -p no:xdist tests/test_notebooks.py
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m notebook -n 2 tests/test_notebooks.py
 
 site-build: $(STAMP)
 	find _build -mindepth 1 -maxdepth 1 ! -name .jupyter_cache -exec rm -rf {} + 2>/dev/null || true

@@ -7,12 +7,15 @@ page's code and the package's source: the book build that follows in ``make test
 every notebook there and executes none of them again. A notebook or package that changed
 later is a cache miss, so no stale output can reach the site.
 
-Run with ``pytest -m notebook tests/test_notebooks.py``; the times are printed at the end.
+Run with ``pytest -m notebook tests/test_notebooks.py`` (``make notebooks`` runs two at a
+time, one per core); the times are printed at the end. The cache is written under a file
+lock, so two workers never write it at once.
 """
 
 from __future__ import annotations
 
 import copy
+import fcntl
 import functools
 import importlib.util
 import json
@@ -28,7 +31,6 @@ pytestmark = pytest.mark.notebook
 
 CACHE = ROOT / "_build" / ".jupyter_cache"  # jupyter-book's default `execute.cache`
 CELL_TIMEOUT = 600  # seconds per cell: a guard against a hung kernel, not a speed check
-TIMES: dict[str, float] = {}
 
 
 @functools.cache
@@ -40,8 +42,9 @@ def _book_extension():
 
 
 @pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
-def test_notebook_runs_and_is_cached_for_the_book(path: Path, tmp_path: Path):
-    TIMES[path.stem] = execute_and_cache(path, CACHE, tmp_path)
+def test_notebook_runs_and_is_cached_for_the_book(path: Path, tmp_path: Path, request):
+    seconds = execute_and_cache(path, CACHE, tmp_path)
+    request.node.user_properties.append(("execution_seconds", seconds))  # conftest prints them
 
 
 def execute_and_cache(path: Path, cache_dir: Path, workdir: Path) -> float:
@@ -73,12 +76,15 @@ def execute_and_cache(path: Path, cache_dir: Path, workdir: Path) -> float:
         if page_cell["cell_type"] == "code":
             page_cell["outputs"] = copy.deepcopy(run_cell["outputs"])
             page_cell["execution_count"] = run_cell["execution_count"]
-    cache = jupyter_cache.get_cache(str(cache_dir))
-    record = cache.cache_notebook_bundle(
-        CacheBundleIn(_as_myst_nb_reads_it(page), str(path), data={"execution_seconds": seconds}),
-        check_validity=False, overwrite=True)
-    # The book build will look up exactly this: its page view of the source, read by nbformat.
-    assert cache.match_cache_notebook(_as_myst_nb_reads_it(book.page_notebook(source))).pk == record.pk
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with open(cache_dir.parent / ".jupyter_cache.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        cache = jupyter_cache.get_cache(str(cache_dir))
+        record = cache.cache_notebook_bundle(
+            CacheBundleIn(_as_myst_nb_reads_it(page), str(path), data={"execution_seconds": seconds}),
+            check_validity=False, overwrite=True)
+        # The book build will look up exactly this: its page view of the source, read by nbformat.
+        assert cache.match_cache_notebook(_as_myst_nb_reads_it(book.page_notebook(source))).pk == record.pk
     return seconds
 
 
