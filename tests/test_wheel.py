@@ -7,9 +7,11 @@ of that environment from a temporary folder outside the repository, with no
 ``PYTHONPATH``: ``import tinyk`` finds the installed package, never the checkout. The
 course commands that need the checkout say so there.
 
-The new environment finds torch (the release ``requirements.txt`` pins) in the course's own
-environment through a ``.pth`` file, rather than unpacking it again; everything else is
-installed into it. Marked ``slow``: it installs a dozen packages and runs every notebook.
+The new environment finds the largest third-party packages (torch, transformers and the
+others in ``SHARED``, at the versions ``requirements.txt`` pins) in the course's own
+environment through a ``.pth`` file, rather than unpacking their 40,000 files again; the
+course wheel, Colab's ipywidgets and ipykernel and everything else are installed into it.
+Marked ``slow``: it installs a few dozen packages and runs every notebook.
 """
 
 from __future__ import annotations
@@ -41,20 +43,29 @@ def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, **kwargs)
 
 
-def _share_torch(python: Path, folder: Path) -> None:
-    """Put this environment's torch (the release requirements.txt pins) on the new
-    environment's path instead of unpacking its 700 MB again: links in a folder outside that
-    environment, named by a ``.pth`` file. pip counts it as installed, and would never
-    uninstall it from there (it leaves packages outside its environment alone)."""
+# Third-party packages the new environment takes from this one (none of them is what the
+# test is about): torch and its own dependencies, transformers, and the other largest.
+SHARED = ("torch", "sympy", "networkx", "mpmath", "transformers", "tokenizers", "safetensors",
+          "huggingface_hub", "numpy", "matplotlib", "fonttools", "pillow", "jedi")
+
+
+def _share(python: Path, folder: Path, names: tuple[str, ...] = SHARED) -> None:
+    """Put this environment's copies of ``names`` (the versions requirements.txt pins) on the
+    new environment's path instead of unpacking them again: links in a folder outside that
+    environment, named by a ``.pth`` file, which comes after the environment's own
+    site-packages on ``sys.path``. pip counts them as installed, and would never uninstall
+    them from there (it leaves packages outside its environment alone)."""
     from importlib.metadata import distribution
 
-    torch = distribution("torch")
     folder.mkdir()
-    for top in sorted({f.parts[0] for f in torch.files or []} - {".."}):
-        (folder / top).symlink_to(torch.locate_file(top))
+    for name in names:
+        dist = distribution(name)
+        for top in sorted({f.parts[0] for f in dist.files or []} - {".."}):
+            if not (folder / top).exists():
+                (folder / top).symlink_to(dist.locate_file(top))
     site = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
     assert site.returncode == 0, site.stderr
-    Path(site.stdout.strip(), "course-torch.pth").write_text(f"{folder}\n")
+    Path(site.stdout.strip(), "course-shared.pth").write_text(f"{folder}\n")
 
 
 @pytest.fixture(scope="session")
@@ -78,7 +89,7 @@ def wheel_env(tmp_path_factory):
     venv = tmp / "venv"
     assert _run([sys.executable, "-m", "venv", "--without-pip", str(venv)]).returncode == 0
     python = venv / "bin" / "python"
-    _share_torch(python, tmp / "shared")
+    _share(python, tmp / "shared")
     pins = [ln.strip() for ln in (ROOT / "requirements.txt").read_text().splitlines()
             if re.match(r"^[A-Za-z0-9_.-]+==", ln) and not ln.startswith(("ipywidgets", "ipykernel"))]
     constraints = tmp / "constraints.txt"
