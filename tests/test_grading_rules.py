@@ -165,10 +165,10 @@ def test_sliders_render_no_frame_under_grading(monkeypatch):
 
     monkeypatch.setenv("TINYK_GRADING", "1")
     view = slider(draw, t=[1, 2, 3])
-    assert calls == [] and "text/html" not in view._repr_mimebundle_()
+    assert calls == [] and "text/html" not in view._repr_mimebundle_()[0]
     monkeypatch.delenv("TINYK_GRADING")
     view = slider(draw, t=[1, 2, 3])
-    assert calls[:3] == [1, 2, 3] and "<p>2</p>" in view._repr_mimebundle_()["text/html"]
+    assert calls[:3] == [1, 2, 3] and "<p>2</p>" in view._repr_mimebundle_()[0]["text/html"]
 
 
 def test_kernels_run_with_the_grading_switches(tmp_path):

@@ -21,7 +21,7 @@ def _draw(a, b):
 
 def test_both_views_in_one_output_with_every_frame():
     view = slider(_draw, a=[1, 2, 3], b=Choice([1, 10], label="b value", default=10))
-    bundle = view._repr_mimebundle_()
+    bundle, _ = view._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle and "text/html" in bundle
     html = bundle["text/html"]
     assert len(re.findall(r'class="tinyk-frame"', html)) == 6
@@ -61,14 +61,14 @@ def test_figures_carry_alt_text_that_says_what_they_show():
     assert Image.open(io.BytesIO(fig._repr_png_())).text["Description"] == "Figure: a=2, b=3 (y against x)"
     fig.alt_text = "A straight line from 0 to 6."
     assert Image.open(io.BytesIO(fig._repr_png_())).text["Description"] == "A straight line from 0 to 6."
-    frames = slider(_draw, a=[1, 2], b=[5])._repr_mimebundle_()["text/html"]
+    frames = slider(_draw, a=[1, 2], b=[5])._repr_mimebundle_()[0]["text/html"]
     for a in (1, 2):
         assert f'alt="Figure: a={a}, b=5 (y against x)"' in frames
 
 
 def test_static_sliders_announce_their_value():
     view = slider(_draw, a=Choice([1, 2, 3], label="a value", default=2), b=[5])
-    html = view._repr_mimebundle_()["text/html"]
+    html = view._repr_mimebundle_()[0]["text/html"]
     assert 'aria-label="a value" aria-valuetext="2"' in html
     assert '<output aria-live="polite">2</output>' in html
     assert "setAttribute('aria-valuetext'" in html  # kept in step when the slider moves

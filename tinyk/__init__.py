@@ -10,7 +10,8 @@ each importing the model and never the reverse:
 - :mod:`tinyk.tracing`, :mod:`tinyk.plotting`, :mod:`tinyk.widgets`, :mod:`tinyk.source`: for the
   notebooks;
 - :mod:`tinyk.parts`: the learner's own parts (05.2 to 05.6) checked and run in a model;
-- :mod:`tinyk.exercises`, :mod:`tinyk.grading`, :mod:`tinyk.course`: the course itself.
+- :mod:`tinyk.exercises`, :mod:`tinyk.grading`, :mod:`tinyk.course`: the course itself;
+- :mod:`tinyk.translations`, :mod:`tinyk.figure_text`: its Chinese edition, figures included.
 """
 
 from tinyk.generation import KVCache, expand_kv_heads, generate, kv_cache_bytes, last_valid_index

@@ -7,12 +7,16 @@ this module applies the style to matplotlib's settings.
 
 from __future__ import annotations
 
+import base64
 import io
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from tinyk import figure_text
 
 __all__ = ["STYLE", "COLORS", "CourseFigure", "figure", "label", "plot_attention_mask",
            "decoder_layer_diagram"]
@@ -41,26 +45,44 @@ class CourseFigure(Figure):
     The PNG carries its alt text (``alt_text`` if set, else a sentence built from each
     panel's title and axis labels) in its ``Description`` field; the book's extension puts
     it on the page's ``<img>`` when the cell gives no ``mystnb.image.alt`` of its own.
+    When the book executes the notebook (``TINYK_FIGURES_ZH=1``), the output's metadata also
+    holds the figure drawn with Chinese words, for the Chinese edition
+    (:mod:`tinyk.figure_text`).
     """
 
     alt_text: str | None = None
+    _tinyk_language = "en"
 
     def describe(self) -> str:
-        """The alt text: what the figure shows, in words."""
+        """The alt text: what the figure shows, in words (in Chinese inside
+        :func:`tinyk.figure_text.in_chinese`)."""
+        zh = self._tinyk_language == "zh"
         if self.alt_text:
-            return self.alt_text
+            return figure_text.translate(self.alt_text) if zh else self.alt_text
         panels = []
         for ax in self.axes:
             title, x, y = ax.get_title(), ax.get_xlabel(), ax.get_ylabel()
-            axes = f"{y} against {x}" if x and y else x or y
-            panels.append(f"{title} ({axes})" if title and axes else title or axes)
+            axes = (f"{y} 对 {x}" if zh else f"{y} against {x}") if x and y else x or y
+            panels.append((f"{title}（{axes}）" if zh else f"{title} ({axes})") if title and axes
+                          else title or axes)
         panels = [p for p in panels if p]
+        if zh:
+            return "图：" + "；".join(panels) if panels else "图"
         return "Figure: " + "; ".join(panels) if panels else "Figure"
 
     def _repr_png_(self) -> bytes:
         buffer = io.BytesIO()
         self.savefig(buffer, format="png", metadata={"Description": self.describe()})
         return buffer.getvalue()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple[dict, dict]:
+        """No data of its own (IPython takes the PNG from ``_repr_png_``); the Chinese
+        figure as metadata when the book asks for it."""
+        if not figure_text.enabled():
+            return {}, {}
+        with figure_text.collecting() as missing, figure_text.in_chinese(self):
+            png = base64.b64encode(self._repr_png_()).decode("ascii")
+        return {}, {"tinyk": {"zh": {"image/png": png, "missing": sorted(missing)}}}
 
 
 def figure(ncols: int = 1, nrows: int = 1, width: float = 5.0, height: float = 3.6,

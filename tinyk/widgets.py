@@ -28,6 +28,8 @@ from typing import Any
 from matplotlib.figure import Figure
 from PIL import Image
 
+from tinyk import figure_text
+
 __all__ = ["Choice", "slider", "SliderView"]
 
 _counter = itertools.count()
@@ -83,6 +85,14 @@ def _render(result: Figure | str) -> str:
     raise TypeError(f"draw() must return a matplotlib Figure or an HTML string, not {type(result).__name__}")
 
 
+def _render_in_chinese(result: Figure | str) -> str:
+    """One frame with its words in Chinese (:mod:`tinyk.figure_text`)."""
+    if isinstance(result, Figure):
+        with figure_text.in_chinese(result):
+            return _render(result)
+    return figure_text.translate_html(_render(result))
+
+
 def grading_run() -> bool:
     """True in a kernel started by the course's grader (``TINYK_GRADING=1``, section "For
     instructors"): sliders then render no frame, since nobody sees them."""
@@ -105,27 +115,40 @@ class SliderView:
             raise ValueError(f"{len(combos)} slider combinations exceed max_frames={max_frames}: "
                              f"use fewer values per slider")
         self.uid = f"tinyk-slider-{next(_counter)}"
+        self.frames: list[str] = []
+        self.frames_zh: list[str] = []  # the Chinese edition's, in the book's run only
+        self.missing_zh: set[str] = set()
+        self.widget = None
         if grading_run():  # nobody looks at the frames: draw nothing, cost nothing
-            self.frames, self.widget = [], None
             return
-        self.frames = [_render(draw(**dict(zip(names, combo, strict=True)))) for combo in combos]
+        with figure_text.collecting() as missing:
+            for combo in combos:
+                result = draw(**dict(zip(names, combo, strict=True)))
+                self.frames.append(_render(result))
+                if figure_text.enabled():  # the book's run: the Chinese edition's frames too
+                    self.frames_zh.append(_render_in_chinese(result))
+        self.missing_zh = missing
         self.widget = self._live_widget()
 
     # -- the book's view -------------------------------------------------------------
-    def static_html(self) -> str:
+    def static_html(self, language: str = "en") -> str:
+        """Every frame and the range inputs; ``language="zh"``: the Chinese frames and labels."""
+        zh = language == "zh"
         uid = self.uid
         controls, sizes, start = [], [], []
         for i, (name, choice) in enumerate(self.choices.items()):
-            labels = [_fmt(v) for v in choice.values]
+            labels = [_fmt(v) for v in choice.values]  # values are data, like tick labels
+            title = choice.label or name
+            title = figure_text.translate(title) if zh else title
             k = list(choice.values).index(choice.default)
             sizes.append(len(labels))
             start.append(k)
             controls.append(
                 f'<label class="tinyk-slider-control" style="display:block">'
-                f'{html.escape(choice.label or name)} '
+                f'{html.escape(title)} '
                 f'<input type="range" min="0" max="{len(labels) - 1}" step="1" value="{k}" '
                 f'data-param="{i}" data-labels=\'{html.escape(json.dumps(labels))}\' '
-                f'aria-label="{html.escape(choice.label or name)}" '
+                f'aria-label="{html.escape(title)}" '
                 f'aria-valuetext="{html.escape(labels[k])}"> '
                 f'<output aria-live="polite">{html.escape(labels[k])}</output></label>')
         index = 0
@@ -133,7 +156,7 @@ class SliderView:
             index = index * size + k
         frames = "".join(
             f'<div class="tinyk-frame" data-frame="{n}"{"" if n == index else " hidden"}>{frame}</div>'
-            for n, frame in enumerate(self.frames))
+            for n, frame in enumerate(self.frames_zh if zh else self.frames))
         script = _SCRIPT.replace("__UID__", uid).replace("__SIZES__", json.dumps(sizes))
         return (f'<div class="tinyk-slider" id="{uid}">'
                 f'<div class="tinyk-slider-controls">{"".join(controls)}</div>'
@@ -162,14 +185,21 @@ class SliderView:
         redraw()
         return widgets.VBox([*sliders.values(), out])
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    def _repr_mimebundle_(self, include: Any = None,
+                          exclude: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
         bundle: dict[str, Any] = {"text/plain": f"<slider over {', '.join(self.choices)}>"}
+        metadata: dict[str, Any] = {}
         if self.frames:
             bundle["text/html"] = self.static_html()
+        if self.frames_zh:
+            with figure_text.collecting() as missing:
+                chinese = self.static_html("zh")
+            metadata["tinyk"] = {"zh": {"text/html": chinese,
+                                        "missing": sorted(self.missing_zh | missing)}}
         if self.widget is not None:
             bundle["application/vnd.jupyter.widget-view+json"] = {
                 "version_major": 2, "version_minor": 0, "model_id": self.widget.model_id}
-        return bundle
+        return bundle, metadata
 
 
 def slider(draw: Callable[..., Figure | str], *, max_frames: int = 64,

@@ -1,0 +1,168 @@
+"""The figures' words in Chinese (tinyk.figure_text): the catalogue lookup with numbers
+taken out, a figure drawn in Chinese and put back as it was, and the outputs that carry
+the Chinese version for the book's Chinese edition."""
+
+from __future__ import annotations
+
+import base64
+import io
+import warnings
+
+import pytest
+from PIL import Image
+
+from tinyk import figure_text
+from tinyk.plotting import figure, label
+from tinyk.widgets import Choice, slider
+
+CATALOGUE = {
+    "Loss after {0} steps": "{0} 步后的损失",
+    "{0} of {1} heads": "{1} 个头中的 {0} 个",
+    "step": "步",
+    "loss (nats)": "损失（奈特）",
+    "train": "训练",
+    "position t": "位置 t",
+    "Rotation at position {0}": "位置 {0} 处的旋转",
+    "pair index": "维度对序号",
+    "angle": "角度",
+    "KV cache": "KV 缓存",
+}
+
+
+@pytest.fixture
+def catalogue(monkeypatch):
+    monkeypatch.setattr(figure_text, "_catalogue", lambda: CATALOGUE)
+    return CATALOGUE
+
+
+def _cjk_font_or_skip():
+    try:
+        figure_text._cjk_families()
+    except RuntimeError as error:
+        if "TINYK_REQUIRE_ALL" in __import__("os").environ:
+            raise
+        pytest.skip(str(error))
+
+
+def test_numbers_are_taken_out_of_the_message():
+    assert figure_text.message_key("Loss after 300 steps (lr 0.01)") == (
+        "Loss after {0} steps (lr {1})", ["300", "0.01"])
+    assert figure_text.message_key("1,024 tokens, d_h=64") == ("{0} tokens, d_h={1}", ["1,024", "64"])
+    assert figure_text.message_key("w1 and x_2 in 05.4") == ("w1 and x_2 in {0}", ["05.4"])
+    assert figure_text.message_key("-1.5e-3 below") == ("{0} below", ["-1.5e-3"])
+
+
+def test_translation_puts_the_numbers_back_in_the_chinese_order(catalogue):
+    assert figure_text.translate("Loss after 300 steps") == "300 步后的损失"
+    assert figure_text.translate("3 of 12 heads") == "12 个头中的 3 个"
+
+
+def test_a_missing_message_stays_english_and_is_collected(catalogue):
+    with figure_text.collecting() as missing:
+        assert figure_text.translate("Loss after 3 epochs") == "Loss after 3 epochs"
+        assert figure_text.translate("x = 3") == "x = 3"  # no words: nothing to translate
+        assert figure_text.translate("$\\theta_i$") == "$\\theta_i$"
+    assert missing == {"Loss after {0} epochs"}
+
+
+def test_html_keeps_its_tags_and_translates_the_text_between(catalogue):
+    html = "<table><tr><td title='step'>step</td><td> KV cache </td><td>12</td></tr></table>"
+    assert figure_text.translate_html(html) == (
+        "<table><tr><td title='step'>步</td><td> KV 缓存 </td><td>12</td></tr></table>")
+
+
+def _panel():
+    fig, ax = figure()
+    ax.plot([0, 1, 2], [3, 2, 1], label="train")
+    ax.set_xticks([0, 1, 2], ["the", "cat", "sat"])
+    ax.legend()
+    label(ax, "Loss after 300 steps", "step", "loss (nats)")
+    return fig, ax
+
+
+def test_a_figure_in_chinese_and_back_exactly(catalogue):
+    _cjk_font_or_skip()
+    fig, ax = _panel()
+    before = [t.get_text() for t in figure_text._words_of(fig)]
+    family = ax.title.get_fontfamily()
+    with figure_text.in_chinese(fig):
+        assert [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()] == ["300 步后的损失", "步", "损失（奈特）"]
+        assert ax.get_legend().get_texts()[0].get_text() == "训练"
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["the", "cat", "sat"]  # data stay
+        assert figure_text.CJK_FAMILY in ax.title.get_fontfamily()
+        assert fig.describe() == "图：300 步后的损失（损失（奈特） 对 步）"
+    assert [t.get_text() for t in figure_text._words_of(fig)] == before
+    assert ax.title.get_fontfamily() == family
+    assert fig.describe() == "Figure: Loss after 300 steps (loss (nats) against step)"
+
+
+def test_chinese_text_is_drawn_without_a_missing_glyph(catalogue):
+    _cjk_font_or_skip()
+    fig, _ = _panel()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warns "Glyph ... missing from font(s)"
+        with figure_text.in_chinese(fig):
+            fig._repr_png_()
+
+
+def test_without_the_book_flag_a_figure_carries_no_chinese(monkeypatch, catalogue):
+    monkeypatch.delenv(figure_text.ENV, raising=False)
+    fig, _ = _panel()
+    assert fig._repr_mimebundle_() == ({}, {})
+
+
+def test_in_the_books_run_a_figure_carries_its_chinese_version(monkeypatch, catalogue):
+    _cjk_font_or_skip()
+    monkeypatch.setenv(figure_text.ENV, "1")
+    fig, ax = _panel()
+    ax.text(0.5, 0.5, "Loss after 3 epochs")
+    data, metadata = fig._repr_mimebundle_()
+    zh = metadata["tinyk"]["zh"]
+    assert data == {} and zh["missing"] == ["Loss after {0} epochs"]
+    chinese = Image.open(io.BytesIO(base64.b64decode(zh["image/png"])))
+    english = Image.open(io.BytesIO(fig._repr_png_()))
+    assert chinese.text["Description"].startswith("图：300 步后的损失")
+    assert english.text["Description"].startswith("Figure: Loss after 300 steps")
+    assert chinese.size == english.size and chinese.tobytes() != english.tobytes()
+
+
+def test_a_sliders_chinese_view_has_chinese_labels_and_frames(monkeypatch, catalogue):
+    _cjk_font_or_skip()
+    monkeypatch.setenv(figure_text.ENV, "1")
+
+    def draw(position):
+        _, ax = figure()
+        ax.plot([0, position])
+        return label(ax, f"Rotation at position {position}", "pair index", "angle").figure
+
+    view = slider(draw, position=Choice([0, 4, 16], label="position t"))
+    bundle, metadata = view._repr_mimebundle_()
+    zh = metadata["tinyk"]["zh"]
+    assert zh["missing"] == []
+    assert 'aria-label="位置 t"' in zh["text/html"] and 'aria-label="position t"' in bundle["text/html"]
+    assert zh["text/html"].count('alt="图：位置 ') == 3
+    assert bundle["text/html"].count('alt="Figure: Rotation at position ') == 3
+    calculator = slider(lambda n: f"<p>{n} of 12 heads</p>", n=[1, 3])
+    _, metadata = calculator._repr_mimebundle_()
+    assert "<p>12 个头中的 3 个</p>" in metadata["tinyk"]["zh"]["text/html"]
+
+
+def test_the_figure_catalogue_check_catches_a_lost_number(tmp_path, monkeypatch):
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import write_po
+
+    from tinyk import translations
+
+    catalog = Catalog(locale="zh_CN")
+    catalog.add("Loss after {0} steps", "损失")
+    catalog.add("Loss after {0} epochs", "{0} 轮后的损失")
+    catalog.add("untranslated here")
+    path = tmp_path / "figures.po"
+    with path.open("wb") as f:
+        write_po(f, catalog)
+    monkeypatch.setattr(figure_text, "catalogue_path", lambda root=None: path)
+    monkeypatch.setattr(translations, "course_root", lambda root=None: tmp_path)
+    found = translations.figure_problems()
+    assert found == [
+        "figures.po: 'Loss after {0} steps': a number's place ({0}, {1}, ...) differs from the English",
+        "figures.po: 'untranslated here': untranslated"]

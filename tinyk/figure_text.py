@@ -1,0 +1,177 @@
+"""The words in the course's figures, in Chinese for the book's Chinese edition.
+
+The book runs each notebook once for both editions (the execution cache), so a figure's
+Chinese version must be drawn in that same run. When ``TINYK_FIGURES_ZH=1`` is set (``make
+book`` and ``make test`` set it; Jupyter and Colab never need it), every course figure and
+every pre-rendered slider draws itself a second time with its words translated: the
+English output is unchanged, and the Chinese one travels in the output's metadata
+(``metadata["tinyk"]["zh"]``), where the Chinese build takes it from.
+
+The translations are the course's catalogue ``locale/zh_CN/figures.po`` (gettext, like
+the pages'). Numbers are not part of a message: ``"loss after 300 steps"`` is looked up as
+``"loss after {0} steps"``, and the Chinese ``"{0} 步后的损失"`` gets the number back. A
+figure string without a translation stays English and is listed in the metadata
+(``missing``); the Chinese build fails on it, naming the string, and ``make translations``
+adds it to the catalogue. Only words are translated: titles, axis labels, legends, text
+placed on the axes, slider labels and the text of HTML calculators; tick labels are data
+(token strings, numbers) and stay as they are.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ENV", "CJK_FAMILY", "enabled", "message_key", "translate", "translate_html",
+           "in_chinese", "catalogue_path", "collecting"]
+
+ENV = "TINYK_FIGURES_ZH"
+CJK_FAMILY = "Noto Sans CJK SC"  # Debian's fonts-noto-cjk (make cjk-fonts installs it)
+_NUMBER = re.compile(r"(?<![A-Za-z_\d.])[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?")
+_PLACEHOLDER = re.compile(r"\{(\d+)\}")
+_MATH = re.compile(r"\$[^$]*\$")
+_WORDS = re.compile(r"[A-Za-z]{2,}")
+_TAG = re.compile(r"(<[^>]*>)")
+_missing: list[set[str]] = []  # one set per open collecting() block
+
+
+def enabled() -> bool:
+    """True when figures should also be drawn in Chinese (``TINYK_FIGURES_ZH=1``)."""
+    return os.environ.get(ENV) == "1"
+
+
+def catalogue_path(root: Path | None = None) -> Path:
+    """``locale/zh_CN/figures.po`` of the course checkout."""
+    from tinyk.course import course_root
+
+    return course_root(root) / "locale" / "zh_CN" / "figures.po"
+
+
+@functools.cache
+def _catalogue() -> dict[str, str]:
+    from babel.messages.pofile import read_po
+
+    path = catalogue_path()
+    if not path.is_file():  # every string is then reported missing, and the Chinese build names them
+        return {}
+    with path.open("rb") as f:
+        return {str(m.id): str(m.string) for m in read_po(f) if m.id and m.string and not m.fuzzy}
+
+
+def message_key(text: str) -> tuple[str, list[str]]:
+    """(the catalogue's message for ``text``, the numbers taken out of it, in order)."""
+    numbers: list[str] = []
+
+    def take(match: re.Match[str]) -> str:
+        numbers.append(match[0])
+        return "{" + str(len(numbers) - 1) + "}"
+
+    return _NUMBER.sub(take, text), numbers
+
+
+def needs_words(text: str) -> bool:
+    """Whether ``text`` has words to translate (outside ``$maths$``), not only numbers,
+    symbols and one-letter names."""
+    return bool(_WORDS.search(_MATH.sub(" ", text)))
+
+
+def translate(text: str) -> str:
+    """``text`` in Chinese, from the catalogue; unchanged (and recorded as missing) when the
+    catalogue has no entry, unchanged when it has no words."""
+    if not needs_words(text):
+        return text
+    key, numbers = message_key(text)
+    chinese = _catalogue().get(key)
+    if chinese is None:
+        for missing in _missing:
+            missing.add(key)
+        return text
+    return _PLACEHOLDER.sub(lambda m: numbers[int(m[1])], chinese)
+
+
+def translate_html(fragment: str) -> str:
+    """An HTML fragment (a calculator's table, a slider's label) with each run of text
+    between tags translated, and the tags and their attributes kept."""
+    return "".join(part if part.startswith("<") or not part.strip() else _keep_space(part)
+                   for part in _TAG.split(fragment))
+
+
+def _keep_space(part: str) -> str:
+    lead, core, trail = re.match(r"(\s*)(.*?)(\s*)$", part, re.S).groups()
+    return lead + translate(core) + trail
+
+
+@contextmanager
+def collecting() -> Iterator[set[str]]:
+    """Collect the messages that :func:`translate` could not find inside the block."""
+    found: set[str] = set()
+    _missing.append(found)
+    try:
+        yield found
+    finally:
+        _missing.remove(found)
+
+
+@functools.cache
+def _cjk_families() -> list[str]:
+    """The font families for Chinese figure text: matplotlib's default, falling back to Noto
+    Sans CJK SC glyph by glyph. Registers the font with matplotlib when its font list (cached
+    from before the font was installed) does not have it."""
+    import matplotlib
+    from matplotlib import font_manager
+
+    if CJK_FAMILY not in {f.name for f in font_manager.fontManager.ttflist}:
+        files = subprocess.run(["fc-list", f":family={CJK_FAMILY}", "file"], capture_output=True,
+                               text=True, check=False).stdout if _has("fc-list") else ""
+        for line in sorted({ln.split(":")[0].strip() for ln in files.splitlines() if ln.strip()}):
+            font_manager.fontManager.addfont(line)
+    if CJK_FAMILY not in {f.name for f in font_manager.fontManager.ttflist}:
+        raise RuntimeError(f"Chinese figure text needs the font {CJK_FAMILY!r}: install Debian's "
+                           f"fonts-noto-cjk (`make cjk-fonts`, or apt-get install fonts-noto-cjk)")
+    return [*matplotlib.rcParams["font.sans-serif"][:1], CJK_FAMILY]
+
+
+def _has(program: str) -> bool:
+    import shutil
+
+    return shutil.which(program) is not None
+
+
+def _words_of(fig: Any) -> list[Any]:
+    """Every Text artist of ``fig`` that holds words: titles, axis labels, legends, texts."""
+    texts = list(fig.texts)
+    if getattr(fig, "_suptitle", None) is not None:
+        texts.append(fig._suptitle)
+    legends = list(fig.legends)
+    for ax in fig.axes:
+        texts += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
+        if ax.get_legend() is not None:
+            legends.append(ax.get_legend())
+    for legend in legends:
+        texts += [legend.get_title(), *legend.get_texts()]
+    return [t for t in texts if t.get_text()]
+
+
+@contextmanager
+def in_chinese(fig: Any) -> Iterator[Any]:
+    """Inside the block, ``fig``'s words are Chinese, drawn with a CJK font; afterwards the
+    figure is exactly as it was."""
+    families = _cjk_families()
+    saved = [(t, t.get_text(), t.get_fontproperties().copy()) for t in _words_of(fig)]
+    fig._tinyk_language = "zh"
+    try:
+        for text, words, _ in saved:
+            text.set_text(translate(words))
+            text.set_fontfamily(families)
+        yield fig
+    finally:
+        for text, words, font in saved:
+            text.set_text(words)
+            text.set_fontproperties(font)
+        fig._tinyk_language = "en"
