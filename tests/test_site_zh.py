@@ -67,6 +67,51 @@ def test_every_page_of_the_chinese_edition_is_mostly_chinese():
     assert _chinese_share(_prose(HTML / "notebooks" / "05_2_rmsnorm.html")) < 0.1
 
 
+def _figures(path) -> list[tuple[str, str]]:
+    """(src, alt) of every image in a page's article: output figures and slider frames."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+    return [(img.get("src", ""), img.get("alt", "")) for img in (soup.find("main") or soup).select("img")
+            if "_static" not in img.get("src", "")]
+
+
+def test_every_figure_of_the_chinese_edition_is_drawn_and_described_in_chinese():
+    """Figures are drawn in both languages in the one run of each notebook: the Chinese
+    page's figures are other images than the English page's, and their alt texts are
+    Chinese (tinyk.figure_text)."""
+    counted = 0
+    for path in _pages():
+        rel = path.relative_to(ZH).as_posix()
+        chinese, english = _figures(path), _figures(HTML / rel)
+        assert len(chinese) == len(english), f"{rel}: {len(chinese)} figures against {len(english)}"
+        counted += len(chinese)
+        same = {src for src, _ in chinese} & {src for src, _ in english}
+        assert not same, f"{rel}: {len(same)} figure(s) identical to the English page's"
+        english_alt = [alt[:60] for _, alt in chinese if _chinese_share(alt) < 0.5]
+        assert not english_alt, f"{rel}: alt text not in Chinese: {english_alt[:3]}"
+    assert counted >= 25, f"only {counted} figures and slider frames on the Chinese pages"
+
+
+def test_every_slider_label_and_calculator_of_the_chinese_edition_is_chinese():
+    from bs4 import BeautifulSoup
+
+    sliders = 0
+    for path in _pages():
+        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+        for block in soup.select(".tinyk-slider"):
+            sliders += 1
+            labels = [str(label.find(string=True, recursive=False) or "").strip()  # not the value
+                      for label in block.select(".tinyk-slider-control")]
+            # Words are translated; a symbol ("ε") or an identifier ("dtype") is not.
+            words = [label for label in labels if len(re.findall(r"\b[A-Za-z]{2,}\b", label)) >= 2]
+            assert all(_CJK.search(label) for label in words), f"{path.name}: slider labels {labels}"
+            frames = [frame.get_text(" ") for frame in block.select(".tinyk-frame")]
+            shown = [text for text in frames if _LATIN_WORD.search(text)]  # calculators' HTML
+            assert all(_CJK.search(text) for text in shown), f"{path.name}: English frame: {shown[0][:80]}"
+    assert sliders >= 7
+
+
 def test_pages_say_their_language_and_link_to_the_other_edition():
     for path in _pages():
         text = path.read_text(encoding="utf-8")

@@ -14,6 +14,10 @@ A translated message must keep what is not prose exactly as the English has it: 
 code, maths, link targets, citation keys and glossary targets (:func:`problems`). Glossary
 terms are already bilingual ("KV cache (键值缓存)") and stay as they are in both editions,
 so that every ``{term}`` reference finds its entry.
+
+The words inside figures are not page prose: they are drawn when a notebook executes.
+Their catalogue is ``locale/zh_CN/figures.po`` (:mod:`tinyk.figure_text`); ``update``
+adds the ones the last ``make book`` lacked, and ``check`` checks it like the others.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from pathlib import Path
 
 from tinyk.course import course_root
 
-__all__ = ["LANGUAGE", "build", "catalogues", "main", "message_problems", "problems", "stale", "update"]
+__all__ = ["LANGUAGE", "build", "catalogues", "figure_messages", "figure_problems", "main",
+           "message_problems", "problems", "stale", "update", "update_figures"]
 
 LANGUAGE = "zh_CN"
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
@@ -35,6 +40,7 @@ _MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
 _CODE = re.compile(r"``(.+?)``|`([^`\n]+)`")
 _LINK = re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>\s]+)>")
 _WORD = re.compile(r"[A-Za-z]{2,}")
+_PLACE = re.compile(r"\{\d+\}")  # a number's place in a figure message (tinyk.figure_text)
 _TARGET = re.compile(r"<[^<>`]*>`")  # a role's explicit target: a glossary term's own (bilingual) name
 
 
@@ -117,7 +123,83 @@ def problems(root: Path | None = None) -> list[str]:
             found += [f"{name}: {msgid[:60]!r}: {issue}" for issue in issues]
         if catalogue.obsolete:
             found.append(f"{name}: {len(catalogue.obsolete)} obsolete message(s): run update")
+    return found + figure_problems(root)
+
+
+def figure_problems(root: Path | None = None) -> list[str]:
+    """Every untranslated, fuzzy or damaged message of the figures' catalogue
+    (``locale/zh_CN/figures.po``): a number's place ``{0}`` or maths must come through."""
+    from babel.messages.pofile import read_po
+
+    from tinyk.figure_text import catalogue_path
+
+    path = catalogue_path(course_root(root))
+    if not path.is_file():
+        return [f"{path.name}: missing: run `make translations` after `make book`"]
+    with path.open("rb") as f:
+        catalogue = read_po(f)
+    found = []
+    for message in catalogue:
+        if not message.id:
+            continue
+        msgid, msgstr = str(message.id), str(message.string or "")
+        issues = [] if msgstr else ["untranslated"]
+        if message.fuzzy:
+            issues.append("marked fuzzy (the English changed; check the translation)")
+        if msgstr and sorted(_PLACE.findall(msgid)) != sorted(_PLACE.findall(msgstr)):
+            issues.append("a number's place ({0}, {1}, ...) differs from the English")
+        if msgstr and sorted(_MATH.findall(msgid)) != sorted(_MATH.findall(msgstr)):
+            issues.append("maths differs from the English")
+        found += [f"{path.name}: {msgid[:60]!r}: {issue}" for issue in issues]
     return found
+
+
+def figure_messages(root: Path | None = None) -> set[str]:
+    """The figure words the Chinese edition needs and the catalogue lacks: those the
+    executed notebooks in the book's execution cache list as missing (``make book`` ran
+    them with ``TINYK_FIGURES_ZH=1``), and each image alt text given in a cell's metadata."""
+    import json
+
+    from tinyk.course import notebook_paths
+    from tinyk.figure_text import message_key, needs_words
+
+    root = course_root(root)
+    found: set[str] = set()
+    for path in notebook_paths(root):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt")
+            if alt and needs_words(alt):
+                found.add(message_key(alt)[0])
+    cache_dir = root / "_build" / ".jupyter_cache"
+    if cache_dir.is_dir():
+        from jupyter_cache import get_cache
+
+        cache = get_cache(str(cache_dir))
+        for record in cache.list_cache_records():
+            for cell in cache.get_cache_bundle(record.pk).nb.cells:
+                for output in cell.get("outputs", []):
+                    zh = output.get("metadata", {}).get("tinyk", {}).get("zh", {})
+                    found.update(zh.get("missing", []))
+    return found
+
+
+def update_figures(root: Path | None = None) -> int:
+    """Add the figure words :func:`figure_messages` finds to ``figures.po``, untranslated;
+    returns how many were added."""
+    from babel.messages.pofile import read_po, write_po
+
+    from tinyk.figure_text import catalogue_path
+
+    path = catalogue_path(course_root(root))
+    with path.open("rb") as f:
+        catalogue = read_po(f)
+    new = sorted(m for m in figure_messages(root) if m not in catalogue)
+    for message in new:
+        catalogue.add(message)
+    if new:
+        with path.open("wb") as f:
+            write_po(f, catalogue, width=100, omit_header=False)
+    return len(new)
 
 
 def _sphinx(root: Path, outdir: Path, doctrees: Path, builder: str, overrides: dict, **kwargs) -> int:
@@ -154,6 +236,9 @@ def update(root: Path | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         _extract(root, Path(tmp))
         basic.update(str(root / "locale"), str(Path(tmp, "gettext")), (LANGUAGE,), ignore_obsolete=True)
+    added = update_figures(root)
+    if added:
+        print(f"{added} new figure message(s) in locale/{LANGUAGE}/figures.po")
     return 0
 
 

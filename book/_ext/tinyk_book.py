@@ -5,11 +5,12 @@
   hidden test reaches the page, and the code shown is the code that ran (plus one removed
   cell that makes errors print as one line).
 - Execution: myst-nb's cache (``execute_notebooks: cache``) is keyed on the page's code
-  cells. The removed first cell carries a hash of the ``tinyk`` package's source, so a
-  change to the package is a cache miss too; ``env-get-outdated`` re-reads every notebook
-  page when that hash changes. ``tests/test_notebooks.py`` executes each source notebook
-  once (hidden tests included) and stores its page view in the same cache, so the book
-  build of ``make test`` reuses those outputs instead of executing every notebook again.
+  cells. The removed first cell carries a hash of the ``tinyk`` package's source (and of
+  the figures' Chinese catalogue), so a change to either is a cache miss too;
+  ``env-get-outdated`` re-reads every notebook page when that hash changes.
+  ``tests/test_notebooks.py`` executes each source notebook once (hidden tests included)
+  and stores its page view in the same cache, so the book build of ``make test`` reuses
+  those outputs instead of executing every notebook again.
 - ``html-page-context``: each page gets a download link (``html_copy_source`` is off, so
   Sphinx would give none). Sphinx then copies the page's original source there.
 - ``html-page-context`` (after the theme's launch buttons): the Colab button opens the
@@ -21,6 +22,9 @@
 - ``doctree-resolved``: an output image with no alt text of its own (cell metadata
   ``mystnb.image.alt``) gets the ``Description`` its PNG carries: course figures
   describe themselves (:meth:`tinyk.plotting.CourseFigure.describe`).
+- ``builder-inited``, Chinese edition: each figure is rendered from the Chinese version
+  its output carries (:mod:`tinyk.figure_text`), and an alt text from cell metadata is
+  translated; a figure without one, or a word without a translation, is a warning.
 - ``builder-inited``: ``book/_static/tinyk.css`` is added (code wraps, wide equations
   scroll, outputs never widen the column: nothing is cut off on a phone).
 - ``build-finished``, one pass over the written pages:
@@ -66,10 +70,16 @@ _NOT_RUN = {"translations.py"}
 
 
 def package_hash() -> str:
-    """A hash of the installed ``tinyk`` package's Python source (outputs depend on it)."""
+    """A hash of the installed ``tinyk`` package's Python source and of the figures'
+    Chinese catalogue (outputs depend on both: the Chinese figures are drawn in the run)."""
+    from tinyk.figure_text import catalogue_path
+
     digest = hashlib.sha256()
     for path in sorted(p for p in Path(tinyk.__file__).parent.glob("*.py") if p.name not in _NOT_RUN):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    catalogue = catalogue_path()
+    if catalogue.is_file():
+        digest.update(b"figures.po\0" + catalogue.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -166,6 +176,52 @@ def _alt_text_from_png(app, doctree, docname):
                 image["alt"] = description
 
 
+def _chinese_figures(app) -> None:
+    """The Chinese edition's figures: each output that carries its Chinese version
+    (``metadata["tinyk"]["zh"]``, drawn in the same run as the English, see
+    :mod:`tinyk.figure_text`) is rendered from that, and an image's alt text from the cell's
+    metadata is translated from the same catalogue. A figure drawn without its Chinese
+    version, or with words the catalogue lacks, is a warning that names it (an error
+    in ``make book``)."""
+    if edition(app) != "zh":
+        return
+    import dataclasses
+
+    from myst_nb.core.render import NbElementRenderer
+
+    from tinyk import figure_text
+
+    original = NbElementRenderer.render_mime_type
+    if getattr(original, "tinyk_chinese", False):
+        return
+
+    def render_mime_type(self, data):
+        zh = (data.output_metadata or {}).get("tinyk", {}).get("zh")
+        where = f"{self.source}: cell {data.cell_index}"
+        if zh is None and (data.mime_type == "image/png" or 'class="tinyk-slider"' in data.string[:200]):
+            self.logger.warning(f"{where}: a figure without its Chinese version (the notebook ran "
+                                f"without {figure_text.ENV}=1; `make book` sets it)",
+                                subtype="figure_text", line=data.line)
+        if zh is not None and data.mime_type in zh:
+            data = dataclasses.replace(data, content=zh[data.mime_type])
+        missing = set((zh or {}).get("missing", []))
+        rendered = original(self, data)
+        if data.mime_type == "image/png":
+            with figure_text.collecting() as untranslated:
+                for node in rendered:
+                    if node.get("alt"):
+                        node["alt"] = figure_text.translate(node["alt"])
+            missing |= untranslated
+        for text in sorted(missing):
+            self.logger.warning(f"{where}: figure text without a Chinese translation: {text!r} "
+                                f"(`make translations` adds it to locale/zh_CN/figures.po)",
+                                subtype="figure_text", line=data.line)
+        return rendered
+
+    render_mime_type.tinyk_chinese = True
+    NbElementRenderer.render_mime_type = render_mime_type
+
+
 _HTML_FIXES = (
     ('<summary><span class="toctree-toggle" role="presentation">',
      '<summary aria-label="Show or hide the sections of this entry">'
@@ -182,7 +238,8 @@ _TOGGLES_ZH = (('admonition-title">Show solution<', 'admonition-title">显示答
                ('admonition-title">Hide solution<', 'admonition-title">隐藏答案<'),
                ('aria-label="Toggle hidden content"', 'aria-label="显示或隐藏内容"'),
                ('aria-label="Show or hide the sections of this entry"',
-                'aria-label="显示或隐藏本条目下的各节"'))
+                'aria-label="显示或隐藏本条目下的各节"'),
+               ('<img alt="Colab logo"', '<img alt="Colab 标志"'))
 _HEADER_BUTTONS = '<div class="article-header-buttons">'
 _OTHER_EDITION = {  # this edition -> (the other's folder relative to this one's root, its link)
     "en": ("zh/", '<a class="btn btn-sm tinyk-language" href="{href}" hreflang="zh-CN" lang="zh-CN" '
@@ -248,6 +305,7 @@ def _add_static(app):
 
 def setup(app):
     app.connect("builder-inited", _add_static)
+    app.connect("builder-inited", _chinese_figures)
     app.connect("doctree-resolved", _alt_text_from_png)
     app.add_css_file("tinyk.css")
     app.connect("source-read", _read_as_book)
