@@ -330,6 +330,7 @@ def _nbgrader(args: list[str], root: Path, limits: Limits | None = None, timeout
     # TINYK_GRADING: sliders render no frames; MPLBACKEND=agg: figures are not drawn to PNG
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                TINYK_GRADING="1", MPLBACKEND="agg")
+    env.pop("TINYK_FIGURES_ZH", None)  # the book's second drawing of each figure, never needed here
     cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}",
            f"--CourseDirectory.db_url=sqlite:///{root / 'gradebook.db'}"]
     if sandbox is not None:
