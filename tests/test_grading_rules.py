@@ -171,6 +171,65 @@ def test_sliders_render_no_frame_under_grading(monkeypatch):
     assert calls[:3] == [1, 2, 3] and "<p>2</p>" in view._repr_mimebundle_()[0]["text/html"]
 
 
+def test_course_figures_draw_no_png_under_grading(monkeypatch):
+    from tinyk.plotting import figure
+
+    fig, ax = figure()
+    ax.plot([0, 1])
+    assert fig._repr_png_()[:4] == b"\x89PNG"
+    monkeypatch.setenv("TINYK_GRADING", "1")
+    monkeypatch.setenv("TINYK_FIGURES_ZH", "1")
+    assert fig._repr_png_() is None and fig._repr_mimebundle_() == ({}, {})
+
+
+def _top_level_names(source: str) -> tuple[set[str], set[str]]:
+    """(names a cell binds at the top level, global names it reads anywhere)."""
+    import symtable
+
+    source = "\n".join(ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!")))
+    table = symtable.symtable(source, "cell", "exec")
+    bound = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
+    read: set[str] = set()
+    tables = [table]
+    while tables:
+        t = tables.pop()
+        tables += t.get_children()
+        for s in t.get_symbols():
+            if s.is_referenced() and ((t is table and not s.is_assigned()) or s.is_global()):
+                read.add(s.get_name())
+    return bound, read
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.stem)
+def test_no_cell_that_runs_reads_a_name_only_a_skipped_cell_binds(path):
+    """A cell tagged skip-when-grading is emptied before grading: no cell that still runs
+    (exercise cells, answers and tests, included) may read a name only such a cell binds,
+    so a graded run has no NameError, and no exercise depends on a skipped cell."""
+    import json
+
+    bound_by_others: set[str] = set()
+    only_skipped: set[str] = set()
+    reads_of_others: set[str] = set()
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"]).replace("### BEGIN SOLUTION", "").replace("### END SOLUTION", "")
+        bound, read = _top_level_names(source)
+        if grading.SKIP_TAG in cell.get("metadata", {}).get("tags", []) and not grading.nbgrader(cell):
+            only_skipped |= bound
+        else:
+            bound_by_others |= bound
+            reads_of_others |= read
+    needed = (only_skipped - bound_by_others) & reads_of_others
+    assert not needed, f"{path.name}: cells that run read {sorted(needed)}, bound only by skipped cells"
+
+
+def test_the_skip_check_sees_a_name_an_exercise_needs():
+    bound, _ = _top_level_names("model = train()\nfor step in range(3):\n    pass")
+    _, read = _top_level_names("def f(x):\n    return model(x) + x\nassert f(1) == step")
+    assert {"model", "step"} <= bound and {"model", "step"} <= read and "x" not in read
+
+
 def test_kernels_run_with_the_grading_switches(tmp_path):
     argv = grading._sandbox_argv(tmp_path, tmp_path)
     pairs = {(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == "--setenv"}
