@@ -155,9 +155,9 @@ def figure_problems(root: Path | None = None) -> list[str]:
 
 
 def figure_messages(root: Path | None = None) -> set[str]:
-    """The figure words the Chinese edition needs and the catalogue lacks: those the
-    executed notebooks in the book's execution cache list as missing (``make book`` ran
-    them with ``TINYK_FIGURES_ZH=1``), and each image alt text given in a cell's metadata."""
+    """Figure words the Chinese edition needs: those the executed notebooks in the book's
+    execution cache list as missing from the catalogue (``make book`` ran them with
+    ``TINYK_FIGURES_ZH=1``), and every image alt text given in a cell's metadata."""
     import json
 
     from tinyk.course import notebook_paths

@@ -95,7 +95,8 @@ def _render_in_chinese(result: Figure | str) -> str:
 
 def grading_run() -> bool:
     """True in a kernel started by the course's grader (``TINYK_GRADING=1``, section "For
-    instructors"): sliders then render no frame, since nobody sees them."""
+    instructors"): sliders then render no frame and course figures no PNG, since nobody
+    sees them."""
     return os.environ.get("TINYK_GRADING") == "1"
 
 
