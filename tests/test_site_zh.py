@@ -93,6 +93,16 @@ def test_every_figure_of_the_chinese_edition_is_drawn_and_described_in_chinese()
     assert counted >= 25, f"only {counted} figures and slider frames on the Chinese pages"
 
 
+def test_no_figure_was_drawn_with_a_missing_glyph():
+    """matplotlib warns on stderr for a character its fonts lack (the Chinese drawing would
+    show a box there): no executed notebook in the book's cache has such a warning."""
+    executed = sorted((course.ROOT / "_build" / ".jupyter_cache" / "executed").glob("*/*.ipynb"))
+    assert len(executed) >= 9, "the book's execution cache is missing: run make book"
+    for path in executed:
+        text = path.read_text(encoding="utf-8")
+        assert "missing from font" not in text and "findfont" not in text, path
+
+
 def test_every_slider_label_and_calculator_of_the_chinese_edition_is_chinese():
     from bs4 import BeautifulSoup
 
