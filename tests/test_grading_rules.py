@@ -164,9 +164,12 @@ def test_sliders_render_no_frame_under_grading(monkeypatch):
         return f"<p>{t}</p>"
 
     monkeypatch.setenv("TINYK_GRADING", "1")
+    monkeypatch.setenv("TINYK_FIGURES_ZH", "1")  # the book's flag changes nothing under grading
     view = slider(draw, t=[1, 2, 3])
     assert calls == [] and "text/html" not in view._repr_mimebundle_()[0]
+    assert view._repr_mimebundle_()[1] == {}
     monkeypatch.delenv("TINYK_GRADING")
+    monkeypatch.delenv("TINYK_FIGURES_ZH")
     view = slider(draw, t=[1, 2, 3])
     assert calls[:3] == [1, 2, 3] and "<p>2</p>" in view._repr_mimebundle_()[0]["text/html"]
 
@@ -207,14 +210,15 @@ def test_no_cell_that_runs_reads_a_name_only_a_skipped_cell_binds(path):
     so a graded run has no NameError, and no exercise depends on a skipped cell."""
     import json
 
+    from tinyk.exercises import source_text
+
     bound_by_others: set[str] = set()
     only_skipped: set[str] = set()
     reads_of_others: set[str] = set()
     for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
         if cell["cell_type"] != "code":
             continue
-        source = "".join(cell["source"]).replace("### BEGIN SOLUTION", "").replace("### END SOLUTION", "")
-        bound, read = _top_level_names(source)
+        bound, read = _top_level_names(source_text(cell))
         if grading.SKIP_TAG in cell.get("metadata", {}).get("tags", []) and not grading.nbgrader(cell):
             only_skipped |= bound
         else:

@@ -327,10 +327,10 @@ def _nbgrader(args: list[str], root: Path, limits: Limits | None = None, timeout
     With ``sandbox``, the kernels nbgrader starts are the sandbox's, talking over Unix sockets
     in its runtime folder (a kernel without a network cannot reach nbgrader's TCP ports).
     """
-    # TINYK_GRADING: sliders render no frames; MPLBACKEND=agg: figures are not drawn to PNG
+    # TINYK_GRADING: sliders render no frames and course figures no PNG (nor their Chinese
+    # version, whatever TINYK_FIGURES_ZH says); MPLBACKEND=agg: pyplot shows nothing
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                TINYK_GRADING="1", MPLBACKEND="agg")
-    env.pop("TINYK_FIGURES_ZH", None)  # the book's second drawing of each figure, never needed here
     cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}",
            f"--CourseDirectory.db_url=sqlite:///{root / 'gradebook.db'}"]
     if sandbox is not None:
