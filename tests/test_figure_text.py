@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import io
+import os
 import warnings
 
 import pytest
@@ -39,7 +40,7 @@ def _cjk_font_or_skip():
     try:
         figure_text._cjk_families()
     except RuntimeError as error:
-        if "TINYK_REQUIRE_ALL" in __import__("os").environ:
+        if "TINYK_REQUIRE_ALL" in os.environ:
             raise
         pytest.skip(str(error))
 

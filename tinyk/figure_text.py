@@ -22,13 +22,14 @@ from __future__ import annotations
 import functools
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ENV", "CJK_FAMILY", "enabled", "message_key", "translate", "translate_html",
+__all__ = ["ENV", "CJK_FAMILY", "enabled", "message_key", "needs_words", "translate", "translate_html",
            "in_chinese", "catalogue_path", "collecting"]
 
 ENV = "TINYK_FIGURES_ZH"
@@ -128,19 +129,13 @@ def _cjk_families() -> list[str]:
 
     if CJK_FAMILY not in {f.name for f in font_manager.fontManager.ttflist}:
         files = subprocess.run(["fc-list", f":family={CJK_FAMILY}", "file"], capture_output=True,
-                               text=True, check=False).stdout if _has("fc-list") else ""
+                               text=True, check=False).stdout if shutil.which("fc-list") else ""
         for line in sorted({ln.split(":")[0].strip() for ln in files.splitlines() if ln.strip()}):
             font_manager.fontManager.addfont(line)
     if CJK_FAMILY not in {f.name for f in font_manager.fontManager.ttflist}:
         raise RuntimeError(f"Chinese figure text needs the font {CJK_FAMILY!r}: install Debian's "
                            f"fonts-noto-cjk (`make cjk-fonts`, or apt-get install fonts-noto-cjk)")
     return [*matplotlib.rcParams["font.sans-serif"][:1], CJK_FAMILY]
-
-
-def _has(program: str) -> bool:
-    import shutil
-
-    return shutil.which(program) is not None
 
 
 def _words_of(fig: Any) -> list[Any]:
