@@ -7,15 +7,14 @@ exercise's section of its page, where the solution waits behind a toggle.
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 from bs4 import BeautifulSoup
 
 from tests import sitecheck
+from tests.test_students import _markdown
 from tinyk import course
-from tinyk.exercises import source_text
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site-students")]
 ROOT = course.ROOT
@@ -45,10 +44,8 @@ def test_download_is_the_committed_student_version(source):
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_solution_links_land_on_the_exercise_and_its_toggle(source):
-    cells = json.loads(course.student_path(source).read_text())["cells"]
     page_url = f"{course.site_url()}{course.NOTEBOOKS}/{source.stem}.html"
-    anchors = re.findall(re.escape(page_url) + r"#([\w-]+)\)",
-                         "\n".join(source_text(c) for c in cells if c["cell_type"] == "markdown"))
+    anchors = re.findall(re.escape(page_url) + r"#([\w-]+)\)", _markdown(course.student_path(source)))
     soup = BeautifulSoup((HTML / course.NOTEBOOKS / f"{source.stem}.html").read_text(), "html.parser")
     for anchor in anchors:
         section = soup.find(id=anchor)
@@ -62,8 +59,7 @@ def test_solution_links_land_on_the_exercise_and_its_toggle(source):
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_glossary_and_reference_links_land_on_the_site(source):
     """A student notebook's glossary links reach their entry, its citations the references."""
-    text = "\n".join(source_text(c) for c in json.loads(course.student_path(source).read_text())["cells"]
-                     if c["cell_type"] == "markdown")
+    text = _markdown(course.student_path(source))
     for page in ("glossary", "references"):
         soup = BeautifulSoup((HTML / "book" / f"{page}.html").read_text(), "html.parser")
         link = re.escape(f"{course.site_url()}book/{page}.html") + r"(?:#([\w.-]+))?\)"
