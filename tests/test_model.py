@@ -313,6 +313,56 @@ def test_attention_paths_agree_with_and_without_padding(padded):
     assert (a - b).abs().max() < 1e-6
 
 
+class _ListCache:
+    """The smallest KVCacheProtocol: keys and values kept in lists, one entry per layer."""
+
+    def __init__(self, k, v):
+        self.k, self.v, self.length = [k], [v], k.shape[1]
+
+    def update(self, layer_id, k, v):
+        self.k[layer_id] = torch.cat([self.k[layer_id], k], dim=1)
+        self.v[layer_id] = torch.cat([self.v[layer_id], v], dim=1)
+        return self.k[layer_id], self.v[layer_id]
+
+    def advance(self, n_tokens):
+        self.length += n_tokens
+
+
+@pytest.mark.parametrize("flash", [True, False])
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_attention_called_directly_after_a_cache_equals_a_full_pass(flash, with_mask):
+    """Both paths, cache lengths 0-3, T = 1-3: the T new queries are the last T keys."""
+    config = dataclasses.replace(ModelConfig.tiny(), flash_attn=flash)
+    torch.manual_seed(0)
+    attn = Attention(config).eval()
+    cos, sin = precompute_freqs_cis(config.head_dim, 6)
+    x = torch.randn(2, 6, config.dim)
+    with torch.no_grad():
+        for n_cached in range(4):
+            for T in range(1, 4):
+                T_k = n_cached + T
+                full = attn(x[:, :T_k], cos[:T_k], sin[:T_k])  # B×T_k×d, no cache
+                cache = None
+                if n_cached:
+                    _, k, v = _projected_kv(attn, x[:, :n_cached], cos[:n_cached], sin[:n_cached])
+                    cache = _ListCache(k, v)
+                mask = None
+                if with_mask:
+                    mask = padding_to_attention(torch.ones(2, T_k, dtype=torch.bool), T)
+                out = attn(x[:, n_cached:T_k], cos[n_cached:T_k], sin[n_cached:T_k], mask, cache)
+                err = (out - full[:, n_cached:]).abs().max().item()
+                assert err < 1e-6, (flash, with_mask, n_cached, T, err)
+
+
+def _projected_kv(attn, x, cos, sin):
+    B, T, _ = x.shape
+    q = attn.wq(x).view(B, T, attn.n_heads, attn.head_dim)
+    k = attn.wk(x).view(B, T, attn.n_kv_heads, attn.head_dim)
+    v = attn.wv(x).view(B, T, attn.n_kv_heads, attn.head_dim)
+    q, k = apply_rotary_emb(q, k, cos, sin)
+    return q, k, v
+
+
 @pytest.mark.parametrize("flash", [True, False])
 def test_fully_masked_query_row_gives_zeros_and_finite_gradients(flash):
     config = dataclasses.replace(ModelConfig.tiny(), flash_attn=flash)

@@ -437,8 +437,9 @@ class Attention(nn.Module):
     ) -> Tensor:
         """``x``: ``B×T×d`` -> ``B×T×d``.
 
-        ``mask``: ``None`` for attention without padding (causal over this call's ``T``
-        tokens; a single new token sees the whole cache), or a
+        ``mask``: ``None`` for attention without padding (causal: the ``T`` new tokens are
+        the last ``T`` of the ``T_k`` keys, so each sees the whole cache and the new tokens
+        up to itself), or a
         boolean ``B×1×T×T_k`` (True = may attend) that already holds causality and
         padding; build it with :func:`padding_to_attention`. ``cache``: appends this
         call's K/V (unexpanded, ``B×T×H_kv×d_h``) and attends over everything stored.
@@ -457,6 +458,11 @@ class Attention(nn.Module):
                 f"{k.shape[1]}), causality and padding together: build it from B×T_k "
                 f"valid-token flags with padding_to_attention(valid, T)"
             )
+        T_k = k.shape[1]
+        if mask is None and 1 < T < T_k:
+            # Queries after a cache are the last T of the T_k keys: the triangle starts at
+            # T_k - T. SDPA's is_causal would draw it from the first key (top-left) instead.
+            mask = torch.ones(T, T_k, dtype=torch.bool, device=x.device).tril(T_k - T)  # T×T_k
         dropout_p = self.attn_dropout.p if self.training else 0.0
         if self.flash:
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # B×H×T×d_h
@@ -661,7 +667,7 @@ class Transformer(nn.Module):
         ``check_ids=False`` skips :func:`check_token_ids` (a host sync), for callers that
         checked the ids already, like ``generate`` feeding back tokens it sampled.
         """
-        if input_ids.ndim != 2 or input_ids.dtype not in (torch.long, torch.int32, torch.int64):
+        if input_ids.ndim != 2 or input_ids.dtype not in (torch.int64, torch.int32):
             raise ValueError(f"input_ids must be a B×T tensor of integer ids, got shape "
                              f"{tuple(input_ids.shape)} and dtype {input_ids.dtype}")
         B, T = input_ids.shape
@@ -684,10 +690,7 @@ class Transformer(nn.Module):
             # Positions start_pos..start_pos+T-1, shared by every row: slice the tables.
             cos = self.freqs_cos[start_pos : start_pos + T]  # T×d_h/2
             sin = self.freqs_sin[start_pos : start_pos + T]
-            # No padding: plain causal attention (T > 1 from position 0), or one new token
-            # that may see every cached one; only a chunk after a cache needs a matrix.
-            mask = None if start_pos == 0 or T == 1 else padding_to_attention(
-                torch.ones(B, start_pos + T, dtype=torch.bool, device=input_ids.device), T)
+            mask = None  # no padding: each Attention draws the causal triangle itself
         else:
             valid = valid_tokens(attention_mask, B, start_pos + T)  # B×T_k
             # A row's position counts its real tokens: left padding does not shift RoPE.
