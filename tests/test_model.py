@@ -62,6 +62,14 @@ def test_parameter_budget_formula_matches_the_built_model(kwargs):
     assert budget["naive"] == count_parameters_naive(model)
 
 
+def test_swiglu_with_multiple_of_1_is_on_budget_exactly_when_3_divides_d():
+    """05.5: on budget for d = 288, 576, 768; under it by less than one unit for 32, 1024, 4096."""
+    for dim in (288, 576, 768):
+        assert 3 * dim * swiglu_hidden_dim(dim, 1) == 8 * dim * dim
+    for dim in (32, 1024, 4096):
+        assert 0 < 8 * dim / 3 - swiglu_hidden_dim(dim, 1) < 1
+
+
 @pytest.mark.parametrize("dim,multiple_of,expected", [(768, 64, 2048), (32, 64, 128),
                                                       (576, 256, 1536), (100, 1, 266)])
 def test_swiglu_width_is_8d_over_3_rounded_up(dim, multiple_of, expected):
@@ -469,6 +477,11 @@ def test_init_scales_residual_projections_w2_and_wo():
     assert abs(float(layer.feed_forward.w2.weight.detach().std()) - target) < 0.1 * target
     assert abs(float(layer.attention.wo.weight.detach().std()) - target) < 0.1 * target
     assert abs(float(layer.feed_forward.w3.weight.detach().std()) - 0.02) < 0.002
+    # 05.6: standard deviation 0.02 (not variance 0.02, whose std would be 0.141), mean 0
+    for w in (model.tok_embeddings.weight, layer.attention.wq.weight, layer.feed_forward.w1.weight):
+        assert abs(float(w.detach().std()) - 0.02) < 0.002 and abs(float(w.detach().mean())) < 0.002
+    norms = [m.weight for m in model.modules() if isinstance(m, RMSNorm)]
+    assert len(norms) == 2 * config.n_layers + 1 and all(torch.equal(g, torch.ones_like(g)) for g in norms)
 
 
 def test_loss_is_hugging_face_style_and_never_nan():

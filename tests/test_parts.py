@@ -319,6 +319,16 @@ def test_checkpoint_reports_stubs_and_falls_back(capsys):
     assert checkpoint({**REFERENCE, "token_positions": token_positions}) is False
     out = capsys.readouterr().out
     assert "still a stub" in out and "greedy tokens with a KV cache the same" in out
+    assert "not found" not in out
+
+
+def test_checkpoint_says_why_missing_parts_are_tinyks_own(capsys):
+    alone = {name: REFERENCE[name] for name in ("token_positions", "causal_padding_mask", "shifted_loss")}
+    assert checkpoint(alone) is False
+    out = capsys.readouterr().out
+    missing = [name for name in REFERENCE if name not in alone]
+    assert f"{len(missing)} of {len(REFERENCE)} parts not found ({', '.join(missing)})" in out
+    assert "a notebook run alone, as on the course's site or in Colab" in out
 
 
 def test_from_notebooks_reads_solution_cells(tmp_path):

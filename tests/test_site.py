@@ -95,7 +95,11 @@ KEY_NUMBERS = {
                  "config.flash_attn = False -> upstream attention.flash = True",
                  "upstream, hand-written path, query 0: [nan, nan, nan, nan]",
                  "is_causal=True vs triangle from the first key: 0",
-                 "upstream, hand-written path, last layer at the real tokens 2, 3 finite: False"],
+                 "upstream, hand-written path, last layer at the real tokens 2, 3 finite: False",
+                 "K and V of one layer: (3, 20, 2, 8), 3,840 bytes each; "
+                 "whole cache (4 tensors) 15,360 bytes",
+                 "K and V of one layer: (3, 20, 8, 8), 15,360 bytes each; "
+                 "whole cache (4 tensors) 61,440 bytes"],
     "05_5_swiglu_layer": ["upstream default: 2048", "LLaMA 7B sizes:   11008"],
     "05_6_head_protocol": ["unique      19,008   naive      19,424", "unique  82,594,560   naive  87,313,152",
                            "missing 1 required positional argument: 'tokens'",
@@ -117,6 +121,21 @@ def test_chapter_pages_print_the_numbers_the_course_states(page):
     text = sitecheck.visible_text(HTML / "notebooks" / f"{page}.html")
     missing = [s for s in KEY_NUMBERS[page] if s not in text]
     assert missing == [], f"{page}: not printed: {missing}"
+
+
+def test_cache_timing_ratios_grow_with_the_context_as_05_4_says():
+    """05.4: recomputed/cached step time, larger at 512 tokens than at 16, in both models.
+
+    Measured about 1.0 -> 7 (tiny) and 1.6 -> 17 (mid) on two cores: a margin of 7x and more.
+    """
+    import re
+
+    text = sitecheck.visible_text(HTML / "notebooks" / "05_4_gqa.html")
+    found = re.findall(r"(tiny|mid) \(d=\d+, L=\d+\): recomputing takes ([\d.]+)x the time of a cached "
+                       r"step at 16 tokens, ([\d.]+)x at 512", text)
+    assert [name for name, _, _ in found] == ["tiny", "mid"], found
+    for name, short, long in found:
+        assert float(long) > float(short), (name, short, long)
 
 
 def test_tiny_experiment_loss_falls_well_below_the_unigram_entropy():

@@ -217,8 +217,11 @@ class RMSNorm(nn.Module):
     """``y_i = γ_i x_i / r`` with ``r = sqrt(mean_j x_j² + ε)`` (course section 05.2).
 
     No mean is subtracted and there is no bias: ``x = (3, 4)`` becomes ``(3, 4) / sqrt(12.5)``,
-    both still positive. Computes in float32 (or float64 for a float64 input), casts back to
-    the input dtype, *then* multiplies by the weight, as the upstream and Hugging Face do.
+    both still positive. Normalises in float32, casts back to the input dtype, *then*
+    multiplies by the weight, as the upstream and Hugging Face do. One difference: a float64
+    input is normalised in float64 here, while those two always compute in float32 (the
+    upstream's ``x.float()``, Hugging Face's ``.to(torch.float32)``), so float64 gradient
+    checks hold to float64's precision.
     """
 
     def __init__(self, dim: int, eps: float = 1e-5) -> None:
@@ -611,10 +614,12 @@ class Transformer(nn.Module):
     The RoPE tables are ``persistent=False`` buffers: they follow ``.to()`` but are absent
     from ``state_dict`` and are rebuilt from the config.
 
-    Init: every weight ``N(0, 0.02)``; the two projections that write into the residual
-    stream (``wo`` and ``w2``) ``N(0, 0.02/sqrt(2L))``, so each layer's write into the
-    stream shrinks as layers are added. (The upstream scales ``w3`` instead: see
-    ``tinyk.upstream.upstream_init_`` for what that changes and what it does not.)
+    Init: every linear and embedding weight from a normal distribution of mean 0 and standard
+    deviation 0.02, ``N(0, 0.02²)``; the two projections that write into the residual stream
+    (``wo`` and ``w2``) with standard deviation ``0.02/sqrt(2L)``, so each layer's write into
+    the stream shrinks as layers are added; the RMSNorm gains start at 1. (The upstream
+    scales ``w3`` instead: see ``tinyk.upstream.upstream_init_`` for what that changes and
+    what it does not.)
     """
 
     def __init__(self, config: ModelConfig) -> None:

@@ -705,6 +705,12 @@ def checkpoint(parts: Mapping[str, object], base: Transformer | None = None, *, 
             except PartError as err:
                 status = f"yours{where}, NOT used: {str(err).split(': ', 1)[1]}"
         print(f"{name:21s} {SECTIONS[name]:8s} {status}")
+    missing = [name for name in PART_NAMES if name not in given]
+    if missing:
+        print(f"\n{len(missing)} of {len(PART_NAMES)} parts not found ({', '.join(missing)}): the "
+              f"notebooks that define them were not beside this one (a notebook run alone, as on "
+              f"the course's site or in Colab, sees only its own parts), so tinyk's own stand in "
+              f"and checkpoint returns False")
     if base is None:
         torch.manual_seed(seed)
         base = Transformer(ModelConfig.tiny())

@@ -57,8 +57,8 @@ class UpstreamOutput(dict):
 
 
 def upstream_init_(model: nn.Module, n_layers: int) -> None:
-    """The upstream's init: ``N(0, 0.02)``, then ``0.02/sqrt(2L)`` on names ending in
-    ``w3.weight`` or ``wo.weight`` (05.6).
+    """The upstream's init: standard deviation 0.02 (``N(0, 0.02²)``), then ``0.02/sqrt(2L)``
+    on names ending in ``w3.weight`` or ``wo.weight`` (05.6).
 
     ``w3`` is the SwiGLU's second *up*-projection; the projection into the residual stream
     is ``w2``, which keeps the full 0.02. Since the MLP's output is linear in both, the
