@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinyk import KVCache, ModelConfig, Transformer, generate
+from tinyk import DecoderLayer, KVCache, ModelConfig, Transformer, generate
 from tinyk.parts import PART_NAMES, PartError, build_model, check_parts, checkpoint, from_notebooks
 
 # --- reference parts, written independently --------------------------------------------
@@ -349,3 +349,23 @@ def test_from_notebooks_reads_solution_cells(tmp_path):
     check_parts(repeat_kv=parts["repeat_kv"])
     with pytest.raises(PartError, match="fails to run: SyntaxError"):
         check_parts(token_positions=parts["token_positions"])
+
+
+def test_parts_define_no_forward_pass_of_their_own():
+    """The learner's model runs tinyk's own forward passes: parts.py only fills the seams."""
+    import ast
+    import inspect
+
+    import tinyk.model
+    import tinyk.parts
+
+    tree = ast.parse(inspect.getsource(tinyk.parts))
+    model_classes = {name for name, obj in vars(tinyk.model).items()
+                     if isinstance(obj, type) and issubclass(obj, torch.nn.Module)}
+    for node in ast.walk(tree):
+        assert not (isinstance(node, ast.FunctionDef) and node.name == "forward"), f"line {node.lineno}"
+        if isinstance(node, ast.ClassDef):
+            bases = {ast.unparse(b).split(".")[-1] for b in node.bases}
+            assert not bases & model_classes, f"{node.name} subclasses {bases & model_classes}"
+    model = build_model(Transformer(ModelConfig.tiny()), REFERENCE)
+    assert type(model) is Transformer and all(type(layer) is DecoderLayer for layer in model.layers)

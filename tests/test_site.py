@@ -89,7 +89,8 @@ KEY_NUMBERS = {
                     "dim=30 is not divisible by n_heads=4"],
     "05_2_rmsnorm": ["r = sqrt(12.5) = 3.535534", "y = (0.8485, 1.1314)", "LayerNorm: y = [-1.0, 1.0]",
                      "gradcheck passes: True"],
-    "05_3_rope": ["score(3, 8) =", "permutation: [0, 2, 4, 6, 1, 3, 5, 7]", "does not fit"],
+    "05_3_rope": ["score(3, 8) =", "permutation: [0, 2, 4, 6, 1, 3, 5, 7]", "does not fit",
+                  "slowest pair: 178 times faster; one full turn (2π/ω) takes 35 positions instead of 6,283"],
     "05_4_gqa": ["repeat_kv (expand + reshape): [0, 0, 1, 1]", "tiled with .repeat:           [0, 1, 0, 1]",
                  "repeat_kv vs PyTorch enable_gqa: 0.0",
                  "config.flash_attn = False -> upstream attention.flash = True",
@@ -112,6 +113,7 @@ KEY_NUMBERS = {
                            "GQA cache for 2,048 tokens (float32): 94.4 MB",
                            "their loss with ignore_index=pad: [0.0, 0.0, 0.0]"],
     "05_9_text_vs_file": ["Boolean value of Tensor with more than one value is ambiguous",
+                          "ran; out is defined: False",
                           "text version, one row: '4+3'", "tinyk, one row:        '4+3\\n'"],
 }
 

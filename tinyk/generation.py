@@ -22,8 +22,9 @@ class KVCache:
     """Keys and values of past tokens, stored **unexpanded**: ``B×T×H_kv×d_h`` per layer (05.4).
 
     Room for ``max_len`` tokens is allocated once; ``length`` is the one integer that
-    drives where the next call writes, how much attention reads back, and which rows of
-    the RoPE tables the new tokens get (``length..length+T-1``, never restarting at 0).
+    drives where the next call writes (``length..length+T-1``, never restarting at 0) and
+    how much attention reads back; without an attention mask it also gives the new tokens'
+    RoPE rows (with one, each row's positions count its real tokens).
     Storing the ``H_kv`` heads (not the ``H_q`` expanded ones) is what makes GQA's saving
     real: see :func:`kv_cache_bytes` and :func:`expand_kv_heads`. The model reads it through
     :class:`tinyk.model.KVCacheProtocol` (``length``, ``update``, ``advance``).

@@ -5,8 +5,10 @@
 
 llama.cpp stores the q/k projections of llama models in the **adjacent-pair** RoPE layout
 (its converter permutes Hugging Face's half-split weights back), which is ``tinyk``'s own
-layout: they load as they are. ``rope_layout="half"`` loads them as if they were in Hugging
-Face's layout (the wrong one for this file), to show what a convention mismatch does.
+layout: they load as they are. ``rope_layout="half"`` permutes the q/k rows into Hugging
+Face's half-split layout and runs them under ``tinyk``'s adjacent-pair RoPE, which is what
+loading a Hugging Face checkpoint without conversion does: wrong on purpose, to show what a
+convention mismatch costs.
 Quantised tensors (Q4_0, Q4_1, Q5_*, Q8_0, ...) are dequantised to float32 by the ``gguf``
 package. Needs ``pip install gguf``.
 """
@@ -112,7 +114,8 @@ def load_gguf(path: str | Path, rope_layout: str = "adjacent", max_seq_len: int 
     """Build a ``Transformer`` with the file's dequantised weights (float32, eval mode).
 
     ``rope_layout``: ``"adjacent"`` (llama.cpp's layout, right for GGUF files) or
-    ``"half"`` (treat q/k as Hugging Face's half-split layout: wrong here, on purpose).
+    ``"half"`` (q/k rows permuted into Hugging Face's half-split layout, then run under
+    adjacent-pair RoPE: wrong, on purpose).
     ``max_seq_len`` shortens the RoPE tables if the file's context is more than needed.
     """
     try:
@@ -151,7 +154,7 @@ def load_gguf(path: str | Path, rope_layout: str = "adjacent", max_seq_len: int 
         else:
             raise ValueError(f"unexpected tensor {tensor.name} in a llama GGUF file")
 
-    if rope_layout == "half":  # pretend the rows are in the half-split layout: undo nothing, permute
+    if rope_layout == "half":  # half-split rows under adjacent-pair RoPE: the mismatch
         for i in range(config.n_layers):
             for name, heads in (("wq", config.n_heads), ("wk", config.n_kv_heads)):
                 key = f"layers.{i}.attention.{name}.weight"

@@ -22,6 +22,7 @@ ffn_norm``) so weights and lessons carry over; everything else is spelled out in
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import FrozenInstanceError, dataclass, field
 from typing import ClassVar, Protocol
 
@@ -53,6 +54,7 @@ __all__ = [
     "parameter_budget",
     "padding_to_attention",
     "valid_tokens",
+    "token_positions",
     "check_token_ids",
     "causal_lm_loss",
 ]
@@ -93,7 +95,8 @@ class ModelConfig:
     Field names are the upstream's (``k_model.py``'s ``ModelConfig``). Derived at
     construction: ``head_dim`` (``d_h = d / H_q``), ``n_rep`` (``H_q / H_kv``, query heads
     per K/V head) and ``mlp_hidden_dim`` (``m``). A rule that fails raises ``ValueError``
-    naming the field, its value, the rule and what to change.
+    (``TypeError`` for a size that is not an int) naming the field, its value, the rule and
+    what to change.
 
     A config is frozen, so the derived sizes always match the fields they come from:
     assigning a field raises ``FrozenInstanceError``; ``dataclasses.replace(config,
@@ -381,10 +384,11 @@ class KVCacheProtocol(Protocol):
     """What attention needs from a KV cache (course section 05.4); ``tinyk.generation.KVCache``
     is the implementation.
 
-    ``length`` is the number of tokens already stored: the new tokens take positions
-    ``length..length+T-1``. Each layer calls ``update`` with this call's keys and values
-    and attends over what it returns; the model calls ``advance(T)`` once every layer
-    has written.
+    ``length`` is the number of tokens already stored: the new tokens are written at
+    ``length..length+T-1``, which are also their RoPE positions when no attention mask is
+    given (with one, each row's positions count its real tokens). Each layer calls ``update``
+    with this call's keys and values and attends over what it returns; the model calls
+    ``advance(T)`` once every layer has written.
     """
 
     @property
@@ -409,11 +413,20 @@ class Attention(nn.Module):
 
     Two paths compute the same thing: ``config.flash_attn=True`` calls PyTorch's
     ``scaled_dot_product_attention`` with its own grouping (``enable_gqa``; PyTorch picks a
-    kernel for the device: on a CPU, its own CPU implementation of the flash-attention
-    algorithm, not the GPU kernel); ``False`` expands K/V with :func:`repeat_kv` and runs
-    the matrix products by hand. On both, a query row with no allowed key (a left-padding
-    position) gives zeros, never NaN (tested on a CPU).
+    kernel for the device: on a CPU without dropout, its own CPU implementation of the
+    flash-attention algorithm, not the GPU kernel; with dropout, its reference math path);
+    ``False`` expands K/V with :func:`repeat_kv` and runs the matrix products by hand. On
+    both, a query row with no allowed key (a left-padding position) gives zeros, never NaN
+    (tested on a CPU).
+
+    Seams: ``apply_rope`` (:func:`apply_rotary_emb`), ``repeat_kv`` (:func:`repeat_kv`, used by
+    the hand-written path) and ``attend`` (the method below) are attributes that a function
+    of the same signature may replace on one instance; ``tinyk.parts`` plugs a learner's
+    parts in that way.
     """
+
+    apply_rope: Callable[[Tensor, Tensor, Tensor, Tensor], tuple[Tensor, Tensor]]
+    repeat_kv: Callable[[Tensor, int], Tensor]
 
     def __init__(self, config: ModelConfig, layer_id: int = 0) -> None:
         super().__init__()
@@ -429,6 +442,8 @@ class Attention(nn.Module):
         self.attn_dropout = nn.Dropout(config.dropout)  # on the attention weights
         self.resid_dropout = nn.Dropout(config.dropout)  # on the output, before the residual sum
         self.flash = config.flash_attn  # True: scaled_dot_product_attention; False: by hand
+        self.apply_rope = apply_rotary_emb  # 05.3
+        self.repeat_kv = repeat_kv
 
     def forward(
         self,
@@ -442,43 +457,54 @@ class Attention(nn.Module):
 
         ``mask``: ``None`` for attention without padding (causal: the ``T`` new tokens are
         the last ``T`` of the ``T_k`` keys, so each sees the whole cache and the new tokens
-        up to itself), or a
-        boolean ``B×1×T×T_k`` (True = may attend) that already holds causality and
-        padding; build it with :func:`padding_to_attention`. ``cache``: appends this
-        call's K/V (unexpanded, ``B×T×H_kv×d_h``) and attends over everything stored.
+        up to itself), or a boolean ``B×1×T×T_k`` (True = may attend) that already holds
+        causality and padding; build it with :func:`padding_to_attention`. ``cache``:
+        appends this call's K/V (unexpanded, ``B×T×H_kv×d_h``) and attends over everything
+        stored.
         """
         B, T, _ = x.shape
         q = self.wq(x).view(B, T, self.n_heads, self.head_dim)  # B×T×H_q×d_h
         k = self.wk(x).view(B, T, self.n_kv_heads, self.head_dim)  # B×T×H_kv×d_h
         v = self.wv(x).view(B, T, self.n_kv_heads, self.head_dim)  # B×T×H_kv×d_h
-        q, k = apply_rotary_emb(q, k, cos, sin)
+        q, k = self.apply_rope(q, k, cos, sin)  # apply_rotary_emb
         if cache is not None:
             k, v = cache.update(self.layer_id, k, v)  # B×T_k×H_kv×d_h, stored unexpanded
-        if mask is not None and (mask.ndim != 4 or mask.shape[1] != 1
-                                 or mask.shape[-2:] != (T, k.shape[1])):
+        mask = self._causal_mask(mask, T, k.shape[1], x.device)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # B×H×T×d_h
+        out = self.attend(q, k, v, mask)  # B×H_q×T×d_h
+        out = out.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim)  # B×T×H_q·d_h
+        return self.resid_dropout(self.wo(out))
+
+    @staticmethod
+    def _causal_mask(mask: Tensor | None, T: int, T_k: int, device: torch.device) -> Tensor | None:
+        """Check a given mask's shape; without one, draw the triangle that ``is_causal`` can't."""
+        if mask is not None and (mask.ndim != 4 or mask.shape[1] != 1 or mask.shape[-2:] != (T, T_k)):
             raise ValueError(
                 f"mask has shape {tuple(mask.shape)}; expected B×1×T×T_k = (B, 1, {T}, "
-                f"{k.shape[1]}), causality and padding together: build it from B×T_k "
+                f"{T_k}), causality and padding together: build it from B×T_k "
                 f"valid-token flags with padding_to_attention(valid, T)"
             )
-        T_k = k.shape[1]
         if mask is None and 1 < T < T_k:
             # Queries after a cache are the last T of the T_k keys: the triangle starts at
             # T_k - T. SDPA's is_causal would draw it from the first key (top-left) instead.
-            mask = torch.ones(T, T_k, dtype=torch.bool, device=x.device).tril(T_k - T)  # T×T_k
+            mask = torch.ones(T, T_k, dtype=torch.bool, device=device).tril(T_k - T)  # T×T_k
+        return mask
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
+        """``softmax(q kᵀ / sqrt(d_h)) v``: ``q`` is ``B×H_q×T×d_h``; ``k``, ``v`` are
+        ``B×H_kv×T_k×d_h``, unexpanded. ``mask``: boolean (True = may attend), or ``None``
+        when ``T == T_k`` (causal) or ``T == 1`` (the one query sees every key).
+        Returns ``B×H_q×T×d_h``.
+        """
         dropout_p = self.attn_dropout.p if self.training else 0.0
         if self.flash:
-            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # B×H×T×d_h
-            out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=mask is None and T > 1,
+            return F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=mask is None and q.shape[-2] > 1,
                 enable_gqa=self.n_rep > 1,
-            )  # B×H_q×T×d_h; a fully masked row comes back as zeros (PyTorch >= 2.5)
-        else:
-            k, v = repeat_kv(k, self.n_rep), repeat_kv(v, self.n_rep)  # B×T_k×H_q×d_h
-            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # B×H_q×T×d_h
-            out = self._attention_by_hand(q, k, v, mask)
-        out = out.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim)  # B×T×H_q·d_h
-        return self.resid_dropout(self.wo(out))
+            )  # a fully masked row comes back as zeros (PyTorch >= 2.5)
+        k = self.repeat_kv(k.transpose(1, 2), self.n_rep).transpose(1, 2)  # B×H_q×T_k×d_h
+        v = self.repeat_kv(v.transpose(1, 2), self.n_rep).transpose(1, 2)
+        return self._attention_by_hand(q, k, v, mask)
 
     def _attention_by_hand(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
         T, T_k = q.shape[-2], k.shape[-2]
@@ -607,6 +633,15 @@ def valid_tokens(attention_mask: Tensor, batch: int, key_len: int) -> Tensor:
     return ~blocked
 
 
+def token_positions(valid: Tensor) -> Tensor:
+    """``B×T_k`` valid-token flags -> ``B×T_k`` RoPE positions that count real tokens (05.6).
+
+    ``[F, F, T, T, T] -> [0, 0, 0, 1, 2]``: a left-padded row's first real token is at 0, as
+    when its prompt runs alone; padding gets 0 too (no query attends to it).
+    """
+    return (valid.long().cumsum(-1) - 1).clamp(min=0)
+
+
 class Transformer(nn.Module):
     """The whole decoder: embedding, ``L`` decoder layers, final norm, tied head (05.6).
 
@@ -634,6 +669,10 @@ class Transformer(nn.Module):
         cos, sin = precompute_freqs_cis(config.head_dim, config.max_seq_len, config.rope_theta)
         self.register_buffer("freqs_cos", cos, persistent=False)  # max_seq_len × d_h/2
         self.register_buffer("freqs_sin", sin, persistent=False)
+        # Seams (05.6): functions that one instance may swap for others of the same signature.
+        self.token_positions = token_positions
+        self.causal_padding_mask = padding_to_attention
+        self.shifted_loss = causal_lm_loss
         self.apply(self._init_weights)
         residual_std = 0.02 / math.sqrt(2 * config.n_layers)
         for name, p in self.named_parameters():
@@ -672,6 +711,44 @@ class Transformer(nn.Module):
         ``check_ids=False`` skips :func:`check_token_ids` (a host sync), for callers that
         checked the ids already, like ``generate`` feeding back tokens it sampled.
         """
+        self._check_inputs(input_ids, labels, cache, logits_to_keep, logits_at, check_ids)
+        B, T = input_ids.shape
+        start_pos = cache.length if cache is not None else 0
+        cos, sin, mask = self._rope_and_mask(attention_mask, B, start_pos, T, input_ids.device)
+        h = self.dropout(self.tok_embeddings(input_ids))  # B×T×d
+        for layer in self.layers:
+            h = layer(h, cos, sin, mask, cache)  # B×T×d
+        if cache is not None:
+            cache.advance(T)
+        logits = self.output(self.norm(self._kept(h, logits_to_keep, logits_at)))  # B×T×V (or B×k×V)
+        loss = None if labels is None else self.shifted_loss(logits, labels)
+        return CausalLMOutput(logits=logits, loss=loss)
+
+    def _rope_and_mask(self, attention_mask: Tensor | None, B: int, start_pos: int, T: int,
+                       device: torch.device) -> tuple[Tensor, Tensor, Tensor | None]:
+        """The RoPE rows of this call's ``T`` tokens, and the attention mask (05.6)."""
+        if attention_mask is None:
+            # No padding: positions start_pos..start_pos+T-1 for every row, a slice of the
+            # tables, and no mask (each Attention draws the causal triangle itself).
+            return self.freqs_cos[start_pos : start_pos + T], self.freqs_sin[start_pos : start_pos + T], None
+        valid = valid_tokens(attention_mask, B, start_pos + T)  # B×T_k
+        # A row's positions count its real tokens: left padding does not shift RoPE.
+        positions = self.token_positions(valid)[:, start_pos:]  # B×T
+        cos, sin = self.freqs_cos[positions], self.freqs_sin[positions]  # B×T×d_h/2
+        mask = self.causal_padding_mask(valid, T)  # B×1×T×T_k
+        return cos, sin, mask
+
+    @staticmethod
+    def _kept(h: Tensor, logits_to_keep: int, logits_at: Tensor | None) -> Tensor:
+        """The positions whose logits are wanted: all, the last ``k``, or one per row."""
+        if logits_at is not None:
+            return h[torch.arange(h.shape[0], device=h.device), logits_at][:, None]  # B×1×d
+        if logits_to_keep > 0:
+            return h[:, -logits_to_keep:]  # B×k×d
+        return h  # B×T×d
+
+    def _check_inputs(self, input_ids: Tensor, labels: Tensor | None, cache: KVCacheProtocol | None,
+                      logits_to_keep: int, logits_at: Tensor | None, check_ids: bool) -> None:
         if input_ids.ndim != 2 or input_ids.dtype not in (torch.int64, torch.int32):
             raise ValueError(f"input_ids must be a B×T tensor of integer ids, got shape "
                              f"{tuple(input_ids.shape)} and dtype {input_ids.dtype}")
@@ -688,42 +765,15 @@ class Transformer(nn.Module):
         if logits_at is not None and logits_at.shape != (B,):
             raise ValueError(f"logits_at has shape {tuple(logits_at.shape)}; expected ({B},): "
                              f"one position per row")
-        if check_ids:
-            check_token_ids(input_ids, self.config.vocab_size)
-
-        if attention_mask is None:
-            # Positions start_pos..start_pos+T-1, shared by every row: slice the tables.
-            cos = self.freqs_cos[start_pos : start_pos + T]  # T×d_h/2
-            sin = self.freqs_sin[start_pos : start_pos + T]
-            mask = None  # no padding: each Attention draws the causal triangle itself
-        else:
-            valid = valid_tokens(attention_mask, B, start_pos + T)  # B×T_k
-            # A row's position counts its real tokens: left padding does not shift RoPE.
-            positions = (valid.long().cumsum(-1) - 1).clamp(min=0)[:, start_pos:]  # B×T
-            cos, sin = self.freqs_cos[positions], self.freqs_sin[positions]  # B×T×d_h/2
-            mask = padding_to_attention(valid, T)  # B×1×T×T_k
-
-        h = self.dropout(self.tok_embeddings(input_ids))  # B×T×d
-        for layer in self.layers:
-            h = layer(h, cos, sin, mask, cache)  # B×T×d
-        if cache is not None:
-            cache.advance(T)
-        if logits_at is not None:
-            h = h[torch.arange(B, device=h.device), logits_at][:, None]  # B×1×d
-        elif logits_to_keep > 0:
-            h = h[:, -logits_to_keep:]  # B×k×d
-        logits = self.output(self.norm(h))  # B×T×V (or B×k×V, B×1×V)
-
-        loss = None
         if labels is not None:
             if labels.shape != input_ids.shape:
                 raise ValueError(f"labels has shape {tuple(labels.shape)}; expected the shape "
                                  f"of input_ids, {tuple(input_ids.shape)} (unshifted)")
-            if logits.shape[1] != T:
+            if (logits_at is not None and T > 1) or 0 < logits_to_keep < T:
                 raise ValueError("labels need logits at every position: use logits_to_keep=0 "
                                  "and logits_at=None")
-            loss = causal_lm_loss(logits, labels)
-        return CausalLMOutput(logits=logits, loss=loss)
+        if check_ids:
+            check_token_ids(input_ids, self.config.vocab_size)
 
 
 def check_token_ids(input_ids: Tensor, vocab_size: int) -> None:

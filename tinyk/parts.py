@@ -20,14 +20,15 @@ name                      section  behaves as
 Three tools, used by the 05.6 checkpoint and the 05.10 capstone:
 
 - :func:`check_parts` runs each given part **alone** against ``tinyk`` on small random
-  inputs (random shapes, float32 and bfloat16, GQA ratios 1, 2 and 4, padded batches) and
+  inputs (several shapes, float32 and bfloat16, GQA ratios 1, 2 and 4, padded batches) and
   raises :class:`PartError` naming the first part that is still a stub or disagrees, and
   what differs (with a hint when the difference is a classic mistake).
 - :func:`build_model` returns a copy of a :class:`tinyk.Transformer` that runs the given
-  parts (any subset; the missing ones are ``tinyk``'s own) with the same weights. The copy
-  swaps submodules for thin subclasses that call the learner's code; ``tinyk/model.py``
-  is untouched. A part that raises ``NotImplementedError`` inside the model is reported as
-  a :class:`PartError` naming the part, not as a traceback from deep inside the model.
+  parts (any subset; the missing ones are ``tinyk``'s own) with the same weights. The
+  parts go into the seams that :mod:`tinyk.model` exposes, so the copy runs the model's
+  own forward passes around the learner's code and this module has none. A part that
+  raises ``NotImplementedError`` inside the model is reported as a :class:`PartError`
+  naming the part, not as a traceback from deep inside the model.
 - :func:`checkpoint` prints, part by part, where each part came from and whether it
   passes, then compares the assembled model's logits and greedy tokens with ``tinyk``'s.
   It never raises for a stub: a stub or a wrong part is reported and replaced by
@@ -63,8 +64,6 @@ from torch import Tensor, nn
 from tinyk.generation import KVCache, generate
 from tinyk.model import (
     MLP,
-    Attention,
-    CausalLMOutput,
     DecoderLayer,
     ModelConfig,
     RMSNorm,
@@ -72,11 +71,10 @@ from tinyk.model import (
     apply_rotary_emb,
     apply_rotary_emb_half,
     causal_lm_loss,
-    check_token_ids,
     padding_to_attention,
     precompute_freqs_cis,
     repeat_kv,
-    valid_tokens,
+    token_positions,
 )
 
 __all__ = ["PART_NAMES", "SECTIONS", "PartError", "Parts", "check_parts", "build_model",
@@ -104,12 +102,9 @@ class PartError(AssertionError):
         self.part = part
 
 
-def reference_token_positions(valid: Tensor) -> Tensor:
-    """``B×T_k`` bool -> ``B×T_k`` long: count real tokens only (the line of 05.6).
-
-    ``[0, 0, 1, 1, 1] -> [0, 0, 0, 1, 2]``: a left-padded row's first real token is at 0.
-    """
-    return (valid.long().cumsum(-1) - 1).clamp(min=0)
+#: ``B×T_k`` bool -> ``B×T_k`` long, real tokens counted from 0: the model's own
+#: :func:`tinyk.model.token_positions` (05.6).
+reference_token_positions = token_positions
 
 
 def _reference_gqa_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -447,102 +442,19 @@ def check_parts(parts: Mapping[str, object] | None = None, /, *, seed: int = 0, 
 # ---------------------------------------------------------------------------
 
 
-def _checked_class(name: str, cls: type[nn.Module]) -> type[nn.Module]:
-    """A thin subclass whose forward names the part when it is a stub (same state_dict)."""
-    def forward(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
-        return _call(name, super(subclass, self).forward, *args, **kwargs)
-
-    subclass = type(cls.__name__, (cls,), {"forward": forward, "__doc__": cls.__doc__})
-    return subclass
+def _named(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, with a stub or a crash reported as a :class:`PartError` naming the part."""
+    return functools.partial(_call, name, fn)
 
 
-class _PartsAttention(Attention):
-    """:class:`tinyk.Attention` with the learner's ``apply_rope``, ``repeat_kv``, ``gqa_attention``."""
+def _learner_block(layer: DecoderLayer, block: Callable[..., Tensor], x: Tensor, cos: Tensor,
+                   sin: Tensor, mask: Tensor | None = None, cache: KVCache | None = None) -> Tensor:
+    """A layer's call, handed to the learner's ``decoder_block`` with its four modules."""
+    def attention(y: Tensor) -> Tensor:
+        return layer.attention(y, cos, sin, mask, cache)
 
-    parts: dict[str, Any]
-
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Tensor | None = None,
-                cache: KVCache | None = None) -> Tensor:
-        B, T, _ = x.shape
-        q = self.wq(x).view(B, T, self.n_heads, self.head_dim)  # B×T×H_q×d_h
-        k = self.wk(x).view(B, T, self.n_kv_heads, self.head_dim)  # B×T×H_kv×d_h
-        v = self.wv(x).view(B, T, self.n_kv_heads, self.head_dim)  # B×T×H_kv×d_h
-        q, k = _call("apply_rope", self.parts["apply_rope"], q, k, cos, sin)
-        if cache is not None:
-            k, v = cache.update(self.layer_id, k, v)  # B×T_k×H_kv×d_h
-        if "gqa_attention" in self.parts:  # the learner groups the heads themselves
-            out = _call("gqa_attention", self.parts["gqa_attention"], q.transpose(1, 2),
-                        k.transpose(1, 2), v.transpose(1, 2), mask)  # B×H_q×T×d_h
-        elif "repeat_kv" in self.parts:  # the learner's grouping, then tinyk's attention
-            k = _call("repeat_kv", self.parts["repeat_kv"], k, self.n_rep)  # B×T_k×H_q×d_h
-            v = _call("repeat_kv", self.parts["repeat_kv"], v, self.n_rep)
-            out = _reference_gqa_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), mask)
-        else:
-            out = _reference_gqa_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), mask)
-        out = out.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim)  # B×T×H_q·d_h
-        return self.wo(out)
-
-
-class _PartsDecoderLayer(DecoderLayer):
-    """:class:`tinyk.DecoderLayer` whose forward is the learner's ``decoder_block``."""
-
-    parts: dict[str, Any]
-
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Tensor | None = None,
-                cache: KVCache | None = None) -> Tensor:
-        def attention(y: Tensor) -> Tensor:
-            return self.attention(y, cos, sin, mask, cache)
-
-        return _call("decoder_block", self.parts["decoder_block"], x, attention, self.feed_forward,
-                     self.attention_norm, self.ffn_norm)
-
-
-class _PartsTransformer(Transformer):
-    """:class:`tinyk.Transformer` whose positions, mask and loss are the learner's (05.6).
-
-    The same steps as ``Transformer.forward``, written out once more so that each of the
-    three 05.6 parts is called where the model computes that quantity.
-    """
-
-    parts: dict[str, Any]
-
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
-                labels: Tensor | None = None, *, cache: KVCache | None = None,
-                logits_to_keep: int = 0, logits_at: Tensor | None = None,
-                check_ids: bool = True) -> CausalLMOutput:
-        if input_ids.ndim != 2:
-            raise ValueError(f"input_ids must be B×T, got shape {tuple(input_ids.shape)}")
-        B, T = input_ids.shape
-        start_pos = cache.length if cache is not None else 0
-        if start_pos + T > self.config.max_seq_len:
-            raise ValueError(f"{start_pos + T} tokens exceed max_seq_len={self.config.max_seq_len}")
-        if check_ids:
-            check_token_ids(input_ids, self.config.vocab_size)
-        if attention_mask is None:
-            cos = self.freqs_cos[start_pos : start_pos + T]  # T×d_h/2
-            sin = self.freqs_sin[start_pos : start_pos + T]
-            mask = None if start_pos == 0 or T == 1 else _call(
-                "causal_padding_mask", self.parts["causal_padding_mask"],
-                torch.ones(B, start_pos + T, dtype=torch.bool, device=input_ids.device), T)
-        else:
-            valid = valid_tokens(attention_mask, B, start_pos + T)  # B×T_k
-            positions = _call("token_positions", self.parts["token_positions"], valid)[:, start_pos:]
-            cos, sin = self.freqs_cos[positions], self.freqs_sin[positions]  # B×T×d_h/2
-            mask = _call("causal_padding_mask", self.parts["causal_padding_mask"], valid, T)  # B×1×T×T_k
-        h = self.tok_embeddings(input_ids)  # B×T×d
-        for layer in self.layers:
-            h = layer(h, cos, sin, mask, cache)
-        if cache is not None:
-            cache.advance(T)
-        if logits_at is not None:
-            h = h[torch.arange(B, device=h.device), logits_at][:, None]  # B×1×d
-        elif logits_to_keep > 0:
-            h = h[:, -logits_to_keep:]
-        logits = self.output(self.norm(h))  # B×T×V
-        loss = None
-        if labels is not None:
-            loss = _call("shifted_loss", self.parts["shifted_loss"], logits, labels)
-        return CausalLMOutput(logits=logits, loss=loss)
+    return _call("decoder_block", block, x, attention, layer.feed_forward, layer.attention_norm,
+                 layer.ffn_norm)
 
 
 def build_model(base: Transformer, parts: Mapping[str, object] | None = None, /,
@@ -554,47 +466,62 @@ def build_model(base: Transformer, parts: Mapping[str, object] | None = None, /,
     :class:`tinyk.Transformer` (so :func:`tinyk.generate` and :class:`tinyk.KVCache` work
     with it) with the same ``state_dict`` keys as ``base``, sharing its parameter tensors
     (nothing is copied; do not train one and expect the other unchanged), in eval mode. Its
-    RoPE tables come from ``rope_tables`` when given. A part that raises inside the model
+    RoPE tables come from ``rope_tables`` when given. The parts go into the model's seams
+    (``Transformer``'s ``token_positions``, ``causal_padding_mask``, ``shifted_loss``;
+    ``Attention``'s ``apply_rope``, ``repeat_kv``, ``attend``; each layer's call for
+    ``decoder_block``; the modules themselves for ``RMSNorm`` and ``SwiGLU``): the model
+    runs ``tinyk``'s own forward passes around them. A part that raises inside the model
     (e.g. a stub's ``NotImplementedError``) surfaces as a :class:`PartError` naming it.
     """
     given = {**(parts or {}), **more}
     _unknown(given)
     for name, part in given.items():
         _check_kind(name, part)
-    config: ModelConfig = base.config
-    dtype = next(base.parameters()).dtype
-    full = {name: given.get(name, _TINYK[name]) for name in PART_NAMES}
-    attention_parts = {n: given[n] for n in ("repeat_kv", "gqa_attention") if n in given}
-    attention_parts["apply_rope"] = full["apply_rope"]
-
     # A structural copy that shares base's parameter tensors: no weight is copied, so this
     # stays cheap for SmolLM2's 135M parameters.
     model = copy.deepcopy(base, memo={id(p): p for p in base.parameters()}).eval()
-    model.__class__ = type("PartsTransformer", (_PartsTransformer,), {"parts": full})
-    norm_cls = _checked_class("RMSNorm", given["RMSNorm"]) if "RMSNorm" in given else None
-    mlp_cls = _checked_class("SwiGLU", given["SwiGLU"]) if "SwiGLU" in given else None
-
-    def swap_norm(old: RMSNorm) -> nn.Module:
-        if norm_cls is None:
-            return old
-        new = _call("RMSNorm", norm_cls, config.dim, eps=config.norm_eps)
-        _load(new, old, "RMSNorm")
-        return new.to(dtype)
-
+    for name in ("token_positions", "causal_padding_mask", "shifted_loss"):
+        if name in given:
+            setattr(model, name, _named(name, given[name]))
     for layer in model.layers:
-        layer.__class__ = type("PartsDecoderLayer", (_PartsDecoderLayer,), {"parts": full})
-        layer.attention.__class__ = type("PartsAttention", (_PartsAttention,), {"parts": attention_parts})
-        layer.attention_norm, layer.ffn_norm = swap_norm(layer.attention_norm), swap_norm(layer.ffn_norm)
-        if mlp_cls is not None:
-            new = _call("SwiGLU", mlp_cls, config.dim, config.mlp_hidden_dim)
-            _load(new, layer.feed_forward, "SwiGLU")
-            layer.feed_forward = new.to(dtype)
-    model.norm = swap_norm(model.norm)
+        attention = layer.attention
+        if "apply_rope" in given:
+            attention.apply_rope = _named("apply_rope", given["apply_rope"])
+        if "repeat_kv" in given:  # runs in tinyk's hand-written attention
+            attention.repeat_kv = _named("repeat_kv", given["repeat_kv"])
+            attention.flash = False
+        if "gqa_attention" in given:  # the learner groups the heads themselves
+            attention.attend = _named("gqa_attention", given["gqa_attention"])
+        if "decoder_block" in given:
+            layer.forward = functools.partial(_learner_block, layer, given["decoder_block"])
+    _swap_modules(model, given)
     if "rope_tables" in given:
+        config = model.config
         cos, sin = _call("rope_tables", given["rope_tables"], config.head_dim, config.max_seq_len,
                          config.rope_theta)
         model.freqs_cos, model.freqs_sin = cos.to(model.freqs_cos), sin.to(model.freqs_sin)
     return model.eval()
+
+
+def _swap_modules(model: Transformer, given: Mapping[str, Any]) -> None:
+    """Replace the norms and MLPs by instances of the learner's classes, same tensors."""
+    config: ModelConfig = model.config
+    dtype = next(model.parameters()).dtype
+
+    def learners(name: str, old: nn.Module, *args: Any, **kwargs: Any) -> nn.Module:
+        new = _call(name, given[name], *args, **kwargs)
+        _load(new, old, name)
+        new.forward = _named(name, new.forward)  # a stub's forward is reported by name
+        return new.to(dtype)
+
+    if "RMSNorm" in given:
+        for layer in model.layers:
+            layer.attention_norm = learners("RMSNorm", layer.attention_norm, config.dim, eps=config.norm_eps)
+            layer.ffn_norm = learners("RMSNorm", layer.ffn_norm, config.dim, eps=config.norm_eps)
+        model.norm = learners("RMSNorm", model.norm, config.dim, eps=config.norm_eps)
+    if "SwiGLU" in given:
+        for layer in model.layers:
+            layer.feed_forward = learners("SwiGLU", layer.feed_forward, config.dim, config.mlp_hidden_dim)
 
 
 def _load(new: nn.Module, old: nn.Module, name: str) -> None:

@@ -1,4 +1,4 @@
-"""The package's own code, shown on a page (the walk-throughs of sections 05.3 to 05.5).
+"""The package's own code, shown on a page (the walk-throughs of sections 05.2 to 05.6).
 
 The book executes its notebooks when it is built, so a cell that returns
 ``show_source(tinyk.apply_rotary_emb)`` shows the code of the installed package as it is at

@@ -31,8 +31,9 @@ def _shapes(value: object) -> list[tuple[int, ...]]:
 def trace_shapes(model: nn.Module, *args: object, max_depth: int = 3, **kwargs: object) -> list[ShapeRecord]:
     """Run ``model(*args, **kwargs)`` once under ``no_grad`` and record each module's shapes.
 
-    Modules deeper than ``max_depth`` dots in their name are skipped (``layers.0.attention.wq``
-    has depth 3). Records come in the order modules finish: a layer's parts before the layer.
+    Modules with ``max_depth`` or more dots in their name are skipped: with the default 3,
+    ``layers.0.attention`` is recorded and ``layers.0.attention.wq`` is not. Records come in
+    the order modules finish: a layer's parts before the layer.
     """
     records: list[ShapeRecord] = []
     hooks = []
