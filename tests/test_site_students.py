@@ -47,6 +47,7 @@ def test_solution_links_land_on_the_exercise_and_its_toggle(source):
     page_url = f"{course.site_url()}{course.NOTEBOOKS}/{source.stem}.html"
     anchors = re.findall(re.escape(page_url) + r"#([\w-]+)\)", _markdown(course.student_path(source)))
     soup = BeautifulSoup((HTML / course.NOTEBOOKS / f"{source.stem}.html").read_text(), "html.parser")
+    assert anchors, f"{source.stem}: no exercise links to its solution"
     for anchor in anchors:
         section = soup.find(id=anchor)
         assert section is not None, f"{source.stem}.html has no #{anchor}"
