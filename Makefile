@@ -24,9 +24,12 @@ $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 
 setup: $(STAMP)
 
+# Warnings are errors, as in site-build: every warning is reported, then the build fails. A
+# failed build forgets Sphinx's record of the pages it read (not the execution cache), so
+# that the next run reads them all again and reports the same warnings instead of passing.
 book: $(STAMP) cjk-fonts
-	$(BOOK_RUN) $(BIN)/jupyter-book build .
-	$(BIN)/python -m tinyk.translations build  # the Chinese edition, into _build/html/zh
+	$(BOOK_RUN) $(BIN)/jupyter-book build -W -n --keep-going . || { rm -f _build/.doctrees/environment.pickle; exit 1; }
+	$(BIN)/python -m tinyk.translations build || { rm -f _build/.doctrees-zh/environment.pickle; exit 1; }  # the Chinese edition, into _build/html/zh
 	@echo
 	@echo "Built _build/html (Chinese: _build/html/zh). Open _build/html/index.html, or serve it and browse http://localhost:8000 :"
 	@echo "  $(VENV)/bin/python -m http.server --directory _build/html 8000"
@@ -71,7 +74,8 @@ $(ACTIONLINT):
 # One torch thread per process in the test stages: two pytest workers (or a kernel beside
 # another program) on two cores with two spinning OpenMP threads each ran a training test
 # 5x slower than alone (277 s against about 50 s, measured under a CPU-bound neighbour).
-unit: $(STAMP) bubblewrap cjk-fonts
+# TINYK_REQUIRE_ALL=1: no test may skip for a missing part (tests/optional.py), actionlint included.
+unit: $(STAMP) bubblewrap cjk-fonts node $(ACTIONLINT)
 	OMP_NUM_THREADS=1 TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m "not site and not notebook" -n 2 --dist loadgroup --durations=15 tests
 
 # Two notebooks at a time, one per core (05.10, the longest, is collected first).

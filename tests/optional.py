@@ -20,7 +20,8 @@ INSTALL = {
 }
 
 
-def _missing(reason: str) -> None:
+def missing(reason: str) -> None:
+    """Skip the calling test (or module) for ``reason``; fail it under ``TINYK_REQUIRE_ALL``."""
     if os.environ.get("TINYK_REQUIRE_ALL"):
         pytest.fail(f"{reason} (TINYK_REQUIRE_ALL is set: make test needs every part)", pytrace=False)
     pytest.skip(reason, allow_module_level=True)
@@ -31,7 +32,7 @@ def need(module: str) -> ModuleType:
     try:
         return __import__(module)
     except ImportError:
-        _missing(f"needs {module}: {INSTALL.get(module, 'pip install ' + module)}")
+        missing(f"needs {module}: {INSTALL.get(module, 'pip install ' + module)}")
         raise
 
 
@@ -42,5 +43,5 @@ def smollm2_file() -> Path:
     try:
         return smollm2_path()
     except FileNotFoundError as err:
-        _missing(str(err))
+        missing(str(err))
         raise

@@ -36,6 +36,18 @@ def expected_solutions(page_path: str) -> int:
     return sum(is_solution(c) for c in json.loads(source.read_text(encoding="utf-8"))["cells"])
 
 
+def expected_sliders(page_path: str) -> int:
+    """How many sliders the page's source notebook makes: its code's ``slider(`` calls, each
+    shown on the page as frames rendered at build time (as in JupyterLab, test_jupyterlab)."""
+    source = ROOT / Path(page_path).with_suffix(".ipynb")
+    if not source.exists():
+        return 0
+    from tinyk.exercises import source_text
+
+    cells = json.loads(source.read_text(encoding="utf-8"))["cells"]
+    return sum(source_text(c).count("slider(") for c in cells if c["cell_type"] == "code")
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
@@ -102,12 +114,12 @@ def test_chapter_page_in_a_real_browser(page, site_url, path):
     assert page.console_errors == []
     text = page.inner_text("main")
     assert "$$" not in text, "raw display math"
-    if has_math:
-        assert page.locator("mjx-container").count() >= page.locator("div.math, span.math").count()
+    assert page.locator("mjx-container").count() >= page.locator("div.math, span.math").count()
 
     toggles = page.locator("details.hide.above-input")  # solutions, and figure-drawing code
     labels = [toggles.nth(i).locator("summary").inner_text() for i in range(toggles.count())]
     assert sum("Show solution" in label for label in labels) == expected_solutions(path)
+    assert toggles.count() >= expected_solutions(path)  # and one for each figure's hidden code
     for i in range(toggles.count()):
         toggle = toggles.nth(i)
         assert toggle.get_attribute("open") is None, "a hidden cell is open before any click"
@@ -115,8 +127,10 @@ def test_chapter_page_in_a_real_browser(page, site_url, path):
         toggle.locator("summary").click()
         assert toggle.get_attribute("open") is not None, "a click did not open it"
 
-    for i in range(page.locator(".tinyk-slider").count()):
-        slider = page.locator(".tinyk-slider").nth(i)
+    sliders = page.locator(".tinyk-slider")
+    assert sliders.count() == expected_sliders(path)
+    for i in range(sliders.count()):
+        slider = sliders.nth(i)
         frames = slider.locator(".tinyk-slider-frames")
         before = frames.screenshot()
         control = slider.locator("input[type=range]").first

@@ -91,6 +91,7 @@ def test_architecture_checks_pass_and_the_committed_record_is_reproduced(tmp_pat
     committed = json.loads((ROOT / "qa" / "checks.json").read_text())
     assert fresh["all_passed"] and committed["all_passed"]
     assert [c["name"] for c in fresh["checks"]] == [c["name"] for c in committed["checks"]]
+    assert len(fresh["checks"]) == len(committed["checks"]) > 0
     for a, b in zip(fresh["checks"], committed["checks"], strict=True):
         assert a["claim"] == b["claim"] and a["tolerance"] == b["tolerance"] and a["passed"] == b["passed"]
         assert a["measured"] <= a["tolerance"]

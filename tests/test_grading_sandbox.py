@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import textwrap
 import threading
 import time
@@ -204,11 +205,17 @@ print(json.dumps(result))
 def test_the_sandbox_is_read_only_outside_its_folders(tmp_path):
     """The sandbox a kernel starts in, probed with a plain Python command: the system, the
     Python installation, the environment and tinyk are read-only; the course checkout shows
-    only the package; /tmp is private; the host's loopback is out of reach."""
+    only the package; /tmp is private; the host's loopback is out of reach.
+
+    The sandbox's /tmp is a tmpfs: it lists only the way down to the folders bound into it,
+    the scratch and runtime folders and, where the checkout or its environment lives under
+    /tmp, those too, never anything else of the host's /tmp (a file this test leaves there
+    for the time of the probe would show if the host's /tmp were bound)."""
     grading.check_sandbox()
     scratch, runtime = tmp_path / "scratch", tmp_path / "run"
     scratch.mkdir()
     runtime.mkdir()
+    host_only = Path(tempfile.mkstemp(dir="/tmp", prefix="tinyk-host-only-")[1])
     server = socket.create_server(("127.0.0.1", 0))
     code = (PROBE.replace("PACKAGE", repr(str(Path(tinyk.__file__).parent)))
             .replace("CHECKOUT", repr(str(ROOT))).replace("PORT", str(server.getsockname()[1])))
@@ -219,6 +226,7 @@ def test_the_sandbox_is_read_only_outside_its_folders(tmp_path):
                               capture_output=True, text=True, timeout=600)
     finally:
         server.close()
+        host_only.unlink()
         leaked = [p for p in probes if p.exists()]
         for path in leaked:  # only if the sandbox failed: leave nothing behind on the host
             path.unlink()
@@ -232,8 +240,12 @@ def test_the_sandbox_is_read_only_outside_its_folders(tmp_path):
     environment = Path(sys.prefix).resolve()
     inside = [environment.relative_to(ROOT).parts[0]] if environment.is_relative_to(ROOT) else []
     assert result["checkout"] == sorted(["tinyk", *inside])
-    # not the host's /tmp: only the way down to its own two folders
-    assert result["tmp"] == [scratch.relative_to("/tmp").parts[0]] != sorted(os.listdir("/tmp"))
+    # not the host's /tmp: only the way down to its own two folders, and to the package and
+    # the Python environment when they live under /tmp
+    bound = (scratch, runtime, Path(tinyk.__file__).resolve().parent, Path(sys.prefix), Path(sys.base_prefix))
+    assert result["tmp"] == sorted({p.relative_to("/tmp").parts[0] for p in bound
+                                    if p.is_relative_to("/tmp")})
+    assert host_only.name not in result["tmp"]
     assert result["network"] in ("ConnectionRefusedError", "OSError"), result["network"]
     assert result["imports"] == ["tinyk", "torch"]
     assert [p.name for p in scratch.iterdir()] == ["own-file"]  # its working folder is the scratch folder

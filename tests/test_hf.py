@@ -53,8 +53,10 @@ def test_round_trip_is_exact(pair):
     back = from_hf(hf)
     # the width comes back explicit (a Llama config has no multiple_of rule)
     assert back.config == dataclasses.replace(model.config, hidden_dim=model.config.mlp_hidden_dim)
-    for (name, a), b in zip(model.state_dict().items(), back.state_dict().values(), strict=True):
-        assert torch.equal(a, b), name
+    ours, theirs = model.state_dict(), back.state_dict()
+    assert list(ours) == list(theirs) != []
+    for name, tensor in ours.items():
+        assert torch.equal(tensor, theirs[name]), name
 
 
 def test_unsupported_llama_is_refused():

@@ -151,6 +151,7 @@ def test_student_notebook_runs_in_jupyterlab_and_its_sliders_move(lab, browser, 
             next(c for c in code if c["id"] == i))}
         assert unexpected == {}, f"{source.name}: errors outside the exercises"
         stubs = [c for c in code if nbgrader(c).get("solution")]
+        assert stubs, f"{source.name}: no exercise to leave unanswered"
         for cell in stubs:  # each unanswered exercise fails: its answer cell or its test cell
             test = next((c for c in code[code.index(cell) + 1:] if nbgrader(c).get("grade")), None)
             raised = errors[cell["id"]] + (errors[test["id"]] if test else [])

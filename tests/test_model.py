@@ -230,12 +230,13 @@ def test_rope_keeps_norms_and_matches_complex_multiplication():
 def test_rope_common_shift_leaves_dot_products_unchanged():
     q, k = _rope_inputs(B=1, T=6)
     cos, sin = precompute_freqs_cis(8, 200, dtype=torch.float64)
-    scores = []
-    for shift in (0, 1, 37, 150):
+
+    def scores(shift):
         rq, rk = apply_rotary_emb(q, k, cos[shift : shift + 6], sin[shift : shift + 6])
-        scores.append(torch.einsum("bthd,bshd->bhts", rq[:, :, :2], rk))
-    for s in scores[1:]:
-        assert (s - scores[0]).abs().max() < 1e-12
+        return torch.einsum("bthd,bshd->bhts", rq[:, :, :2], rk)
+
+    for shift in (1, 37, 150):
+        assert (scores(shift) - scores(0)).abs().max() < 1e-12, shift
 
 
 def test_rope_gradcheck_float64():

@@ -47,6 +47,7 @@ def test_solution_links_land_on_the_exercise_and_its_toggle(source):
     page_url = f"{course.site_url()}{course.NOTEBOOKS}/{source.stem}.html"
     anchors = re.findall(re.escape(page_url) + r"#([\w-]+)\)", _markdown(course.student_path(source)))
     soup = BeautifulSoup((HTML / course.NOTEBOOKS / f"{source.stem}.html").read_text(), "html.parser")
+    assert anchors, f"{source.stem}: no exercise links to its solution"
     for anchor in anchors:
         section = soup.find(id=anchor)
         assert section is not None, f"{source.stem}.html has no #{anchor}"
@@ -58,12 +59,17 @@ def test_solution_links_land_on_the_exercise_and_its_toggle(source):
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_glossary_and_reference_links_land_on_the_site(source):
-    """A student notebook's glossary links reach their entry, its citations the references."""
-    text = _markdown(course.student_path(source))
-    for page in ("glossary", "references"):
-        soup = BeautifulSoup((HTML / "book" / f"{page}.html").read_text(), "html.parser")
-        link = re.escape(f"{course.site_url()}book/{page}.html") + r"(?:#([\w.-]+))?\)"
-        for anchor in re.findall(link, text):
-            if anchor:
-                entry = soup.find(id=anchor)
-                assert entry is not None and entry.name == "dt", f"{source.stem}: no glossary entry #{anchor}"
+    """A student notebook's glossary links reach their entry, its citations the references:
+    one link for each glossary term of its source, one for each work it cites."""
+    text, original = _markdown(course.student_path(source)), _markdown(source)
+    terms = re.findall(re.escape(f"{course.site_url()}book/glossary.html") + r"#([\w.-]+)\)", text)
+    citations = re.findall(re.escape(f"{course.site_url()}book/references.html") + r"\)", text)
+    cited = [key for keys in re.findall(r"\{cite(?::[pt])?\}`([^`]+)`", original) for key in keys.split(",")]
+    assert len(terms) == len(re.findall(r"\{term\}`", original)), f"{source.stem}: glossary links"
+    assert len(citations) == len(cited), f"{source.stem}: links to the references"
+    assert terms or citations, f"{source.stem}: no glossary term and no citation"
+    assert (HTML / "book" / "references.html").is_file()
+    glossary = BeautifulSoup((HTML / "book" / "glossary.html").read_text(), "html.parser")
+    for anchor in terms:
+        entry = glossary.find(id=anchor)
+        assert entry is not None and entry.name == "dt", f"{source.stem}: no glossary entry #{anchor}"

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from tests import sitecheck
-from tests.test_browser import SHOTS, browser, expected_solutions, page, site_url  # noqa: F401  (fixtures)
+from tests.test_browser import SHOTS, browser, expected_sliders, expected_solutions, page, site_url  # noqa: F401  (fixtures)
 from tinyk import course
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site-zh")]
@@ -49,6 +49,9 @@ def _pages():
                   and p.name not in ("genindex.html", "search.html", "index.html"))
 
 
+PAGES_AT_LEAST = 16  # what _pages finds: the book's pages but the index, the general index and search
+
+
 def test_the_chinese_edition_has_every_page_of_the_english_one():
     english = {p.relative_to(HTML).as_posix() for p in HTML.rglob("*.html")
                if p.relative_to(HTML).parts[0] not in ("zh", "_static", "_sources")}
@@ -59,7 +62,7 @@ def test_the_chinese_edition_has_every_page_of_the_english_one():
 
 def test_every_page_of_the_chinese_edition_is_mostly_chinese():
     pages = _pages()
-    assert len(pages) >= 16
+    assert len(pages) >= PAGES_AT_LEAST
     shares = {p.relative_to(ZH).as_posix(): _chinese_share(_prose(p)) for p in pages}
     latin = {name: round(share, 2) for name, share in shares.items() if share < 0.6}
     assert latin == {}, f"pages whose prose is not mostly Chinese: {latin}"
@@ -81,7 +84,9 @@ def test_every_figure_of_the_chinese_edition_is_drawn_and_described_in_chinese()
     page's figures are other images than the English page's, and their alt texts are
     Chinese (tinyk.figure_text)."""
     counted = 0
-    for path in _pages():
+    pages = _pages()
+    assert len(pages) >= PAGES_AT_LEAST
+    for path in pages:
         rel = path.relative_to(ZH).as_posix()
         chinese, english = _figures(path), _figures(HTML / rel)
         assert len(chinese) == len(english), f"{rel}: {len(chinese)} figures against {len(english)}"
@@ -106,24 +111,24 @@ def test_no_figure_was_drawn_with_a_missing_glyph():
 def test_every_slider_label_and_calculator_of_the_chinese_edition_is_chinese():
     from bs4 import BeautifulSoup
 
-    sliders = 0
-    for path in _pages():
-        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
-        for block in soup.select(".tinyk-slider"):
-            sliders += 1
-            labels = [str(label.find(string=True, recursive=False) or "").strip()  # not the value
-                      for label in block.select(".tinyk-slider-control")]
-            # Words are translated; a symbol ("ε") or an identifier ("dtype") is not.
-            words = [label for label in labels if len(re.findall(r"\b[A-Za-z]{2,}\b", label)) >= 2]
-            assert all(_CJK.search(label) for label in words), f"{path.name}: slider labels {labels}"
-            frames = [frame.get_text(" ") for frame in block.select(".tinyk-frame")]
-            shown = [text for text in frames if _LATIN_WORD.search(text)]  # calculators' HTML
-            assert all(_CJK.search(text) for text in shown), f"{path.name}: English frame: {shown[0][:80]}"
-    assert sliders >= 7
+    soups = {path: BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser") for path in _pages()}
+    blocks = [(path, block) for path, soup in soups.items() for block in soup.select(".tinyk-slider")]
+    assert len(blocks) >= 7
+    for path, block in blocks:
+        labels = [str(label.find(string=True, recursive=False) or "").strip()  # not the value
+                  for label in block.select(".tinyk-slider-control")]
+        # Words are translated; a symbol ("ε") or an identifier ("dtype") is not.
+        words = [label for label in labels if len(re.findall(r"\b[A-Za-z]{2,}\b", label)) >= 2]
+        assert all(_CJK.search(label) for label in words), f"{path.name}: slider labels {labels}"
+        frames = [frame.get_text(" ") for frame in block.select(".tinyk-frame")]
+        shown = [text for text in frames if _LATIN_WORD.search(text)]  # calculators' HTML
+        assert all(_CJK.search(text) for text in shown), f"{path.name}: English frame: {shown[0][:80]}"
 
 
 def test_pages_say_their_language_and_link_to_the_other_edition():
-    for path in _pages():
+    pages = _pages()
+    assert len(pages) >= PAGES_AT_LEAST
+    for path in pages:
         text = path.read_text(encoding="utf-8")
         assert '<html lang="zh-CN"' in text, path
         rel = path.relative_to(ZH).as_posix()
@@ -178,6 +183,7 @@ def test_a_chinese_chapter_page_in_a_real_browser(page, site_url, path):  # noqa
     assert first.get_attribute("open") is not None
 
     sliders = page.locator(".tinyk-slider")
+    assert sliders.count() == expected_sliders(path) > 0
     for i in range(sliders.count()):
         frames = sliders.nth(i).locator(".tinyk-slider-frames")
         before = frames.screenshot()

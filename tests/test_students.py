@@ -197,12 +197,18 @@ def test_every_colab_link_outside_the_site_opens_a_student_notebook():
     """README, book pages and notebooks: any Colab link opens student/, never a source."""
     files = [ROOT / "README.md", *sorted((ROOT / "book").glob("*.md")), *SOURCES,
              *sorted((ROOT / course.STUDENTS).glob("*.ipynb"))]
-    owner_repo = course.repository_url().split("github.com/")[1]
-    for path in files:
-        for url in COLAB.findall(path.read_text()):
-            prefix = f"https://colab.research.google.com/github/{owner_repo}/blob/main/{course.STUDENTS}/"
-            assert url.startswith(prefix), f"{path.name}: {url}"
-            assert (ROOT / course.STUDENTS / url[len(prefix):]).is_file(), f"{path.name}: {url}"
+    colab = f"https://colab.research.google.com/github/{course.repository_url().split('github.com/')[1]}/blob/main"
+    prefix = f"{colab}/{course.STUDENTS}/"
+
+    def wrong(url: str) -> bool:
+        return not (url.startswith(prefix) and (ROOT / course.STUDENTS / url[len(prefix):]).is_file())
+
+    links = [(path.name, url) for path in files for url in COLAB.findall(path.read_text())]
+    assert [f"{name}: {url}" for name, url in links if wrong(url)] == []
+    # the check itself: it finds a link in Markdown and tells a student notebook from a source
+    good, source = f"{prefix}{SOURCES[0].name}", f"{colab}/{course.NOTEBOOKS}/{SOURCES[0].name}"
+    assert COLAB.findall(f"[Open]({good}) and [this]({source})") == [good, source]
+    assert [wrong(good), wrong(source), wrong(f"{prefix}missing.ipynb")] == [False, True, True]
 
 
 def test_commands_outside_a_checkout_say_so(tmp_path, monkeypatch):
