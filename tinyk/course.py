@@ -238,6 +238,9 @@ def _heading_anchor(heading: str) -> str:
 _TERM = re.compile(r"\{term\}`([^`<]*?)\s*(?:<([^`>]+)>)?`")
 _CITE = re.compile(r"\{cite(?::[pt])?\}`([^`]+)`")
 _ADMONITION = re.compile(r"^```\{(warning|note|tip|important|caution)\}[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
+# A hint (05.x exercises): ``:::{dropdown} Hint 1 of 3: a nudge`` ... ``:::``, a collapsed
+# block on the site (sphinx-design); Jupyter and Colab show the same as <details>.
+_DROPDOWN = re.compile(r"^:::\{dropdown\}[ \t]*([^\n]*)\n(.*?)^:::[ \t]*$", re.M | re.S)
 
 
 def _term_id(term: str) -> str:
@@ -265,7 +268,8 @@ def _citation_labels(root: Path) -> dict[str, str]:
 def markdown_for_notebooks(text: str, site: str, citations: dict[str, str]) -> str:
     """A source's Markdown as Jupyter and Colab show it, which know no MyST: a glossary
     term becomes a link to its entry on the site, a citation a link to the references
-    page, and an admonition (```` ```{warning} ````) a quoted paragraph with its title."""
+    page, an admonition (```` ```{warning} ````) a quoted paragraph with its title, and a
+    dropdown (a hint, ``:::{dropdown} Title``) a collapsed ``<details>`` block."""
     glossary, references = f"{site}book/glossary.html", f"{site}book/references.html"
 
     def term(m: re.Match) -> str:
@@ -283,6 +287,11 @@ def markdown_for_notebooks(text: str, site: str, citations: dict[str, str]) -> s
         body = m.group(2).rstrip("\n").splitlines()
         return "\n".join([f"> **{m.group(1).capitalize()}**", ">"] + [f"> {ln}".rstrip() for ln in body])
 
+    def dropdown(m: re.Match) -> str:
+        title, body = m.group(1).strip(), m.group(2).strip("\n")
+        return f"<details>\n<summary>{title}</summary>\n\n{body}\n\n</details>"
+
+    text = _DROPDOWN.sub(dropdown, text)
     return _ADMONITION.sub(admonition, _CITE.sub(cite, _TERM.sub(term, text)))
 
 
