@@ -36,6 +36,18 @@ def expected_solutions(page_path: str) -> int:
     return sum(is_solution(c) for c in json.loads(source.read_text(encoding="utf-8"))["cells"])
 
 
+def expected_hints(page_path: str) -> int:
+    """How many hints the page's source notebook offers (``:::{dropdown} Hint k of n``)."""
+    source = ROOT / Path(page_path).with_suffix(".ipynb")
+    if not source.exists():
+        return 0
+    from tinyk.exercises import source_text
+
+    cells = json.loads(source.read_text(encoding="utf-8"))["cells"]
+    return sum(line.startswith(":::{dropdown} Hint ") for c in cells if c["cell_type"] == "markdown"
+               for line in source_text(c).splitlines())
+
+
 def expected_sliders(page_path: str) -> int:
     """How many sliders the page's source notebook makes: its code's ``slider(`` calls, each
     shown on the page as frames rendered at build time (as in JupyterLab, test_jupyterlab)."""
@@ -126,6 +138,15 @@ def test_chapter_page_in_a_real_browser(page, site_url, path):
         assert "Show solution" in labels[i] or "Show code cell source" in labels[i], labels[i]
         toggle.locator("summary").click()
         assert toggle.get_attribute("open") is not None, "a click did not open it"
+
+    hints = page.locator("details.sd-dropdown")  # each exercise's hints, collapsed
+    assert hints.count() == expected_hints(path)
+    for i in range(hints.count()):
+        hint = hints.nth(i)
+        assert hint.get_attribute("open") is None, "a hint is open before any click"
+        assert hint.locator("summary").inner_text().startswith("Hint ")
+        hint.locator("summary").click()
+        assert hint.get_attribute("open") is not None, "a click did not open the hint"
 
     sliders = page.locator(".tinyk-slider")
     assert sliders.count() == expected_sliders(path)

@@ -93,10 +93,21 @@ def test_released_stub_fails(path, solution, test):
         _run(stub, _without_markers(test))
 
 
+# Exercises whose visible test runs every check its hidden test runs (the hidden part only
+# repeats them on other inputs): a wrong answer that fools it must not exist, so their
+# registered guess must fail the visible test itself.
+VISIBLE_CATCHES_GUESSES = {"ex_05_10_3_solution"}
+
+
 @pytest.mark.parametrize("path,solution,test", EXERCISES)
 def test_hard_coded_guess_passes_visible_but_fails_hidden_tests(path, solution, test):
-    guess = GUESSES.get(nbgrader(solution)["grade_id"])
+    grade_id = nbgrader(solution)["grade_id"]
+    guess = GUESSES.get(grade_id)
     assert guess is not None, "register a hard-coded wrong answer for this exercise in GUESSES"
+    if grade_id in VISIBLE_CATCHES_GUESSES:
+        with pytest.raises(AssertionError):
+            _run(guess, _visible_only(test))
+        return
     _run(guess, _visible_only(test))  # the visible asserts alone are fooled...
     with pytest.raises(AssertionError):
         _run(guess, _without_markers(test))  # ...the hidden ones are not
@@ -113,6 +124,31 @@ MISTAKE_CASES = [
 def test_a_classic_mistake_loses_the_points(path, solution, test, wrong):
     with pytest.raises(AssertionError):
         _run(wrong, _without_markers(test))
+
+
+# Catalogued mistakes that the visible test does not catch yet (only the hidden one does).
+VISIBLE_GAPS = {
+    "ex_05_2_2_solution-computes_in_the_input_dtype",
+    "ex_05_2_2_solution-multiplies_by_the_weight_before_casting_back",
+    "ex_05_2_2_solution-downcasts_float64_to_float32",
+    "ex_05_3_2_solution-crops_a_table_built_from_d_to_fit",
+    "ex_05_4_4_solution-causal_from_first_key",
+    "ex_05_5_2_solution-computes_in_float32",
+    "ex_05_6_3_solution-causal triangle aligned to the first T keys",
+    "ex_05_6_4_solution-NaN when nothing is counted",
+    "ex_05_6_4_solution-ignore_index argument not used (always -100)",
+}
+
+
+@pytest.mark.parametrize("path,solution,test,wrong", MISTAKE_CASES)
+def test_a_classic_mistake_fails_the_visible_test_too(request, path, solution, test, wrong):
+    """The learner sees the verdict the grader will give: visible = hidden on the catalogue."""
+    case = request.node.callspec.id
+    if case in VISIBLE_GAPS:
+        _run(wrong, _visible_only(test))  # still a gap: remove it from VISIBLE_GAPS when closed
+        return
+    with pytest.raises(AssertionError):
+        _run(wrong, _visible_only(test))
 
 
 def test_an_object_equal_to_everything_does_not_pass():

@@ -14,7 +14,15 @@ import re
 import pytest
 
 from tests import sitecheck
-from tests.test_browser import SHOTS, browser, expected_sliders, expected_solutions, page, site_url  # noqa: F401  (fixtures)
+from tests.test_browser import (  # noqa: F401  (fixtures)
+    SHOTS,
+    browser,
+    expected_hints,
+    expected_sliders,
+    expected_solutions,
+    page,
+    site_url,
+)
 from tinyk import course
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site-zh")]
@@ -181,6 +189,12 @@ def test_a_chinese_chapter_page_in_a_real_browser(page, site_url, path):  # noqa
     first = toggles.first
     first.locator("summary").click()
     assert first.get_attribute("open") is not None
+    hints = page.locator("details.sd-dropdown")
+    assert hints.count() == expected_hints(path) > 0
+    titles = [hints.nth(i).locator("summary").inner_text() for i in range(hints.count())]
+    assert all(t.startswith("提示") for t in titles), titles
+    hints.first.locator("summary").click()
+    assert hints.first.get_attribute("open") is not None
 
     sliders = page.locator(".tinyk-slider")
     assert sliders.count() == expected_sliders(path) > 0

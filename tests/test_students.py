@@ -103,7 +103,8 @@ def test_markdown_for_notebooks_turns_roles_and_admonitions_into_plain_markdown(
         "[Ainslie et al., 2023](https://x.io/c/book/references.html).\n\n"
         "> **Warning**\n>\n> First line,\n>\n> second.\n")
     hint = course.markdown_for_notebooks(
-        "Before.\n\n:::{dropdown} Hint 1 of 2: a nudge\nUse `expand`.\n\nThen $x$.\n:::\n", "https://x.io/c/", {})
+        "Before.\n\n:::{dropdown} Hint 1 of 2: a nudge\nUse `expand`.\n\nThen $x$.\n:::\n",
+        "https://x.io/c/", {})
     assert hint == ("Before.\n\n<details>\n<summary>Hint 1 of 2: a nudge</summary>\n\n"
                     "Use `expand`.\n\nThen $x$.\n\n</details>\n")
     with pytest.raises(ValueError, match=r"'nobody2020' is not in book/references\.bib"):
