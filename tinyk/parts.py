@@ -76,6 +76,7 @@ from tinyk.model import (
     repeat_kv,
     token_positions,
 )
+from tinyk.own_work import BorrowedCall, run_own, trusted
 
 __all__ = ["PART_NAMES", "SECTIONS", "PartError", "Parts", "check_parts", "build_model",
            "from_notebooks", "checkpoint", "reference_token_positions", "smollm2"]
@@ -140,11 +141,14 @@ def _unknown(parts: Mapping[str, object]) -> None:
 
 
 def _call(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run one part; a stub or a crash becomes a :class:`PartError` naming it."""
+    """Run one part, watched (:mod:`tinyk.own_work`): a stub, a crash or a call of a
+    reference implementation becomes a :class:`PartError` naming it."""
     try:
-        return fn(*args, **kwargs)
+        return run_own(name, fn, *args, **kwargs)
     except PartError:
         raise
+    except BorrowedCall as err:
+        raise PartError(name, str(err).split(": ", 1)[1]) from None
     except NotImplementedError:
         raise PartError(name, "still a stub (it raises NotImplementedError): write its body in "
                               f"the notebook of section {SECTIONS[name]}") from None
@@ -351,7 +355,8 @@ def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:
              "an overwritten residual: the second sum must add h, the first sum's result":
              attention(attention_norm(x)) + feed_forward(ffn_norm(h)),
              "the second sum adding x instead of h": x + feed_forward(ffn_norm(h))}
-    got = _call("decoder_block", fn, x, attention, feed_forward, attention_norm, ffn_norm)
+    got = _call("decoder_block", fn, x, trusted(attention), trusted(feed_forward), trusted(attention_norm),
+                trusted(ffn_norm))
     _compare("decoder_block", got, _tinyk_decoder_block(x, attention, feed_forward, attention_norm,
                                                          ffn_norm),
              "output with made-up attention, feed-forward and norms", hints=hints)
@@ -453,8 +458,8 @@ def _learner_block(layer: DecoderLayer, block: Callable[..., Tensor], x: Tensor,
     def attention(y: Tensor) -> Tensor:
         return layer.attention(y, cos, sin, mask, cache)
 
-    return _call("decoder_block", block, x, attention, layer.feed_forward, layer.attention_norm,
-                 layer.ffn_norm)
+    return _call("decoder_block", block, x, trusted(attention), trusted(layer.feed_forward),
+                 trusted(layer.attention_norm), trusted(layer.ffn_norm))
 
 
 def build_model(base: Transformer, parts: Mapping[str, object] | None = None, /,

@@ -1,0 +1,101 @@
+"""A learner's part that calls a reference implementation is caught by what runs (05.2-05.10).
+
+Each cheat below computes the right numbers by borrowing: from ``tinyk``, from Hugging Face,
+or from PyTorch's fused ops, by five routes (import, alias, ``getattr``, a copied function
+object, ``importlib``) and below the Python API (``torch.ops``). Honest parts in plain torch
+pass, and so do callables that the test itself hands to the part.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import types
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tinyk
+from tinyk.own_work import BorrowedCall, run_own, trusted
+from tinyk.parts import PartError, check_parts
+
+Q, K = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 3, 8)
+X = torch.randn(1, 3, 2, 8)  # B×T×H_kv×d_h
+
+
+def honest_attention(q, k, v, mask=None):
+    k, v = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+    return scores.masked_fill(~causal, -1e9).softmax(-1) @ v
+
+
+def test_honest_parts_in_plain_torch_pass():
+    assert torch.allclose(run_own("gqa_attention", honest_attention, Q, K, K),
+                          F.scaled_dot_product_attention(Q, K, K, is_causal=True, enable_gqa=True), atol=1e-6)
+    own = run_own("repeat_kv", lambda x, n: x.repeat_interleave(n, dim=2), X, 2)
+    assert torch.equal(own, tinyk.repeat_kv(X, 2))
+
+
+sdpa_copy = F.scaled_dot_product_attention
+repeat_clone = types.FunctionType(tinyk.repeat_kv.__code__, tinyk.repeat_kv.__globals__)
+CHEATS = {
+    "import": (lambda x, n: tinyk.repeat_kv(x, n), (X, 2), "tinyk.model.repeat_kv"),
+    "alias": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
+              (Q, K, K), "scaled_dot_product_attention"),
+    "getattr": (lambda q, k, v: getattr(F, "scaled_dot_" + "product_attention")(q, k, v, enable_gqa=True),
+                (Q, K, K), "scaled_dot_product_attention"),
+    "copied function object": (lambda x, n: repeat_clone(x, n), (X, 2), "tinyk.model.repeat_kv"),
+    "importlib": (lambda x, n: importlib.import_module("tinyk.model").repeat_kv(x, n), (X, 2),
+                  "tinyk.model.repeat_kv"),
+    "a saved reference": (lambda q, k, v: sdpa_copy(q, k, v, enable_gqa=True), (Q, K, K),
+                          "scaled_dot_product_attention"),
+    "torch.ops": (lambda q, k, v: torch.ops.aten.scaled_dot_product_attention(q, q, q), (Q, K, K),
+                  "torch.ops.aten.scaled_dot_product_attention"),
+    "nn.RMSNorm": (lambda x: torch.nn.RMSNorm(8, eps=1e-5)(x), (X,), "rms_norm"),
+    "tinyk.RMSNorm": (lambda x: tinyk.RMSNorm(8)(x), (X,), "tinyk.model.RMSNorm"),
+    "Hugging Face": (lambda x, n: importlib.import_module("transformers.models.llama.modeling_llama")
+                     .repeat_kv(x.transpose(1, 2), n), (X, 2), "transformers (repeat_kv)"),
+}
+
+
+@pytest.mark.parametrize("route", sorted(CHEATS))
+def test_a_borrowed_call_is_caught_whatever_the_route(route):
+    cheat, args, call = CHEATS[route]
+    with pytest.raises(BorrowedCall, match="not allowed here") as caught:
+        run_own("the part", cheat, *args)
+    assert call in caught.value.call and str(caught.value).startswith("the part: calls ")
+
+
+def test_switching_the_watch_off_is_tampering():
+    def sneaky(x, n):
+        import sys
+        sys.setprofile(None)
+        return tinyk.repeat_kv(x, n)
+
+    with pytest.raises(BorrowedCall, match="switched off the check"):
+        run_own("repeat_kv", sneaky, X, 2)
+
+
+def test_callables_handed_to_the_part_may_run_anything():
+    config = tinyk.ModelConfig.tiny()
+    attention = tinyk.Attention(config)
+    cos, sin = tinyk.precompute_freqs_cis(config.head_dim, 5)
+    x = torch.randn(1, 5, config.dim)
+
+    def block(x, attend):
+        return x + attend(x)
+
+    got = run_own("decoder_block", block, x, trusted(lambda y: attention(y, cos, sin)))
+    assert torch.allclose(got, x + attention(x, cos, sin))
+    with pytest.raises(BorrowedCall):  # the same callable, not handed over as trusted
+        run_own("decoder_block", block, x, lambda y: attention(y, cos, sin))
+
+
+def test_check_parts_names_the_borrowed_call():
+    def repeat_kv(x, n_rep):
+        return tinyk.repeat_kv(x, n_rep)
+
+    with pytest.raises(PartError, match=r"repeat_kv \(section 05\.4\): calls tinyk\.model\.repeat_kv"):
+        check_parts(repeat_kv=repeat_kv)

@@ -1,0 +1,160 @@
+"""The learner's own code, checked by what runs (course sections 05.2 to 05.10, the build track).
+
+A build exercise asks for a part written in plain torch. :func:`run_own` calls the
+learner's part and watches what it calls while it runs, whatever the route to it (an
+import, an alias, ``getattr``, a copied function object, ``importlib``):
+
+- **the course's reference code**: any Python function defined in the ``tinyk`` package
+  (``tinyk.RMSNorm``, ``tinyk.repeat_kv``, the attention helper, ...), found by the file of
+  the code object that runs (a call trace, ``sys.setprofile``);
+- **Hugging Face's implementation**: any Python function of the ``transformers`` package;
+- **PyTorch's fused versions of a part**: ``scaled_dot_product_attention``, ``rms_norm``,
+  ``nn.RMSNorm``, ``multi_head_attention_forward`` and their ATen operators, seen by a
+  :class:`~torch.overrides.TorchFunctionMode` (which sees ``torch.ops`` calls too).
+
+Plain torch operations (``matmul``, ``softmax``, ``repeat_interleave``, ``silu``, ...) are
+allowed. A forbidden call raises :class:`BorrowedCall`, an ``AssertionError``, so a test
+cell that finds one loses its points, with a message that names the call and the part.
+Callables the test itself hands to the part (e.g. the attention and MLP of a decoder
+block) are wrapped with :func:`trusted` and may run anything.
+
+What this cannot see: code copied as text from ``tinyk`` into the answer (it runs as the
+learner's own), and a part that switches the watch off from inside (``sys.setprofile``,
+leaving the modes): that is detected afterwards and reported as tampering.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+__all__ = ["BorrowedCall", "run_own", "trusted", "watching"]
+
+_TINYK = str(Path(__file__).resolve().parent) + "/"
+_HERE = str(Path(__file__).resolve())
+_FUSED_API: dict[object, str] = {
+    F.scaled_dot_product_attention: "torch.nn.functional.scaled_dot_product_attention",
+    F.rms_norm: "torch.nn.functional.rms_norm",
+    torch.rms_norm: "torch.rms_norm",
+    F.multi_head_attention_forward: "torch.nn.functional.multi_head_attention_forward",
+}
+_FUSED_NAMES = ("scaled_dot_product", "rms_norm", "multi_head_attention")
+
+
+def _library_roots() -> tuple[str, ...]:
+    """Where Hugging Face's model code lives (its import machinery elsewhere is not a part)."""
+    try:
+        import transformers
+    except ImportError:  # pragma: no cover: transformers is optional
+        return ()
+    root = Path(transformers.__file__).resolve().parent
+    return tuple(f"{root / name}" for name in ("models/", "modeling_", "activations.py", "pytorch_utils.py"))
+
+
+class BorrowedCall(AssertionError):
+    """A part called a reference implementation instead of computing the thing itself."""
+
+    def __init__(self, part: str, call: str, why: str) -> None:
+        super().__init__(f"{part}: calls {call}, which is not allowed here: {why}. Write it "
+                         f"with plain torch operations (matmul, softmax, ...)")
+        self.part, self.call = part, call
+
+
+class _Watch:
+    """The state of one watch: what was seen, and how deep inside trusted callables."""
+
+    def __init__(self, part: str) -> None:
+        self.part = part
+        self.trusted_depth = 0
+        self.seen: list[tuple[str, str]] = []
+        self.libraries = _library_roots()
+
+    def flag(self, call: str, why: str) -> None:
+        if self.trusted_depth == 0 and not any(c == call for c, _ in self.seen):
+            self.seen.append((call, why))
+
+    def profile(self, frame: FrameType, event: str, arg: object) -> None:
+        code = frame.f_code
+        if event == "call" and code is _TRUSTED_CODE:
+            self.trusted_depth += 1
+        elif event == "return" and code is _TRUSTED_CODE:
+            self.trusted_depth -= 1
+        elif event == "call" and self.trusted_depth == 0 and code.co_flags & inspect.CO_NEWLOCALS:
+            filename = code.co_filename  # a function's (a module or class body runs on import)
+            if filename.startswith(_TINYK) and filename != _HERE:
+                module = Path(filename).stem
+                name = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
+                self.flag(f"tinyk.{module}.{name}", "it is the course's own implementation")
+            elif filename.startswith(self.libraries):
+                self.flag(f"transformers ({code.co_name})", "it is Hugging Face's implementation")
+
+
+_ACTIVE: list[_Watch] = []
+
+
+class _FusedFunctions(TorchFunctionMode):
+    """Sees every torch function called, by the Python API or by ``torch.ops``."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if _ACTIVE:
+            name = _FUSED_API.get(func)
+            if name is None:
+                label = getattr(func, "__name__", "") if callable(func) else ""
+                label = str(func) if type(func).__module__ == "torch._ops" else label
+                if any(fused in label for fused in _FUSED_NAMES):
+                    name = f"torch.ops.{label}" if type(func).__module__ == "torch._ops" else f"torch.{label}"
+            if name is not None:
+                _ACTIVE[-1].flag(name, "it is PyTorch's fused version of the part")
+        return func(*args, **(kwargs or {}))
+
+
+def _trusted_call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return fn(*args, **kwargs)
+
+
+_TRUSTED_CODE = _trusted_call.__code__
+
+
+def trusted(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, callable from a watched part without being counted as the part's own call."""
+    return functools.partial(_trusted_call, fn)
+
+
+@contextmanager
+def watching(part: str) -> Iterator[_Watch]:
+    """Watch everything that runs inside the ``with`` block; raise :class:`BorrowedCall` at
+    its end for a forbidden call seen (the last one), or if the watch was switched off inside."""
+    watch = _Watch(part)
+    previous = sys.getprofile()
+    _ACTIVE.append(watch)
+    try:
+        with _FusedFunctions():
+            sys.setprofile(watch.profile)
+            try:
+                yield watch
+            finally:
+                still_ours = sys.getprofile() == watch.profile
+                sys.setprofile(previous)
+    finally:
+        _ACTIVE.remove(watch)
+    if not still_ours:
+        raise BorrowedCall(part, "sys.setprofile", "the part switched off the check of its own calls")
+    if watch.seen:
+        call, why = watch.seen[-1]  # the last: calls made while importing come first
+        raise BorrowedCall(part, call, why)
+
+
+def run_own(part: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, the learner's ``part``, watched (:func:`watching`)."""
+    with watching(part):
+        return fn(*args, **kwargs)
