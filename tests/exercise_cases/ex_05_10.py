@@ -30,6 +30,15 @@ def _with(name: str, wrong: str) -> str:
     return block.sub(lambda _: wrong.strip("\n") + "\n\n\n", source, count=1)
 
 
+# The start of pad_and_label (05.10.2) with right padding; the mistakes below finish it.
+_PADDED = """
+import torch
+def pad_and_label(sequences, pad_id):
+    T = max(len(s) for s in sequences)
+    ids = torch.tensor([list(s) + [pad_id] * (T - len(s)) for s in sequences])
+"""
+
+
 # A hard-coded answer per exercise that satisfies the visible asserts only: the hidden
 # tests must reject it. Keyed by the solution cell's grade_id.
 GUESSES = {
@@ -39,8 +48,9 @@ def dequantize_q4_1(block):
     return torch.tensor([-0.5] * 16 + [0.5] * 16)
 """,
     "ex_05_10_2_solution": """
-def hidden_by_pad(labels, pad_id):
-    return 2
+import torch
+def pad_and_label(sequences, pad_id):
+    return torch.tensor([[1, 5, 2], [1, 2, 2]]), torch.tensor([[1, 5, 2], [1, 2, -100]])
 """,
     # Right for one unpadded prompt (the visible test), wrong for a padded batch: the mask
     # is ignored and positions run 0..T-1.
@@ -73,9 +83,30 @@ def dequantize_q4_1(block):
 """),
     ],
     "ex_05_10_2_solution": [
-        ("the unshifted count (labels[:, 0] counted as a target)", """
-def hidden_by_pad(labels, pad_id):
-    return int((labels == pad_id).sum())
+        ("padding found by id: every end of turn hidden (pad = EOS)", _PADDED + """
+    return ids, ids.masked_fill(ids == pad_id, -100)
+"""),
+        ("padding labelled with the pad id instead of -100", _PADDED + """
+    return ids, ids.clone()
+"""),
+        ("labels shifted by hand", _PADDED + """
+    return ids, ids[:, 1:].masked_fill(ids[:, 1:] == pad_id, -100)
+"""),
+        ("left padding", """
+import torch
+def pad_and_label(sequences, pad_id):
+    T = max(len(s) for s in sequences)
+    ids = torch.tensor([[pad_id] * (T - len(s)) + list(s) for s in sequences])
+    lengths = torch.tensor([len(s) for s in sequences])
+    return ids, ids.masked_fill(torch.arange(T)[None, :] < (T - lengths)[:, None], -100)
+"""),
+        ("padded with 0, not the pad id", """
+import torch
+def pad_and_label(sequences, pad_id):
+    T = max(len(s) for s in sequences)
+    ids = torch.tensor([list(s) + [0] * (T - len(s)) for s in sequences])
+    lengths = torch.tensor([len(s) for s in sequences])
+    return ids, ids.masked_fill(torch.arange(T)[None, :] >= lengths[:, None], -100)
 """),
     ],
     "ex_05_10_3_solution": [

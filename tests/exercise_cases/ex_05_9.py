@@ -8,15 +8,109 @@ def rows_stopping(next_tokens, stop_id):
     return [False, True, True]
 """,
     "ex_05_9_2_solution": """
-def parses(source):
-    return source == "x = 1"
+def snippet_verdict(snippet):
+    if snippet.startswith("    def"):
+        return "needs context"
+    if snippet.startswith("out:\\n"):
+        return "not code"
+    return "parses"
 """,
     "ex_05_9_3_solution": """
-def counted_targets(targets, ignore_index):
-    return 2
+import math
+import torch
+def per_target_loss(logits, targets, ignore_index):
+    if len(targets) == 2:
+        return torch.tensor([0.0, math.log(3)])
+    return torch.tensor([math.log(3), 0.0, math.log(3), 0.0])
 """,
 }
 
+_VERDICT = """
+import ast
+import textwrap
+def _parses(source):
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return False
+    return True
+"""
+
+_LOSS = """
+import torch
+import torch.nn.functional as F
+def per_target_loss(logits, targets, ignore_index):
+    ignored = targets == ignore_index
+    index = targets.masked_fill(ignored, 0)
+"""
+
 # Solutions with one classic mistake each, which must lose the exercise's points.
 # Keyed by the solution cell's grade_id; each value is a list of (name, source).
-MISTAKES: dict[str, list[tuple[str, str]]] = {}
+MISTAKES: dict[str, list[tuple[str, str]]] = {
+    "ex_05_9_1_solution": [
+        ("one answer for the whole batch", """
+def rows_stopping(next_tokens, stop_id):
+    return [bool((next_tokens == stop_id).any())] * len(next_tokens)
+"""),
+    ],
+    "ex_05_9_2_solution": [
+        ("never dedents: an indented method is 'not code'", _VERDICT + """
+def snippet_verdict(snippet):
+    return "parses" if _parses(snippet) else "not code"
+"""),
+        ("dedents first: a snippet that parses is 'needs context'", _VERDICT + """
+def snippet_verdict(snippet):
+    if _parses(textwrap.dedent(snippet)):
+        return "needs context"
+    return "parses" if _parses(snippet) else "not code"
+"""),
+        ("strip() instead of dedent", _VERDICT + """
+def snippet_verdict(snippet):
+    if _parses(snippet):
+        return "parses"
+    return "needs context" if _parses(snippet.strip()) else "not code"
+"""),
+        ("runs the snippet instead of parsing it", """
+import textwrap
+def _runs(source):
+    try:
+        exec(source, {})
+    except Exception:
+        return False
+    return True
+def snippet_verdict(snippet):
+    if _runs(snippet):
+        return "parses"
+    return "needs context" if _runs(textwrap.dedent(snippet)) else "not code"
+"""),
+    ],
+    "ex_05_9_3_solution": [
+        ("every target counted (no ignore_index)", """
+import torch.nn.functional as F
+def per_target_loss(logits, targets, ignore_index):
+    index = targets.clamp(min=0)
+    return -F.log_softmax(logits, dim=-1).gather(-1, index[:, None]).squeeze(-1)
+"""),
+        ("the minus sign missing", _LOSS + """
+    return F.log_softmax(logits, dim=-1).gather(-1, index[:, None]).squeeze(-1).masked_fill(ignored, 0.0)
+"""),
+        ("softmax over the rows, not the classes", _LOSS + """
+    return -F.log_softmax(logits, dim=0).gather(-1, index[:, None]).squeeze(-1).masked_fill(ignored, 0.0)
+"""),
+        ("picks at -100 before masking", """
+import torch.nn.functional as F
+def per_target_loss(logits, targets, ignore_index):
+    picked = -F.log_softmax(logits, dim=-1).gather(-1, targets[:, None]).squeeze(-1)
+    return picked.masked_fill(targets == ignore_index, 0.0)
+"""),
+        ("the mean instead of one loss per target", _LOSS + """
+    losses = -F.log_softmax(logits, dim=-1).gather(-1, index[:, None]).squeeze(-1).masked_fill(ignored, 0.0)
+    return losses.sum() / (~ignored).sum()
+"""),
+        ("F.cross_entropy, not the learner's own code", """
+import torch.nn.functional as F
+def per_target_loss(logits, targets, ignore_index):
+    return F.cross_entropy(logits, targets, ignore_index=ignore_index, reduction="none")
+"""),
+    ],
+}
