@@ -26,7 +26,7 @@ STUDENT_HINT = re.compile(r"^<summary>Hint (\d) of (\d): \S.*</summary>$", re.M)
 
 #: The package's code that shows how a part is written, by the part it reveals.
 REVEALS: dict[str, tuple[str, ...]] = {
-    "RMSNorm": ("show_source(RMSNorm",),
+    "RMSNorm": ("show_source(RMSNorm", "show_source(tinyk.RMSNorm"),
     "rope_tables": ("show_source(precompute_freqs_cis",),
     "apply_rope": ("show_source(apply_rotary_emb", "_rotate_adjacent)", "show_source(reshape_for_broadcast"),
     "repeat_kv": ("show_source(tinyk.repeat_kv", "show_source(repeat_kv"),

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 import tinyk
-from tinyk.own_work import BorrowedCall, run_own, trusted
+from tinyk.own_work import BorrowedCall, run_own, trusted, watched
 from tinyk.parts import PartError, check_parts
 
 Q, K = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 3, 8)
@@ -99,3 +99,27 @@ def test_check_parts_names_the_borrowed_call():
 
     with pytest.raises(PartError, match=r"repeat_kv \(section 05\.4\): calls tinyk\.model\.repeat_kv"):
         check_parts(repeat_kv=repeat_kv)
+
+
+def test_a_watched_name_watches_every_later_call_and_a_class_stays_a_module():
+    def repeat_kv(x, n_rep):
+        return x.repeat_interleave(n_rep, dim=2) if x.shape[1] < 5 else tinyk.repeat_kv(x, n_rep)
+
+    repeat_kv = watched("repeat_kv", repeat_kv)
+    assert watched("repeat_kv", repeat_kv) is repeat_kv and repeat_kv.__name__ == "repeat_kv"
+    assert torch.equal(repeat_kv(X, 2), tinyk.repeat_kv(X, 2))  # short inputs: its own code
+    with pytest.raises(BorrowedCall, match=r"tinyk\.model\.repeat_kv"):
+        repeat_kv(torch.randn(1, 6, 2, 8), 2)  # longer ones: tinyk's
+
+    class RMSNorm(torch.nn.Module):
+        def __init__(self, dim, eps=1e-5):
+            super().__init__()
+            self.inner = tinyk.RMSNorm(dim, eps)
+
+        def forward(self, x):
+            return self.inner(x)
+
+    Watched = watched("RMSNorm", RMSNorm)
+    assert issubclass(Watched, torch.nn.Module) and Watched.__name__ == "RMSNorm"
+    with pytest.raises(BorrowedCall, match=r"tinyk\.model\.RMSNorm"):
+        Watched(8)

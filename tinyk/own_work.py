@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-__all__ = ["BorrowedCall", "run_own", "trusted", "watching"]
+__all__ = ["BorrowedCall", "run_own", "trusted", "watched", "watching"]
 
 _TINYK = str(Path(__file__).resolve().parent) + "/"
 _HERE = str(Path(__file__).resolve())
@@ -158,3 +158,30 @@ def run_own(part: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any
     """``fn(*args, **kwargs)``, the learner's ``part``, watched (:func:`watching`)."""
     with watching(part):
         return fn(*args, **kwargs)
+
+
+def watched(part: str, fn: Any) -> Any:
+    """``fn`` with every later call watched, for a test cell to rebind the learner's name:
+    ``repeat_kv = watched("repeat_kv", repeat_kv)``. For a class (an ``nn.Module``), a
+    subclass of the same name whose ``__init__`` and ``forward`` run watched. Idempotent.
+    """
+    if getattr(fn, "__watched_part__", None) == part:
+        return fn
+    if isinstance(fn, type):
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            with watching(part):
+                fn.__init__(self, *args, **kwargs)
+
+        def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with watching(part):
+                return fn.forward(self, *args, **kwargs)
+
+        return type(fn.__name__, (fn,), {"__init__": __init__, "forward": forward, "__watched_part__": part,
+                                         "__doc__": fn.__doc__, "__module__": fn.__module__})
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return run_own(part, fn, *args, **kwargs)
+
+    wrapper.__watched_part__ = part  # type: ignore[attr-defined]
+    return wrapper
