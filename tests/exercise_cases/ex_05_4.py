@@ -8,8 +8,8 @@ def kv_head_for_each_query_head(n_heads, n_kv_heads):
     return [0, 0, 0, 1, 1, 1]
 """,
     "ex_05_4_2_solution": """
-def cache_bytes(*args):
-    return 18_874_368
+def kv_cache_plan(*args, **kwargs):
+    return 150_994_944, 301_989_888, 2, 14_563
 """,
     # The visible checks all use H_kv = 2 heads copied twice: a fixed index list fools them.
     "ex_05_4_3_solution": """
@@ -26,6 +26,23 @@ def gqa_attention(q, k, v, mask=None):
                                           is_causal=mask is None)
 """,
 }
+
+_KV_CACHE_PLAN = """
+def kv_cache_plan(config, n_tokens, batch, bytes_per_element, budget_bytes):
+    per_token = 2 * config.n_layers * config.n_kv_heads * config.head_dim * batch * bytes_per_element
+    ratio = config.n_heads // config.n_kv_heads
+    gqa_bytes = per_token * n_tokens
+    return gqa_bytes, ratio * gqa_bytes, ratio, budget_bytes // per_token
+"""
+
+
+def _plan_with(*replacements: tuple[str, str]) -> str:
+    source = _KV_CACHE_PLAN
+    for old, new in replacements:
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    return source
+
 
 _REPEAT_KV = """
 def repeat_kv(x, n_rep):
@@ -69,10 +86,19 @@ def kv_head_for_each_query_head(n_heads, n_kv_heads):
 """),
     ],
     "ex_05_4_2_solution": [
-        ("keys_only", """
-def cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, batch, bytes_per_element):
-    return n_layers * n_kv_heads * head_dim * n_tokens * batch * bytes_per_element
-"""),
+        ("keys_only", _plan_with(("2 * config.n_layers", "config.n_layers"))),
+        ("expanded_heads_stored", _plan_with(("config.n_kv_heads * config.head_dim",
+                                              "config.n_heads * config.head_dim"),
+                                             ("ratio * gqa_bytes", "gqa_bytes"))),
+        ("one_layer", _plan_with(("2 * config.n_layers", "2"))),
+        ("budget_for_one_row", _plan_with(("budget_bytes // per_token",
+                                           "budget_bytes // (per_token // batch)"))),
+        ("budget_for_the_expanded_cache", _plan_with(("budget_bytes // per_token",
+                                                      "budget_bytes // (ratio * per_token)"))),
+        ("rounds_up", _plan_with(("budget_bytes // per_token", "-(-budget_bytes // per_token)"))),
+        ("rounds_to_nearest", _plan_with(("budget_bytes // per_token", "round(budget_bytes / per_token)"))),
+        ("one_token_short", _plan_with(("budget_bytes // per_token", "(budget_bytes - 1) // per_token"))),
+        ("float_ratio", _plan_with(("ratio, budget_bytes", "ratio * gqa_bytes / gqa_bytes, budget_bytes"))),
     ],
     "ex_05_4_3_solution": [
         ("tiled_with_repeat", _REPEAT_KV.format(body="x.repeat(1, 1, n_rep, 1)")),
