@@ -161,3 +161,35 @@ def test_chapter_notebook_runs_under_the_wheel_install(wheel_env, wheel_kernel, 
     assert str(ROOT) not in probe[2], "the checkout is not on the kernel's path"
     setup = next(c for c in nb.cells[1:] if c.cell_type == "code")
     assert setup.outputs == [], "the setup cell finds tinyk and does nothing"
+
+
+def test_a_notebook_opened_alone_runs_the_parts_pasted_into_it(wheel_env, wheel_kernel, monkeypatch):
+    """Colab opens one notebook at a time: 05.6 alone in an empty folder, with the parts of
+    05.2 to 05.5 pasted into its paste cell, checks those parts as the learner's own."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from tinyk.exercises import book_version, is_solution, source_text
+    from tinyk.parts import PART_NAMES
+
+    pasted = []
+    for source in course.notebook_paths():
+        if source.stem[:4] in ("05_2", "05_3", "05_4", "05_5"):
+            for cell in book_version(json.loads(source.read_text()))["cells"]:
+                text = source_text(cell)
+                if is_solution(cell) and re.search(rf"^(?:def|class) ({'|'.join(PART_NAMES)})\b", text, re.M):
+                    pasted.append(text)
+    assert len(pasted) >= 7, "the seven parts of 05.2 to 05.5"
+    _, work = wheel_env
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.setenv("JUPYTER_PATH", str(wheel_kernel))
+    folder = work / "alone"
+    folder.mkdir()
+    nb = nbformat.read(ROOT / "notebooks" / "05_6_head_protocol.ipynb", as_version=4)
+    paste = next(c for c in nb.cells if c.get("id") == "c47-paste")
+    paste.source = "\n\n".join(pasted)
+    NotebookClient(nb, kernel_name="tinyk-wheel", timeout=300,
+                   resources={"metadata": {"path": str(folder)}}).execute()
+    report = "".join(o.get("text", "") for o in next(c for c in nb.cells if c.get("id") == "c48").outputs)
+    assert "not found" not in report and report.count("yours, agrees with tinyk (from this notebook)") == 10
+    assert report.rstrip().endswith("every part yours and the model agrees: True"), report

@@ -79,7 +79,7 @@ from tinyk.model import (
 from tinyk.own_work import BorrowedCall, run_own, trusted
 
 __all__ = ["PART_NAMES", "SECTIONS", "PartError", "Parts", "check_parts", "build_model",
-           "from_notebooks", "checkpoint", "reference_token_positions", "smollm2"]
+           "from_notebooks", "defined_here", "checkpoint", "reference_token_positions", "smollm2"]
 
 #: Each part's section; the order is the order in which :func:`check_parts` checks them.
 SECTIONS: dict[str, str] = {
@@ -604,6 +604,21 @@ def from_notebooks(folder: str | Path = ".", pattern: str = "05_[2-6]_*.ipynb") 
     return found
 
 
+def defined_here(namespace: Mapping[str, Any], where: str = "this notebook") -> Parts:
+    """The parts defined in a notebook's own cells: ``defined_here(globals())``.
+
+    Only objects whose ``__module__`` is the namespace's own (``__main__`` in a kernel)
+    count, so a name imported from ``tinyk`` is never taken for the learner's. This is how
+    a notebook opened alone (Colab) gets the parts of earlier notebooks: they are pasted in.
+    """
+    found = Parts()
+    home = namespace.get("__name__", "__main__")
+    for name in PART_NAMES:
+        if name in namespace and getattr(namespace[name], "__module__", None) == home:
+            found[name], found.origin[name] = namespace[name], where
+    return found
+
+
 def _broken(name: str, notebook: str, err: Exception) -> Callable[..., Any]:
     def fails(*args: Any, **kwargs: Any) -> Any:
         raise PartError(name, f"its cell in {notebook} fails to run: {type(err).__name__}: {err}")
@@ -642,7 +657,8 @@ def checkpoint(parts: Mapping[str, object], base: Transformer | None = None, *, 
         print(f"\n{len(missing)} of {len(PART_NAMES)} parts not found ({', '.join(missing)}): the "
               f"notebooks that define them were not beside this one (a notebook run alone, as on "
               f"the course's site or in Colab, sees only its own parts), so tinyk's own stand in "
-              f"and checkpoint returns False")
+              f"and checkpoint returns False. Paste your parts into this notebook, or keep your "
+              f"notebooks in its folder, to check yours")
     if base is None:
         torch.manual_seed(seed)
         base = Transformer(ModelConfig.tiny())
