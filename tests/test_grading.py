@@ -133,6 +133,8 @@ CASES = {
                                          "def double(x):\n    return 4", SOLUTION_B),
                     {"a_test": (0, "tampering"), "b_test": (0, "tampering")}),
 }
+# Two names that differ only in an accent are two students, each with full marks.
+CASES.update({name: CASES["solution"] for name in ("jos\u00e9", "jos\u00e8")})
 RAW = {"not_json": b"{ this is not a notebook", "empty_file": b""}
 
 
@@ -233,6 +235,7 @@ def test_rerun_resumes_and_reproduces_the_gradebook(batch, monkeypatch):
     grading.grade(subs, out, notebooks, limits=limits, jobs=2, progress=False)
     assert out.read_text() == first
     assert graded == ["wrong_answer"]  # only the missing student was graded again
+    assert {s for s, _ in _table(out)} >= {"jos\u00e9", "jos\u00e8"}  # neither overwrote the other
     assert not list(base.glob(".grades.csv.tmp"))
 
 

@@ -4,6 +4,7 @@ sandbox checks, shards and their merge. Fast: nothing here starts a kernel."""
 from __future__ import annotations
 
 import csv
+import re
 import sys
 from pathlib import Path
 
@@ -253,3 +254,30 @@ def test_threads_must_be_positive(capsys):
 def test_the_total_limit_grows_with_the_notebooks_submitted():
     limits = grading.Limits(cell_timeout=60, total_timeout=300)
     assert [grading._total_limit(limits, n) for n in (0, 1, 9)] == [300, 300, 2700]
+
+
+def test_student_ids_are_unique_and_stable_for_any_unicode_name():
+    names = ("ann", "a_b-1", "josé", "josè", "Zhang San 张三", "张三")
+    ids = {name: grading._student_id(name) for name in names}
+    assert len(set(ids.values())) == len(ids)
+    assert ids["ann"] == "ann" and ids["a_b-1"] == "a_b-1"  # a plain ASCII name is its own id
+    # an ASCII slug and a hash of the NFC name: the same on every run and machine
+    assert ids["josé"] == "jose-d994e1d0" and ids["josè"] == "jose-9fec3e04"
+    assert ids["张三"].startswith("student-") and ids["Zhang San 张三"].startswith("Zhang_San-")
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]+", i) for i in ids.values())
+    assert grading._student_id("jose\u0301") == ids["josé"]  # decomposed: the same text
+
+
+def test_two_entries_with_one_id_stop_grading_before_anything_runs(tmp_path):
+    subs = tmp_path / "subs"
+    for name in ("jos\u00e9", "jose\u0301"):  # é precomposed, and e + combining acute accent
+        (subs / name).mkdir(parents=True)
+    with pytest.raises(SystemExit, match=r"in .* are one student") as stop:
+        grading.grade(subs, tmp_path / "g.csv", [], source=tmp_path, sandbox=False, progress=False)
+    assert r"('jos\xe9')" in str(stop.value) and r"('jose\u0301')" in str(stop.value)  # both, told apart
+    assert not (tmp_path / "g.csv.parts").exists()
+    (subs / "jose\u0301").rmdir()
+    (subs / "bob").mkdir()
+    (subs / "bob.ipynb").write_text("{}")
+    with pytest.raises(SystemExit, match=r"'bob' .* and 'bob.ipynb' .* are one student"):
+        grading.feedback(subs, tmp_path / "feedback", [], source=tmp_path, sandbox=False)

@@ -39,6 +39,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -442,8 +443,18 @@ def release(out_dir: Path, notebooks: Sequence[str | Path] | None = None, *,
 
 
 def _entries(submissions: Path) -> list[Path]:
-    """One folder or file per student, hidden files left out."""
-    return sorted(p for p in submissions.iterdir() if not p.name.startswith("."))
+    """One folder or file per student, hidden files left out; stops, naming both, at two
+    entries that would be one student (the same id, :func:`_student_id`)."""
+    entries = sorted(p for p in submissions.iterdir() if not p.name.startswith("."))
+    owners: dict[str, Path] = {}
+    for entry in entries:
+        other = owners.setdefault(_student_id(_student_name(entry)), entry)
+        if other != entry:
+            raise SystemExit(f"{other.name!r} ({other.name!a}) and {entry.name!r} ({entry.name!a}) "
+                             f"in {submissions} are one student to the grader: their names are the same "
+                             f"text once Unicode-normalised (NFC), or a folder and a file of one name; "
+                             f"rename or merge one of them")
+    return entries
 
 
 def _student_name(entry: Path) -> str:
@@ -452,7 +463,17 @@ def _student_name(entry: Path) -> str:
 
 
 def _student_id(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "_", name) or "student"
+    """The id a student is graded under (nbgrader's student, the file in ``<out>.parts/``,
+    the feedback folder): the name itself when it is plain ASCII (letters, digits, ``_``,
+    ``-``); otherwise an ASCII form of it (accents dropped, other characters replaced by
+    ``_``) and the first 8 hex digits of the SHA-256 of its NFC form, so that ``josé`` and
+    ``josè`` stay two students, each with the same id on every run and machine."""
+    exact = unicodedata.normalize("NFC", name)
+    if re.fullmatch(r"[A-Za-z0-9_-]+", exact):
+        return exact
+    plain = unicodedata.normalize("NFKD", exact).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "_", plain).strip("_") or "student"
+    return f"{slug}-{hashlib.sha256(exact.encode()).hexdigest()[:8]}"
 
 
 def _submission_files(entry: Path, notebooks: list[_Notebook]) -> dict[str, Path | None]:
@@ -734,10 +755,10 @@ def grade(submissions: Path, out: Path, notebooks: Sequence[str | Path] | None =
     else:
         _warn_unsandboxed()
     limits = limits or Limits()
+    entries = _entries(submissions)
     chosen = _chapter_notebooks(notebooks, source)
     if not chosen:
         raise SystemExit("no notebook with exercises to grade")
-    entries = _entries(submissions)
     if shard is not None:
         entries = [e for e in entries if shard_of(_student_name(e), shard[1]) == shard[0]]
     parts = out.with_name(out.name + ".parts")
@@ -823,11 +844,12 @@ def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] |
     else:
         _warn_unsandboxed()
     limits = limits or Limits()
+    entries = _entries(submissions)
     chosen = _chapter_notebooks(notebooks, source)
     with tempfile.TemporaryDirectory(prefix="tinyk-feedback-") as tmp:
         course = Path(tmp) / "course"
         _prepare_course(chosen, course)
-        for entry in _entries(submissions):
+        for entry in entries:
             sid = _student_id(_student_name(entry))
             target = course / "submitted" / sid / ASSIGNMENT
             target.mkdir(parents=True)
