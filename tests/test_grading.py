@@ -95,6 +95,10 @@ def _delete_test(grade_id: str):
     return edit
 
 
+WARNS = ("import sys, warnings\nwarnings.warn('from the answer cell')\n"
+         "def double(x):\n    warnings.warn('from the call')\n    print('a note', file=sys.stderr)\n"
+         "    return 2 * x")
+
 # student -> (submission maker, expected {exercise: (points, status)})
 CASES = {
     "solution": (lambda r: _answer(r, SOLUTION_A, SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
@@ -132,6 +136,7 @@ CASES = {
     "monkeypatch": (lambda r: _answer(r, "import builtins\nbuiltins.type = lambda x: int\n"
                                          "def double(x):\n    return 4", SOLUTION_B),
                     {"a_test": (0, "tampering"), "b_test": (0, "tampering")}),
+    "warns": (lambda r: _answer(r, WARNS, SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
 }
 # Two names that differ only in an accent are two students, each with full marks.
 CASES.update({name: CASES["solution"] for name in ("jos\u00e9", "jos\u00e8")})

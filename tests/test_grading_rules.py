@@ -281,3 +281,29 @@ def test_two_entries_with_one_id_stop_grading_before_anything_runs(tmp_path):
     (subs / "bob.ipynb").write_text("{}")
     with pytest.raises(SystemExit, match=r"'bob' .* and 'bob.ipynb' .* are one student"):
         grading.feedback(subs, tmp_path / "feedback", [], source=tmp_path, sandbox=False)
+
+
+def _stream(name: str, text: str) -> dict:
+    return {"output_type": "stream", "name": name, "text": text}
+
+
+def _error(ename: str, evalue: str = "", line: int | None = None) -> dict:
+    frame = f"\x1b[36mCell\x1b[39m\x1b[36m \x1b[39m\x1b[32mIn[4]\x1b[39m\x1b[32m, line {line}\x1b[39m\n"
+    traceback = [frame] if line else []  # as IPython writes the frame of the cell
+    return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": traceback}
+
+
+def _result(text: str) -> dict:
+    return {"output_type": "execute_result", "execution_count": 1, "data": {"text/plain": text},
+            "metadata": {}}
+
+
+def test_output_on_stderr_costs_no_points_and_an_error_still_scores_zero():
+    warned = _stream("stderr", "UserWarning: careful\n")
+    assert grading._test_points({"outputs": [warned, _stream("stdout", "ok\n")]}, 2) == 2.0
+    assert grading._test_points({"outputs": []}, 2) == 2.0
+    assert grading._test_points({"outputs": [warned, _error("AssertionError")]}, 2) == 0.0
+    assert grading._test_points({"outputs": [_result("0.5")]}, 2) == 0.5  # nbgrader's partial credit
+    # a result shown before an error does not count: nbgrader stopped at the first of them
+    assert grading._test_points({"outputs": [_result("2"), _error("AssertionError")]}, 2) == 0.0
+    assert grading._test_points({"outputs": [_result("7")]}, 2) == 0.0  # more than the cell is worth

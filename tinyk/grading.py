@@ -560,6 +560,51 @@ def _write_for_grading(submitted: dict, path: Path) -> None:
     nbformat.write(nbformat.from_dict(submitted), path)
 
 
+def _test_points(cell: dict, max_points: float) -> float:
+    """The points of an executed test cell: nbgrader's rule (``nbgrader.utils.determine_grade``:
+    an error output scores 0, a number as the cell's result is partial credit, anything else
+    full marks), except that output on stderr (a warning, a message printed there) costs
+    nothing, and an error output scores 0 wherever it comes (nbgrader stops at the first
+    result, so a result shown before an error would have counted)."""
+    from nbgrader.utils import get_partial_grade
+
+    outputs = cell.get("outputs", [])
+    if any(out.get("output_type") == "error" for out in outputs):
+        return 0.0
+    for out in outputs:
+        if out.get("output_type") == "execute_result":
+            try:
+                return float(get_partial_grade(out, max_points))
+            except (KeyError, ValueError):  # no text, or more than the cell is worth: nbgrader fails
+                return 0.0
+    return float(max_points)
+
+
+def _rescore(course: Path, sid: str, notebooks: list[_Notebook]) -> None:
+    """Replace nbgrader's recorded score of every graded test cell by :func:`_test_points`
+    of the autograded notebook, in the course's gradebook (where the CSV and the feedback
+    read it). nbgrader scores a test cell 0 as soon as it printed anything on stderr, so a
+    correct answer that warns would lose its points."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for nb in notebooks:
+            graded = course / "autograded" / sid / ASSIGNMENT / f"{nb.name}.ipynb"
+            if not graded.exists():
+                continue
+            cells = {nbgrader(c).get("grade_id"): c for c in json.loads(graded.read_text())["cells"]
+                     if is_test(c)}
+            for grade_id, max_points in nb.tests:
+                if grade_id not in cells:
+                    continue
+                try:
+                    grade = gradebook.find_grade(grade_id, nb.name, ASSIGNMENT, sid)
+                except MissingEntry:
+                    continue
+                grade.auto_score = _test_points(cells[grade_id], max_points)
+            gradebook.db.commit()
+
+
 def _cell_problem(autograded: dict, grade_id: str) -> tuple[str, str]:
     """(status, detail) from the outputs of the answer cell and of its test cell.
 
@@ -665,6 +710,8 @@ def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template:
                         errors = [ln for ln in log.splitlines() if "ERROR" in ln or "Error" in ln]
                         first = (errors or log.strip().splitlines() or ["nbgrader failed"])[0]
                         failure = ("error", first[:200])
+                else:
+                    _rescore(course, sid, to_grade)
             except subprocess.TimeoutExpired:
                 failure = ("timeout", f"submission ran past {_total_limit(limits, len(to_grade))} s")
 
