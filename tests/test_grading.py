@@ -222,6 +222,8 @@ def test_every_student_gets_every_row_within_the_limits(batch):
     assert len(table) == 2 * len(students)  # one row per student and exercise, none lost or doubled
     assert all(r["max_points"] in ("2", "1") for r in table.values())
     assert all(r["status"] in grading.STATUSES for r in table.values())
+    lost = [r for r in table.values() if float(r["points"]) < float(r["max_points"])]
+    assert lost and all(r["detail"] for r in lost), [r for r in lost if not r["detail"]]  # each says why
     # each student is bounded by total_timeout; two at a time
     assert seconds < limits.total_timeout * len(students) / 2
     print(f"graded {len(students)} submissions in {seconds:.1f} s")

@@ -307,3 +307,28 @@ def test_output_on_stderr_costs_no_points_and_an_error_still_scores_zero():
     # a result shown before an error does not count: nbgrader stopped at the first of them
     assert grading._test_points({"outputs": [_result("2"), _error("AssertionError")]}, 2) == 0.0
     assert grading._test_points({"outputs": [_result("7")]}, 2) == 0.0  # more than the cell is worth
+
+
+def _one_test(outputs: list[dict], source: str = "") -> dict:
+    cells = [{"cell_type": "code", "metadata": _meta("a_solution", False), "source": "", "outputs": []},
+             {"cell_type": "code", "metadata": _meta("a_test", True), "source": source, "outputs": outputs}]
+    return {"cells": cells}
+
+
+def test_every_lost_point_has_a_reason():
+    hidden = ("got = double(2)\nassert got == 4\n### BEGIN HIDDEN TESTS\nassert double(5) == 10\n"
+              "### END HIDDEN TESTS")
+    cases = {
+        "test: AssertionError (hidden tests, line 4)": _one_test([_error("AssertionError", "", 4)], hidden),
+        "test: AssertionError: got 3 (line 2)": _one_test([_error("AssertionError", "got 3", 2)], hidden),
+        "test: NameError: name 'double' is not defined": _one_test([_error("NameError",
+                                                                           "name 'double' is not defined")]),
+        "test: its result '0' gave 0 of 2 points": _one_test([_result("0")]),
+        "test: scored 0 of 2 with no error shown": _one_test([_stream("stderr", "x")]),
+    }
+    for reason, executed in cases.items():
+        assert grading._cell_problem(executed, "a_test", 0.0, 2.0) == ("ok", reason)
+    assert grading._cell_problem(_one_test([]), "a_test", 2.0, 2.0) == ("ok", "")
+    # every row of a notebook graded with nothing to show for its points still says why
+    rows = grading._rows_for("s", NB, None, None, _executed(), lambda gid: 0.0)
+    assert all(r.detail for r in rows if r.points < r.max_points), rows

@@ -48,6 +48,7 @@ from tinyk.course import NOTEBOOKS, NotACheckout, course_root
 from tinyk.exercises import (
     BEGIN_HIDDEN,
     BEGIN_SOLUTION,
+    END_HIDDEN,
     GRADE_ID,
     is_solution,
     is_test,
@@ -605,28 +606,57 @@ def _rescore(course: Path, sid: str, notebooks: list[_Notebook]) -> None:
             gradebook.db.commit()
 
 
-def _cell_problem(autograded: dict, grade_id: str) -> tuple[str, str]:
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _where(error: dict, source: str) -> str:
+    """Where in its test cell an error was raised, from the traceback's outermost frame
+    (IPython's ``Cell In[n], line L``): ``" (line L)"``, ``" (hidden tests, line L)"``, or ''."""
+    frames = [_ANSI.sub("", str(frame)) for frame in error.get("traceback", [])]
+    found = next((m for frame in frames if (m := re.match(r"Cell In\[\d*\], line (\d+)", frame))), None)
+    if found is None:
+        return ""
+    line, hidden = int(found[1]), False
+    for number, text in enumerate(source.splitlines(), 1):
+        if number == line:
+            break
+        if text.strip() in (BEGIN_HIDDEN, END_HIDDEN):
+            hidden = text.strip() == BEGIN_HIDDEN
+    return f" ({'hidden tests, ' if hidden else ''}line {line})"
+
+
+def _cell_problem(autograded: dict, grade_id: str, points: float, max_points: float) -> tuple[str, str]:
     """(status, detail) from the outputs of the answer cell and of its test cell.
 
     A timeout or a MemoryError in either gives that status; otherwise the grading was
-    normal ("ok") and the detail names the first error, the answer's before the test's.
+    normal ("ok") and the detail names the first error, the answer's before the test's
+    (with the test cell's line that raised it, and whether it is a hidden test). Points
+    lost without an error say why as well: there is no 0 without a reason.
     """
     cells = autograded["cells"]
     index = next((i for i, c in enumerate(cells) if nbgrader(c).get("grade_id") == grade_id), None)
     if index is None:
         return "error", "test cell not found after grading"
     answer = [c for c in cells[:index] if is_solution(c)][-1:]  # the answer this test checks
-    errors = [(out.get("ename", ""), str(out.get("evalue", ""))[:160], role)
+    errors = [(out.get("ename", ""), str(out.get("evalue", ""))[:160], role,
+               _where(out, source_text(cell)) if role == "test" else "")
               for cell, role in [*((c, "answer") for c in answer), (cells[index], "test")]
               for out in cell.get("outputs", []) if out.get("output_type") == "error"]
-    for name, _, role in errors:
+    for name, _, role, _ in errors:
         if name == "MemoryError":
             return "memory-limit", f"the {role} cell ran out of memory"
         if "Timeout" in name:
             return "timeout", f"the {role} cell ran past the per-cell timeout"
     if errors:
-        name, value, role = errors[0]
-        return "ok", f"{role}: {name}: {value}".rstrip(": ")
+        name, value, role, where = errors[0]
+        return "ok", f"{role}: {name or 'an error'}: {value}".rstrip(": ") + where
+    if points < max_points:
+        results = [out for out in cells[index].get("outputs", [])
+                   if out.get("output_type") == "execute_result"]
+        if results:
+            shown = str(results[0].get("data", {}).get("text/plain", ""))[:40]
+            return "ok", f"test: its result {shown!r} gave {points:g} of {max_points:g} points"
+        return "ok", f"test: scored {points:g} of {max_points:g} with no error shown"
     return "ok", ""
 
 
@@ -653,8 +683,8 @@ def _rows_for(name: str, nb: _Notebook, flag: tuple[str, str] | None, failure: t
                 status, detail = "error", "no grade recorded"
             else:
                 points = recorded
-                status, detail = (_cell_problem(executed, grade_id) if executed is not None
-                                  else ("error", "no graded notebook written"))
+                status, detail = (_cell_problem(executed, grade_id, points, max_points)
+                                  if executed is not None else ("error", "no graded notebook written"))
                 if status == "ok" and flag is not None:
                     status, detail = flag[0], "; ".join(filter(None, [flag[1], detail]))
         if flag is not None and flag[0] == "tests-modified" and status != "tests-modified":
