@@ -95,6 +95,47 @@ def _delete_test(grade_id: str):
     return edit
 
 
+def _cell_of(nb: dict, grade_id: str) -> int:
+    return next(i for i, c in enumerate(nb["cells"]) if nbgrader(c).get("grade_id") == grade_id)
+
+
+def _set_meta(grade_id: str, **meta):
+    def edit(nb):
+        nb["cells"][_cell_of(nb, grade_id)]["metadata"]["nbgrader"].update(meta)
+    return edit
+
+
+def _duplicate_test(grade_id: str):
+    def edit(nb):
+        i = _cell_of(nb, grade_id)
+        copy = json.loads(json.dumps(nb["cells"][i]))
+        copy["source"], copy["id"] = "pass", "a-copy"
+        nb["cells"].insert(i + 1, copy)
+    return edit
+
+
+def _move_before(grade_id: str, other: str):
+    def edit(nb):
+        cell = nb["cells"].pop(_cell_of(nb, grade_id))
+        nb["cells"].insert(_cell_of(nb, other), cell)
+    return edit
+
+
+def _retype(grade_id: str):
+    def edit(nb):
+        cell = nb["cells"][_cell_of(nb, grade_id)]
+        cell.update(cell_type="markdown", source="pass")
+        del cell["outputs"], cell["execution_count"]
+    return edit
+
+
+def _edits(*edits):
+    def edit(nb):
+        for one in edits:
+            one(nb)
+    return edit
+
+
 WARNS = ("import sys, warnings\nwarnings.warn('from the answer cell')\n"
          "def double(x):\n    warnings.warn('from the call')\n    print('a note', file=sys.stderr)\n"
          "    return 2 * x")
@@ -137,6 +178,21 @@ CASES = {
                                          "def double(x):\n    return 4", SOLUTION_B),
                     {"a_test": (0, "tampering"), "b_test": (0, "tampering")}),
     "warns": (lambda r: _answer(r, WARNS, SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
+    # nothing of the submission decides what is locked, graded or worth points
+    "locked_answer": (lambda r: _answer(r, "import builtins\nbuiltins.type = lambda x: int\n"
+                                           "def double(x):\n    return 4", SOLUTION_B,
+                                        _set_meta("a_solution", locked=True)),
+                      {"a_test": (0, "tampering"), "b_test": (0, "tampering")}),
+    "duplicated_test": (lambda r: _answer(r, SOLUTION_A, SOLUTION_B, _duplicate_test("a_test")),
+                        {"a_test": (2, "tests-modified"), "b_test": (1, "tests-modified")}),
+    "moved_test": (lambda r: _answer(r, SOLUTION_A, SOLUTION_B, _move_before("a_test", "a_solution")),
+                   {"a_test": (2, "tests-modified"), "b_test": (1, "tests-modified")}),
+    "retyped_test": (lambda r: _answer(r, "def double(x):\n    return 0", SOLUTION_B, _retype("a_test")),
+                     {"a_test": (0, "tests-modified"), "b_test": (1, "tests-modified")}),
+    "more_points": (lambda r: _answer(r, "def double(x):\n    return 0", SOLUTION_B,
+                                      _edits(_set_meta("b_test", points=100),
+                                             _set_meta("a_test", locked=False, grade=False))),
+                    {"a_test": (0, "tests-modified"), "b_test": (1, "tests-modified")}),
 }
 # Two names that differ only in an accent are two students, each with full marks.
 CASES.update({name: CASES["solution"] for name in ("jos\u00e9", "jos\u00e8")})

@@ -332,3 +332,103 @@ def test_every_lost_point_has_a_reason():
     # every row of a notebook graded with nothing to show for its points still says why
     rows = grading._rows_for("s", NB, None, None, _executed(), lambda gid: 0.0)
     assert all(r.detail for r in rows if r.points < r.max_points), rows
+
+
+def _release() -> dict:
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": "# Drill"}]
+    for gid, grade in (("a_solution", False), ("a_test", True), ("b_solution", False), ("b_test", True)):
+        meta = _meta(gid, grade)
+        meta["nbgrader"].update(checksum=f"sum-{gid}", cell_type="code")
+        cells.append({"cell_type": "code", "metadata": meta, "source": f"# {gid}", "outputs": [],
+                      "execution_count": None})
+    for i, cell in enumerate(cells):
+        cell["id"] = f"c{i}"
+    return {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _submission(edit=None) -> dict:
+    import copy
+
+    nb = copy.deepcopy(_release())
+    for cell in nb["cells"]:
+        if grading.nbgrader(cell).get("solution"):
+            cell["source"] = "answer = 1"
+    nb["cells"].insert(2, {"cell_type": "code", "metadata": {}, "source": "scratch = 1", "outputs": [],
+                           "execution_count": None, "id": "mine"})
+    if edit:
+        edit(nb["cells"])
+    return nb
+
+
+def _by_id(cells: list[dict], gid: str) -> list[dict]:
+    return [c for c in cells if grading.nbgrader(c).get("grade_id") == gid]
+
+
+def _layout(nb: dict) -> list[str]:
+    return [grading.nbgrader(c).get("grade_id") or grading.source_text(c) for c in nb["cells"]]
+
+
+EXPECTED = ["# Drill", "a_solution", "scratch = 1", "a_test", "b_solution", "b_test"]
+
+
+def _restored(edit) -> tuple[dict, list[str]]:
+    return grading._restore_release(_submission(edit), _release())
+
+
+def test_an_untouched_submission_is_graded_as_submitted():
+    nb, changes = _restored(None)
+    assert changes == [] and _layout(nb) == EXPECTED
+    assert [grading.source_text(c) for c in _by_id(nb["cells"], "a_solution")] == ["answer = 1"]
+
+
+def test_roles_points_and_checksums_come_from_the_release():
+    def edit(cells):
+        cells[1]["metadata"]["nbgrader"]["locked"] = True  # the answer claims to be locked
+        cells[1]["source"] = "import builtins\nbuiltins.type = lambda x: int"
+        cells[3]["metadata"]["nbgrader"].update(points=100, checksum="forged")
+
+    nb, changes = _restored(edit)
+    assert changes == ["a_solution nbgrader metadata changed", "a_test nbgrader metadata changed"]
+    assert [grading.nbgrader(c) for c in nb["cells"] if grading.nbgrader(c)] == \
+        [grading.nbgrader(c) for c in _release()["cells"] if grading.nbgrader(c)]
+    assert grading._tampering(nb) == "imports builtins"  # the answer is scanned, locked or not
+
+
+def test_duplicated_moved_retyped_and_deleted_cells_are_restored():
+    import copy
+
+    def edit(cells):
+        copied = copy.deepcopy(cells[3])  # a_test, duplicated (same cell id) and edited
+        copied["source"] = "pass"
+        cells.insert(4, copied)
+        cells[5]["cell_type"] = "markdown"  # b_solution as markdown
+        cells[5].pop("outputs")
+        cells[5].pop("execution_count")
+        cells.insert(0, cells.pop(6))  # b_test moved first
+        cells.append({"cell_type": "code", "metadata": {"nbgrader": {"grade_id": "bonus", "grade": True,
+                                                                     "points": 9}},
+                      "source": "bonus = 1", "outputs": [], "execution_count": None, "id": "bonus"})
+
+    nb, changes = _restored(edit)
+    assert sorted(changes) == sorted(["a_test duplicated", "b_test moved", "b_solution retyped",
+                                      "nbgrader metadata on a cell of no exercise (bonus)"])
+    # the student's own cells follow the exercise cell before them that was not moved
+    assert _layout(nb) == ["# Drill", "a_solution", "scratch = 1", "a_test", "pass", "b_solution",
+                           "bonus = 1", "b_test"]
+    assert [c["cell_type"] for c in nb["cells"]][5] == "code"
+    assert len({c["id"] for c in nb["cells"]}) == len(nb["cells"])  # ids unique again
+    nb, changes = _restored(lambda cells: cells.pop(3))  # a_test deleted: put back
+    assert changes == ["a_test deleted"] and _layout(nb) == EXPECTED
+    nb, changes = _restored(lambda cells: cells[3].update(source="pass"))
+    assert changes == ["a_test edited"]
+    assert grading.source_text(_by_id(nb["cells"], "a_test")[0]) == "# a_test"
+
+
+def test_metadata_that_is_no_dict_is_restored_not_a_crash():
+    def edit(cells):
+        cells[3]["metadata"]["nbgrader"] = "locked"
+        cells[4]["metadata"]["nbgrader"] = {"grade_id": ["x"]}
+
+    nb, changes = _restored(edit)
+    assert "a_test deleted" in changes and _layout(nb) == ["# Drill", "a_solution", "scratch = 1", "# a_test",
+                                                           "answer = 1", "a_test", "b_test"]

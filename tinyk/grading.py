@@ -64,7 +64,8 @@ STATUSES = {
     "ok": "graded normally (the points say whether the answer passed)",
     "missing": "no submission for this notebook",
     "unreadable": "the file is not a notebook (empty, not JSON, or not nbformat 4)",
-    "tests-modified": "a locked test cell was edited or deleted; graded with the original tests",
+    "tests-modified": "an exercise cell was edited, deleted, duplicated, moved or retyped, or its nbgrader "
+                      "metadata changed; restored from the release and graded with the original tests",
     "tampering": "the submission rebinds names the tests rely on (e.g. math.isclose); scored 0",
     "timeout": "a cell ran past the per-cell timeout, or the submission past the total time limit",
     "memory-limit": "the submission ran out of its memory limit",
@@ -501,7 +502,9 @@ def _read_notebook(path: Path) -> dict | None:
 
 
 def _tampering(nb: dict) -> str:
-    """A short reason if unlocked code rebinds names the tests rely on, else ''."""
+    """A short reason if the student's code (every code cell but a locked one, locked as
+    restored from the release: :func:`_restore_release`) rebinds names the tests rely on,
+    else ''."""
     for cell in nb["cells"]:
         if cell.get("cell_type") != "code" or nbgrader(cell).get("locked"):
             continue
@@ -530,18 +533,96 @@ def _tampering(nb: dict) -> str:
     return ""
 
 
-def _modified_tests(submitted: dict, released: dict) -> list[str]:
-    """grade_ids of locked test cells that were edited or deleted in the submission."""
-    theirs = {nbgrader(c).get("grade_id"): source_text(c) for c in submitted["cells"] if nbgrader(c)}
-    changed = []
-    for cell in released["cells"]:
-        if is_test(cell):
-            grade_id = nbgrader(cell)["grade_id"]
-            if theirs.get(grade_id) is None:
-                changed.append(f"{grade_id} deleted")
-            elif theirs[grade_id].strip() != source_text(cell).strip():
-                changed.append(f"{grade_id} edited")
-    return changed
+def _in_order(items: list[str], order: list[str]) -> set[str]:
+    """The most ``items`` that already stand in ``order``'s order (a longest increasing
+    subsequence of their ranks): the others are the ones that were moved."""
+    rank = [order.index(item) for item in items]
+    best: list[list[int]] = []  # best[i]: the longest in-order run ending at items[i]
+    for i, r in enumerate(rank):
+        best.append([*max((best[j] for j in range(i) if rank[j] < r), key=len, default=[]), i])
+    return {items[i] for i in max(best, key=len, default=[])}
+
+
+def _nbgrader_meta(meta: dict) -> dict:
+    """nbgrader metadata to compare: points as numbers (2 and 2.0 are the same points)."""
+    return {k: float(v) if k == "points" and type(v) in (int, float) else v for k, v in meta.items()}
+
+
+def _restore_release(submitted: dict, released: dict) -> tuple[dict, list[str]]:
+    """The submission as it is graded, and what had to be restored to get it.
+
+    Nothing of the submission decides what is locked, graded or worth points: every
+    exercise cell (one with nbgrader metadata in the release) is the released cell of its
+    ``grade_id``, in the release's order, with the release's type and nbgrader metadata
+    (roles, points, checksum) and, but for an answer cell, which keeps the student's code,
+    the release's source. Each of the student's other cells stays after the exercise cell it
+    followed (the last one before it that was not moved). Listed as changes: an exercise
+    cell edited (a locked one), deleted (a locked one is put back), duplicated (the copies
+    run as the student's own cells), moved, retyped or with its nbgrader metadata changed,
+    and nbgrader metadata on a cell that is no released exercise (removed: the cell runs as
+    the student's own).
+    """
+    exercises = {nbgrader(c)["grade_id"]: c for c in released["cells"] if nbgrader(c)}
+    changes: list[str] = []
+    theirs: dict[str, dict] = {}  # grade_id -> the student's cell, first of that grade_id
+    sequence: list[str | dict] = []  # the submission: grade_ids of exercise cells, the student's own cells
+    for cell in submitted["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if meta is not None:
+            grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+            grade_id = grade_id if isinstance(grade_id, str) else None
+            if grade_id in exercises and grade_id not in theirs:
+                theirs[grade_id] = cell
+                sequence.append(grade_id)
+                continue
+            changes.append(f"{grade_id} duplicated" if grade_id in theirs
+                           else f"nbgrader metadata on a cell of no exercise ({grade_id or 'no grade_id'})")
+            cell = json.loads(json.dumps(cell))
+            del cell["metadata"]["nbgrader"]
+        sequence.append(cell)
+    present = [grade_id for grade_id in exercises if grade_id in theirs]
+    kept = _in_order(list(theirs), present)
+    changes += [f"{grade_id} moved" for grade_id in present if grade_id not in kept]
+    # the student's own cells follow the last exercise cell before them that was not moved
+    after: dict[str | None, list[dict]] = {None: []}
+    anchor = None
+    for item in sequence:
+        if isinstance(item, str):
+            if item in kept:
+                anchor = item
+                after[anchor] = []
+        else:
+            after[anchor].append(item)
+
+    cells = list(after[None])
+    for grade_id, original in exercises.items():
+        mine, meta = theirs.get(grade_id), nbgrader(original)
+        if mine is None:
+            changes.append(f"{grade_id} deleted")
+            if not meta.get("solution"):
+                cells.append(json.loads(json.dumps(original)))
+            continue
+        cell = json.loads(json.dumps(original))
+        if mine.get("cell_type") != original["cell_type"]:
+            changes.append(f"{grade_id} retyped")
+        if not isinstance(mine["metadata"]["nbgrader"], dict) or \
+                _nbgrader_meta(mine["metadata"]["nbgrader"]) != _nbgrader_meta(meta):
+            changes.append(f"{grade_id} nbgrader metadata changed")
+        if meta.get("solution"):
+            cell["source"] = source_text(mine)
+        elif source_text(mine).strip() != source_text(original).strip():
+            changes.append(f"{grade_id} edited")
+        cells += [cell, *after.get(grade_id, [])]
+
+    nb = {**submitted, "cells": cells,
+          "nbformat_minor": max(submitted.get("nbformat_minor", 0), released.get("nbformat_minor", 0))}
+    if nb["nbformat_minor"] >= 5:  # cell ids, unique: a copy may share its original's
+        ids: set[str] = set()
+        for i, cell in enumerate(cells):
+            if cell.get("id") in ids or not cell.get("id"):
+                cell["id"] = next(new for n in range(len(cells) + 1) if (new := f"cell-{i}-{n}") not in ids)
+            ids.add(cell["id"])
+    return nb, changes
 
 
 SKIP_TAG = "skip-when-grading"
@@ -717,14 +798,14 @@ def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template:
             if submitted is None:
                 flags[nb.name] = ("unreadable", f"{path.name} is not a readable notebook")
                 continue
-            tampered = _tampering(submitted)
+            restored, changed = _restore_release(submitted, released[nb.name])
+            tampered = _tampering(restored)
             if tampered:
                 flags[nb.name] = ("tampering", tampered)
                 continue
-            changed = _modified_tests(submitted, released[nb.name])
             if changed:
                 flags[nb.name] = ("tests-modified", "restored from the release: " + ", ".join(changed))
-            _write_for_grading(submitted, target / f"{nb.name}.ipynb")
+            _write_for_grading(restored, target / f"{nb.name}.ipynb")
             to_grade.append(nb)
 
         failure = None
