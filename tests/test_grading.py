@@ -7,8 +7,10 @@ notebook checks release and grading end to end.
 from __future__ import annotations
 
 import csv
+import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -18,7 +20,7 @@ import pytest
 
 from tinyk import grading
 from tinyk.course import ROOT
-from tinyk.exercises import nbgrader, source_text
+from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN, nbgrader, source_text
 
 # The tests that share the prepared assignment and graded batch run on one xdist worker
 # (make's `--dist loadgroup`), so the batch is graded once, not once per worker. The
@@ -362,17 +364,22 @@ def test_validate_accepts_the_chapter_notebooks_metadata_and_runs_a_solution(ass
     assert grading.validate([base / "source" / "drill.ipynb"], run=True) == []
 
 
+def _solved(released: Path) -> dict:
+    """A released chapter notebook with every answer cell holding the source's solution."""
+    solved = json.loads(released.read_text())
+    original = json.loads((ROOT / "notebooks" / released.name).read_text())
+    source = {nbgrader(c)["grade_id"]: source_text(c) for c in original["cells"] if nbgrader(c)}
+    for cell in solved["cells"]:
+        if nbgrader(cell).get("solution"):
+            cell["source"] = source[nbgrader(cell)["grade_id"]]
+    return solved
+
+
 def test_a_real_chapter_notebook_releases_and_grades(tmp_path):
     notebooks = ["05_5_swiglu_layer"]
     released = grading.release(tmp_path / "release", notebooks)[0]
     student = json.loads(released.read_text())
-    solved = json.loads(released.read_text())
-    original = json.loads((ROOT / "notebooks" / "05_5_swiglu_layer.ipynb").read_text())
-    source = {nbgrader(c)["grade_id"]: source_text(c) for c in original["cells"] if nbgrader(c)}
-    for cell in solved["cells"]:
-        gid = nbgrader(cell).get("grade_id", "")
-        if gid.endswith("_solution"):
-            cell["source"] = source[gid]
+    solved = _solved(released)
     subs = tmp_path / "subs"
     for name, nb in (("perfect", solved), ("blank", student)):
         (subs / name).mkdir(parents=True)
@@ -384,6 +391,82 @@ def test_a_real_chapter_notebook_releases_and_grades(tmp_path):
     maximum = sum(points for _, points in grading.exercises_of(ROOT / "notebooks" / f"{notebooks[0]}.ipynb"))
     assert total == {"perfect": maximum, "blank": 0}
     assert {r.status for r in rows} == {"ok"}
+
+
+def _hidden_lines(source: dict) -> set[str]:
+    """The lines of a source notebook's hidden-test blocks, stripped, blank ones left out."""
+    lines, inside = set(), False
+    for cell in source["cells"]:
+        for line in source_text(cell).splitlines():
+            if line.strip() in (BEGIN_HIDDEN, END_HIDDEN):
+                inside = line.strip() == BEGIN_HIDDEN
+            elif inside and line.strip():
+                lines.add(line.strip())
+    return lines
+
+
+def _page_text(path: Path) -> str:
+    """What a browser shows of an HTML page: no tags, styles or scripts, entities decoded."""
+    page = re.sub(r"<style.*?</style>|<script.*?</script>", "", path.read_text(), flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+def _hidden_in(page: str, source: dict, submitted: dict) -> list[str]:
+    """The source's hidden-test lines found in a feedback page, but for those that are part
+    of the submission itself (a line the visible tests or the answer share with them)."""
+    own = "\n".join(source_text(c) for c in submitted["cells"])
+    return sorted(line for line in _hidden_lines(source) if line not in own and line in page)
+
+
+SPY = ("shown = get_ipython().user_ns\nprint('the answer cell sees', shown['In'])\n"
+       "def double(x):\n    print('called from', shown['In'][-1])\n    return 4")
+
+
+@SHARED_BATCH
+def test_feedback_shows_points_and_outputs_but_no_hidden_test(assignment, tmp_path):
+    """Each student's feedback shows the visible tests, their outputs and the points; no
+    hidden line, not even in what the student's code printed from the kernel's history."""
+    _, notebooks, release = assignment
+    students = {"solution": _answer(release, SOLUTION_A, SOLUTION_B),
+                "warns": _answer(release, WARNS, SOLUTION_B),
+                "hard_coded": _answer(release, "def double(x):\n    return 4", SOLUTION_B),
+                "wrong_answer": _answer(release, "def double(x):\n    return 3 * x", SOLUTION_B),
+                "spy": _answer(release, SPY, "print(get_ipython().user_ns['In'])\n" + SOLUTION_B)}
+    subs = tmp_path / "subs"
+    for name, nb in students.items():
+        (subs / name).mkdir(parents=True)
+        (subs / name / "drill.ipynb").write_text(json.dumps(nb))
+    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
+    grading.feedback(subs, tmp_path / "feedback", notebooks, limits=limits)
+    source = json.loads(notebooks[0].read_text())
+    assert len(_hidden_lines(source)) == 4
+    pages = {name: _page_text(tmp_path / "feedback" / name / "drill.html") for name in students}
+    leaks = {name: _hidden_in(page, source, students[name]) for name, page in pages.items()}
+    assert not any(leaks.values()), leaks
+    assert "Score: 3.0 / 3.0" in pages["solution"] and "hidden test failed" not in pages["solution"]
+    assert "Score: 3.0 / 3.0" in pages["warns"] and "UserWarning: from the call" in pages["warns"]
+    assert "A hidden test failed: 0 of 2 points." in pages["hard_coded"]
+    assert "AssertionError" in pages["wrong_answer"] and "hidden test failed" not in pages["wrong_answer"]
+    # the spy printed the test cell it was called from, as the kernel had it: visible tests only
+    assert "called from got = double(2)" in pages["spy"] and "the answer cell sees" in pages["spy"]
+
+
+def test_feedback_on_every_chapter_notebook_shows_no_hidden_test(tmp_path):
+    """A student who answers every exercise of the chapter, so that every hidden test runs:
+    the feedback shows full marks and not one line of a hidden test."""
+    released = grading.release(tmp_path / "release")
+    subs = tmp_path / "subs" / "perfect"
+    subs.mkdir(parents=True)
+    for path in released:
+        (subs / path.name).write_text(json.dumps(_solved(path)))
+    limits = grading.Limits(cell_timeout=120, total_timeout=900, memory_mb=16384)
+    grading.feedback(subs.parent, tmp_path / "feedback", limits=limits)
+    for path in released:
+        source = json.loads((ROOT / "notebooks" / path.name).read_text())
+        page = _page_text(tmp_path / "feedback" / "perfect" / f"{path.stem}.html")
+        maximum = sum(points for _, points in grading.exercises_of(ROOT / "notebooks" / path.name))
+        assert _hidden_lines(source) and _hidden_in(page, source, _solved(path)) == [], path.stem
+        assert f"Score: {maximum:.1f} / {maximum:.1f}" in page, path.stem
 
 
 MARKER = ["sleep", "3011.5"]  # the process the slow submission leaves behind

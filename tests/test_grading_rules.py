@@ -432,3 +432,17 @@ def test_metadata_that_is_no_dict_is_restored_not_a_crash():
     nb, changes = _restored(edit)
     assert "a_test deleted" in changes and _layout(nb) == ["# Drill", "a_solution", "scratch = 1", "# a_test",
                                                            "answer = 1", "a_test", "b_test"]
+
+
+def test_feedback_notes_give_points_and_statuses_never_the_detail():
+    def notes(points, status, outputs=()):
+        detail = "test: AssertionError: SECRET (hidden tests, line 6)"  # a hidden assertion's message
+        row = grading.Row("s", "drill", "a_test", points, 2.0, status, detail)
+        return grading._notes(row, {"outputs": list(outputs)})
+
+    assert notes(2.0, "ok") == []
+    assert notes(0.0, "ok") == ["A hidden test failed: 0 of 2 points."]
+    assert notes(0.0, "ok", [_error("AssertionError")]) == []  # the shown run's traceback says it
+    assert notes(0.0, "tests-modified")[0] == "A hidden test failed: 0 of 2 points."
+    assert notes(0.0, "timeout") == [f"timeout: {grading.STATUSES['timeout']}. 0 of 2 points."]
+    assert not any("SECRET" in note for status in grading.STATUSES for note in notes(0.0, status))

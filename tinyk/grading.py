@@ -774,39 +774,49 @@ def _rows_for(name: str, nb: _Notebook, flag: tuple[str, str] | None, failure: t
     return rows
 
 
+def _submit(course: Path, sid: str, entry: Path, notebooks: list[_Notebook],
+            released: dict[str, dict]) -> tuple[dict[str, tuple[str, str]], list[_Notebook]]:
+    """Put a student's notebooks into the course's ``submitted`` folder as they are graded
+    (:func:`_restore_release`, :func:`_write_for_grading`). Returns what the checks found
+    per notebook (missing, unreadable, tampering: left out; tests-modified) and the
+    notebooks written."""
+    files = _submission_files(entry, notebooks)
+    flags: dict[str, tuple[str, str]] = {}
+    target = course / "submitted" / sid / ASSIGNMENT
+    target.mkdir(parents=True)
+    written = []
+    for nb in notebooks:
+        path = files.get(nb.name)
+        submitted = _read_notebook(path) if path is not None else None
+        if path is None:
+            flags[nb.name] = ("missing", f"no {nb.name}.ipynb in the submission")
+            continue
+        if submitted is None:
+            flags[nb.name] = ("unreadable", f"{path.name} is not a readable notebook")
+            continue
+        restored, changed = _restore_release(submitted, released[nb.name])
+        tampered = _tampering(restored)
+        if tampered:
+            flags[nb.name] = ("tampering", tampered)
+            continue
+        if changed:
+            flags[nb.name] = ("tests-modified", "restored from the release: " + ", ".join(changed))
+        _write_for_grading(restored, target / f"{nb.name}.ipynb")
+        written.append(nb)
+    return flags, written
+
+
 def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template: Path,
                    released: dict[str, dict], limits: Limits, sandboxed: bool = True) -> list[Row]:
     """Grade one student's submission in a throwaway copy of the prepared course."""
     from nbgrader.api import Gradebook, MissingEntry
 
     sid = _student_id(name)
-    files = _submission_files(entry, notebooks)
-    flags: dict[str, tuple[str, str]] = {}
     with tempfile.TemporaryDirectory(prefix="tinyk-grade-") as tmp:
         course = Path(tmp) / "course"
         shutil.copytree(template, course)
         sandbox = _Sandbox.create(Path(tmp), limits.threads) if sandboxed else None
-        target = course / "submitted" / sid / ASSIGNMENT
-        target.mkdir(parents=True)
-        to_grade = []
-        for nb in notebooks:
-            path = files.get(nb.name)
-            submitted = _read_notebook(path) if path is not None else None
-            if path is None:
-                flags[nb.name] = ("missing", f"no {nb.name}.ipynb in the submission")
-                continue
-            if submitted is None:
-                flags[nb.name] = ("unreadable", f"{path.name} is not a readable notebook")
-                continue
-            restored, changed = _restore_release(submitted, released[nb.name])
-            tampered = _tampering(restored)
-            if tampered:
-                flags[nb.name] = ("tampering", tampered)
-                continue
-            if changed:
-                flags[nb.name] = ("tests-modified", "restored from the release: " + ", ".join(changed))
-            _write_for_grading(restored, target / f"{nb.name}.ipynb")
-            to_grade.append(nb)
+        flags, to_grade = _submit(course, sid, entry, notebooks, released)
 
         failure = None
         if to_grade:
@@ -992,9 +1002,60 @@ def merge(out: Path, shards: Sequence[Path]) -> int:
     return len(lines)
 
 
+def _notes(row: Row, cell: dict) -> list[str]:
+    """What the feedback adds under a test cell, from the graded run: its points when the
+    shown run (visible tests only) does not explain them, and a status other than ok. Only
+    the points and the status's fixed description: never the detail, which may quote a
+    hidden test's message."""
+    notes = []
+    failed_here = any(out.get("output_type") == "error" for out in cell.get("outputs", []))
+    graded = row.status in ("ok", "tests-modified")  # the tests ran to their end
+    if graded and row.points < row.max_points and not failed_here:
+        notes.append(f"A hidden test failed: {row.points:g} of {row.max_points:g} points.")
+    if row.status != "ok":
+        notes.append(f"{row.status}: {STATUSES[row.status]}. {row.points:g} of {row.max_points:g} points.")
+    return notes
+
+
+def _show_grades(course: Path, sid: str, rows: list[Row]) -> None:
+    """Put the graded run's points into the shown run's gradebook and notebooks (see
+    :func:`feedback`), for ``generate_feedback`` to render."""
+    import nbformat
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for notebook in dict.fromkeys(r.notebook for r in rows):
+            path = course / "autograded" / sid / ASSIGNMENT / f"{notebook}.ipynb"
+            if not path.exists():
+                continue
+            shown = nbformat.read(path, as_version=4)
+            cells = {nbgrader(c).get("grade_id"): c for c in shown.cells if is_test(c)}
+            for row in (r for r in rows if r.notebook == notebook):
+                try:
+                    grade = gradebook.find_grade(row.exercise, notebook, ASSIGNMENT, sid)
+                except MissingEntry:
+                    continue
+                grade.auto_score, grade.manual_score = row.points, None
+                cell = cells.get(row.exercise)
+                if cell is not None:
+                    cell.outputs += [nbformat.v4.new_output("display_data", {"text/plain": note})
+                                     for note in _notes(row, cell)]
+            gradebook.db.commit()
+            nbformat.write(shown, path)
+
+
 def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] | None = None, *,
              source: Path | None = None, limits: Limits | None = None, sandbox: bool = True) -> None:
-    """nbgrader's HTML feedback for every student, written under ``out_dir/<student>/``."""
+    """nbgrader's HTML feedback for every student, written under ``out_dir/<student id>/``,
+    with no hidden test in it.
+
+    Each submission runs twice. Once as :func:`grade` grades it, for the points and the
+    statuses. Once more in a course made from the released notebooks, whose test cells hold
+    only the visible tests: the feedback shows this run, its cells and the student's outputs,
+    with the first run's points, so neither a hidden test's source nor anything its lines
+    printed (a traceback, the student's own prints) can reach it, whatever the student's
+    code prints. A test cell that failed only in the hidden tests says so, with its points.
+    """
     _require_linux()
     _require_nbgrader()
     if sandbox:
@@ -1005,27 +1066,41 @@ def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] |
     entries = _entries(submissions)
     chosen = _chapter_notebooks(notebooks, source)
     with tempfile.TemporaryDirectory(prefix="tinyk-feedback-") as tmp:
-        course = Path(tmp) / "course"
-        _prepare_course(chosen, course)
+        template = Path(tmp) / "course"
+        _prepare_course(chosen, template)
+        release_dir = template / "release" / ASSIGNMENT
+        released = {nb.name: json.loads((release_dir / f"{nb.name}.ipynb").read_text()) for nb in chosen}
+        shown_template = Path(tmp) / "shown"  # the released notebooks as sources: visible tests only
+        visible = [_Notebook(release_dir / f"{nb.name}.ipynb", nb.name, nb.tests) for nb in chosen]
+        _prepare_course(visible, shown_template)
+        shown_released = {nb.name: json.loads((shown_template / "release" / ASSIGNMENT / f"{nb.name}.ipynb")
+                                              .read_text()) for nb in chosen}
         for entry in entries:
-            sid = _student_id(_student_name(entry))
-            target = course / "submitted" / sid / ASSIGNMENT
-            target.mkdir(parents=True)
-            for nb_name, path in _submission_files(entry, chosen).items():
-                submitted = _read_notebook(path) if path is not None else None
-                if submitted is not None:
-                    _write_for_grading(submitted, target / f"{nb_name}.ipynb")
-            box = _Sandbox.create(Path(tmp) / "boxes" / sid, limits.threads) if sandbox else None
+            name = _student_name(entry)
+            sid = _student_id(name)
+            work = Path(tmp) / "students" / sid
+            course = work / "course"
+            shutil.copytree(shown_template, course)
+            box = _Sandbox.create(work, limits.threads) if sandbox else None
             try:
-                _autograde(course, sid, limits, box)
+                _, shown = _submit(course, sid, entry, visible, shown_released)
+                if shown:
+                    _autograde(course, sid, limits, box)
             except subprocess.TimeoutExpired:
-                print(f"{sid}: no feedback, the submission ran past its total time limit",
-                      file=sys.stderr)
+                print(f"{sid}: no feedback, the submission ran past its total time limit", file=sys.stderr)
                 continue  # one slow submission never costs the others their feedback
+            except ValueError as err:  # a single file while several notebooks are chosen
+                print(f"{sid}: no feedback, {err}", file=sys.stderr)
+                continue
+            if not shown:
+                continue
+            rows = _grade_student(name, entry, chosen, template, released, limits, sandbox)
+            _show_grades(course, sid, rows)
             _nbgrader(["generate_feedback", ASSIGNMENT, f"--student={sid}", "--force"], course)
             produced = course / "feedback" / sid / ASSIGNMENT
             if produced.exists():
                 shutil.copytree(produced, out_dir / sid, dirs_exist_ok=True)
+            shutil.rmtree(work, ignore_errors=True)
 
 
 # ----------------------------------------------------------------------------- command line
