@@ -7,8 +7,10 @@ notebook checks release and grading end to end.
 from __future__ import annotations
 
 import csv
+import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -18,7 +20,7 @@ import pytest
 
 from tinyk import grading
 from tinyk.course import ROOT
-from tinyk.exercises import nbgrader, source_text
+from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN, nbgrader, source_text
 
 # The tests that share the prepared assignment and graded batch run on one xdist worker
 # (make's `--dist loadgroup`), so the batch is graded once, not once per worker. The
@@ -95,6 +97,51 @@ def _delete_test(grade_id: str):
     return edit
 
 
+def _cell_of(nb: dict, grade_id: str) -> int:
+    return next(i for i, c in enumerate(nb["cells"]) if nbgrader(c).get("grade_id") == grade_id)
+
+
+def _set_meta(grade_id: str, **meta):
+    def edit(nb):
+        nb["cells"][_cell_of(nb, grade_id)]["metadata"]["nbgrader"].update(meta)
+    return edit
+
+
+def _duplicate_test(grade_id: str):
+    def edit(nb):
+        i = _cell_of(nb, grade_id)
+        copy = json.loads(json.dumps(nb["cells"][i]))
+        copy["source"], copy["id"] = "pass", "a-copy"
+        nb["cells"].insert(i + 1, copy)
+    return edit
+
+
+def _move_before(grade_id: str, other: str):
+    def edit(nb):
+        cell = nb["cells"].pop(_cell_of(nb, grade_id))
+        nb["cells"].insert(_cell_of(nb, other), cell)
+    return edit
+
+
+def _retype(grade_id: str):
+    def edit(nb):
+        cell = nb["cells"][_cell_of(nb, grade_id)]
+        cell.update(cell_type="markdown", source="pass")
+        del cell["outputs"], cell["execution_count"]
+    return edit
+
+
+def _edits(*edits):
+    def edit(nb):
+        for one in edits:
+            one(nb)
+    return edit
+
+
+WARNS = ("import sys, warnings\nwarnings.warn('from the answer cell')\n"
+         "def double(x):\n    warnings.warn('from the call')\n    print('a note', file=sys.stderr)\n"
+         "    return 2 * x")
+
 # student -> (submission maker, expected {exercise: (points, status)})
 CASES = {
     "solution": (lambda r: _answer(r, SOLUTION_A, SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
@@ -132,7 +179,25 @@ CASES = {
     "monkeypatch": (lambda r: _answer(r, "import builtins\nbuiltins.type = lambda x: int\n"
                                          "def double(x):\n    return 4", SOLUTION_B),
                     {"a_test": (0, "tampering"), "b_test": (0, "tampering")}),
+    "warns": (lambda r: _answer(r, WARNS, SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
+    # nothing of the submission decides what is locked, graded or worth points
+    "locked_answer": (lambda r: _answer(r, "import builtins\nbuiltins.type = lambda x: int\n"
+                                           "def double(x):\n    return 4", SOLUTION_B,
+                                        _set_meta("a_solution", locked=True)),
+                      {"a_test": (0, "tampering"), "b_test": (0, "tampering")}),
+    "duplicated_test": (lambda r: _answer(r, SOLUTION_A, SOLUTION_B, _duplicate_test("a_test")),
+                        {"a_test": (2, "tests-modified"), "b_test": (1, "tests-modified")}),
+    "moved_test": (lambda r: _answer(r, SOLUTION_A, SOLUTION_B, _move_before("a_test", "a_solution")),
+                   {"a_test": (2, "tests-modified"), "b_test": (1, "tests-modified")}),
+    "retyped_test": (lambda r: _answer(r, "def double(x):\n    return 0", SOLUTION_B, _retype("a_test")),
+                     {"a_test": (0, "tests-modified"), "b_test": (1, "tests-modified")}),
+    "more_points": (lambda r: _answer(r, "def double(x):\n    return 0", SOLUTION_B,
+                                      _edits(_set_meta("b_test", points=100),
+                                             _set_meta("a_test", locked=False, grade=False))),
+                    {"a_test": (0, "tests-modified"), "b_test": (1, "tests-modified")}),
 }
+# Two names that differ only in an accent are two students, each with full marks.
+CASES.update({name: CASES["solution"] for name in ("jos\u00e9", "jos\u00e8")})
 RAW = {"not_json": b"{ this is not a notebook", "empty_file": b""}
 
 
@@ -215,6 +280,8 @@ def test_every_student_gets_every_row_within_the_limits(batch):
     assert len(table) == 2 * len(students)  # one row per student and exercise, none lost or doubled
     assert all(r["max_points"] in ("2", "1") for r in table.values())
     assert all(r["status"] in grading.STATUSES for r in table.values())
+    lost = [r for r in table.values() if float(r["points"]) < float(r["max_points"])]
+    assert lost and all(r["detail"] for r in lost), [r for r in lost if not r["detail"]]  # each says why
     # each student is bounded by total_timeout; two at a time
     assert seconds < limits.total_timeout * len(students) / 2
     print(f"graded {len(students)} submissions in {seconds:.1f} s")
@@ -233,6 +300,7 @@ def test_rerun_resumes_and_reproduces_the_gradebook(batch, monkeypatch):
     grading.grade(subs, out, notebooks, limits=limits, jobs=2, progress=False)
     assert out.read_text() == first
     assert graded == ["wrong_answer"]  # only the missing student was graded again
+    assert {s for s, _ in _table(out)} >= {"jos\u00e9", "jos\u00e8"}  # neither overwrote the other
     assert not list(base.glob(".grades.csv.tmp"))
 
 
@@ -296,17 +364,22 @@ def test_validate_accepts_the_chapter_notebooks_metadata_and_runs_a_solution(ass
     assert grading.validate([base / "source" / "drill.ipynb"], run=True) == []
 
 
+def _solved(released: Path) -> dict:
+    """A released chapter notebook with every answer cell holding the source's solution."""
+    solved = json.loads(released.read_text())
+    original = json.loads((ROOT / "notebooks" / released.name).read_text())
+    source = {nbgrader(c)["grade_id"]: source_text(c) for c in original["cells"] if nbgrader(c)}
+    for cell in solved["cells"]:
+        if nbgrader(cell).get("solution"):
+            cell["source"] = source[nbgrader(cell)["grade_id"]]
+    return solved
+
+
 def test_a_real_chapter_notebook_releases_and_grades(tmp_path):
     notebooks = ["05_5_swiglu_layer"]
     released = grading.release(tmp_path / "release", notebooks)[0]
     student = json.loads(released.read_text())
-    solved = json.loads(released.read_text())
-    original = json.loads((ROOT / "notebooks" / "05_5_swiglu_layer.ipynb").read_text())
-    source = {nbgrader(c)["grade_id"]: source_text(c) for c in original["cells"] if nbgrader(c)}
-    for cell in solved["cells"]:
-        gid = nbgrader(cell).get("grade_id", "")
-        if gid.endswith("_solution"):
-            cell["source"] = source[gid]
+    solved = _solved(released)
     subs = tmp_path / "subs"
     for name, nb in (("perfect", solved), ("blank", student)):
         (subs / name).mkdir(parents=True)
@@ -318,6 +391,82 @@ def test_a_real_chapter_notebook_releases_and_grades(tmp_path):
     maximum = sum(points for _, points in grading.exercises_of(ROOT / "notebooks" / f"{notebooks[0]}.ipynb"))
     assert total == {"perfect": maximum, "blank": 0}
     assert {r.status for r in rows} == {"ok"}
+
+
+def _hidden_lines(source: dict) -> set[str]:
+    """The lines of a source notebook's hidden-test blocks, stripped, blank ones left out."""
+    lines, inside = set(), False
+    for cell in source["cells"]:
+        for line in source_text(cell).splitlines():
+            if line.strip() in (BEGIN_HIDDEN, END_HIDDEN):
+                inside = line.strip() == BEGIN_HIDDEN
+            elif inside and line.strip():
+                lines.add(line.strip())
+    return lines
+
+
+def _page_text(path: Path) -> str:
+    """What a browser shows of an HTML page: no tags, styles or scripts, entities decoded."""
+    page = re.sub(r"<style.*?</style>|<script.*?</script>", "", path.read_text(), flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+def _hidden_in(page: str, source: dict, submitted: dict) -> list[str]:
+    """The source's hidden-test lines found in a feedback page, but for those that are part
+    of the submission itself (a line the visible tests or the answer share with them)."""
+    own = "\n".join(source_text(c) for c in submitted["cells"])
+    return sorted(line for line in _hidden_lines(source) if line not in own and line in page)
+
+
+SPY = ("shown = get_ipython().user_ns\nprint('the answer cell sees', shown['In'])\n"
+       "def double(x):\n    print('called from', shown['In'][-1])\n    return 4")
+
+
+@SHARED_BATCH
+def test_feedback_shows_points_and_outputs_but_no_hidden_test(assignment, tmp_path):
+    """Each student's feedback shows the visible tests, their outputs and the points; no
+    hidden line, not even in what the student's code printed from the kernel's history."""
+    _, notebooks, release = assignment
+    students = {"solution": _answer(release, SOLUTION_A, SOLUTION_B),
+                "warns": _answer(release, WARNS, SOLUTION_B),
+                "hard_coded": _answer(release, "def double(x):\n    return 4", SOLUTION_B),
+                "wrong_answer": _answer(release, "def double(x):\n    return 3 * x", SOLUTION_B),
+                "spy": _answer(release, SPY, "print(get_ipython().user_ns['In'])\n" + SOLUTION_B)}
+    subs = tmp_path / "subs"
+    for name, nb in students.items():
+        (subs / name).mkdir(parents=True)
+        (subs / name / "drill.ipynb").write_text(json.dumps(nb))
+    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
+    grading.feedback(subs, tmp_path / "feedback", notebooks, limits=limits)
+    source = json.loads(notebooks[0].read_text())
+    assert len(_hidden_lines(source)) == 4
+    pages = {name: _page_text(tmp_path / "feedback" / name / "drill.html") for name in students}
+    leaks = {name: _hidden_in(page, source, students[name]) for name, page in pages.items()}
+    assert not any(leaks.values()), leaks
+    assert "Score: 3.0 / 3.0" in pages["solution"] and "hidden test failed" not in pages["solution"]
+    assert "Score: 3.0 / 3.0" in pages["warns"] and "UserWarning: from the call" in pages["warns"]
+    assert "A hidden test failed: 0 of 2 points." in pages["hard_coded"]
+    assert "AssertionError" in pages["wrong_answer"] and "hidden test failed" not in pages["wrong_answer"]
+    # the spy printed the test cell it was called from, as the kernel had it: visible tests only
+    assert "called from got = double(2)" in pages["spy"] and "the answer cell sees" in pages["spy"]
+
+
+def test_feedback_on_every_chapter_notebook_shows_no_hidden_test(tmp_path):
+    """A student who answers every exercise of the chapter, so that every hidden test runs:
+    the feedback shows full marks and not one line of a hidden test."""
+    released = grading.release(tmp_path / "release")
+    subs = tmp_path / "subs" / "perfect"
+    subs.mkdir(parents=True)
+    for path in released:
+        (subs / path.name).write_text(json.dumps(_solved(path)))
+    limits = grading.Limits(cell_timeout=120, total_timeout=900, memory_mb=16384)
+    grading.feedback(subs.parent, tmp_path / "feedback", limits=limits)
+    for path in released:
+        source = json.loads((ROOT / "notebooks" / path.name).read_text())
+        page = _page_text(tmp_path / "feedback" / "perfect" / f"{path.stem}.html")
+        maximum = sum(points for _, points in grading.exercises_of(ROOT / "notebooks" / path.name))
+        assert _hidden_lines(source) and _hidden_in(page, source, _solved(path)) == [], path.stem
+        assert f"Score: {maximum:.1f} / {maximum:.1f}" in page, path.stem
 
 
 MARKER = ["sleep", "3011.5"]  # the process the slow submission leaves behind

@@ -4,6 +4,7 @@ sandbox checks, shards and their merge. Fast: nothing here starts a kernel."""
 from __future__ import annotations
 
 import csv
+import re
 import sys
 from pathlib import Path
 
@@ -253,3 +254,195 @@ def test_threads_must_be_positive(capsys):
 def test_the_total_limit_grows_with_the_notebooks_submitted():
     limits = grading.Limits(cell_timeout=60, total_timeout=300)
     assert [grading._total_limit(limits, n) for n in (0, 1, 9)] == [300, 300, 2700]
+
+
+def test_student_ids_are_unique_and_stable_for_any_unicode_name():
+    names = ("ann", "a_b-1", "josé", "josè", "Zhang San 张三", "张三")
+    ids = {name: grading._student_id(name) for name in names}
+    assert len(set(ids.values())) == len(ids)
+    assert ids["ann"] == "ann" and ids["a_b-1"] == "a_b-1"  # a plain ASCII name is its own id
+    # an ASCII slug and a hash of the NFC name: the same on every run and machine
+    assert ids["josé"] == "jose-d994e1d0" and ids["josè"] == "jose-9fec3e04"
+    assert ids["张三"].startswith("student-") and ids["Zhang San 张三"].startswith("Zhang_San-")
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]+", i) for i in ids.values())
+    assert grading._student_id("jose\u0301") == ids["josé"]  # decomposed: the same text
+
+
+def test_two_entries_with_one_id_stop_grading_before_anything_runs(tmp_path):
+    subs = tmp_path / "subs"
+    for name in ("jos\u00e9", "jose\u0301"):  # é precomposed, and e + combining acute accent
+        (subs / name).mkdir(parents=True)
+    with pytest.raises(SystemExit, match=r"in .* are one student") as stop:
+        grading.grade(subs, tmp_path / "g.csv", [], source=tmp_path, sandbox=False, progress=False)
+    assert r"('jos\xe9')" in str(stop.value) and r"('jose\u0301')" in str(stop.value)  # both, told apart
+    assert not (tmp_path / "g.csv.parts").exists()
+    (subs / "jose\u0301").rmdir()
+    (subs / "bob").mkdir()
+    (subs / "bob.ipynb").write_text("{}")
+    with pytest.raises(SystemExit, match=r"'bob' .* and 'bob.ipynb' .* are one student"):
+        grading.feedback(subs, tmp_path / "feedback", [], source=tmp_path, sandbox=False)
+
+
+def _stream(name: str, text: str) -> dict:
+    return {"output_type": "stream", "name": name, "text": text}
+
+
+def _error(ename: str, evalue: str = "", line: int | None = None) -> dict:
+    frame = f"\x1b[36mCell\x1b[39m\x1b[36m \x1b[39m\x1b[32mIn[4]\x1b[39m\x1b[32m, line {line}\x1b[39m\n"
+    traceback = [frame] if line else []  # as IPython writes the frame of the cell
+    return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": traceback}
+
+
+def _result(text: str) -> dict:
+    return {"output_type": "execute_result", "execution_count": 1, "data": {"text/plain": text},
+            "metadata": {}}
+
+
+def test_output_on_stderr_costs_no_points_and_an_error_still_scores_zero():
+    warned = _stream("stderr", "UserWarning: careful\n")
+    assert grading._test_points({"outputs": [warned, _stream("stdout", "ok\n")]}, 2) == 2.0
+    assert grading._test_points({"outputs": []}, 2) == 2.0
+    assert grading._test_points({"outputs": [warned, _error("AssertionError")]}, 2) == 0.0
+    assert grading._test_points({"outputs": [_result("0.5")]}, 2) == 0.5  # nbgrader's partial credit
+    # a result shown before an error does not count: nbgrader stopped at the first of them
+    assert grading._test_points({"outputs": [_result("2"), _error("AssertionError")]}, 2) == 0.0
+    assert grading._test_points({"outputs": [_result("7")]}, 2) == 0.0  # more than the cell is worth
+
+
+def _one_test(outputs: list[dict], source: str = "") -> dict:
+    cells = [{"cell_type": "code", "metadata": _meta("a_solution", False), "source": "", "outputs": []},
+             {"cell_type": "code", "metadata": _meta("a_test", True), "source": source, "outputs": outputs}]
+    return {"cells": cells}
+
+
+def test_every_lost_point_has_a_reason():
+    hidden = ("got = double(2)\nassert got == 4\n### BEGIN HIDDEN TESTS\nassert double(5) == 10\n"
+              "### END HIDDEN TESTS")
+    cases = {
+        "test: AssertionError (hidden tests, line 4)": _one_test([_error("AssertionError", "", 4)], hidden),
+        "test: AssertionError: got 3 (line 2)": _one_test([_error("AssertionError", "got 3", 2)], hidden),
+        "test: NameError: name 'double' is not defined": _one_test([_error("NameError",
+                                                                           "name 'double' is not defined")]),
+        "test: its result '0' gave 0 of 2 points": _one_test([_result("0")]),
+        "test: scored 0 of 2 with no error shown": _one_test([_stream("stderr", "x")]),
+    }
+    for reason, executed in cases.items():
+        assert grading._cell_problem(executed, "a_test", 0.0, 2.0) == ("ok", reason)
+    assert grading._cell_problem(_one_test([]), "a_test", 2.0, 2.0) == ("ok", "")
+    # every row of a notebook graded with nothing to show for its points still says why
+    rows = grading._rows_for("s", NB, None, None, _executed(), lambda gid: 0.0)
+    assert all(r.detail for r in rows if r.points < r.max_points), rows
+
+
+def _release() -> dict:
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": "# Drill"}]
+    for gid, grade in (("a_solution", False), ("a_test", True), ("b_solution", False), ("b_test", True)):
+        meta = _meta(gid, grade)
+        meta["nbgrader"].update(checksum=f"sum-{gid}", cell_type="code")
+        cells.append({"cell_type": "code", "metadata": meta, "source": f"# {gid}", "outputs": [],
+                      "execution_count": None})
+    for i, cell in enumerate(cells):
+        cell["id"] = f"c{i}"
+    return {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _submission(edit=None) -> dict:
+    import copy
+
+    nb = copy.deepcopy(_release())
+    for cell in nb["cells"]:
+        if grading.nbgrader(cell).get("solution"):
+            cell["source"] = "answer = 1"
+    nb["cells"].insert(2, {"cell_type": "code", "metadata": {}, "source": "scratch = 1", "outputs": [],
+                           "execution_count": None, "id": "mine"})
+    if edit:
+        edit(nb["cells"])
+    return nb
+
+
+def _by_id(cells: list[dict], gid: str) -> list[dict]:
+    return [c for c in cells if grading.nbgrader(c).get("grade_id") == gid]
+
+
+def _layout(nb: dict) -> list[str]:
+    return [grading.nbgrader(c).get("grade_id") or grading.source_text(c) for c in nb["cells"]]
+
+
+EXPECTED = ["# Drill", "a_solution", "scratch = 1", "a_test", "b_solution", "b_test"]
+
+
+def _restored(edit) -> tuple[dict, list[str]]:
+    return grading._restore_release(_submission(edit), _release())
+
+
+def test_an_untouched_submission_is_graded_as_submitted():
+    nb, changes = _restored(None)
+    assert changes == [] and _layout(nb) == EXPECTED
+    assert [grading.source_text(c) for c in _by_id(nb["cells"], "a_solution")] == ["answer = 1"]
+
+
+def test_roles_points_and_checksums_come_from_the_release():
+    def edit(cells):
+        cells[1]["metadata"]["nbgrader"]["locked"] = True  # the answer claims to be locked
+        cells[1]["source"] = "import builtins\nbuiltins.type = lambda x: int"
+        cells[3]["metadata"]["nbgrader"].update(points=100, checksum="forged")
+
+    nb, changes = _restored(edit)
+    assert changes == ["a_solution nbgrader metadata changed", "a_test nbgrader metadata changed"]
+    assert [grading.nbgrader(c) for c in nb["cells"] if grading.nbgrader(c)] == \
+        [grading.nbgrader(c) for c in _release()["cells"] if grading.nbgrader(c)]
+    assert grading._tampering(nb) == "imports builtins"  # the answer is scanned, locked or not
+
+
+def test_duplicated_moved_retyped_and_deleted_cells_are_restored():
+    import copy
+
+    def edit(cells):
+        copied = copy.deepcopy(cells[3])  # a_test, duplicated (same cell id) and edited
+        copied["source"] = "pass"
+        cells.insert(4, copied)
+        cells[5]["cell_type"] = "markdown"  # b_solution as markdown
+        cells[5].pop("outputs")
+        cells[5].pop("execution_count")
+        cells.insert(0, cells.pop(6))  # b_test moved first
+        cells.append({"cell_type": "code", "metadata": {"nbgrader": {"grade_id": "bonus", "grade": True,
+                                                                     "points": 9}},
+                      "source": "bonus = 1", "outputs": [], "execution_count": None, "id": "bonus"})
+
+    nb, changes = _restored(edit)
+    assert sorted(changes) == sorted(["a_test duplicated", "b_test moved", "b_solution retyped",
+                                      "nbgrader metadata on a cell of no exercise (bonus)"])
+    # the student's own cells follow the exercise cell before them that was not moved
+    assert _layout(nb) == ["# Drill", "a_solution", "scratch = 1", "a_test", "pass", "b_solution",
+                           "bonus = 1", "b_test"]
+    assert [c["cell_type"] for c in nb["cells"]][5] == "code"
+    assert len({c["id"] for c in nb["cells"]}) == len(nb["cells"])  # ids unique again
+    nb, changes = _restored(lambda cells: cells.pop(3))  # a_test deleted: put back
+    assert changes == ["a_test deleted"] and _layout(nb) == EXPECTED
+    nb, changes = _restored(lambda cells: cells[3].update(source="pass"))
+    assert changes == ["a_test edited"]
+    assert grading.source_text(_by_id(nb["cells"], "a_test")[0]) == "# a_test"
+
+
+def test_metadata_that_is_no_dict_is_restored_not_a_crash():
+    def edit(cells):
+        cells[3]["metadata"]["nbgrader"] = "locked"
+        cells[4]["metadata"]["nbgrader"] = {"grade_id": ["x"]}
+
+    nb, changes = _restored(edit)
+    assert "a_test deleted" in changes and _layout(nb) == ["# Drill", "a_solution", "scratch = 1", "# a_test",
+                                                           "answer = 1", "a_test", "b_test"]
+
+
+def test_feedback_notes_give_points_and_statuses_never_the_detail():
+    def notes(points, status, outputs=()):
+        detail = "test: AssertionError: SECRET (hidden tests, line 6)"  # a hidden assertion's message
+        row = grading.Row("s", "drill", "a_test", points, 2.0, status, detail)
+        return grading._notes(row, {"outputs": list(outputs)})
+
+    assert notes(2.0, "ok") == []
+    assert notes(0.0, "ok") == ["A hidden test failed: 0 of 2 points."]
+    assert notes(0.0, "ok", [_error("AssertionError")]) == []  # the shown run's traceback says it
+    assert notes(0.0, "tests-modified")[0] == "A hidden test failed: 0 of 2 points."
+    assert notes(0.0, "timeout") == [f"timeout: {grading.STATUSES['timeout']}. 0 of 2 points."]
+    assert not any("SECRET" in note for status in grading.STATUSES for note in notes(0.0, status))

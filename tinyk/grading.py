@@ -39,6 +39,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -47,6 +48,7 @@ from tinyk.course import NOTEBOOKS, NotACheckout, course_root
 from tinyk.exercises import (
     BEGIN_HIDDEN,
     BEGIN_SOLUTION,
+    END_HIDDEN,
     GRADE_ID,
     is_solution,
     is_test,
@@ -62,7 +64,8 @@ STATUSES = {
     "ok": "graded normally (the points say whether the answer passed)",
     "missing": "no submission for this notebook",
     "unreadable": "the file is not a notebook (empty, not JSON, or not nbformat 4)",
-    "tests-modified": "a locked test cell was edited or deleted; graded with the original tests",
+    "tests-modified": "an exercise cell was edited, deleted, duplicated, moved or retyped, or its nbgrader "
+                      "metadata changed; restored from the release and graded with the original tests",
     "tampering": "the submission rebinds names the tests rely on (e.g. math.isclose); scored 0",
     "timeout": "a cell ran past the per-cell timeout, or the submission past the total time limit",
     "memory-limit": "the submission ran out of its memory limit",
@@ -442,8 +445,18 @@ def release(out_dir: Path, notebooks: Sequence[str | Path] | None = None, *,
 
 
 def _entries(submissions: Path) -> list[Path]:
-    """One folder or file per student, hidden files left out."""
-    return sorted(p for p in submissions.iterdir() if not p.name.startswith("."))
+    """One folder or file per student, hidden files left out; stops, naming both, at two
+    entries that would be one student (the same id, :func:`_student_id`)."""
+    entries = sorted(p for p in submissions.iterdir() if not p.name.startswith("."))
+    owners: dict[str, Path] = {}
+    for entry in entries:
+        other = owners.setdefault(_student_id(_student_name(entry)), entry)
+        if other != entry:
+            raise SystemExit(f"{other.name!r} ({other.name!a}) and {entry.name!r} ({entry.name!a}) "
+                             f"in {submissions} are one student to the grader: their names are the same "
+                             f"text once Unicode-normalised (NFC), or a folder and a file of one name; "
+                             f"rename or merge one of them")
+    return entries
 
 
 def _student_name(entry: Path) -> str:
@@ -452,7 +465,17 @@ def _student_name(entry: Path) -> str:
 
 
 def _student_id(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "_", name) or "student"
+    """The id a student is graded under (nbgrader's student, the file in ``<out>.parts/``,
+    the feedback folder): the name itself when it is plain ASCII (letters, digits, ``_``,
+    ``-``); otherwise an ASCII form of it (accents dropped, other characters replaced by
+    ``_``) and the first 8 hex digits of the SHA-256 of its NFC form, so that ``josé`` and
+    ``josè`` stay two students, each with the same id on every run and machine."""
+    exact = unicodedata.normalize("NFC", name)
+    if re.fullmatch(r"[A-Za-z0-9_-]+", exact):
+        return exact
+    plain = unicodedata.normalize("NFKD", exact).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "_", plain).strip("_") or "student"
+    return f"{slug}-{hashlib.sha256(exact.encode()).hexdigest()[:8]}"
 
 
 def _submission_files(entry: Path, notebooks: list[_Notebook]) -> dict[str, Path | None]:
@@ -479,7 +502,9 @@ def _read_notebook(path: Path) -> dict | None:
 
 
 def _tampering(nb: dict) -> str:
-    """A short reason if unlocked code rebinds names the tests rely on, else ''."""
+    """A short reason if the student's code (every code cell but a locked one, locked as
+    restored from the release: :func:`_restore_release`) rebinds names the tests rely on,
+    else ''."""
     for cell in nb["cells"]:
         if cell.get("cell_type") != "code" or nbgrader(cell).get("locked"):
             continue
@@ -508,18 +533,96 @@ def _tampering(nb: dict) -> str:
     return ""
 
 
-def _modified_tests(submitted: dict, released: dict) -> list[str]:
-    """grade_ids of locked test cells that were edited or deleted in the submission."""
-    theirs = {nbgrader(c).get("grade_id"): source_text(c) for c in submitted["cells"] if nbgrader(c)}
-    changed = []
-    for cell in released["cells"]:
-        if is_test(cell):
-            grade_id = nbgrader(cell)["grade_id"]
-            if theirs.get(grade_id) is None:
-                changed.append(f"{grade_id} deleted")
-            elif theirs[grade_id].strip() != source_text(cell).strip():
-                changed.append(f"{grade_id} edited")
-    return changed
+def _in_order(items: list[str], order: list[str]) -> set[str]:
+    """The most ``items`` that already stand in ``order``'s order (a longest increasing
+    subsequence of their ranks): the others are the ones that were moved."""
+    rank = [order.index(item) for item in items]
+    best: list[list[int]] = []  # best[i]: the longest in-order run ending at items[i]
+    for i, r in enumerate(rank):
+        best.append([*max((best[j] for j in range(i) if rank[j] < r), key=len, default=[]), i])
+    return {items[i] for i in max(best, key=len, default=[])}
+
+
+def _nbgrader_meta(meta: dict) -> dict:
+    """nbgrader metadata to compare: points as numbers (2 and 2.0 are the same points)."""
+    return {k: float(v) if k == "points" and type(v) in (int, float) else v for k, v in meta.items()}
+
+
+def _restore_release(submitted: dict, released: dict) -> tuple[dict, list[str]]:
+    """The submission as it is graded, and what had to be restored to get it.
+
+    Nothing of the submission decides what is locked, graded or worth points: every
+    exercise cell (one with nbgrader metadata in the release) is the released cell of its
+    ``grade_id``, in the release's order, with the release's type and nbgrader metadata
+    (roles, points, checksum) and, but for an answer cell, which keeps the student's code,
+    the release's source. Each of the student's other cells stays after the exercise cell it
+    followed (the last one before it that was not moved). Listed as changes: an exercise
+    cell edited (a locked one), deleted (a locked one is put back), duplicated (the copies
+    run as the student's own cells), moved, retyped or with its nbgrader metadata changed,
+    and nbgrader metadata on a cell that is no released exercise (removed: the cell runs as
+    the student's own).
+    """
+    exercises = {nbgrader(c)["grade_id"]: c for c in released["cells"] if nbgrader(c)}
+    changes: list[str] = []
+    theirs: dict[str, dict] = {}  # grade_id -> the student's cell, first of that grade_id
+    sequence: list[str | dict] = []  # the submission: grade_ids of exercise cells, the student's own cells
+    for cell in submitted["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if meta is not None:
+            grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+            grade_id = grade_id if isinstance(grade_id, str) else None
+            if grade_id in exercises and grade_id not in theirs:
+                theirs[grade_id] = cell
+                sequence.append(grade_id)
+                continue
+            changes.append(f"{grade_id} duplicated" if grade_id in theirs
+                           else f"nbgrader metadata on a cell of no exercise ({grade_id or 'no grade_id'})")
+            cell = json.loads(json.dumps(cell))
+            del cell["metadata"]["nbgrader"]
+        sequence.append(cell)
+    present = [grade_id for grade_id in exercises if grade_id in theirs]
+    kept = _in_order(list(theirs), present)
+    changes += [f"{grade_id} moved" for grade_id in present if grade_id not in kept]
+    # the student's own cells follow the last exercise cell before them that was not moved
+    after: dict[str | None, list[dict]] = {None: []}
+    anchor = None
+    for item in sequence:
+        if isinstance(item, str):
+            if item in kept:
+                anchor = item
+                after[anchor] = []
+        else:
+            after[anchor].append(item)
+
+    cells = list(after[None])
+    for grade_id, original in exercises.items():
+        mine, meta = theirs.get(grade_id), nbgrader(original)
+        if mine is None:
+            changes.append(f"{grade_id} deleted")
+            if not meta.get("solution"):
+                cells.append(json.loads(json.dumps(original)))
+            continue
+        cell = json.loads(json.dumps(original))
+        if mine.get("cell_type") != original["cell_type"]:
+            changes.append(f"{grade_id} retyped")
+        if not isinstance(mine["metadata"]["nbgrader"], dict) or \
+                _nbgrader_meta(mine["metadata"]["nbgrader"]) != _nbgrader_meta(meta):
+            changes.append(f"{grade_id} nbgrader metadata changed")
+        if meta.get("solution"):
+            cell["source"] = source_text(mine)
+        elif source_text(mine).strip() != source_text(original).strip():
+            changes.append(f"{grade_id} edited")
+        cells += [cell, *after.get(grade_id, [])]
+
+    nb = {**submitted, "cells": cells,
+          "nbformat_minor": max(submitted.get("nbformat_minor", 0), released.get("nbformat_minor", 0))}
+    if nb["nbformat_minor"] >= 5:  # cell ids, unique: a copy may share its original's
+        ids: set[str] = set()
+        for i, cell in enumerate(cells):
+            if cell.get("id") in ids or not cell.get("id"):
+                cell["id"] = next(new for n in range(len(cells) + 1) if (new := f"cell-{i}-{n}") not in ids)
+            ids.add(cell["id"])
+    return nb, changes
 
 
 SKIP_TAG = "skip-when-grading"
@@ -539,28 +642,102 @@ def _write_for_grading(submitted: dict, path: Path) -> None:
     nbformat.write(nbformat.from_dict(submitted), path)
 
 
-def _cell_problem(autograded: dict, grade_id: str) -> tuple[str, str]:
+def _test_points(cell: dict, max_points: float) -> float:
+    """The points of an executed test cell: nbgrader's rule (``nbgrader.utils.determine_grade``:
+    an error output scores 0, a number as the cell's result is partial credit, anything else
+    full marks), except that output on stderr (a warning, a message printed there) costs
+    nothing, and an error output scores 0 wherever it comes (nbgrader stops at the first
+    result, so a result shown before an error would have counted)."""
+    from nbgrader.utils import get_partial_grade
+
+    outputs = cell.get("outputs", [])
+    if any(out.get("output_type") == "error" for out in outputs):
+        return 0.0
+    for out in outputs:
+        if out.get("output_type") == "execute_result":
+            try:
+                return float(get_partial_grade(out, max_points))
+            except (KeyError, ValueError):  # no text, or more than the cell is worth: nbgrader fails
+                return 0.0
+    return float(max_points)
+
+
+def _rescore(course: Path, sid: str, notebooks: list[_Notebook]) -> None:
+    """Replace nbgrader's recorded score of every graded test cell by :func:`_test_points`
+    of the autograded notebook, in the course's gradebook (where the CSV and the feedback
+    read it). nbgrader scores a test cell 0 as soon as it printed anything on stderr, so a
+    correct answer that warns would lose its points."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for nb in notebooks:
+            graded = course / "autograded" / sid / ASSIGNMENT / f"{nb.name}.ipynb"
+            if not graded.exists():
+                continue
+            cells = {nbgrader(c).get("grade_id"): c for c in json.loads(graded.read_text())["cells"]
+                     if is_test(c)}
+            for grade_id, max_points in nb.tests:
+                if grade_id not in cells:
+                    continue
+                try:
+                    grade = gradebook.find_grade(grade_id, nb.name, ASSIGNMENT, sid)
+                except MissingEntry:
+                    continue
+                grade.auto_score = _test_points(cells[grade_id], max_points)
+            gradebook.db.commit()
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _where(error: dict, source: str) -> str:
+    """Where in its test cell an error was raised, from the traceback's outermost frame
+    (IPython's ``Cell In[n], line L``): ``" (line L)"``, ``" (hidden tests, line L)"``, or ''."""
+    frames = [_ANSI.sub("", str(frame)) for frame in error.get("traceback", [])]
+    found = next((m for frame in frames if (m := re.match(r"Cell In\[\d*\], line (\d+)", frame))), None)
+    if found is None:
+        return ""
+    line, hidden = int(found[1]), False
+    for number, text in enumerate(source.splitlines(), 1):
+        if number == line:
+            break
+        if text.strip() in (BEGIN_HIDDEN, END_HIDDEN):
+            hidden = text.strip() == BEGIN_HIDDEN
+    return f" ({'hidden tests, ' if hidden else ''}line {line})"
+
+
+def _cell_problem(autograded: dict, grade_id: str, points: float, max_points: float) -> tuple[str, str]:
     """(status, detail) from the outputs of the answer cell and of its test cell.
 
     A timeout or a MemoryError in either gives that status; otherwise the grading was
-    normal ("ok") and the detail names the first error, the answer's before the test's.
+    normal ("ok") and the detail names the first error, the answer's before the test's
+    (with the test cell's line that raised it, and whether it is a hidden test). Points
+    lost without an error say why as well: there is no 0 without a reason.
     """
     cells = autograded["cells"]
     index = next((i for i, c in enumerate(cells) if nbgrader(c).get("grade_id") == grade_id), None)
     if index is None:
         return "error", "test cell not found after grading"
     answer = [c for c in cells[:index] if is_solution(c)][-1:]  # the answer this test checks
-    errors = [(out.get("ename", ""), str(out.get("evalue", ""))[:160], role)
+    errors = [(out.get("ename", ""), str(out.get("evalue", ""))[:160], role,
+               _where(out, source_text(cell)) if role == "test" else "")
               for cell, role in [*((c, "answer") for c in answer), (cells[index], "test")]
               for out in cell.get("outputs", []) if out.get("output_type") == "error"]
-    for name, _, role in errors:
+    for name, _, role, _ in errors:
         if name == "MemoryError":
             return "memory-limit", f"the {role} cell ran out of memory"
         if "Timeout" in name:
             return "timeout", f"the {role} cell ran past the per-cell timeout"
     if errors:
-        name, value, role = errors[0]
-        return "ok", f"{role}: {name}: {value}".rstrip(": ")
+        name, value, role, where = errors[0]
+        return "ok", f"{role}: {name or 'an error'}: {value}".rstrip(": ") + where
+    if points < max_points:
+        results = [out for out in cells[index].get("outputs", [])
+                   if out.get("output_type") == "execute_result"]
+        if results:
+            shown = str(results[0].get("data", {}).get("text/plain", ""))[:40]
+            return "ok", f"test: its result {shown!r} gave {points:g} of {max_points:g} points"
+        return "ok", f"test: scored {points:g} of {max_points:g} with no error shown"
     return "ok", ""
 
 
@@ -587,8 +764,8 @@ def _rows_for(name: str, nb: _Notebook, flag: tuple[str, str] | None, failure: t
                 status, detail = "error", "no grade recorded"
             else:
                 points = recorded
-                status, detail = (_cell_problem(executed, grade_id) if executed is not None
-                                  else ("error", "no graded notebook written"))
+                status, detail = (_cell_problem(executed, grade_id, points, max_points)
+                                  if executed is not None else ("error", "no graded notebook written"))
                 if status == "ok" and flag is not None:
                     status, detail = flag[0], "; ".join(filter(None, [flag[1], detail]))
         if flag is not None and flag[0] == "tests-modified" and status != "tests-modified":
@@ -597,39 +774,49 @@ def _rows_for(name: str, nb: _Notebook, flag: tuple[str, str] | None, failure: t
     return rows
 
 
+def _submit(course: Path, sid: str, entry: Path, notebooks: list[_Notebook],
+            released: dict[str, dict]) -> tuple[dict[str, tuple[str, str]], list[_Notebook]]:
+    """Put a student's notebooks into the course's ``submitted`` folder as they are graded
+    (:func:`_restore_release`, :func:`_write_for_grading`). Returns what the checks found
+    per notebook (missing, unreadable, tampering: left out; tests-modified) and the
+    notebooks written."""
+    files = _submission_files(entry, notebooks)
+    flags: dict[str, tuple[str, str]] = {}
+    target = course / "submitted" / sid / ASSIGNMENT
+    target.mkdir(parents=True)
+    written = []
+    for nb in notebooks:
+        path = files.get(nb.name)
+        submitted = _read_notebook(path) if path is not None else None
+        if path is None:
+            flags[nb.name] = ("missing", f"no {nb.name}.ipynb in the submission")
+            continue
+        if submitted is None:
+            flags[nb.name] = ("unreadable", f"{path.name} is not a readable notebook")
+            continue
+        restored, changed = _restore_release(submitted, released[nb.name])
+        tampered = _tampering(restored)
+        if tampered:
+            flags[nb.name] = ("tampering", tampered)
+            continue
+        if changed:
+            flags[nb.name] = ("tests-modified", "restored from the release: " + ", ".join(changed))
+        _write_for_grading(restored, target / f"{nb.name}.ipynb")
+        written.append(nb)
+    return flags, written
+
+
 def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template: Path,
                    released: dict[str, dict], limits: Limits, sandboxed: bool = True) -> list[Row]:
     """Grade one student's submission in a throwaway copy of the prepared course."""
     from nbgrader.api import Gradebook, MissingEntry
 
     sid = _student_id(name)
-    files = _submission_files(entry, notebooks)
-    flags: dict[str, tuple[str, str]] = {}
     with tempfile.TemporaryDirectory(prefix="tinyk-grade-") as tmp:
         course = Path(tmp) / "course"
         shutil.copytree(template, course)
         sandbox = _Sandbox.create(Path(tmp), limits.threads) if sandboxed else None
-        target = course / "submitted" / sid / ASSIGNMENT
-        target.mkdir(parents=True)
-        to_grade = []
-        for nb in notebooks:
-            path = files.get(nb.name)
-            submitted = _read_notebook(path) if path is not None else None
-            if path is None:
-                flags[nb.name] = ("missing", f"no {nb.name}.ipynb in the submission")
-                continue
-            if submitted is None:
-                flags[nb.name] = ("unreadable", f"{path.name} is not a readable notebook")
-                continue
-            tampered = _tampering(submitted)
-            if tampered:
-                flags[nb.name] = ("tampering", tampered)
-                continue
-            changed = _modified_tests(submitted, released[nb.name])
-            if changed:
-                flags[nb.name] = ("tests-modified", "restored from the release: " + ", ".join(changed))
-            _write_for_grading(submitted, target / f"{nb.name}.ipynb")
-            to_grade.append(nb)
+        flags, to_grade = _submit(course, sid, entry, notebooks, released)
 
         failure = None
         if to_grade:
@@ -644,6 +831,8 @@ def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template:
                         errors = [ln for ln in log.splitlines() if "ERROR" in ln or "Error" in ln]
                         first = (errors or log.strip().splitlines() or ["nbgrader failed"])[0]
                         failure = ("error", first[:200])
+                else:
+                    _rescore(course, sid, to_grade)
             except subprocess.TimeoutExpired:
                 failure = ("timeout", f"submission ran past {_total_limit(limits, len(to_grade))} s")
 
@@ -734,10 +923,10 @@ def grade(submissions: Path, out: Path, notebooks: Sequence[str | Path] | None =
     else:
         _warn_unsandboxed()
     limits = limits or Limits()
+    entries = _entries(submissions)
     chosen = _chapter_notebooks(notebooks, source)
     if not chosen:
         raise SystemExit("no notebook with exercises to grade")
-    entries = _entries(submissions)
     if shard is not None:
         entries = [e for e in entries if shard_of(_student_name(e), shard[1]) == shard[0]]
     parts = out.with_name(out.name + ".parts")
@@ -813,9 +1002,60 @@ def merge(out: Path, shards: Sequence[Path]) -> int:
     return len(lines)
 
 
+def _notes(row: Row, cell: dict) -> list[str]:
+    """What the feedback adds under a test cell, from the graded run: its points when the
+    shown run (visible tests only) does not explain them, and a status other than ok. Only
+    the points and the status's fixed description: never the detail, which may quote a
+    hidden test's message."""
+    notes = []
+    failed_here = any(out.get("output_type") == "error" for out in cell.get("outputs", []))
+    graded = row.status in ("ok", "tests-modified")  # the tests ran to their end
+    if graded and row.points < row.max_points and not failed_here:
+        notes.append(f"A hidden test failed: {row.points:g} of {row.max_points:g} points.")
+    if row.status != "ok":
+        notes.append(f"{row.status}: {STATUSES[row.status]}. {row.points:g} of {row.max_points:g} points.")
+    return notes
+
+
+def _show_grades(course: Path, sid: str, rows: list[Row]) -> None:
+    """Put the graded run's points into the shown run's gradebook and notebooks (see
+    :func:`feedback`), for ``generate_feedback`` to render."""
+    import nbformat
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for notebook in dict.fromkeys(r.notebook for r in rows):
+            path = course / "autograded" / sid / ASSIGNMENT / f"{notebook}.ipynb"
+            if not path.exists():
+                continue
+            shown = nbformat.read(path, as_version=4)
+            cells = {nbgrader(c).get("grade_id"): c for c in shown.cells if is_test(c)}
+            for row in (r for r in rows if r.notebook == notebook):
+                try:
+                    grade = gradebook.find_grade(row.exercise, notebook, ASSIGNMENT, sid)
+                except MissingEntry:
+                    continue
+                grade.auto_score, grade.manual_score = row.points, None
+                cell = cells.get(row.exercise)
+                if cell is not None:
+                    cell.outputs += [nbformat.v4.new_output("display_data", {"text/plain": note})
+                                     for note in _notes(row, cell)]
+            gradebook.db.commit()
+            nbformat.write(shown, path)
+
+
 def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] | None = None, *,
              source: Path | None = None, limits: Limits | None = None, sandbox: bool = True) -> None:
-    """nbgrader's HTML feedback for every student, written under ``out_dir/<student>/``."""
+    """nbgrader's HTML feedback for every student, written under ``out_dir/<student id>/``,
+    with no hidden test in it.
+
+    Each submission runs twice. Once as :func:`grade` grades it, for the points and the
+    statuses. Once more in a course made from the released notebooks, whose test cells hold
+    only the visible tests: the feedback shows this run, its cells and the student's outputs,
+    with the first run's points, so neither a hidden test's source nor anything its lines
+    printed (a traceback, the student's own prints) can reach it, whatever the student's
+    code prints. A test cell that failed only in the hidden tests says so, with its points.
+    """
     _require_linux()
     _require_nbgrader()
     if sandbox:
@@ -823,29 +1063,44 @@ def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] |
     else:
         _warn_unsandboxed()
     limits = limits or Limits()
+    entries = _entries(submissions)
     chosen = _chapter_notebooks(notebooks, source)
     with tempfile.TemporaryDirectory(prefix="tinyk-feedback-") as tmp:
-        course = Path(tmp) / "course"
-        _prepare_course(chosen, course)
-        for entry in _entries(submissions):
-            sid = _student_id(_student_name(entry))
-            target = course / "submitted" / sid / ASSIGNMENT
-            target.mkdir(parents=True)
-            for nb_name, path in _submission_files(entry, chosen).items():
-                submitted = _read_notebook(path) if path is not None else None
-                if submitted is not None:
-                    _write_for_grading(submitted, target / f"{nb_name}.ipynb")
-            box = _Sandbox.create(Path(tmp) / "boxes" / sid, limits.threads) if sandbox else None
+        template = Path(tmp) / "course"
+        _prepare_course(chosen, template)
+        release_dir = template / "release" / ASSIGNMENT
+        released = {nb.name: json.loads((release_dir / f"{nb.name}.ipynb").read_text()) for nb in chosen}
+        shown_template = Path(tmp) / "shown"  # the released notebooks as sources: visible tests only
+        visible = [_Notebook(release_dir / f"{nb.name}.ipynb", nb.name, nb.tests) for nb in chosen]
+        _prepare_course(visible, shown_template)
+        shown_released = {nb.name: json.loads((shown_template / "release" / ASSIGNMENT / f"{nb.name}.ipynb")
+                                              .read_text()) for nb in chosen}
+        for entry in entries:
+            name = _student_name(entry)
+            sid = _student_id(name)
+            work = Path(tmp) / "students" / sid
+            course = work / "course"
+            shutil.copytree(shown_template, course)
+            box = _Sandbox.create(work, limits.threads) if sandbox else None
             try:
-                _autograde(course, sid, limits, box)
+                _, shown = _submit(course, sid, entry, visible, shown_released)
+                if shown:
+                    _autograde(course, sid, limits, box)
             except subprocess.TimeoutExpired:
-                print(f"{sid}: no feedback, the submission ran past its total time limit",
-                      file=sys.stderr)
+                print(f"{sid}: no feedback, the submission ran past its total time limit", file=sys.stderr)
                 continue  # one slow submission never costs the others their feedback
+            except ValueError as err:  # a single file while several notebooks are chosen
+                print(f"{sid}: no feedback, {err}", file=sys.stderr)
+                continue
+            if not shown:
+                continue
+            rows = _grade_student(name, entry, chosen, template, released, limits, sandbox)
+            _show_grades(course, sid, rows)
             _nbgrader(["generate_feedback", ASSIGNMENT, f"--student={sid}", "--force"], course)
             produced = course / "feedback" / sid / ASSIGNMENT
             if produced.exists():
                 shutil.copytree(produced, out_dir / sid, dirs_exist_ok=True)
+            shutil.rmtree(work, ignore_errors=True)
 
 
 # ----------------------------------------------------------------------------- command line
