@@ -72,14 +72,24 @@ def test_tiny_experiment_learns_the_rule_deterministically_and_gives_the_shipped
             correct += tok.decode(generate(model, prompt, max_new_tokens=3, temperature=0)[0]) == f"{b}+{a}"
     assert correct >= 90
 
-    # The weights the package ships for the later sections are this run's weights (only a
-    # different thread count may change the order of float sums, hence the tolerance).
+    # The weights the package ships for the later sections are this run's result. Not to the
+    # last bit: CPUs whose kernels differ (AVX2 against AVX-512) round a few sums differently,
+    # and 600 steps of training carry those ulps to other weights of the same quality (seen:
+    # 0.94 apart at most, held-out losses 0.67 and 0.77). So: the same answers, and a
+    # held-out loss in the same range, far below the format's level.
     shipped = trained_course_model()
-    for name, tensor in model.state_dict().items():
-        torch.testing.assert_close(shipped.state_dict()[name], tensor, atol=2e-3, rtol=0, msg=name)
-    prompt = tok.encode("1+2=2+1\n3+4=")[None]
-    assert torch.equal(generate(shipped, prompt, max_new_tokens=8, temperature=0),
-                       generate(model, prompt, max_new_tokens=8, temperature=0))
+    assert shipped.state_dict().keys() == model.state_dict().keys()
+    for a in range(10):
+        for b in range(10):
+            prompt = tok.encode(f"1+2=2+1\n{a}+{b}=")[None]
+            assert torch.equal(generate(shipped, prompt, max_new_tokens=3, temperature=0),
+                               generate(model, prompt, max_new_tokens=3, temperature=0)), (a, b)
+    held_out = tok.encode(synthetic_text(n_lines=400, seed=1))
+    batch = random_batches(held_out, 64, 32, torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        losses_now = [m.eval()(batch, labels=batch).loss.item() for m in (model, shipped)]
+    assert all(loss < 0.8 * FORMAT_ONLY_LOSS for loss in losses_now), losses_now
+    assert abs(losses_now[0] - losses_now[1]) < 0.25, losses_now
 
 
 def test_architecture_checks_pass_and_the_committed_record_is_reproduced(tmp_path):

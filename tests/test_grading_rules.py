@@ -326,6 +326,7 @@ def test_every_lost_point_has_a_reason():
         "test: its result '0' gave 0 of 2 points": _one_test([_result("0")]),
         "test: scored 0 of 2 with no error shown": _one_test([_stream("stderr", "x")]),
     }
+    assert len(cases) == 5
     for reason, executed in cases.items():
         assert grading._cell_problem(executed, "a_test", 0.0, 2.0) == ("ok", reason)
     assert grading._cell_problem(_one_test([]), "a_test", 2.0, 2.0) == ("ok", "")
