@@ -130,9 +130,6 @@ def test_a_classic_mistake_loses_the_points(path, solution, test, wrong):
 
 # Catalogued mistakes that the visible test does not catch yet (only the hidden one does).
 VISIBLE_GAPS = {
-    "ex_05_2_2_solution-computes_in_the_input_dtype",
-    "ex_05_2_2_solution-multiplies_by_the_weight_before_casting_back",
-    "ex_05_2_2_solution-downcasts_float64_to_float32",
     "ex_05_3_2_solution-crops_a_table_built_from_d_to_fit",
     "ex_05_4_4_solution-causal_from_first_key",
     "ex_05_5_2_solution-computes_in_float32",
