@@ -28,9 +28,11 @@ from tinyk.exercises import (
 )
 
 # Wrong answers, one file per notebook in tests/exercise_cases/: GUESSES (hard-coded answers
-# to the visible asserts) and MISTAKES (solutions with one classic mistake each).
+# to the visible asserts) and MISTAKES (solutions with one classic mistake each), each entry
+# (name, source) or (name, source, expected_words): a lowercase substring of the visible
+# test's assertion message, which must name the mistake.
 GUESSES: dict[str, str] = {}
-MISTAKES: dict[str, list[tuple[str, str]]] = {}
+MISTAKES: dict[str, list[tuple[str, ...]]] = {}
 for _case in sorted((Path(__file__).parent / "exercise_cases").glob("ex_*.py")):
     _module = importlib.import_module(f"tests.exercise_cases.{_case.stem}")
     GUESSES.update(_module.GUESSES)
@@ -116,7 +118,7 @@ def test_hard_coded_guess_passes_visible_but_fails_hidden_tests(path, solution, 
 MISTAKE_CASES = [
     pytest.param(path, solution, test, source, id=f"{nbgrader(solution)['grade_id']}-{name}")
     for path, solution, test in (p.values for p in EXERCISES)
-    for name, source in MISTAKES.get(nbgrader(solution)["grade_id"], [])
+    for name, source, *_ in MISTAKES.get(nbgrader(solution)["grade_id"], [])
 ]
 
 
@@ -128,11 +130,6 @@ def test_a_classic_mistake_loses_the_points(path, solution, test, wrong):
 
 # Catalogued mistakes that the visible test does not catch yet (only the hidden one does).
 VISIBLE_GAPS = {
-    "ex_05_2_2_solution-computes_in_the_input_dtype",
-    "ex_05_2_2_solution-multiplies_by_the_weight_before_casting_back",
-    "ex_05_2_2_solution-downcasts_float64_to_float32",
-    "ex_05_3_2_solution-crops_a_table_built_from_d_to_fit",
-    "ex_05_4_4_solution-causal_from_first_key",
     "ex_05_5_2_solution-computes_in_float32",
     "ex_05_6_3_solution-causal triangle aligned to the first T keys",
     "ex_05_6_4_solution-NaN when nothing is counted",
@@ -165,3 +162,19 @@ def test_an_object_equal_to_everything_does_not_pass():
         with pytest.raises((AssertionError, TypeError, ValueError)):
             _run(cheat, _without_markers(test))
     assert Liar() == 1
+
+
+MISTAKE_WORDS = [
+    pytest.param(solution, test, source, words[0], id=f"{nbgrader(solution)['grade_id']}-{name}")
+    for path, solution, test in (p.values for p in EXERCISES)
+    for name, source, *words in MISTAKES.get(nbgrader(solution)["grade_id"], [])
+    if words
+]
+
+
+@pytest.mark.parametrize("solution,test,wrong,words", MISTAKE_WORDS)
+def test_the_visible_failure_names_the_mistake(solution, test, wrong, words):
+    """The message the learner reads names what is wrong (the words registered with the mistake)."""
+    with pytest.raises(AssertionError) as caught:
+        _run(wrong, _visible_only(test))
+    assert words in str(caught.value).lower(), f"{words!r} not in the message: {caught.value}"

@@ -7,16 +7,19 @@ GUESSES = {
     "ex_05_3_1_solution": """
 import torch
 def rope_tables(head_dim, end, theta=10000.0):
+    if head_dim <= 0 or head_dim % 2:
+        raise ValueError(head_dim)
     angles = torch.outer(torch.arange(end, dtype=torch.float32), torch.tensor([1.0, 0.1, 0.01, 0.001]))
     return torch.cos(angles), torch.sin(angles)
 """,
-    # right for float32 and T×d_h/2 tables only: always float32 out, no per-sequence rows
+    # right for float32 only: always float32 out
     "ex_05_3_2_solution": """
 import torch
 def apply_rope(xq, xk, cos, sin):
     def rotate(x):
         a, b = x[..., 0::2].float(), x[..., 1::2].float()
-        c, s = cos[None, :, None, :], sin[None, :, None, :]
+        rows = (None, slice(None), None) if cos.ndim == 2 else (slice(None), slice(None), None)
+        c, s = cos[rows], sin[rows]
         return torch.stack([a * c - b * s, a * s + b * c], dim=-1).flatten(3)
     return rotate(xq), rotate(xk)
 """,
@@ -47,27 +50,49 @@ def apply_rope(xq, xk, cos, sin):
     return rotate(xq), rotate(xk)
 """
 
-# Solutions with one classic mistake each, which must lose the exercise's points.
-# Keyed by the solution cell's grade_id; each value is a list of (name, source).
-MISTAKES: dict[str, list[tuple[str, str]]] = {
-    "ex_05_3_1_solution": [
-        ("exponent_i_over_d_h_instead_of_2i_over_d_h", """
+_ROPE_TABLES = """
 import torch
 def rope_tables(head_dim, end, theta=10000.0):
     if head_dim <= 0 or head_dim % 2:
         raise ValueError(head_dim)
-    omega = theta ** (-torch.arange(head_dim // 2, dtype=torch.float32) / head_dim)
-    angles = torch.outer(torch.arange(end, dtype=torch.float32), omega)
-    return torch.cos(angles), torch.sin(angles)
-"""),
-        ("full_width_tables_as_for_the_half_split_pairing", """
-import torch
-def rope_tables(head_dim, end, theta=10000.0):
     omega = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
     angles = torch.outer(torch.arange(end, dtype=torch.float32), omega)
-    angles = torch.cat([angles, angles], dim=-1)
     return torch.cos(angles), torch.sin(angles)
-"""),
+"""
+
+_ROPE_SCORE = """
+import torch
+from tinyk import apply_rotary_emb, precompute_freqs_cis
+def rope_score(q, k, m, n, theta=10000.0):
+    cos, sin = precompute_freqs_cis(q.shape[0], max(m, n) + 1, theta, dtype=torch.float64)
+    q4, k4 = q.view(1, 1, 1, -1), k.view(1, 1, 1, -1)
+    q_m, _ = apply_rotary_emb(q4, q4, cos[m : m + 1], sin[m : m + 1])
+    _, k_n = apply_rotary_emb(k4, k4, cos[n : n + 1], sin[n : n + 1])
+    return float((q_m * k_n).sum())
+"""
+
+# Solutions with one classic mistake each, which must lose the exercise's points, and the
+# words the visible test's message must contain. Keyed by the solution cell's grade_id; each
+# value is a list of (name, source, expected_words).
+MISTAKES: dict[str, list[tuple[str, ...]]] = {
+    "ex_05_3_1_solution": [
+        ("exponent_i_over_d_h_instead_of_2i_over_d_h", _ROPE_TABLES.replace(
+            "torch.arange(0, head_dim, 2, dtype=torch.float32)",
+            "torch.arange(head_dim // 2, dtype=torch.float32)"),
+         "-2i/d_h"),
+        ("full_width_tables_as_for_the_half_split_pairing", _ROPE_TABLES.replace(
+            "    return torch.cos", "    angles = torch.cat([angles, angles], dim=-1)\n    return torch.cos"),
+         "one column per pair"),
+        ("positions_from_1", _ROPE_TABLES.replace("torch.arange(end, dtype=torch.float32)",
+                                                  "torch.arange(1, end + 1, dtype=torch.float32)"),
+         "position 0"),
+        ("accepts_an_odd_head_dim", _ROPE_TABLES.replace("head_dim <= 0 or head_dim % 2", "head_dim <= 0"),
+         "no whole pairs"),
+        ("calls_tinyk", """
+import tinyk
+def rope_tables(head_dim, end, theta=10000.0):
+    return tinyk.precompute_freqs_cis(head_dim, end, theta)
+""", "not allowed here"),
     ],
     "ex_05_3_2_solution": [
         ("half_split_pairing", """
@@ -80,16 +105,31 @@ def apply_rope(xq, xk, cos, sin):
         a, b = x[..., : d_h // 2], x[..., d_h // 2 :]
         return torch.cat([a * c - b * s, a * s + b * c], dim=-1).to(x.dtype)
     return rotate(xq), rotate(xk)
-"""),
+""", "pair adjacent coordinates"),
         # a table built from d (T × d/2) cut to the head's d_h/2 columns: runs, wrong frequencies
         ("crops_a_table_built_from_d_to_fit",
-         _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos[..., : d_h // 2], sin[..., : d_h // 2]")),
+         _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos[..., : d_h // 2], sin[..., : d_h // 2]"),
+         "never crop"),
         # every token gets the first row of the tables it is given, as if all sat at position 0
         ("every_token_at_the_first_row",
          _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos[..., :1, :], sin[..., :1, :]")
                          .replace("c.reshape(rows), s.reshape(rows)",
                                   "c.expand(*c.shape[:-2], T, d_h // 2).reshape(rows), "
-                                  "s.expand(*s.shape[:-2], T, d_h // 2).reshape(rows)")),
+                                  "s.expand(*s.shape[:-2], T, d_h // 2).reshape(rows)"),
+         "as if at position 0"),
+        # B×T×d_h/2 tables: the rows of the first sequence for every sequence
+        ("first_sequence_rows_for_every_sequence",
+         _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)",
+                                  "(cos[0] if cos.ndim == 3 else cos), (sin[0] if sin.ndim == 3 else sin)"),
+         "its own rows"),
+        ("calls_tinyk", """
+from tinyk import apply_rotary_emb
+def apply_rope(xq, xk, cos, sin):
+    return apply_rotary_emb(xq, xk, cos, sin)
+""", "not allowed here"),
+    ],
+    "ex_05_3_3_solution": [
+        ("float32_tables", _ROPE_SCORE.replace(", dtype=torch.float64", ""), "float64"),
     ],
     "ex_05_3_4_solution": [
         ("rows_restart_at_0", """
@@ -97,13 +137,13 @@ from tinyk import apply_rotary_emb
 def rope_after_cache(xq, xk, cos, sin, start_pos):
     T = xq.shape[1]
     return apply_rotary_emb(xq, xk, cos[:T], sin[:T])
-"""),
+""", "restart the positions at 0"),
         ("off_by_one", """
 from tinyk import apply_rotary_emb
 def rope_after_cache(xq, xk, cos, sin, start_pos):
     T = xq.shape[1]
     rows = slice(start_pos + 1, start_pos + 1 + T)
     return apply_rotary_emb(xq, xk, cos[rows], sin[rows])
-"""),
+""", "one position too far"),
     ],
 }

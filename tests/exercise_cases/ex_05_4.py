@@ -16,15 +16,6 @@ def kv_cache_plan(*args, **kwargs):
 def repeat_kv(x, n_rep):
     return x[:, :, [0, 0, 1, 1]]
 """,
-    # Fixed grouping for H_q = 4, H_kv = 2, and PyTorch's is_causal, whose triangle starts
-    # at the first key: right only when T = T_k, as in every visible check.
-    "ex_05_4_4_solution": """
-import torch.nn.functional as F
-def gqa_attention(q, k, v, mask=None):
-    groups = [0, 0, 1, 1]
-    return F.scaled_dot_product_attention(q, k[:, groups], v[:, groups], attn_mask=mask,
-                                          is_causal=mask is None)
-""",
 }
 
 _KV_CACHE_PLAN = """
@@ -76,43 +67,77 @@ def _gqa_with(*replacements: tuple[str, str]) -> str:
     return source
 
 
-# Solutions with one classic mistake each, which must lose the exercise's points.
-# Keyed by the solution cell's grade_id; each value is a list of (name, source).
-MISTAKES: dict[str, list[tuple[str, str]]] = {
+# Right in float32, the only dtype of the visible checks: the result is never cast back to q's.
+GUESSES["ex_05_4_4_solution"] = _gqa_with(("return (probs @ v.float()).to(q.dtype)",
+                                            "return probs @ v.float()"))
+
+# Solutions with one classic mistake each, which must lose the exercise's points, and the
+# words the visible test's message must contain. Keyed by the solution cell's grade_id; each
+# value is a list of (name, source, expected_words).
+MISTAKES: dict[str, list[tuple[str, ...]]] = {
     "ex_05_4_1_solution": [
         ("tiled_order", """
 def kv_head_for_each_query_head(n_heads, n_kv_heads):
     return [h % n_kv_heads for h in range(n_heads)]
-"""),
+""", "contiguous groups"),
     ],
     "ex_05_4_2_solution": [
-        ("keys_only", _plan_with(("2 * config.n_layers", "config.n_layers"))),
+        ("keys_only", _plan_with(("2 * config.n_layers", "config.n_layers")), "keys and values"),
         ("expanded_heads_stored", _plan_with(("config.n_kv_heads * config.head_dim",
                                               "config.n_heads * config.head_dim"),
-                                             ("ratio * gqa_bytes", "gqa_bytes"))),
-        ("one_layer", _plan_with(("2 * config.n_layers", "2"))),
+                                             ("ratio * gqa_bytes", "gqa_bytes")), "counts h_q"),
+        ("one_layer", _plan_with(("2 * config.n_layers", "2")), "one layer"),
         ("budget_for_one_row", _plan_with(("budget_bytes // per_token",
-                                           "budget_bytes // (per_token // batch)"))),
+                                           "budget_bytes // (per_token // batch)")),
+         "for one row"),
         ("budget_for_the_expanded_cache", _plan_with(("budget_bytes // per_token",
-                                                      "budget_bytes // (ratio * per_token)"))),
-        ("rounds_up", _plan_with(("budget_bytes // per_token", "-(-budget_bytes // per_token)"))),
-        ("rounds_to_nearest", _plan_with(("budget_bytes // per_token", "round(budget_bytes / per_token)"))),
-        ("one_token_short", _plan_with(("budget_bytes // per_token", "(budget_bytes - 1) // per_token"))),
-        ("float_ratio", _plan_with(("ratio, budget_bytes", "ratio * gqa_bytes / gqa_bytes, budget_bytes"))),
+                                                      "budget_bytes // (ratio * per_token)")),
+         "of the expanded cache"),
+        ("rounds_up", _plan_with(("budget_bytes // per_token", "-(-budget_bytes // per_token)")),
+         "round down"),
+        ("rounds_to_nearest", _plan_with(("budget_bytes // per_token", "round(budget_bytes / per_token)")),
+         "round down"),
+        ("one_token_short", _plan_with(("budget_bytes // per_token", "(budget_bytes - 1) // per_token")),
+         "fill the budget exactly"),
+        ("float_ratio", _plan_with(("ratio, budget_bytes", "ratio * gqa_bytes / gqa_bytes, budget_bytes")),
+         "four ints"),
     ],
     "ex_05_4_3_solution": [
-        ("tiled_with_repeat", _REPEAT_KV.format(body="x.repeat(1, 1, n_rep, 1)")),
-        ("tiled_with_tile", "import torch\n" + _REPEAT_KV.format(body="torch.tile(x, (1, 1, n_rep, 1))")),
+        ("tiled_with_repeat", _REPEAT_KV.format(body="x.repeat(1, 1, n_rep, 1)"), "contiguous groups"),
+        ("tiled_with_tile", "import torch\n" + _REPEAT_KV.format(body="torch.tile(x, (1, 1, n_rep, 1))"),
+         "contiguous groups"),
         ("copies_axis_before_heads", _REPEAT_KV.format(
             body="x[:, :, None].expand(B, T, n_rep, n_kv_heads, head_dim)"
-                 ".reshape(B, T, n_rep * n_kv_heads, head_dim)")),
+                 ".reshape(B, T, n_rep * n_kv_heads, head_dim)"), "contiguous groups"),
+        ("calls_tinyk", "import tinyk\n" + _REPEAT_KV.format(body="tinyk.repeat_kv(x, n_rep)"),
+         "not allowed here"),
     ],
     "ex_05_4_4_solution": [
         ("tiled_groups", _gqa_with(("k.repeat_interleave(n_rep, dim=1)", "k.repeat(1, n_rep, 1, 1)"),
-                                   ("v.repeat_interleave(n_rep, dim=1)", "v.repeat(1, n_rep, 1, 1)"))),
+                                   ("v.repeat_interleave(n_rep, dim=1)", "v.repeat(1, n_rep, 1, 1)")),
+         "contiguous groups"),
         ("minus_inf_gives_nan", _gqa_with(("torch.finfo(scores.dtype).min", 'float("-inf")'),
-                                          (".masked_fill(~mask, 0.0)", ""))),
-        ("no_scale", _gqa_with((" / math.sqrt(d_h)", ""))),
-        ("causal_from_first_key", _gqa_with((".tril(T_k - T)", ".tril()"))),
+                                          (".masked_fill(~mask, 0.0)", "")), "not nan"),
+        ("no_scale", _gqa_with((" / math.sqrt(d_h)", "")), "1/sqrt(d_h)"),
+        ("causal_from_first_key", _gqa_with((".tril(T_k - T)", ".tril()")), "ends at the last key"),
+        ("mask_after_softmax",
+         _gqa_with(("    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)\n", "")),
+         "after the softmax"),
+        # borrowed: PyTorch's fused attention, or tinyk's repeat_kv for the grouping
+        ("calls_sdpa_with_enable_gqa", """
+import torch
+import torch.nn.functional as F
+def gqa_attention(q, k, v, mask=None):
+    T, T_k = q.shape[-2], k.shape[-2]
+    if mask is None:
+        mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True).nan_to_num(0.0)
+""", "not allowed here"),
+        ("groups_with_tinyk_repeat_kv", "import tinyk\n" + _gqa_with(
+            ("k.repeat_interleave(n_rep, dim=1)",
+             "tinyk.repeat_kv(k.transpose(1, 2), n_rep).transpose(1, 2)"),
+            ("v.repeat_interleave(n_rep, dim=1)",
+             "tinyk.repeat_kv(v.transpose(1, 2), n_rep).transpose(1, 2)")),
+         "not allowed here"),
     ],
 }
