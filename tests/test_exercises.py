@@ -28,9 +28,10 @@ from tinyk.exercises import (
 )
 
 # Wrong answers, one file per notebook in tests/exercise_cases/: GUESSES (hard-coded answers
-# to the visible asserts) and MISTAKES (solutions with one classic mistake each).
+# to the visible asserts) and MISTAKES (solutions with one classic mistake each, as
+# (name, source) or (name, source, expected_words): see the last test of this file).
 GUESSES: dict[str, str] = {}
-MISTAKES: dict[str, list[tuple[str, str]]] = {}
+MISTAKES: dict[str, list[tuple[str, ...]]] = {}
 for _case in sorted((Path(__file__).parent / "exercise_cases").glob("ex_*.py")):
     _module = importlib.import_module(f"tests.exercise_cases.{_case.stem}")
     GUESSES.update(_module.GUESSES)
@@ -116,7 +117,7 @@ def test_hard_coded_guess_passes_visible_but_fails_hidden_tests(path, solution, 
 MISTAKE_CASES = [
     pytest.param(path, solution, test, source, id=f"{nbgrader(solution)['grade_id']}-{name}")
     for path, solution, test in (p.values for p in EXERCISES)
-    for name, source in MISTAKES.get(nbgrader(solution)["grade_id"], [])
+    for name, source, *_ in MISTAKES.get(nbgrader(solution)["grade_id"], [])
 ]
 
 
@@ -165,3 +166,18 @@ def test_an_object_equal_to_everything_does_not_pass():
         with pytest.raises((AssertionError, TypeError, ValueError)):
             _run(cheat, _without_markers(test))
     assert Liar() == 1
+
+
+# The words a mistake's visible failure must show (a 3-tuple MISTAKES entry's third item,
+# lowercase): the message names that mistake, or at least the right part and idea.
+MISTAKE_WORDS = {f"{grade_id}-{name}": rest[0] for grade_id, entries in MISTAKES.items()
+                 for name, _, *rest in entries if rest}
+
+
+@pytest.mark.parametrize("path,solution,test,wrong", [
+    case for case in MISTAKE_CASES if case.id in MISTAKE_WORDS])
+def test_the_visible_failure_names_the_mistake(request, path, solution, test, wrong):
+    with pytest.raises(AssertionError) as caught:
+        _run(wrong, _visible_only(test))
+    words = MISTAKE_WORDS[request.node.callspec.id]
+    assert words in str(caught.value).lower(), f"the message does not contain {words!r}: {caught.value}"
