@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tinyk import grading
-from tinyk.course import ROOT
+from tinyk.course import ROOT, notebook_paths
 from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN, nbgrader, source_text
 
 # The tests that share the prepared assignment and graded batch run on one xdist worker

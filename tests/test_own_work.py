@@ -123,3 +123,29 @@ def test_a_watched_name_watches_every_later_call_and_a_class_stays_a_module():
     assert issubclass(Watched, torch.nn.Module) and Watched.__name__ == "RMSNorm"
     with pytest.raises(BorrowedCall, match=r"tinyk\.model\.RMSNorm"):
         Watched(8)
+
+
+def test_a_part_can_forbid_named_torch_functions_whatever_the_route():
+    def own(logits, targets):
+        return -logits.log_softmax(-1).gather(-1, targets[:, None]).squeeze(-1)
+
+    logits, targets = torch.randn(4, 5), torch.tensor([0, 3, 1, 4])
+    forbid = (F.cross_entropy, F.nll_loss)
+    assert watched("per_target_loss", own, forbid=forbid) is not watched("per_target_loss", own)
+    assert torch.allclose(watched("per_target_loss", own, forbid=forbid)(logits, targets),
+                          F.cross_entropy(logits, targets, reduction="none"))
+    routes = [  # (the cheat, the call named)
+        (lambda x, t: F.cross_entropy(x, t, reduction="none"), "torch.nn.functional.cross_entropy"),
+        (lambda x, t: F.nll_loss(x.log_softmax(-1), t, reduction="none"), "torch.nn.functional.nll_loss"),
+        (lambda x, t: torch.nn.CrossEntropyLoss(reduction="none")(x, t), "torch.nn.functional.cross_entropy"),
+        (lambda x, t: torch._C._nn.cross_entropy_loss(x, t, None, 0), "torch.cross_entropy_loss"),
+        (lambda x, t: torch.ops.aten.nll_loss_forward(x, t, None, 0, -100)[0],
+         "torch.ops.aten.nll_loss_forward"),
+    ]
+    assert len(routes) == 5
+    for cheat, call in routes:
+        with pytest.raises(BorrowedCall, match="not allowed here: this exercise asks you to write") as caught:
+            watched("per_target_loss", cheat, forbid=forbid)(logits, targets)
+        assert caught.value.call.startswith(call)
+    assert torch.allclose(watched("shifted_loss", routes[2][0])(logits, targets),
+                          own(logits, targets))  # forbidden for that part only

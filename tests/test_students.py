@@ -273,7 +273,7 @@ def test_a_student_version_is_graded_like_a_release(tmp_path):
     shutil.copy(course.student_path(source), submissions / "blank.ipynb")
     rows = grading.grade(submissions, tmp_path / "grades.csv", [name], source=ROOT / course.NOTEBOOKS,
                          jobs=1, progress=False)
-    assert {r.status for r in rows} == {"ok"}
+    assert {r.status for r in rows} == {"ok"}, [(r.student, r.exercise, r.status, r.detail) for r in rows]
     answered = [r for r in rows if r.student == "answered"]
     blank = [r for r in rows if r.student == "blank"]
     assert len(answered) == len(blank) == len(answers) == 3

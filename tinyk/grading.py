@@ -544,8 +544,12 @@ def _in_order(items: list[str], order: list[str]) -> set[str]:
 
 
 def _nbgrader_meta(meta: dict) -> dict:
-    """nbgrader metadata to compare: points as numbers (2 and 2.0 are the same points)."""
-    return {k: float(v) if k == "points" and type(v) in (int, float) else v for k, v in meta.items()}
+    """nbgrader metadata to compare: the roles and points (2 and 2.0 are the same points).
+    The checksum is left out: it hashes the cell's source, which is compared on its own (a
+    locked cell) or is the student's to change (an answer cell, whose released stub may
+    differ from the student version's, e.g. without Colab's form title)."""
+    return {k: float(v) if k == "points" and type(v) in (int, float) else v
+            for k, v in meta.items() if k != "checksum"}
 
 
 def _restore_release(submitted: dict, released: dict) -> tuple[dict, list[str]]:

@@ -13,8 +13,13 @@ import, an alias, ``getattr``, a copied function object, ``importlib``):
   :class:`~torch.overrides.TorchFunctionMode` (which sees ``torch.ops`` calls too).
 
 Plain torch operations (``matmul``, ``softmax``, ``repeat_interleave``, ``silu``, ...) are
-allowed. A forbidden call raises :class:`BorrowedCall`, an ``AssertionError``, so a test
-cell that finds one loses its points, with a message that names the call and the part.
+allowed, except those an exercise asks to rebuild: ``forbid=`` (of :func:`watching` and
+:func:`watched`) names torch functions the part may not call, e.g.
+``watched("per_target_loss", per_target_loss, forbid=(F.cross_entropy, F.nll_loss))``, caught
+by the same torch function mode, by identity or, on a route below it (``nn.CrossEntropyLoss``,
+``torch._C._nn``, ``torch.ops``), by name. A forbidden call raises :class:`BorrowedCall`, an
+``AssertionError``, so a test cell that finds one loses its points, with a message that names
+the call and the part.
 Callables the test itself hands to the part (e.g. the attention and MLP of a decoder
 block) are wrapped with :func:`trusted` and may run anything.
 
@@ -73,8 +78,9 @@ class BorrowedCall(AssertionError):
 class _Watch:
     """The state of one watch: what was seen, and how deep inside trusted callables."""
 
-    def __init__(self, part: str) -> None:
+    def __init__(self, part: str, forbid: tuple[Callable[..., Any], ...] = ()) -> None:
         self.part = part
+        self.forbid = {fn: f"{fn.__module__}.{fn.__name__}" for fn in forbid}
         self.trusted_depth = 0
         self.seen: list[tuple[str, str]] = []
         self.libraries = _library_roots()
@@ -107,14 +113,16 @@ class _FusedFunctions(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if _ACTIVE:
-            name = _FUSED_API.get(func)
-            if name is None:
-                label = getattr(func, "__name__", "") if callable(func) else ""
-                label = str(func) if type(func).__module__ == "torch._ops" else label
-                if any(fused in label for fused in _FUSED_NAMES):
-                    name = f"torch.ops.{label}" if type(func).__module__ == "torch._ops" else f"torch.{label}"
+            watch = _ACTIVE[-1]
+            label = getattr(func, "__name__", "") if callable(func) else ""
+            label = str(func) if type(func).__module__ == "torch._ops" else label
+            full = f"torch.ops.{label}" if type(func).__module__ == "torch._ops" else f"torch.{label}"
+            name = _FUSED_API.get(func) or (full if any(fused in label for fused in _FUSED_NAMES) else None)
             if name is not None:
-                _ACTIVE[-1].flag(name, "it is PyTorch's fused version of the part")
+                watch.flag(name, "it is PyTorch's fused version of the part")
+            for fn, fn_name in watch.forbid.items():
+                if func is fn or fn.__name__ in label:
+                    watch.flag(fn_name if func is fn else full, "this exercise asks you to write it yourself")
         return func(*args, **(kwargs or {}))
 
 
@@ -131,10 +139,11 @@ def trusted(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @contextmanager
-def watching(part: str) -> Iterator[_Watch]:
+def watching(part: str, forbid: tuple[Callable[..., Any], ...] = ()) -> Iterator[_Watch]:
     """Watch everything that runs inside the ``with`` block; raise :class:`BorrowedCall` at
-    its end for a forbidden call seen (the last one), or if the watch was switched off inside."""
-    watch = _Watch(part)
+    its end for a forbidden call seen (the last one), or if the watch was switched off inside.
+    ``forbid``: torch functions that are forbidden too, for this part only."""
+    watch = _Watch(part, tuple(forbid))
     previous = sys.getprofile()
     _ACTIVE.append(watch)
     try:
@@ -160,28 +169,31 @@ def run_own(part: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any
         return fn(*args, **kwargs)
 
 
-def watched(part: str, fn: Any) -> Any:
+def watched(part: str, fn: Any, forbid: tuple[Callable[..., Any], ...] = ()) -> Any:
     """``fn`` with every later call watched, for a test cell to rebind the learner's name:
     ``repeat_kv = watched("repeat_kv", repeat_kv)``. For a class (an ``nn.Module``), a
-    subclass of the same name whose ``__init__`` and ``forward`` run watched. Idempotent.
+    subclass of the same name whose ``__init__`` and ``forward`` run watched. ``forbid``:
+    torch functions forbidden too (see :func:`watching`). Idempotent.
     """
-    if getattr(fn, "__watched_part__", None) == part:
+    key = (part, tuple(forbid))
+    if getattr(fn, "__watched_part__", None) == key:
         return fn
     if isinstance(fn, type):
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-            with watching(part):
+            with watching(part, forbid):
                 fn.__init__(self, *args, **kwargs)
 
         def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
-            with watching(part):
+            with watching(part, forbid):
                 return fn.forward(self, *args, **kwargs)
 
-        return type(fn.__name__, (fn,), {"__init__": __init__, "forward": forward, "__watched_part__": part,
+        return type(fn.__name__, (fn,), {"__init__": __init__, "forward": forward, "__watched_part__": key,
                                          "__doc__": fn.__doc__, "__module__": fn.__module__})
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return run_own(part, fn, *args, **kwargs)
+        with watching(part, forbid):
+            return fn(*args, **kwargs)
 
-    wrapper.__watched_part__ = part  # type: ignore[attr-defined]
+    wrapper.__watched_part__ = key  # type: ignore[attr-defined]
     return wrapper
