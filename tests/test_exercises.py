@@ -116,23 +116,22 @@ def test_hard_coded_guess_passes_visible_but_fails_hidden_tests(path, solution, 
 
 
 MISTAKE_CASES = [
-    pytest.param(path, solution, test, source, id=f"{nbgrader(solution)['grade_id']}-{name}")
+    pytest.param(path, solution, test, source, (words or [""])[0],
+                 id=f"{nbgrader(solution)['grade_id']}-{name}")
     for path, solution, test in (p.values for p in EXERCISES)
-    for name, source, *_ in MISTAKES.get(nbgrader(solution)["grade_id"], [])
+    for name, source, *words in MISTAKES.get(nbgrader(solution)["grade_id"], [])
 ]
 
 
-@pytest.mark.parametrize("path,solution,test,wrong", MISTAKE_CASES)
-def test_a_classic_mistake_loses_the_points(path, solution, test, wrong):
-    with pytest.raises(AssertionError):
-        _run(wrong, _without_markers(test))
-
-
-@pytest.mark.parametrize("path,solution,test,wrong", MISTAKE_CASES)
-def test_a_classic_mistake_fails_the_visible_test_too(path, solution, test, wrong):
-    """The learner sees the verdict the grader will give: visible = hidden on the catalogue."""
-    with pytest.raises(AssertionError):
+@pytest.mark.parametrize("path,solution,test,wrong,words", MISTAKE_CASES)
+def test_a_classic_mistake_fails_the_visible_test_names_it_and_loses_the_points(path, solution, test, wrong,
+                                                                                words):
+    """The learner sees the verdict the grader will give: each catalogued mistake fails the
+    visible asserts, which run first in the graded cell, so it loses the points too; the
+    message names what is wrong (the words registered with the mistake, if any)."""
+    with pytest.raises(AssertionError) as caught:
         _run(wrong, _visible_only(test))
+    assert words in str(caught.value).lower(), f"{words!r} not in the message: {caught.value}"
 
 
 def test_an_object_equal_to_everything_does_not_pass():
@@ -149,19 +148,3 @@ def test_an_object_equal_to_everything_does_not_pass():
         with pytest.raises((AssertionError, TypeError, ValueError)):
             _run(cheat, _without_markers(test))
     assert Liar() == 1
-
-
-MISTAKE_WORDS = [
-    pytest.param(solution, test, source, words[0], id=f"{nbgrader(solution)['grade_id']}-{name}")
-    for path, solution, test in (p.values for p in EXERCISES)
-    for name, source, *words in MISTAKES.get(nbgrader(solution)["grade_id"], [])
-    if words
-]
-
-
-@pytest.mark.parametrize("solution,test,wrong,words", MISTAKE_WORDS)
-def test_the_visible_failure_names_the_mistake(solution, test, wrong, words):
-    """The message the learner reads names what is wrong (the words registered with the mistake)."""
-    with pytest.raises(AssertionError) as caught:
-        _run(wrong, _visible_only(test))
-    assert words in str(caught.value).lower(), f"{words!r} not in the message: {caught.value}"

@@ -71,11 +71,18 @@ def test_a_borrowed_call_is_caught_whatever_the_route(route):
 def test_switching_the_watch_off_is_tampering():
     def sneaky(x, n):
         import sys
+        sys.settrace(None)
+        return tinyk.repeat_kv(x, n)
+
+    def profiler(x, n):  # another hook than the watch's own changes nothing
+        import sys
         sys.setprofile(None)
         return tinyk.repeat_kv(x, n)
 
     with pytest.raises(BorrowedCall, match="switched off the check"):
         run_own("repeat_kv", sneaky, X, 2)
+    with pytest.raises(BorrowedCall, match=r"tinyk\.model\.repeat_kv"):
+        run_own("repeat_kv", profiler, X, 2)
 
 
 def test_callables_handed_to_the_part_may_run_anything():

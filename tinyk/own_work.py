@@ -6,7 +6,7 @@ import, an alias, ``getattr``, a copied function object, ``importlib``):
 
 - **the course's reference code**: any Python function defined in the ``tinyk`` package
   (``tinyk.RMSNorm``, ``tinyk.repeat_kv``, the attention helper, ...), found by the file of
-  the code object that runs (a call trace, ``sys.setprofile``);
+  the code object that runs (a call trace, ``sys.settrace``);
 - **Hugging Face's implementation**: any Python function of the ``transformers`` package;
 - **PyTorch's fused versions of a part**: ``scaled_dot_product_attention``, ``rms_norm``,
   ``nn.RMSNorm``, ``multi_head_attention_forward`` and their ATen operators, seen by a
@@ -24,7 +24,7 @@ Callables the test itself hands to the part (e.g. the attention and MLP of a dec
 block) are wrapped with :func:`trusted` and may run anything.
 
 What this cannot see: code copied as text from ``tinyk`` into the answer (it runs as the
-learner's own), and a part that switches the watch off from inside (``sys.setprofile``,
+learner's own), and a part that switches the watch off from inside (``sys.settrace``,
 leaving the modes): that is detected afterwards and reported as tampering.
 """
 
@@ -56,6 +56,7 @@ _FUSED_API: dict[object, str] = {
 _FUSED_NAMES = ("scaled_dot_product", "rms_norm", "multi_head_attention")
 
 
+@functools.cache
 def _library_roots() -> tuple[str, ...]:
     """Where Hugging Face's model code lives (its import machinery elsewhere is not a part)."""
     try:
@@ -89,13 +90,14 @@ class _Watch:
         if self.trusted_depth == 0 and not any(c == call for c, _ in self.seen):
             self.seen.append((call, why))
 
-    def profile(self, frame: FrameType, event: str, arg: object) -> None:
+    def trace(self, frame: FrameType, event: str, arg: object) -> Any:
+        """The global trace function: called for each Python function that starts (C
+        functions, such as torch's operators, cost nothing here: the mode sees those)."""
         code = frame.f_code
-        if event == "call" and code is _TRUSTED_CODE:
+        if code is _TRUSTED_CODE:
             self.trusted_depth += 1
-        elif event == "return" and code is _TRUSTED_CODE:
-            self.trusted_depth -= 1
-        elif event == "call" and self.trusted_depth == 0 and code.co_flags & inspect.CO_NEWLOCALS:
+            return self.trusted_frame  # to see that call's return
+        if self.trusted_depth == 0 and code.co_flags & inspect.CO_NEWLOCALS:
             filename = code.co_filename  # a function's (a module or class body runs on import)
             if filename.startswith(_TINYK) and filename != _HERE:
                 module = Path(filename).stem
@@ -103,9 +105,39 @@ class _Watch:
                 self.flag(f"tinyk.{module}.{name}", "it is the course's own implementation")
             elif filename.startswith(self.libraries):
                 self.flag(f"transformers ({code.co_name})", "it is Hugging Face's implementation")
+        return None  # no line events for this frame
+
+    def trusted_frame(self, frame: FrameType, event: str, arg: object) -> Any:
+        if event == "return":
+            self.trusted_depth -= 1
+        return self.trusted_frame
 
 
 _ACTIVE: list[_Watch] = []
+
+
+def _describe(func: Any) -> tuple[str, str]:
+    """``(label, full name)`` of a torch function: its name, or an operator's ``aten.x``."""
+    if type(func).__module__ == "torch._ops":
+        return str(func), f"torch.ops.{func}"
+    label = getattr(func, "__name__", "") if callable(func) else ""
+    return label, f"torch.{label}"
+
+
+_FUSED_SEEN: dict[Any, str | None] = {}  # a torch function -> its fused name, or None
+
+
+def _fused_name(func: Any) -> str | None:
+    try:
+        return _FUSED_SEEN[func]
+    except (KeyError, TypeError):
+        label, full = _describe(func)
+        name = _FUSED_API.get(func) or next((full for fused in _FUSED_NAMES if fused in label), None)
+        try:
+            _FUSED_SEEN[func] = name
+        except TypeError:  # an unhashable callable: not cached
+            pass
+        return name
 
 
 class _FusedFunctions(TorchFunctionMode):
@@ -114,15 +146,15 @@ class _FusedFunctions(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if _ACTIVE:
             watch = _ACTIVE[-1]
-            label = getattr(func, "__name__", "") if callable(func) else ""
-            label = str(func) if type(func).__module__ == "torch._ops" else label
-            full = f"torch.ops.{label}" if type(func).__module__ == "torch._ops" else f"torch.{label}"
-            name = _FUSED_API.get(func) or (full if any(fused in label for fused in _FUSED_NAMES) else None)
+            name = _fused_name(func)
             if name is not None:
                 watch.flag(name, "it is PyTorch's fused version of the part")
-            for fn, fn_name in watch.forbid.items():
-                if func is fn or fn.__name__ in label:
-                    watch.flag(fn_name if func is fn else full, "this exercise asks you to write it yourself")
+            if watch.forbid:
+                label, full = _describe(func)
+                for fn, fn_name in watch.forbid.items():
+                    if func is fn or fn.__name__ in label:
+                        watch.flag(fn_name if func is fn else full,
+                                   "this exercise asks you to write it yourself")
         return func(*args, **(kwargs or {}))
 
 
@@ -144,20 +176,20 @@ def watching(part: str, forbid: tuple[Callable[..., Any], ...] = ()) -> Iterator
     its end for a forbidden call seen (the last one), or if the watch was switched off inside.
     ``forbid``: torch functions that are forbidden too, for this part only."""
     watch = _Watch(part, tuple(forbid))
-    previous = sys.getprofile()
+    previous = sys.gettrace()
     _ACTIVE.append(watch)
     try:
         with _FusedFunctions():
-            sys.setprofile(watch.profile)
+            sys.settrace(watch.trace)
             try:
                 yield watch
             finally:
-                still_ours = sys.getprofile() == watch.profile
-                sys.setprofile(previous)
+                still_ours = sys.gettrace() == watch.trace
+                sys.settrace(previous)
     finally:
         _ACTIVE.remove(watch)
     if not still_ours:
-        raise BorrowedCall(part, "sys.setprofile", "the part switched off the check of its own calls")
+        raise BorrowedCall(part, "sys.settrace", "the part switched off the check of its own calls")
     if watch.seen:
         call, why = watch.seen[-1]  # the last: calls made while importing come first
         raise BorrowedCall(part, call, why)
