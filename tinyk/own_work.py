@@ -58,12 +58,17 @@ _FUSED_NAMES = ("scaled_dot_product", "rms_norm", "multi_head_attention")
 
 @functools.cache
 def _library_roots() -> tuple[str, ...]:
-    """Where Hugging Face's model code lives (its import machinery elsewhere is not a part)."""
+    """Where Hugging Face's model code lives (its import machinery elsewhere is not a part).
+    Found without importing ``transformers``, which takes seconds in a fresh kernel."""
+    import importlib.util
+
     try:
-        import transformers
-    except ImportError:  # pragma: no cover: transformers is optional
+        spec = importlib.util.find_spec("transformers")
+    except (ImportError, ValueError):  # pragma: no cover: a broken install
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
         return ()
-    root = Path(transformers.__file__).resolve().parent
+    root = Path(next(iter(spec.submodule_search_locations))).resolve()
     return tuple(f"{root / name}" for name in ("models/", "modeling_", "activations.py", "pytorch_utils.py"))
 
 
