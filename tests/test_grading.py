@@ -20,7 +20,7 @@ import pytest
 
 from tinyk import grading
 from tinyk.course import ROOT, notebook_paths
-from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN, nbgrader, source_text
+from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN, book_version, nbgrader, source_text
 
 # The tests that share the prepared assignment and graded batch run on one xdist worker
 # (make's `--dist loadgroup`), so the batch is graded once, not once per worker. The
@@ -460,19 +460,13 @@ def test_feedback_runs_of_every_chapter_notebook_hold_no_hidden_test(tmp_path):
     for path in released:
         source = json.loads((ROOT / "notebooks" / path.name).read_text())
         shown = _stripped_lines(json.loads(path.read_text()))
-        only_hidden = _hidden_lines(source) - _stripped_lines(grading_free(source))
+        only_hidden = _hidden_lines(source) - _stripped_lines(book_version(source))  # hidden blocks cut
         assert only_hidden and only_hidden & shown == set(), path.stem
 
 
 def _stripped_lines(nb: dict) -> set[str]:
     return {line.strip() for cell in nb["cells"] for line in source_text(cell).splitlines()}
 
-
-def grading_free(source: dict) -> dict:
-    """The source with its hidden-test blocks cut out: what a learner may see of it."""
-    from tinyk.exercises import book_version
-
-    return book_version(source)
 
 
 MARKER = ["sleep", "3011.5"]  # the process the slow submission leaves behind

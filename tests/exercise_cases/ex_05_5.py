@@ -103,19 +103,12 @@ def swiglu_width(dim, multiple_of):
                                                 "* self.w3.float()(x.float()))"), "bfloat16 output"),
         ("casts_the_input_to_float32",
          _swiglu(forward="self.w2(F.silu(self.w1(x.float())) * self.w3(x.float()))"), "compute in x's dtype"),
-        ("borrows_tinyk_MLP_forward", """
-import tinyk
-from torch import nn
-class SwiGLU(nn.Module):
-    def __init__(self, dim, hidden_dim):
-        super().__init__()
-        self.w1 = nn.Linear(dim, hidden_dim, bias=False)
-        self.w2 = nn.Linear(hidden_dim, dim, bias=False)
-        self.w3 = nn.Linear(dim, hidden_dim, bias=False)
-        self.dropout = nn.Identity()
-    def forward(self, x):
-        return tinyk.MLP.forward(self, x)
-""", "not allowed here"),
+        ("borrows_tinyk_MLP_forward", "import tinyk\n" + _swiglu(
+            init="self.w1 = nn.Linear(dim, hidden_dim, bias=False)\n"
+                 "        self.w2 = nn.Linear(hidden_dim, dim, bias=False)\n"
+                 "        self.w3 = nn.Linear(dim, hidden_dim, bias=False)\n"
+                 "        self.dropout = nn.Identity()",
+            forward="tinyk.MLP.forward(self, x)"), "not allowed here"),
         ("subclasses_tinyk_MLP", """
 from tinyk import MLP
 class SwiGLU(MLP):
