@@ -165,9 +165,10 @@ def test_without_the_sandbox_the_attacks_get_through(unsandboxed, capfd):
     points = unsandboxed["points"]
     assert points[("honest", "a_test")] == 2
     assert {s: points[(s, "a_test")] for s in READS} == dict.fromkeys(READS, 2.0)
-    assert unsandboxed["connections"] == [b"hi"]
+    # twice: the kernel's run and the verdict's run of the answer (tinyk.verdict) both reach it
+    assert unsandboxed["connections"] == [b"hi", b"hi"]
     assert unsandboxed["planted"] == ["planted.txt", *(p.name for p in PLANTED)]
-    assert len(unsandboxed["survivors"]) == 1  # outlived its grading (killed by this test)
+    assert len(unsandboxed["survivors"]) >= 1  # outlived its grading (killed by this test)
 
 
 def test_no_sandbox_is_logged(tmp_path, capsys):

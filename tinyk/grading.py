@@ -22,6 +22,11 @@ the system and the Python environment read-only, a scratch folder and a private 
 writable, no network, its own processes; the course copy, the gradebook and the hidden tests
 are out of its sight. ``--no-sandbox`` opts out. See the instructors' page (course section
 "For instructors") for what the sandbox covers and what it does not.
+
+The kernel's run gives the outputs (and the feedback); the points of every exercise but
+05.10's capstone come from :mod:`tinyk.verdict`, which runs the student's answer cells again
+in the same sandbox, in a plain interpreter (:mod:`tinyk.answers`), and the test cells in the
+grader's own process, where no code of the student's runs.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -691,6 +697,70 @@ def _rescore(course: Path, sid: str, notebooks: list[_Notebook]) -> None:
             gradebook.db.commit()
 
 
+_VERDICT_LOCK = threading.Lock()
+
+
+def _verdicts(pairs: list[tuple[_Notebook, Path]], prefix: list[str], limits: Limits) -> list[list[dict]]:
+    """:func:`tinyk.verdict.judge` of each (source notebook, submitted notebook), one learner's
+    process serving them all."""
+    from tinyk import verdict
+
+    server = verdict.AnswerServer(prefix, limits.cell_timeout, limits.memory_mb)
+    try:
+        server.start()  # importing torch over there: other students' verdicts go on meanwhile
+        with _VERDICT_LOCK:  # one test cell at a time in this process: seeds, stdout, the watch
+            return [[asdict(v) for v in verdict.judge(json.loads(nb.path.read_text()),
+                                                      json.loads(path.read_text()), server)]
+                    for nb, path in pairs]
+    finally:
+        server.close()
+
+
+def _judge(course: Path, sid: str, notebooks: list[_Notebook], limits: Limits,
+           sandbox: _Sandbox | None) -> dict[tuple[str, str], str]:
+    """The verdict outside the student's kernel (:mod:`tinyk.verdict`): the student's answer
+    cells run again in the sandbox, in a plain interpreter, and the test cells here, in a
+    process of the grader's. Its result replaces the kernel's score of every exercise it
+    decides, in the gradebook. Returns why each of those exercises failed, by (notebook,
+    grade_id) ('' when it passed)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from tinyk.verdict import outside
+
+    pairs = [(nb, course / "submitted" / sid / ASSIGNMENT / f"{nb.name}.ipynb") for nb in notebooks]
+    pairs = [(nb, path) for nb, path in pairs if path.exists() and any(outside(g) for g, _ in nb.tests)]
+    if not pairs:
+        return {}
+    prefix = []
+    if sandbox is not None:
+        scratch = sandbox.scratch.parent / "answers"
+        scratch.mkdir(exist_ok=True)
+        prefix = _sandbox_argv(scratch, sandbox.runtime, limits.threads)
+    found: dict[tuple[str, str], str] = {}
+    results, problem = None, ""
+    try:
+        results = _verdicts(pairs, prefix, limits)
+    except Exception as err:  # the grader's own failure: no points rather than the kernel's
+        problem = f"{type(err).__name__}: {err}"[:200]
+    worth = {(nb.name, grade_id): points for nb, _ in pairs for grade_id, points in nb.tests}
+    for index, (nb, _) in enumerate(pairs):
+        verdicts = {v["grade_id"]: v for v in results[index]} if results is not None else {}
+        for grade_id, _ in nb.tests:
+            if outside(grade_id):
+                verdict = verdicts.get(grade_id)
+                found[nb.name, grade_id] = (f"the grader's run failed: {problem}" if verdict is None
+                                            else "" if verdict["passed"] else verdict["detail"])
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for (notebook, grade_id), why in found.items():
+            try:
+                grade = gradebook.find_grade(grade_id, notebook, ASSIGNMENT, sid)
+            except MissingEntry:
+                continue
+            grade.auto_score = 0.0 if why else worth[notebook, grade_id]
+        gradebook.db.commit()
+    return found
+
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -822,7 +892,7 @@ def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template:
         sandbox = _Sandbox.create(Path(tmp), limits.threads) if sandboxed else None
         flags, to_grade = _submit(course, sid, entry, notebooks, released)
 
-        failure = None
+        failure, verdicts = None, {}
         if to_grade:
             try:
                 run = _autograde(course, sid, limits, sandbox)
@@ -837,6 +907,7 @@ def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template:
                         failure = ("error", first[:200])
                 else:
                     _rescore(course, sid, to_grade)
+                    verdicts = _judge(course, sid, to_grade, limits, sandbox)
             except subprocess.TimeoutExpired:
                 failure = ("timeout", f"submission ran past {_total_limit(limits, len(to_grade))} s")
 
@@ -851,8 +922,16 @@ def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template:
 
                 graded = course / "autograded" / sid / ASSIGNMENT / f"{nb.name}.ipynb"
                 executed = json.loads(graded.read_text()) if nb in to_grade and graded.exists() else None
-                rows += _rows_for(name, nb, flags.get(nb.name), failure, executed, score)
+                rows += [_with_verdict(row, verdicts.get((nb.name, row.exercise)))
+                         for row in _rows_for(name, nb, flags.get(nb.name), failure, executed, score)]
     return rows
+
+
+def _with_verdict(row: Row, why: str | None) -> Row:
+    """A row whose points the verdict outside the kernel decided: its reason for a 0 first."""
+    if why and row.status == "ok" and why not in row.detail:
+        row.detail = "; ".join(filter(None, [f"graded outside the notebook: {why}"[:300], row.detail]))
+    return row
 
 
 # ----------------------------------------------------------------------------- the batch

@@ -47,6 +47,8 @@ __all__ = ["BorrowedCall", "run_own", "trusted", "watched", "watching"]
 
 _TINYK = str(Path(__file__).resolve().parent) + "/"
 _HERE = str(Path(__file__).resolve())
+# The grader's transport to the learner's process (tinyk.verdict): never the learner's code.
+_EXEMPT = (_HERE, str(Path(__file__).resolve().with_name("verdict.py")))
 _FUSED_API: dict[object, str] = {
     F.scaled_dot_product_attention: "torch.nn.functional.scaled_dot_product_attention",
     F.rms_norm: "torch.nn.functional.rms_norm",
@@ -104,7 +106,7 @@ class _Watch:
             return self.trusted_frame  # to see that call's return
         if self.trusted_depth == 0 and code.co_flags & inspect.CO_NEWLOCALS:
             filename = code.co_filename  # a function's (a module or class body runs on import)
-            if filename.startswith(_TINYK) and filename != _HERE:
+            if filename.startswith(_TINYK) and filename not in _EXEMPT:
                 module = Path(filename).stem
                 name = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
                 self.flag(f"tinyk.{module}.{name}", "it is the course's own implementation")

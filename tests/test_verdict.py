@@ -1,0 +1,194 @@
+"""The verdict outside the student's process (tinyk.verdict): cheats that worked inside the
+kernel score 0 here, honest answers keep their points, and a forged reply is never data.
+
+Each case replaces one answer cell of a real chapter notebook and judges that exercise with
+its real test cell (visible and hidden asserts); one learner's process serves them all.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tinyk import course, verdict
+from tinyk.exercises import is_solution, is_test, nbgrader
+
+NOTEBOOKS = {"_".join(p.stem.split("_")[:2]): p for p in course.notebook_paths()}  # "05_2": 05_2_rmsnorm
+
+
+def _source(stem: str) -> dict:
+    return json.loads(NOTEBOOKS[stem].read_text())
+
+
+def _only(nb: dict, grade_id: str, answer: str | None) -> dict:
+    """The notebook cut down to one exercise: its answer cell (replaced by ``answer``) and its test."""
+    cells, keep = nb["cells"], []
+    index = next(i for i, c in enumerate(cells) if nbgrader(c).get("grade_id") == grade_id)
+    solution = next(c for c in reversed(cells[:index]) if is_solution(c))
+    keep = [copy.deepcopy(solution), cells[index]]
+    if answer is not None:
+        keep[0]["source"] = answer
+    return {**nb, "cells": keep}
+
+
+@pytest.fixture(scope="module")
+def server():
+    box = verdict.AnswerServer(timeout=60)
+    yield box
+    box.close()
+
+
+def _judge(server, stem: str, grade_id: str, answer: str | None) -> verdict.Verdict:
+    source = _source(stem)
+    [result] = verdict.judge(source, _only(source, grade_id, answer), server)
+    assert result.grade_id == grade_id
+    return result
+
+
+_RMS_WRONG = "def rms(x, eps=0.0):\n    return 1.0\n"
+_NORM_WRONG = ("import torch\nfrom torch import nn\n\nclass RMSNorm(nn.Module):\n"
+               "    def __init__(self, dim, eps=1e-5):\n        super().__init__()\n"
+               "        self.weight = nn.Parameter(torch.ones(dim))\n\n"
+               "    def forward(self, x):\n        return x * self.weight\n")
+_ENCODED = base64.b64encode(b"import math\nmath.isclose = lambda *a, **k: True\n").decode()
+
+# Each cheat (by kind, as a determined student tried them inside the kernel) with a wrong answer.
+CHEATS = {
+    "alias_rebinding": ("05_2", "ex_05_2_1_test",
+                        "import math as m\nm.isclose = lambda *a, **k: True\n" + _RMS_WRONG),
+    "sys_modules": ("05_2", "ex_05_2_1_test",
+                    "import sys\nsys.modules['math'].isclose = lambda *a, **k: True\n" + _RMS_WRONG),
+    "importlib": ("05_2", "ex_05_2_2_test",
+                  "import importlib\ntorch = importlib.import_module('torch')\n"
+                  "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n"
+                  + _NORM_WRONG),
+    "encoded_exec": ("05_2", "ex_05_2_1_test",
+                     f"import base64\nexec(base64.b64decode('{_ENCODED}'))\n" + _RMS_WRONG),
+    "ast_transformer": ("05_2", "ex_05_2_1_test",
+                        "import ast\nclass T(ast.NodeTransformer):\n    pass\n"
+                        "get_ipython().ast_transformers.append(T())\n" + _RMS_WRONG),
+    "input_transformer": ("05_2", "ex_05_2_1_test",
+                          "get_ipython().input_transformers_post.append(lambda lines: [])\n" + _RMS_WRONG),
+    "pre_run_cell_hook": ("05_2", "ex_05_2_1_test",
+                          "get_ipython().events.register('pre_run_cell', lambda *a: None)\n" + _RMS_WRONG),
+    "torch_function_mode": ("05_4", "ex_05_4_3_test",
+                            "import torch\nfrom torch.overrides import TorchFunctionMode\n"
+                            "class Agree(TorchFunctionMode):\n"
+                            "    def __torch_function__(self, func, types, args=(), kwargs=None):\n"
+                            "        if func in (torch.equal, torch.allclose):\n            return True\n"
+                            "        return func(*args, **(kwargs or {}))\n"
+                            "Agree().__enter__()\n"
+                            "def repeat_kv(x, n_rep):\n    return x.repeat(1, 1, n_rep, 1)\n"),
+    "lying_tensor": ("05_4", "ex_05_4_3_test",
+                     "import torch\nclass Liar(torch.Tensor):\n"
+                     "    def __eq__(self, other):\n        return torch.ones_like(self, dtype=torch.bool)\n"
+                     "def repeat_kv(x, n_rep):\n    return x.repeat(1, 1, n_rep, 1).as_subclass(Liar)\n"),
+    "lying_float": ("05_2", "ex_05_2_1_test",
+                    "class F(float):\n    def __eq__(self, other):\n        return True\n"
+                    "def rms(x, eps=0.0):\n    return F(1.0)\n"),
+    "course_reference": ("05_2", "ex_05_2_2_test", "from tinyk import RMSNorm\n"),
+    "reference_subclass": ("05_4", "ex_05_4_3_test", "import tinyk\n"
+                           "def repeat_kv(x, n_rep):\n    return tinyk.model.repeat_kv(x, n_rep)\n"),
+    "fused_attention": ("05_4", "ex_05_4_4_test", "import torch.nn.functional as F\n"
+                        "def gqa_attention(q, k, v, mask=None):\n"
+                        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, "
+                        "is_causal=mask is None, enable_gqa=True)\n"),
+}
+
+
+@pytest.mark.parametrize("cheat", CHEATS)
+def test_a_cheat_from_inside_the_answer_scores_0(server, cheat):
+    stem, grade_id, answer = CHEATS[cheat]
+    result = _judge(server, stem, grade_id, answer)
+    assert not result.passed, f"{cheat} passed"
+    assert result.detail, "every 0 has a reason"
+
+
+def test_a_forged_reply_is_not_data_and_runs_nothing(server, tmp_path):
+    """The answer writes its own 'reply' into every pipe it holds: a pickle that would run a
+    command when unpickled. The grader reads replies with torch.load(weights_only=True)."""
+    marker = tmp_path / "ran"
+    answer = ("import os, pickle, struct\n"
+              "class Evil:\n    def __reduce__(self):\n"
+              f"        return (os.system, ('touch {marker}',))\n"
+              "payload = pickle.dumps(('ok', ('d', [('rms', Evil())])))\n"
+              "for fd in range(3, 64):\n    try:\n"
+              "        os.write(fd, struct.pack('<Q', len(payload)) + payload)\n"
+              "    except OSError:\n        pass\n" + _RMS_WRONG)
+    result = _judge(server, "05_2", "ex_05_2_1_test", answer)
+    assert not result.passed and not marker.exists()
+    # the server goes on serving the next exercise: an honest answer keeps its points
+    assert _judge(server, "05_2", "ex_05_2_1_test", None).passed
+
+
+HONEST = {
+    "solution_05_2_2": ("05_2", "ex_05_2_2_test", None),
+    "solution_05_4_4": ("05_4", "ex_05_4_4_test", None),
+    "warns_and_prints": ("05_2", "ex_05_2_1_test",
+                         "import math, sys, warnings\nwarnings.warn('from the answer cell')\n"
+                         "print('a note', file=sys.stderr)\nprint('and one on stdout')\n"
+                         "def rms(x, eps=0.0):\n    warnings.warn('from the call')\n"
+                         "    return math.sqrt(sum(v * v for v in x) / len(x) + eps)\n"),
+    "callbacks_05_5_3": ("05_5", "ex_05_5_3_test", None),  # the test hands the learner's code its parts
+    "module_by_value_05_7_3": ("05_7", "ex_05_7_3_test", None),
+    "learner_part_in_tinyk_model_05_6_2": ("05_6", "ex_05_6_2_test", None),
+}
+
+
+@pytest.mark.parametrize("case", HONEST)
+def test_an_honest_answer_keeps_its_points(server, case):
+    stem, grade_id, answer = HONEST[case]
+    result = _judge(server, stem, grade_id, answer)
+    assert result.passed, result.detail
+
+
+def test_every_exercise_but_the_capstone_is_decided_outside():
+    ids = [nbgrader(c)["grade_id"] for path in NOTEBOOKS.values()
+           for c in json.loads(path.read_text())["cells"] if is_test(c)]
+    assert len(ids) == 31
+    assert [g for g in ids if not verdict.outside(g)] == ["ex_05_10_3_test"]
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie, killed and not yet reaped, does not), after a few
+    looks: SIGKILL is delivered at once, the exit itself takes the kernel a moment."""
+    for _ in range(100):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+        if state in ("Z", "X"):
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_an_answer_that_exits_or_hangs_fails_alone(tmp_path):
+    box = verdict.AnswerServer(timeout=3)
+    try:
+        exits = _judge(box, "05_2", "ex_05_2_1_test", "import os\nos._exit(0)\n")
+        assert not exits.passed and "exited" in exits.detail
+        pid_file = tmp_path / "pid"
+        hangs = _judge(box, "05_2", "ex_05_2_1_test",
+                       f"import os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                       "def rms(x, eps=0.0):\n    while True:\n        pass\n")
+        assert not hangs.passed and "within 3 s" in hangs.detail
+        assert not _running(int(pid_file.read_text())), "the hung exercise's process was left running"
+        assert _judge(box, "05_2", "ex_05_2_1_test", None).passed  # a new process for the next one
+    finally:
+        box.close()
+
+
+def test_the_test_cells_source_is_the_instructors(server):
+    """The verdict runs the source notebook's test cell, hidden asserts included, not the
+    submission's (whose test cell a student could have emptied)."""
+    source = _source("05_2")
+    submitted = _only(source, "ex_05_2_1_test", _RMS_WRONG)
+    submitted["cells"][1] = {**submitted["cells"][1], "source": "pass"}
+    [result] = verdict.judge(source, submitted, server)
+    assert not result.passed and "AssertionError" in result.detail

@@ -1,0 +1,259 @@
+"""The learner's answers, run away from the verdict (course: the instructors' page, grading).
+
+Run by the grader as a script (``python -I answers.py``) inside the grading sandbox: no
+IPython, no notebook, no test code. For each exercise it forks a fresh child that runs only
+that exercise's answer cells, in a namespace of their own, then serves what the trusted
+process (:mod:`tinyk.verdict`) asks for: a name's value, an attribute, a call on the tests'
+inputs. Everything it sends back is plain data (numbers, strings, lists, dicts, plain
+tensors rebuilt from bytes by ``torch.load(weights_only=True)``), or a handle that stands for
+an object that stays here (a module, a function). The comparisons, the hidden checks and the
+points are decided on the other side, where no code of the student's runs.
+
+Frames on both pipes: an 8-byte length, then the payload. Requests are pickles (they come
+from the grader); replies are ``torch.save`` payloads (read back with ``weights_only``).
+Whatever the student's code prints goes to stderr; a child that corrupts its replies only
+fails its own exercises.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import struct
+import sys
+import traceback
+from typing import Any, BinaryIO
+
+REF = "\x00ref"  # a request's reference to a handle: (REF, id)
+ARG = "\x00arg"  # a tensor argument that needs its gradient: (ARG, index)
+CALLBACK = "\x00cb"  # a function of the test's, which runs on the grader's side: (CALLBACK, id)
+
+
+def _read_exactly(stream: BinaryIO, size: int) -> bytes:
+    parts, left = [], size
+    while left:
+        part = stream.read(left)
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def read_frame(stream: BinaryIO, limit: int = 2**40) -> bytes | None:
+    """One frame's payload, or None at the end of the stream (or past ``limit`` bytes)."""
+    head = _read_exactly(stream, 8)
+    if len(head) < 8:
+        return None
+    (size,) = struct.unpack("<Q", head)
+    if size > limit:
+        return None
+    data = _read_exactly(stream, size)
+    return data if len(data) == size else None
+
+
+def write_frame(stream: BinaryIO, payload: bytes) -> None:
+    stream.write(struct.pack("<Q", len(payload)) + payload)
+    stream.flush()
+
+
+class _Objects:
+    """The objects behind the handles of one exercise, by number."""
+
+    def __init__(self, requests: BinaryIO, out: BinaryIO) -> None:
+        self.items: list[Any] = []
+        self.tickets: dict[int, tuple[list[Any], Any]] = {}
+        self.requests, self.out = requests, out
+
+    def handle(self, value: Any) -> tuple:
+        import torch
+
+        number = next((n for n, item in enumerate(self.items) if item is value), len(self.items))
+        if number == len(self.items):
+            self.items.append(value)
+        module = getattr(value, "__module__", None)
+        is_module = isinstance(value, torch.nn.Module) or (isinstance(value, type)
+                                                           and issubclass(value, torch.nn.Module))
+        torch_class = next((c.__name__ for c in type(value).__mro__  # e.g. nn.Linear, for isinstance
+                            if c.__module__.startswith("torch.nn.modules")), None)
+        return ("h", number, type(value).__name__, is_module, callable(value),
+                isinstance(value, type), module if type(module) is str else None, torch_class)
+
+    def encode(self, value: Any, depth: int = 0) -> tuple:
+        """``value`` as a tree of tagged plain data; anything else becomes a handle."""
+        import torch
+
+        if depth > 20:
+            raise ValueError("the answer's value is nested more than 20 levels deep")
+        if value is None or type(value) in (bool, int, float, str):
+            return ("v", value)
+        if isinstance(value, torch.nn.Parameter):
+            grad = None if value.grad is None else value.grad.detach().clone()
+            return ("p", value.detach().clone(), grad, value.requires_grad)
+        if type(value) is torch.Tensor:
+            return ("t", value.detach().clone())
+        if isinstance(value, torch.dtype):
+            return ("dtype", str(value))
+        if type(value) is torch.Size:
+            return ("size", [int(n) for n in value])
+        if type(value) is list or isinstance(value, tuple):  # a named tuple as a plain one
+            return ("l" if type(value) is list else "u", [self.encode(v, depth + 1) for v in value])
+        if isinstance(value, dict) and all(type(k) in (str, int) for k in value):
+            return ("d", [(k, self.encode(v, depth + 1)) for k, v in value.items()])
+        return self.handle(value)
+
+    def decode(self, value: Any) -> Any:
+        """A request's arguments, with the handles they name put back."""
+        if type(value) is tuple and len(value) == 2 and value[0] == REF:
+            return self.items[value[1]]
+        if type(value) is tuple and len(value) == 2 and value[0] == CALLBACK:
+            return self.callback(value[1])
+        if type(value) in (list, tuple):
+            return type(value)(self.decode(v) for v in value)
+        if type(value) is dict:
+            return {k: self.decode(v) for k, v in value.items()}
+        return value
+
+
+    def callback(self, number: int) -> Any:
+        """A function that asks the grader to run its function ``number`` on these arguments,
+        serving the grader's own requests meanwhile (the function may call the learner's code)."""
+
+        from tinyk.own_work import trusted
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            _reply(self.out, ("cb", number, self.encode(list(args)), self.encode(kwargs)))
+            while (frame := read_frame(self.requests)) is not None:
+                request = pickle.loads(frame)
+                if request[0] == "cbret":
+                    return self.decode(request[1])
+                if request[0] == "cberr":
+                    raise RuntimeError(f"the test's own function failed: {request[1]}")
+                try:
+                    reply = _serve(self, request)
+                except BaseException as exc:
+                    reply = _error(exc)
+                _reply(self.out, reply)
+            raise EOFError("the grader has gone")
+
+        return trusted(call)  # the test's code: an own-work watch looks through it
+
+
+def _reply(out: BinaryIO, tree: tuple) -> None:
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(tree, buffer)
+    write_frame(out, buffer.getvalue())
+
+
+def _error(exc: BaseException) -> tuple:
+    """An exception as data: its class name (a builtin's, else its base's) and its message."""
+    import builtins
+
+    name = next((c.__name__ for c in type(exc).__mro__ if getattr(builtins, c.__name__, None) is c),
+                "Exception")
+    return ("err", name, f"{type(exc).__name__}: {exc}"[:2000])
+
+
+def _call(objects: _Objects, request: tuple) -> tuple:
+    import torch
+
+    _, number, args, kwargs, grad = request
+    target = objects.items[number]
+    args, kwargs = objects.decode(args), objects.decode(kwargs)
+    if not grad:
+        return ("ok", objects.encode(target(*args, **kwargs)))
+    tensors = [t.detach().clone().requires_grad_(needs) for t, needs in grad]
+
+    def put(value: Any) -> Any:
+        if type(value) is tuple and len(value) == 2 and value[0] == ARG:
+            return tensors[value[1]]
+        if type(value) in (list, tuple):
+            return type(value)(put(v) for v in value)
+        if type(value) is dict:
+            return {k: put(v) for k, v in value.items()}
+        return value
+
+    result = target(*put(args), **put(kwargs))
+    if type(result) is not torch.Tensor:
+        raise TypeError(f"returned {type(result).__name__}, not a torch.Tensor, for an input that needs "
+                        f"its gradient")
+    ticket = len(objects.tickets)
+    objects.tickets[ticket] = (tensors, result)
+    return ("ok", ("grad", ticket, result.detach().clone()))
+
+
+def _serve(objects: _Objects, request: tuple) -> tuple:
+    op = request[0]
+    if op == "get":
+        return ("ok", objects.encode(getattr(objects.items[request[1]], request[2])))
+    if op == "call":
+        return _call(objects, request)
+    if op == "backward":
+        import torch
+
+        tensors, result = objects.tickets.pop(request[1])
+        torch.autograd.backward(result, request[2])
+        return ("ok", objects.encode([t.grad for t in tensors]))
+    if op == "watch":
+        from tinyk.own_work import watched
+
+        return ("ok", objects.encode(watched(request[2], objects.items[request[1]], tuple(request[3]))))
+    raise ValueError(f"unknown request {op!r}")
+
+
+def _exercise(sources: list[str], names: list[str], requests: BinaryIO, out: BinaryIO) -> None:
+    """In the child: run the answer cells, send the names they bound, then serve requests."""
+    objects = _Objects(requests, out)
+    space: dict[str, Any] = {"__name__": "__main__"}
+    try:
+        for number, source in enumerate(sources):
+            exec(compile(source, f"<answer cell {number + 1}>", "exec"), space)
+        found = {name: objects.encode(space[name]) for name in names if name in space}
+        _reply(out, ("ok", ("d", list(found.items()))))
+    except BaseException as exc:  # the answer cell itself failed: the tests will say so
+        traceback.print_exc()
+        _reply(out, _error(exc))
+        return
+    while (frame := read_frame(requests)) is not None:
+        request = pickle.loads(frame)
+        if request[0] == "end":
+            return
+        try:
+            reply = _serve(objects, request)
+        except BaseException as exc:
+            reply = _error(exc)
+        _reply(out, reply)
+
+
+def main() -> None:
+    """Serve exercises until the grader closes the pipe."""
+    requests = os.fdopen(os.dup(0), "rb", buffering=0)  # unbuffered: parent and child share it
+    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)  # the student's prints go to stderr, never into a reply
+    sys.stdin = open(os.devnull)  # the learner's input() reads nothing
+    import torch  # once, before the children fork
+
+    torch.set_num_threads(1)
+    _reply(out, ("ready",))
+    while (frame := read_frame(requests)) is not None:
+        request = pickle.loads(frame)
+        if request[0] != "exercise":
+            continue
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                _exercise(request[1], request[2], requests, out)
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        os.waitpid(pid, 0)
+        _reply(out, ("done",))
+
+
+if __name__ == "__main__":
+    main()
