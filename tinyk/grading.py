@@ -55,6 +55,7 @@ from tinyk.exercises import (
     nbgrader,
     source_text,
 )
+from tinyk.mistakes import note
 
 __all__ = ["SKIP_TAG", "STATUSES", "Limits", "Row", "check_sandbox", "exercises_of", "feedback", "grade",
            "main", "merge", "metadata_problems", "parse_shard", "release", "shard_of", "validate"]
@@ -734,7 +735,10 @@ def _cell_problem(autograded: dict, grade_id: str, points: float, max_points: fl
             return "timeout", f"the {role} cell ran past the per-cell timeout"
     if errors:
         name, value, role, where = errors[0]
-        return "ok", f"{role}: {name or 'an error'}: {value}".rstrip(": ") + where
+        # a test's message that names a catalogued mistake adds its id (the class report counts them)
+        named = note(grade_id, str(next(o.get("evalue", "") for o in cells[index]["outputs"]
+                                        if o.get("output_type") == "error"))) if role == "test" else ""
+        return "ok", f"{role}: {name or 'an error'}: {value}".rstrip(": ") + where + named
     if points < max_points:
         results = [out for out in cells[index].get("outputs", [])
                    if out.get("output_type") == "execute_result"]
