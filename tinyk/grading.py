@@ -5,6 +5,7 @@
     python -m tinyk.grading grade SUBMISSIONS_DIR --out grades.csv [--notebook NAME ...] [--shard K/N]
     python -m tinyk.grading merge grades.csv SHARD.csv [SHARD.csv ...]
     python -m tinyk.grading feedback SUBMISSIONS_DIR OUT_DIR [--notebook NAME ...]
+    python -m tinyk.grading report grades.csv --out REPORT_DIR
 
 Linux only (it uses ``resource``, ``/proc`` and bubblewrap). Needs the instructor extras:
 ``pip install -e .[instructor]`` (nbgrader) and, to grade, bubblewrap (``apt-get install bubblewrap``).
@@ -1145,6 +1146,9 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("merge", help="join the CSVs of 'grade --shard' runs into one CSV")
     m.add_argument("out", type=Path)
     m.add_argument("shards", nargs="+", type=Path)
+    rp = sub.add_parser("report", help="the class report: scores, statuses and named mistakes (HTML, CSV)")
+    rp.add_argument("grades", type=Path)
+    rp.add_argument("--out", type=Path, required=True, help="folder for index.html, index.zh.html, the CSV")
     f = sub.add_parser("feedback", help="nbgrader's HTML feedback per student (Linux, in a sandbox)")
     f.add_argument("submissions", type=Path)
     f.add_argument("out_dir", type=Path)
@@ -1158,8 +1162,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             args.source = course_root() / NOTEBOOKS
         except NotACheckout as err:
-            print(f"{err}; or pass --source FOLDER", file=sys.stderr)
-            return 2
+            if args.command not in ("report", "export"):  # these two read only the CSVs
+                print(f"{err}; or pass --source FOLDER", file=sys.stderr)
+                return 2
 
     if args.command == "validate":
         paths = args.notebooks or sorted(args.source.glob("*.ipynb"))
@@ -1168,6 +1173,10 @@ def main(argv: list[str] | None = None) -> int:
             print(line, file=sys.stderr)
         print(f"{len(paths)} notebook(s) checked, {len(problems)} problem(s)")
         return 1 if problems else 0
+    if args.command == "report":
+        from tinyk.class_report import report_main
+
+        return report_main(args.grades, args.out, args.source)
     if args.command == "merge":
         print(f"{merge(args.out, args.shards)} row(s) written to {args.out}")
         return 0
