@@ -6,6 +6,7 @@
     python -m tinyk.grading merge grades.csv SHARD.csv [SHARD.csv ...]
     python -m tinyk.grading feedback SUBMISSIONS_DIR OUT_DIR [--notebook NAME ...]
     python -m tinyk.grading report grades.csv --out REPORT_DIR
+    python -m tinyk.grading export grades.csv --format canvas|moodle|gradescope --roster roster.csv --out FILE
 
 Linux only (it uses ``resource``, ``/proc`` and bubblewrap). Needs the instructor extras:
 ``pip install -e .[instructor]`` (nbgrader) and, to grade, bubblewrap (``apt-get install bubblewrap``).
@@ -1149,6 +1150,11 @@ def main(argv: list[str] | None = None) -> int:
     rp = sub.add_parser("report", help="the class report: scores, statuses and named mistakes (HTML, CSV)")
     rp.add_argument("grades", type=Path)
     rp.add_argument("--out", type=Path, required=True, help="folder for index.html, index.zh.html, the CSV")
+    e = sub.add_parser("export", help="points per notebook in an LMS's grade import CSV")
+    e.add_argument("grades", type=Path)
+    e.add_argument("--format", required=True, choices=["canvas", "moodle", "gradescope"])
+    e.add_argument("--roster", type=Path, required=True, help="CSV: folder, lms_id[, name, email, section]")
+    e.add_argument("--out", type=Path, required=True)
     f = sub.add_parser("feedback", help="nbgrader's HTML feedback per student (Linux, in a sandbox)")
     f.add_argument("submissions", type=Path)
     f.add_argument("out_dir", type=Path)
@@ -1177,6 +1183,10 @@ def main(argv: list[str] | None = None) -> int:
         from tinyk.class_report import report_main
 
         return report_main(args.grades, args.out, args.source)
+    if args.command == "export":
+        from tinyk.lms import export_main
+
+        return export_main(args.grades, args.format, args.roster, args.out)
     if args.command == "merge":
         print(f"{merge(args.out, args.shards)} row(s) written to {args.out}")
         return 0
