@@ -6,6 +6,7 @@
     python -m tinyk.grading merge grades.csv SHARD.csv [SHARD.csv ...]
     python -m tinyk.grading feedback SUBMISSIONS_DIR OUT_DIR [--notebook NAME ...]
     python -m tinyk.grading report grades.csv --out REPORT_DIR
+    python -m tinyk.grading similarity SUBMISSIONS_DIR --out similarity.html [--threshold 0.6]
     python -m tinyk.grading export grades.csv --format canvas|moodle|gradescope --roster roster.csv --out FILE
 
 Linux only (it uses ``resource``, ``/proc`` and bubblewrap). Needs the instructor extras:
@@ -1155,6 +1156,11 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--format", required=True, choices=["canvas", "moodle", "gradescope"])
     e.add_argument("--roster", type=Path, required=True, help="CSV: folder, lms_id[, name, email, section]")
     e.add_argument("--out", type=Path, required=True)
+    s = sub.add_parser("similarity", help="answers that share code across students (copydetect), as HTML")
+    s.add_argument("submissions", type=Path)
+    s.add_argument("--out", type=Path, required=True)
+    s.add_argument("--threshold", type=float, default=0.6,
+                   help="list a pair when this share of one answer's tokens is in the other's (default 0.6)")
     f = sub.add_parser("feedback", help="nbgrader's HTML feedback per student (Linux, in a sandbox)")
     f.add_argument("submissions", type=Path)
     f.add_argument("out_dir", type=Path)
@@ -1187,6 +1193,10 @@ def main(argv: list[str] | None = None) -> int:
         from tinyk.lms import export_main
 
         return export_main(args.grades, args.format, args.roster, args.out)
+    if args.command == "similarity":
+        from tinyk.similarity import similarity_main
+
+        return similarity_main(args.submissions, args.out, args.source, args.threshold)
     if args.command == "merge":
         print(f"{merge(args.out, args.shards)} row(s) written to {args.out}")
         return 0
