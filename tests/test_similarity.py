@@ -10,10 +10,12 @@ import pytest
 from tinyk import grading
 from tinyk.course import NOTEBOOKS, course_root
 from tinyk.exercises import is_solution, nbgrader, source_text, student_version
+from tinyk.similarity import compare
 
 pytest.importorskip("copydetect")
 
 GRADE_ID = "ex_05_2_3_solution"
+SOURCE = course_root() / NOTEBOOKS
 ORIGINAL = """    d = x.shape[0]
     mean_square = x.pow(2).mean()
     r = torch.sqrt(mean_square + eps)
@@ -40,7 +42,7 @@ INDEPENDENT = """    x = x.detach().clone().requires_grad_(True)
 
 
 def _notebook(code: str) -> dict:
-    source = course_root() / NOTEBOOKS / "05_2_rmsnorm.ipynb"
+    source = SOURCE / "05_2_rmsnorm.ipynb"
     cell = next(c for c in json.loads(source.read_text())["cells"]
                 if is_solution(c) and nbgrader(c)["grade_id"] == GRADE_ID)
     stub = student_version({"cells": [cell]})["cells"][0]
@@ -67,3 +69,7 @@ def test_a_renamed_copy_is_flagged_and_an_independent_answer_is_not(tmp_path, ca
     assert page.count("<table>") == 1 and "carl" not in page and "dora" not in page
     assert "Bört, &quot;B&quot;" in page and "<script" not in page and " src=" not in page
     assert "highlight-red" in page and "highlight-green" in page  # the shared code, marked
+    # the numbers the instructors' page states: 100% for the copy, about 15% for the other
+    shares = {(p.a, p.b): (p.share_a, p.share_b) for p in compare(tmp_path / "subs", SOURCE, 0.01)[0]}
+    assert len(shares) == 3 and max(shares.values()) == (1.0, 1.0)
+    assert all(0.1 < s < 0.2 for pair, both in shares.items() if "carl" in pair for s in both), shares
