@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tinyk import mistakes
 from tinyk.course import notebook_paths
 from tinyk.exercises import (
     BEGIN_HIDDEN,
@@ -29,10 +30,10 @@ from tinyk.exercises import (
 
 # Wrong answers, one file per notebook in tests/exercise_cases/: GUESSES (hard-coded answers
 # to the visible asserts) and MISTAKES (solutions with one classic mistake each), each entry
-# (name, source) or (name, source, expected_words): a lowercase substring of the visible
-# test's assertion message, which must name the mistake.
+# (mistake id, source): the visible test's assertion message must name that mistake of the
+# package's catalogue (tinyk.mistakes: its words, and no other mistake of the exercise).
 GUESSES: dict[str, str] = {}
-MISTAKES: dict[str, list[tuple[str, ...]]] = {}
+MISTAKES: dict[str, list[tuple[str, str]]] = {}
 for _case in sorted((Path(__file__).parent / "exercise_cases").glob("ex_*.py")):
     _module = importlib.import_module(f"tests.exercise_cases.{_case.stem}")
     GUESSES.update(_module.GUESSES)
@@ -116,22 +117,44 @@ def test_hard_coded_guess_passes_visible_but_fails_hidden_tests(path, solution, 
 
 
 MISTAKE_CASES = [
-    pytest.param(path, solution, test, source, (words or [""])[0],
-                 id=f"{nbgrader(solution)['grade_id']}-{name}")
+    pytest.param(path, solution, test, source, mistake_id,
+                 id=f"{nbgrader(solution)['grade_id']}-{mistake_id}-{n}")
     for path, solution, test in (p.values for p in EXERCISES)
-    for name, source, *words in MISTAKES.get(nbgrader(solution)["grade_id"], [])
+    for n, (mistake_id, source) in enumerate(MISTAKES.get(nbgrader(solution)["grade_id"], []))
 ]
 
 
-@pytest.mark.parametrize("path,solution,test,wrong,words", MISTAKE_CASES)
+@pytest.mark.parametrize("path,solution,test,wrong,mistake_id", MISTAKE_CASES)
 def test_a_classic_mistake_fails_the_visible_test_names_it_and_loses_the_points(path, solution, test, wrong,
-                                                                                words):
+                                                                                mistake_id):
     """The learner sees the verdict the grader will give: each catalogued mistake fails the
     visible asserts, which run first in the graded cell, so it loses the points too; the
-    message names what is wrong (the words registered with the mistake, if any)."""
+    message names what is wrong (the catalogue's words for the mistake), and the grader's
+    matching (:func:`tinyk.mistakes.match`, which puts the id in the gradebook's detail)
+    finds this mistake, not another of the exercise."""
+    grade_id = nbgrader(solution)["grade_id"]
+    assert mistakes.by_id(mistake_id).exercise == mistakes.exercise_of(grade_id), mistake_id
     with pytest.raises(AssertionError) as caught:
         _run(wrong, _visible_only(test))
+    words = mistakes.by_id(mistake_id).words
     assert words in str(caught.value).lower(), f"{words!r} not in the message: {caught.value}"
+    found = mistakes.match(grade_id, str(caught.value))
+    assert found is not None and found.id == mistake_id, f"{found} named instead of {mistake_id}"
+    test_id = nbgrader(test)["grade_id"]
+    assert mistakes.note(test_id, str(caught.value)) == f"; mistake {mistake_id}"
+
+
+def test_every_catalogued_mistake_has_a_wrong_answer_and_a_unique_id():
+    """The package's catalogue and the wrong answers here are one list: every mistake the
+    grader can name is made by a wrong answer above, and every exercise it names exists."""
+    made = {mistake_id for cases in MISTAKES.values() for mistake_id, _ in cases}
+    ids = [m.id for m in mistakes.CATALOGUE]
+    assert len(ids) == len(set(ids)) == 115  # the number the instructors' page states
+    assert sorted(set(ids) - made) == []
+    assert sorted(made - set(ids)) == []
+    exercises = {mistakes.exercise_of(nbgrader(p.values[1])["grade_id"]) for p in EXERCISES}
+    assert {m.exercise for m in mistakes.CATALOGUE} <= exercises
+    assert all(m.words == m.words.lower() and m.en and m.zh for m in mistakes.CATALOGUE)
 
 
 def test_an_object_equal_to_everything_does_not_pass():

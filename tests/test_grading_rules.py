@@ -335,6 +335,29 @@ def test_every_lost_point_has_a_reason():
     assert all(r.detail for r in rows if r.points < r.max_points), rows
 
 
+def test_a_failed_test_that_names_a_catalogued_mistake_carries_its_id():
+    """The detail of a test that failed with a catalogued mistake's message ends with the
+    mistake's id, found in the whole message (the detail quotes only its start); an error of
+    the answer cell, or a message of no mistake, adds nothing."""
+    from tinyk.mistakes import mistakes_in
+
+    message = "pair (x0, x1) = (1, 0) turns by 1 radian" + "." * 150 + " pair adjacent coordinates"
+    cells = [{"cell_type": "code", "metadata": _meta("ex_05_3_2_solution", False), "source": "",
+              "outputs": []},
+             {"cell_type": "code", "metadata": _meta("ex_05_3_2_test", True), "source": "",
+              "outputs": [_error("AssertionError", message, 1)]}]
+    status, detail = grading._cell_problem({"cells": cells}, "ex_05_3_2_test", 0.0, 3.0)
+    assert status == "ok" and detail.endswith("(line 1); mistake 05.3.2:half-split-pairing"), detail
+    assert mistakes_in(detail) == ["05.3.2:half-split-pairing"]
+    assert mistakes_in(detail + "; restored from the release: ex_05_3_2_test edited") == \
+        ["05.3.2:half-split-pairing"]
+    cells[1]["outputs"] = [_error("AssertionError", "something else", 1)]
+    assert "mistake" not in grading._cell_problem({"cells": cells}, "ex_05_3_2_test", 0.0, 3.0)[1]
+    cells[0]["outputs"] = [_error("NameError", "pair adjacent coordinates")]
+    cells[1]["outputs"] = [_error("AssertionError", message, 1)]
+    assert "mistake" not in grading._cell_problem({"cells": cells}, "ex_05_3_2_test", 0.0, 3.0)[1]
+
+
 def _release() -> dict:
     cells = [{"cell_type": "markdown", "metadata": {}, "source": "# Drill"}]
     for gid, grade in (("a_solution", False), ("a_test", True), ("b_solution", False), ("b_test", True)):

@@ -5,6 +5,9 @@
     python -m tinyk.grading grade SUBMISSIONS_DIR --out grades.csv [--notebook NAME ...] [--shard K/N]
     python -m tinyk.grading merge grades.csv SHARD.csv [SHARD.csv ...]
     python -m tinyk.grading feedback SUBMISSIONS_DIR OUT_DIR [--notebook NAME ...]
+    python -m tinyk.grading report grades.csv --out REPORT_DIR
+    python -m tinyk.grading similarity SUBMISSIONS_DIR --out similarity.html [--threshold 0.6]
+    python -m tinyk.grading export grades.csv --format canvas|moodle|gradescope --roster roster.csv --out FILE
 
 Linux only (it uses ``resource``, ``/proc`` and bubblewrap). Needs the instructor extras:
 ``pip install -e .[instructor]`` (nbgrader) and, to grade, bubblewrap (``apt-get install bubblewrap``).
@@ -61,6 +64,7 @@ from tinyk.exercises import (
     nbgrader,
     source_text,
 )
+from tinyk.mistakes import note
 
 __all__ = ["SKIP_TAG", "STATUSES", "Limits", "Row", "check_sandbox", "exercises_of", "feedback", "grade",
            "main", "merge", "metadata_problems", "parse_shard", "release", "shard_of", "validate"]
@@ -804,7 +808,10 @@ def _cell_problem(autograded: dict, grade_id: str, points: float, max_points: fl
             return "timeout", f"the {role} cell ran past the per-cell timeout"
     if errors:
         name, value, role, where = errors[0]
-        return "ok", f"{role}: {name or 'an error'}: {value}".rstrip(": ") + where
+        # a test's message that names a catalogued mistake adds its id (the class report counts them)
+        named = note(grade_id, str(next(o.get("evalue", "") for o in cells[index]["outputs"]
+                                        if o.get("output_type") == "error"))) if role == "test" else ""
+        return "ok", f"{role}: {name or 'an error'}: {value}".rstrip(": ") + where + named
     if points < max_points:
         results = [out for out in cells[index].get("outputs", [])
                    if out.get("output_type") == "execute_result"]
@@ -1220,6 +1227,19 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("merge", help="join the CSVs of 'grade --shard' runs into one CSV")
     m.add_argument("out", type=Path)
     m.add_argument("shards", nargs="+", type=Path)
+    rp = sub.add_parser("report", help="the class report: scores, statuses and named mistakes (HTML, CSV)")
+    rp.add_argument("grades", type=Path)
+    rp.add_argument("--out", type=Path, required=True, help="folder for index.html, index.zh.html, the CSV")
+    e = sub.add_parser("export", help="points per notebook in an LMS's grade import CSV")
+    e.add_argument("grades", type=Path)
+    e.add_argument("--format", required=True, choices=["canvas", "moodle", "gradescope"])
+    e.add_argument("--roster", type=Path, required=True, help="CSV: folder, lms_id[, name, email, section]")
+    e.add_argument("--out", type=Path, required=True)
+    s = sub.add_parser("similarity", help="answers that share code across students (copydetect), as HTML")
+    s.add_argument("submissions", type=Path)
+    s.add_argument("--out", type=Path, required=True)
+    s.add_argument("--threshold", type=float, default=0.6,
+                   help="list a pair when this share of one answer's tokens is in the other's (default 0.6)")
     f = sub.add_parser("feedback", help="nbgrader's HTML feedback per student (Linux, in a sandbox)")
     f.add_argument("submissions", type=Path)
     f.add_argument("out_dir", type=Path)
@@ -1233,8 +1253,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             args.source = course_root() / NOTEBOOKS
         except NotACheckout as err:
-            print(f"{err}; or pass --source FOLDER", file=sys.stderr)
-            return 2
+            if args.command not in ("report", "export"):  # these two read only the CSVs
+                print(f"{err}; or pass --source FOLDER", file=sys.stderr)
+                return 2
 
     if args.command == "validate":
         paths = args.notebooks or sorted(args.source.glob("*.ipynb"))
@@ -1243,6 +1264,18 @@ def main(argv: list[str] | None = None) -> int:
             print(line, file=sys.stderr)
         print(f"{len(paths)} notebook(s) checked, {len(problems)} problem(s)")
         return 1 if problems else 0
+    if args.command == "report":
+        from tinyk.class_report import report_main
+
+        return report_main(args.grades, args.out, args.source)
+    if args.command == "export":
+        from tinyk.lms import export_main
+
+        return export_main(args.grades, args.format, args.roster, args.out)
+    if args.command == "similarity":
+        from tinyk.similarity import similarity_main
+
+        return similarity_main(args.submissions, args.out, args.source, args.threshold)
     if args.command == "merge":
         print(f"{merge(args.out, args.shards)} row(s) written to {args.out}")
         return 0

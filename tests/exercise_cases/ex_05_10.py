@@ -60,11 +60,13 @@ def token_positions(valid):
 """).replace("    if mask is None:\n        mask = torch.ones", "    if True:\n        mask = torch.ones"),
 }
 
-# Solutions with one classic mistake each, which must lose the exercise's points.
-# Keyed by the solution cell's grade_id; each value is a list of (name, source).
+# Solutions with one classic mistake each, which must lose the exercise's points, visibly.
+# Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
+# mistake of tinyk.mistakes that the visible test's message must name.
 MISTAKES: dict[str, list[tuple[str, str]]] = {
     "ex_05_10_1_solution": [
-        ("high nibbles first", """
+        # high nibbles first
+        ("05.10.1:nibble-order", """
 import numpy as np
 import torch
 def dequantize_q4_1(block):
@@ -72,7 +74,8 @@ def dequantize_q4_1(block):
     packed = np.frombuffer(block[4:20], dtype=np.uint8)
     return torch.from_numpy(d * np.concatenate([packed >> 4, packed & 0x0F]).astype(np.float32) + m)
 """),
-        ("nibbles interleaved (low, high of each byte side by side)", """
+        # nibbles interleaved (low, high of each byte side by side)
+        ("05.10.1:nibble-order", """
 import numpy as np
 import torch
 def dequantize_q4_1(block):
@@ -83,16 +86,17 @@ def dequantize_q4_1(block):
 """),
     ],
     "ex_05_10_2_solution": [
-        ("padding found by id: every end of turn hidden (pad = EOS)", _PADDED + """
+        ("05.10.2:padding-found-by-id", _PADDED + """
     return ids, ids.masked_fill(ids == pad_id, -100)
 """),
-        ("padding labelled with the pad id instead of -100", _PADDED + """
+        ("05.10.2:padding-labelled-pad-id", _PADDED + """
     return ids, ids.clone()
 """),
-        ("labels shifted by hand", _PADDED + """
+        ("05.10.2:labels-shifted", _PADDED + """
     return ids, ids[:, 1:].masked_fill(ids[:, 1:] == pad_id, -100)
 """),
-        ("left padding", """
+        # left padding
+        ("05.10.2:padding-side-or-value", """
 import torch
 def pad_and_label(sequences, pad_id):
     T = max(len(s) for s in sequences)
@@ -100,7 +104,8 @@ def pad_and_label(sequences, pad_id):
     lengths = torch.tensor([len(s) for s in sequences])
     return ids, ids.masked_fill(torch.arange(T)[None, :] < (T - lengths)[:, None], -100)
 """),
-        ("padded with 0, not the pad id", """
+        # padded with 0, not the pad id
+        ("05.10.2:padding-side-or-value", """
 import torch
 def pad_and_label(sequences, pad_id):
     T = max(len(s) for s in sequences)
@@ -110,7 +115,7 @@ def pad_and_label(sequences, pad_id):
 """),
     ],
     "ex_05_10_3_solution": [
-        ("RMSNorm subtracting the mean", _with("RMSNorm", """
+        ("05.10.3:rmsnorm-subtracts-mean", _with("RMSNorm", """
 class RMSNorm(nn.Module):
     def __init__(self, dim, eps=1e-5):
         super().__init__()
@@ -122,7 +127,7 @@ class RMSNorm(nn.Module):
         x32 = x32 - x32.mean(-1, keepdim=True)
         return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
 """)),
-        ("RMSNorm multiplying by the weight before casting back", _with("RMSNorm", """
+        ("05.10.3:rmsnorm-bfloat16", _with("RMSNorm", """
 class RMSNorm(nn.Module):
     def __init__(self, dim, eps=1e-5):
         super().__init__()
@@ -133,7 +138,7 @@ class RMSNorm(nn.Module):
         x32 = x.float()
         return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight).to(x.dtype)
 """)),
-        ("half-split RoPE pairing", _with("apply_rope", """
+        ("05.10.3:half-split-rope", _with("apply_rope", """
 def apply_rope(xq, xk, cos, sin):
     c = cos[None, :, None, :] if cos.ndim == 2 else cos[:, :, None, :]
     s = sin[None, :, None, :] if sin.ndim == 2 else sin[:, :, None, :]
@@ -144,11 +149,11 @@ def apply_rope(xq, xk, cos, sin):
 
     return rotate(xq), rotate(xk)
 """)),
-        ("[0, 1, 0, 1] grouping", _with("repeat_kv", """
+        ("05.10.3:tiled-groups", _with("repeat_kv", """
 def repeat_kv(x, n_rep):
     return x.repeat(1, 1, n_rep, 1)
 """)),
-        ("attention without the 1/sqrt(d_h) scale", _with("gqa_attention", """
+        ("05.10.3:no-scale", _with("gqa_attention", """
 def gqa_attention(q, k, v, mask=None):
     n_rep = q.shape[1] // k.shape[1]
     k = repeat_kv(k.transpose(1, 2), n_rep).transpose(1, 2)
@@ -159,7 +164,7 @@ def gqa_attention(q, k, v, mask=None):
     scores = (q.float() @ k.float().transpose(-2, -1)).masked_fill(~mask, -1e30)
     return (scores.softmax(-1).masked_fill(~mask, 0.0) @ v.float()).to(q.dtype)
 """)),
-        ("-inf masking that gives NaN on a fully masked row", _with("gqa_attention", """
+        ("05.10.3:nan-on-masked-row", _with("gqa_attention", """
 def gqa_attention(q, k, v, mask=None):
     n_rep = q.shape[1] // k.shape[1]
     k = repeat_kv(k.transpose(1, 2), n_rep).transpose(1, 2)
@@ -170,26 +175,26 @@ def gqa_attention(q, k, v, mask=None):
     scores = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(q.shape[-1])
     return (scores.masked_fill(~mask, float("-inf")).softmax(-1) @ v.float()).to(q.dtype)
 """)),
-        ("post-norm block", _with("decoder_block", """
+        ("05.10.3:post-norm", _with("decoder_block", """
 def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):
     h = attention_norm(x + attention(x))
     return ffn_norm(h + feed_forward(h))
 """)),
-        ("overwritten residual", _with("decoder_block", """
+        ("05.10.3:decoder-block-differs", _with("decoder_block", """
 def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):
     h = attention(attention_norm(x))
     return h + feed_forward(ffn_norm(h))
 """)),
-        ("positions shifted by padding", _with("token_positions", """
+        ("05.10.3:positions-ignore-padding", _with("token_positions", """
 def token_positions(valid):
     return torch.arange(valid.shape[1]).expand(valid.shape[0], -1).clone()
 """)),
-        ("mask aligned to the first T keys", _with("causal_padding_mask", """
+        ("05.10.3:causal-from-first-key", _with("causal_padding_mask", """
 def causal_padding_mask(valid, query_len):
     causal = torch.ones(query_len, valid.shape[-1], dtype=torch.bool).tril()
     return causal[None, None] & valid[:, None, None, :]
 """)),
-        ("the unshifted loss", _with("shifted_loss", """
+        ("05.10.3:unshifted-loss", _with("shifted_loss", """
 def shifted_loss(logits, labels, ignore_index=-100):
     return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=ignore_index)
 """)),

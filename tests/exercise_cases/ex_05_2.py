@@ -65,66 +65,69 @@ def rmsnorm_jacobian(x, gamma, eps):
     return GAINS * (torch.eye(d, dtype=x.dtype) / r - torch.outer(x, x) / (d * r**3))
 """
 
-# Solutions with one classic mistake each, which must lose the exercise's points, and the
-# words the visible test's message must contain. Keyed by the solution cell's grade_id; each
-# value is a list of (name, source, expected_words).
-MISTAKES: dict[str, list[tuple[str, ...]]] = {
+# Solutions with one classic mistake each, which must lose the exercise's points, visibly.
+# Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
+# mistake of tinyk.mistakes that the visible test's message must name.
+MISTAKES: dict[str, list[tuple[str, str]]] = {
     "ex_05_2_1_solution": [
-        ("eps_outside_the_square_root", """
+        ("05.2.1:eps-outside-sqrt", """
 import math
 def rms(x, eps=0.0):
     return math.sqrt(sum(v * v for v in x) / len(x)) + eps
-""", "inside the square root"),
-        ("sum_instead_of_mean", """
+"""),
+        ("05.2.1:sum-not-mean", """
 import math
 def rms(x, eps=0.0):
     return math.sqrt(sum(v * v for v in x) + eps)
-""", "mean of the squares"),
+"""),
     ],
     "ex_05_2_2_solution": [
-        ("subtracts_the_mean", _rmsnorm(f"""
+        ("05.2.2:subtracts-mean", _rmsnorm(f"""
         {_WIDE}
         x32 = x32 - x32.mean(-1, keepdim=True)
         return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
-"""), "no mean is subtracted"),
-        ("computes_in_the_input_dtype", _rmsnorm("""
+""")),
+        ("05.2.2:input-dtype", _rmsnorm("""
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
-"""), "computing in the input dtype"),
-        ("multiplies_by_the_weight_before_casting_back", _rmsnorm(f"""
+""")),
+        ("05.2.2:weight-before-cast", _rmsnorm(f"""
         {_WIDE}
         return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight).to(x.dtype)
-"""), "before casting back"),
-        ("downcasts_float64_to_float32", _rmsnorm("""
+""")),
+        ("05.2.2:downcasts-float64", _rmsnorm("""
         x32 = x.float()
         return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
-"""), "never downcast"),
-        ("eps_outside_the_square_root", _rmsnorm(f"""
+""")),
+        ("05.2.2:eps-outside-sqrt", _rmsnorm(f"""
         {_WIDE}
         return (x32 / (x32.pow(2).mean(-1, keepdim=True).sqrt() + self.eps)).to(x.dtype) * self.weight
-"""), "inside the square root"),
-        ("normalises_over_the_first_axis", _rmsnorm(f"""
+""")),
+        ("05.2.2:first-axis", _rmsnorm(f"""
         {_WIDE}
         return (x32 * torch.rsqrt(x32.pow(2).mean(0, keepdim=True) + self.eps)).to(x.dtype) * self.weight
-"""), "last axis"),
+""")),
         # borrowed: tinyk's own module, or PyTorch's fused rms_norm
-        ("subclasses_tinyk_rmsnorm", """
+        # subclasses_tinyk_rmsnorm
+        ("05.2.2:borrowed", """
 import tinyk
 
 
 class RMSNorm(tinyk.RMSNorm):
     pass
-""", "not allowed here"),
-        ("calls_torch_rms_norm", _rmsnorm(f"""
+"""),
+        # calls_torch_rms_norm
+        ("05.2.2:borrowed", _rmsnorm(f"""
         {_WIDE}
         normalised = torch.nn.functional.rms_norm(x32, (x32.shape[-1],), eps=self.eps)
         return normalised.to(x.dtype) * self.weight
-"""), "not allowed here"),
+""")),
     ],
     "ex_05_2_3_solution": [
-        ("forgets_the_gains", _JACOBIAN.replace("GAINS * ", ""), "multiplies row i"),
-        ("gains_scale_columns", _JACOBIAN.replace("GAINS", "gamma[None, :]"), "multiplies row i"),
-        ("outer_term_without_1_over_d",
-         _JACOBIAN.replace("(d * r**3)", "r**3").replace("GAINS", "gamma[:, None]"),
-         "(d r³)"),
+        # forgets_the_gains
+        ("05.2.3:gains-not-per-row", _JACOBIAN.replace("GAINS * ", "")),
+        # gains_scale_columns
+        ("05.2.3:gains-not-per-row", _JACOBIAN.replace("GAINS", "gamma[None, :]")),
+        ("05.2.3:outer-term-without-1-over-d",
+         _JACOBIAN.replace("(d * r**3)", "r**3").replace("GAINS", "gamma[:, None]")),
     ],
 }

@@ -71,31 +71,29 @@ def rope_score(q, k, m, n, theta=10000.0):
     return float((q_m * k_n).sum())
 """
 
-# Solutions with one classic mistake each, which must lose the exercise's points, and the
-# words the visible test's message must contain. Keyed by the solution cell's grade_id; each
-# value is a list of (name, source, expected_words).
-MISTAKES: dict[str, list[tuple[str, ...]]] = {
+# Solutions with one classic mistake each, which must lose the exercise's points, visibly.
+# Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
+# mistake of tinyk.mistakes that the visible test's message must name.
+MISTAKES: dict[str, list[tuple[str, str]]] = {
     "ex_05_3_1_solution": [
-        ("exponent_i_over_d_h_instead_of_2i_over_d_h", _ROPE_TABLES.replace(
+        ("05.3.1:exponent-i-over-d-h", _ROPE_TABLES.replace(
             "torch.arange(0, head_dim, 2, dtype=torch.float32)",
-            "torch.arange(head_dim // 2, dtype=torch.float32)"),
-         "-2i/d_h"),
-        ("full_width_tables_as_for_the_half_split_pairing", _ROPE_TABLES.replace(
-            "    return torch.cos", "    angles = torch.cat([angles, angles], dim=-1)\n    return torch.cos"),
-         "one column per pair"),
-        ("positions_from_1", _ROPE_TABLES.replace("torch.arange(end, dtype=torch.float32)",
-                                                  "torch.arange(1, end + 1, dtype=torch.float32)"),
-         "position 0"),
-        ("accepts_an_odd_head_dim", _ROPE_TABLES.replace("head_dim <= 0 or head_dim % 2", "head_dim <= 0"),
-         "no whole pairs"),
-        ("calls_tinyk", """
+            "torch.arange(head_dim // 2, dtype=torch.float32)")),
+        ("05.3.1:full-width-tables", _ROPE_TABLES.replace(
+            "    return torch.cos",
+            "    angles = torch.cat([angles, angles], dim=-1)\n    return torch.cos")),
+        ("05.3.1:positions-from-1", _ROPE_TABLES.replace("torch.arange(end, dtype=torch.float32)",
+                                                  "torch.arange(1, end + 1, dtype=torch.float32)")),
+        ("05.3.1:accepts-odd-head-dim",
+         _ROPE_TABLES.replace("head_dim <= 0 or head_dim % 2", "head_dim <= 0")),
+        ("05.3.1:borrowed", """
 import tinyk
 def rope_tables(head_dim, end, theta=10000.0):
     return tinyk.precompute_freqs_cis(head_dim, end, theta)
-""", "not allowed here"),
+"""),
     ],
     "ex_05_3_2_solution": [
-        ("half_split_pairing", """
+        ("05.3.2:half-split-pairing", """
 import torch
 def apply_rope(xq, xk, cos, sin):
     def rotate(x):
@@ -105,45 +103,42 @@ def apply_rope(xq, xk, cos, sin):
         a, b = x[..., : d_h // 2], x[..., d_h // 2 :]
         return torch.cat([a * c - b * s, a * s + b * c], dim=-1).to(x.dtype)
     return rotate(xq), rotate(xk)
-""", "pair adjacent coordinates"),
+"""),
         # a table built from d (T × d/2) cut to the head's d_h/2 columns: runs, wrong frequencies
-        ("crops_a_table_built_from_d_to_fit",
-         _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos[..., : d_h // 2], sin[..., : d_h // 2]"),
-         "never crop"),
+        ("05.3.2:crops-table",
+         _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos[..., : d_h // 2], sin[..., : d_h // 2]")),
         # every token gets the first row of the tables it is given, as if all sat at position 0
-        ("every_token_at_the_first_row",
+        ("05.3.2:first-row-for-every-token",
          _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos[..., :1, :], sin[..., :1, :]")
                          .replace("c.reshape(rows), s.reshape(rows)",
                                   "c.expand(*c.shape[:-2], T, d_h // 2).reshape(rows), "
-                                  "s.expand(*s.shape[:-2], T, d_h // 2).reshape(rows)"),
-         "as if at position 0"),
+                                  "s.expand(*s.shape[:-2], T, d_h // 2).reshape(rows)")),
         # B×T×d_h/2 tables: the rows of the first sequence for every sequence
-        ("first_sequence_rows_for_every_sequence",
+        ("05.3.2:first-sequence-rows",
          _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)",
-                                  "(cos[0] if cos.ndim == 3 else cos), (sin[0] if sin.ndim == 3 else sin)"),
-         "its own rows"),
-        ("calls_tinyk", """
+                                  "(cos[0] if cos.ndim == 3 else cos), (sin[0] if sin.ndim == 3 else sin)")),
+        ("05.3.2:borrowed", """
 from tinyk import apply_rotary_emb
 def apply_rope(xq, xk, cos, sin):
     return apply_rotary_emb(xq, xk, cos, sin)
-""", "not allowed here"),
+"""),
     ],
     "ex_05_3_3_solution": [
-        ("float32_tables", _ROPE_SCORE.replace(", dtype=torch.float64", ""), "float64"),
+        ("05.3.3:float32-tables", _ROPE_SCORE.replace(", dtype=torch.float64", "")),
     ],
     "ex_05_3_4_solution": [
-        ("rows_restart_at_0", """
+        ("05.3.4:rows-restart-at-0", """
 from tinyk import apply_rotary_emb
 def rope_after_cache(xq, xk, cos, sin, start_pos):
     T = xq.shape[1]
     return apply_rotary_emb(xq, xk, cos[:T], sin[:T])
-""", "restart the positions at 0"),
-        ("off_by_one", """
+"""),
+        ("05.3.4:off-by-one", """
 from tinyk import apply_rotary_emb
 def rope_after_cache(xq, xk, cos, sin, start_pos):
     T = xq.shape[1]
     rows = slice(start_pos + 1, start_pos + 1 + T)
     return apply_rotary_emb(xq, xk, cos[rows], sin[rows])
-""", "one position too far"),
+"""),
     ],
 }

@@ -71,60 +71,60 @@ def _gqa_with(*replacements: tuple[str, str]) -> str:
 GUESSES["ex_05_4_4_solution"] = _gqa_with(("return (probs @ v.float()).to(q.dtype)",
                                             "return probs @ v.float()"))
 
-# Solutions with one classic mistake each, which must lose the exercise's points, and the
-# words the visible test's message must contain. Keyed by the solution cell's grade_id; each
-# value is a list of (name, source, expected_words).
-MISTAKES: dict[str, list[tuple[str, ...]]] = {
+# Solutions with one classic mistake each, which must lose the exercise's points, visibly.
+# Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
+# mistake of tinyk.mistakes that the visible test's message must name.
+MISTAKES: dict[str, list[tuple[str, str]]] = {
     "ex_05_4_1_solution": [
-        ("tiled_order", """
+        ("05.4.1:tiled-order", """
 def kv_head_for_each_query_head(n_heads, n_kv_heads):
     return [h % n_kv_heads for h in range(n_heads)]
-""", "contiguous groups"),
+"""),
     ],
     "ex_05_4_2_solution": [
-        ("keys_only", _plan_with(("2 * config.n_layers", "config.n_layers")), "keys and values"),
-        ("expanded_heads_stored", _plan_with(("config.n_kv_heads * config.head_dim",
+        ("05.4.2:keys-only", _plan_with(("2 * config.n_layers", "config.n_layers"))),
+        ("05.4.2:expanded-heads", _plan_with(("config.n_kv_heads * config.head_dim",
                                               "config.n_heads * config.head_dim"),
-                                             ("ratio * gqa_bytes", "gqa_bytes")), "counts h_q"),
-        ("one_layer", _plan_with(("2 * config.n_layers", "2")), "one layer"),
-        ("budget_for_one_row", _plan_with(("budget_bytes // per_token",
-                                           "budget_bytes // (per_token // batch)")),
-         "for one row"),
-        ("budget_for_the_expanded_cache", _plan_with(("budget_bytes // per_token",
-                                                      "budget_bytes // (ratio * per_token)")),
-         "of the expanded cache"),
-        ("rounds_up", _plan_with(("budget_bytes // per_token", "-(-budget_bytes // per_token)")),
-         "round down"),
-        ("rounds_to_nearest", _plan_with(("budget_bytes // per_token", "round(budget_bytes / per_token)")),
-         "round down"),
-        ("one_token_short", _plan_with(("budget_bytes // per_token", "(budget_bytes - 1) // per_token")),
-         "fill the budget exactly"),
-        ("float_ratio", _plan_with(("ratio, budget_bytes", "ratio * gqa_bytes / gqa_bytes, budget_bytes")),
-         "four ints"),
+                                             ("ratio * gqa_bytes", "gqa_bytes"))),
+        ("05.4.2:one-layer", _plan_with(("2 * config.n_layers", "2"))),
+        ("05.4.2:budget-for-one-row", _plan_with(("budget_bytes // per_token",
+                                           "budget_bytes // (per_token // batch)"))),
+        ("05.4.2:budget-for-expanded-cache", _plan_with(("budget_bytes // per_token",
+                                                      "budget_bytes // (ratio * per_token)"))),
+        # rounds_up
+        ("05.4.2:rounds-not-down",
+         _plan_with(("budget_bytes // per_token", "-(-budget_bytes // per_token)"))),
+        # rounds_to_nearest
+        ("05.4.2:rounds-not-down",
+         _plan_with(("budget_bytes // per_token", "round(budget_bytes / per_token)"))),
+        ("05.4.2:one-token-short",
+         _plan_with(("budget_bytes // per_token", "(budget_bytes - 1) // per_token"))),
+        ("05.4.2:float-ratio",
+         _plan_with(("ratio, budget_bytes", "ratio * gqa_bytes / gqa_bytes, budget_bytes"))),
     ],
     "ex_05_4_3_solution": [
-        ("tiled_with_repeat", _REPEAT_KV.format(body="x.repeat(1, 1, n_rep, 1)"), "contiguous groups"),
-        ("tiled_with_tile", "import torch\n" + _REPEAT_KV.format(body="torch.tile(x, (1, 1, n_rep, 1))"),
-         "contiguous groups"),
-        ("copies_axis_before_heads", _REPEAT_KV.format(
+        # tiled_with_repeat
+        ("05.4.3:tiled-groups", _REPEAT_KV.format(body="x.repeat(1, 1, n_rep, 1)")),
+        # tiled_with_tile
+        ("05.4.3:tiled-groups", "import torch\n" + _REPEAT_KV.format(body="torch.tile(x, (1, 1, n_rep, 1))")),
+        # copies_axis_before_heads
+        ("05.4.3:tiled-groups", _REPEAT_KV.format(
             body="x[:, :, None].expand(B, T, n_rep, n_kv_heads, head_dim)"
-                 ".reshape(B, T, n_rep * n_kv_heads, head_dim)"), "contiguous groups"),
-        ("calls_tinyk", "import tinyk\n" + _REPEAT_KV.format(body="tinyk.repeat_kv(x, n_rep)"),
-         "not allowed here"),
+                 ".reshape(B, T, n_rep * n_kv_heads, head_dim)")),
+        ("05.4.3:borrowed", "import tinyk\n" + _REPEAT_KV.format(body="tinyk.repeat_kv(x, n_rep)")),
     ],
     "ex_05_4_4_solution": [
-        ("tiled_groups", _gqa_with(("k.repeat_interleave(n_rep, dim=1)", "k.repeat(1, n_rep, 1, 1)"),
-                                   ("v.repeat_interleave(n_rep, dim=1)", "v.repeat(1, n_rep, 1, 1)")),
-         "contiguous groups"),
-        ("minus_inf_gives_nan", _gqa_with(("torch.finfo(scores.dtype).min", 'float("-inf")'),
-                                          (".masked_fill(~mask, 0.0)", "")), "not nan"),
-        ("no_scale", _gqa_with((" / math.sqrt(d_h)", "")), "1/sqrt(d_h)"),
-        ("causal_from_first_key", _gqa_with((".tril(T_k - T)", ".tril()")), "ends at the last key"),
-        ("mask_after_softmax",
-         _gqa_with(("    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)\n", "")),
-         "after the softmax"),
+        ("05.4.4:tiled-groups", _gqa_with(("k.repeat_interleave(n_rep, dim=1)", "k.repeat(1, n_rep, 1, 1)"),
+                                   ("v.repeat_interleave(n_rep, dim=1)", "v.repeat(1, n_rep, 1, 1)"))),
+        ("05.4.4:nan-on-masked-row", _gqa_with(("torch.finfo(scores.dtype).min", 'float("-inf")'),
+                                          (".masked_fill(~mask, 0.0)", ""))),
+        ("05.4.4:no-scale", _gqa_with((" / math.sqrt(d_h)", ""))),
+        ("05.4.4:causal-from-first-key", _gqa_with((".tril(T_k - T)", ".tril()"))),
+        ("05.4.4:mask-after-softmax",
+         _gqa_with(("    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)\n", ""))),
         # borrowed: PyTorch's fused attention, or tinyk's repeat_kv for the grouping
-        ("calls_sdpa_with_enable_gqa", """
+        # calls_sdpa_with_enable_gqa
+        ("05.4.4:borrowed", """
 import torch
 import torch.nn.functional as F
 def gqa_attention(q, k, v, mask=None):
@@ -132,12 +132,12 @@ def gqa_attention(q, k, v, mask=None):
     if mask is None:
         mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True).nan_to_num(0.0)
-""", "not allowed here"),
-        ("groups_with_tinyk_repeat_kv", "import tinyk\n" + _gqa_with(
+"""),
+        # groups_with_tinyk_repeat_kv
+        ("05.4.4:borrowed", "import tinyk\n" + _gqa_with(
             ("k.repeat_interleave(n_rep, dim=1)",
              "tinyk.repeat_kv(k.transpose(1, 2), n_rep).transpose(1, 2)"),
             ("v.repeat_interleave(n_rep, dim=1)",
-             "tinyk.repeat_kv(v.transpose(1, 2), n_rep).transpose(1, 2)")),
-         "not allowed here"),
+             "tinyk.repeat_kv(v.transpose(1, 2), n_rep).transpose(1, 2)"))),
     ],
 }

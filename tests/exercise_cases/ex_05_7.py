@@ -18,6 +18,7 @@ def count_unique(model):
 """,
 }
 
-# Solutions with one classic mistake each, which must lose the exercise's points.
-# Keyed by the solution cell's grade_id; each value is a list of (name, source).
+# Solutions with one classic mistake each, which must lose the exercise's points, visibly.
+# Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
+# mistake of tinyk.mistakes that the visible test's message must name.
 MISTAKES: dict[str, list[tuple[str, str]]] = {}

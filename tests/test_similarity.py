@@ -1,0 +1,75 @@
+"""Similarity (``python -m tinyk.grading similarity``): a renamed copy is flagged, an
+independent answer to the same exercise is not, and the released stub matches nobody."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tinyk import grading
+from tinyk.course import NOTEBOOKS, course_root
+from tinyk.exercises import is_solution, nbgrader, source_text, student_version
+from tinyk.similarity import compare
+
+pytest.importorskip("copydetect")
+
+GRADE_ID = "ex_05_2_3_solution"
+SOURCE = course_root() / NOTEBOOKS
+ORIGINAL = """    d = x.shape[0]
+    mean_square = x.pow(2).mean()
+    r = torch.sqrt(mean_square + eps)
+    identity = torch.eye(d, dtype=x.dtype)
+    scaled = identity / r
+    outer = torch.outer(x, x) / (d * r**3)
+    result = gamma[:, None] * (scaled - outer)
+    return result
+"""
+RENAMED = """    n = x.shape[0]
+    ms = x.pow(2).mean()
+    rms = torch.sqrt(ms + eps)
+    eye = torch.eye(n, dtype=x.dtype)
+    first = eye / rms
+    second = torch.outer(x, x) / (n * rms**3)
+    out = gamma[:, None] * (first - second)
+    return out
+"""
+INDEPENDENT = """    x = x.detach().clone().requires_grad_(True)
+    def f(v):
+        return gamma * v / torch.sqrt((v * v).sum() / v.numel() + eps)
+    return torch.autograd.functional.jacobian(f, x)
+"""
+
+
+def _notebook(code: str) -> dict:
+    source = SOURCE / "05_2_rmsnorm.ipynb"
+    cell = next(c for c in json.loads(source.read_text())["cells"]
+                if is_solution(c) and nbgrader(c)["grade_id"] == GRADE_ID)
+    stub = student_version({"cells": [cell]})["cells"][0]
+    stub["source"] = source_text(stub).replace("    # YOUR CODE HERE\n    raise NotImplementedError()", code)
+    assert code in stub["source"]
+    return {"cells": [stub], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def test_a_renamed_copy_is_flagged_and_an_independent_answer_is_not(tmp_path, capsys):
+    for name, code in (("ana", ORIGINAL), ("Bört, \"B\"", RENAMED), ("carl", INDEPENDENT)):
+        (tmp_path / "subs" / name).mkdir(parents=True)
+        (tmp_path / "subs" / name / "05_2_rmsnorm.ipynb").write_text(json.dumps(_notebook(code)))
+    (tmp_path / "subs" / "dora").mkdir()  # a released stub, untouched: nothing to compare
+    stub = _notebook("    # YOUR CODE HERE\n    raise NotImplementedError()")
+    (tmp_path / "subs" / "dora" / "05_2_rmsnorm.ipynb").write_text(json.dumps(stub))
+    out = tmp_path / "similarity.html"
+    assert grading.main(["similarity", str(tmp_path / "subs"), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 2 and printed[-1].startswith("4 student(s), 1 pair(s) above 60%"), printed
+    exercise, pair, shares = printed[0].split(": ")
+    assert exercise == GRADE_ID and pair in ('ana and Bört, "B"', 'Bört, "B" and ana')
+    assert all(int(s.rstrip("%")) >= 90 for s in shares.split(" and ")), shares
+    page = out.read_text()
+    assert page.count("<table>") == 1 and "carl" not in page and "dora" not in page
+    assert "Bört, &quot;B&quot;" in page and "<script" not in page and " src=" not in page
+    assert "highlight-red" in page and "highlight-green" in page  # the shared code, marked
+    # the numbers the instructors' page states: 100% for the copy, about 15% for the other
+    shares = {(p.a, p.b): (p.share_a, p.share_b) for p in compare(tmp_path / "subs", SOURCE, 0.01)[0]}
+    assert len(shares) == 3 and max(shares.values()) == (1.0, 1.0)
+    assert all(0.1 < s < 0.2 for pair, both in shares.items() if "carl" in pair for s in both), shares
