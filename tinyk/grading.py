@@ -890,47 +890,64 @@ def _submit(course: Path, sid: str, entry: Path, notebooks: list[_Notebook],
 def _grade_student(name: str, entry: Path, notebooks: list[_Notebook], template: Path,
                    released: dict[str, dict], limits: Limits, sandboxed: bool = True) -> list[Row]:
     """Grade one student's submission in a throwaway copy of the prepared course."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    sid = _student_id(name)
     with tempfile.TemporaryDirectory(prefix="tinyk-grade-") as tmp:
         course = Path(tmp) / "course"
         shutil.copytree(template, course)
         sandbox = _Sandbox.create(Path(tmp), limits.threads) if sandboxed else None
-        flags, to_grade = _submit(course, sid, entry, notebooks, released)
+        return _run(name, entry, course, notebooks, released, limits, sandbox)[0]
 
-        failure, verdicts = None, {}
-        if to_grade:
-            try:
-                run = _autograde(course, sid, limits, sandbox)
-                log = run.stdout + run.stderr
-                if run.returncode != 0:
-                    if re.search(r"[Kk]ernel (died|dead)|DeadKernel", log):
-                        failure = ("kernel-died", "the kernel exited while the notebook ran; "
-                                                  "no exercise could be scored")
-                    else:
-                        errors = [ln for ln in log.splitlines() if "ERROR" in ln or "Error" in ln]
-                        first = (errors or log.strip().splitlines() or ["nbgrader failed"])[0]
-                        failure = ("error", first[:200])
+
+def _run(name: str, entry: Path, course: Path, notebooks: list[_Notebook], released: dict[str, dict],
+         limits: Limits, sandbox: _Sandbox | None,
+         sources: list[_Notebook] | None = None) -> tuple[list[Row], tuple[str, str] | None]:
+    """Submit, run in the kernel, take the verdict and read the rows of one student, in
+    ``course``; also why the whole run failed, if it did. ``sources``: the notebooks whose
+    test cells (hidden tests included) the verdict runs, when ``notebooks`` are the
+    released ones (the feedback's run); ``notebooks`` themselves otherwise."""
+    sid = _student_id(name)
+    flags, to_grade = _submit(course, sid, entry, notebooks, released)
+    failure, verdicts = None, {}
+    if to_grade:
+        try:
+            run = _autograde(course, sid, limits, sandbox)
+            log = run.stdout + run.stderr
+            if run.returncode != 0:
+                if re.search(r"[Kk]ernel (died|dead)|DeadKernel", log):
+                    failure = ("kernel-died", "the kernel exited while the notebook ran; "
+                                              "no exercise could be scored")
                 else:
-                    _rescore(course, sid, to_grade)
-                    verdicts = _judge(course, sid, to_grade, limits, sandbox)
-            except subprocess.TimeoutExpired:
-                failure = ("timeout", f"submission ran past {_total_limit(limits, len(to_grade))} s")
+                    errors = [ln for ln in log.splitlines() if "ERROR" in ln or "Error" in ln]
+                    first = (errors or log.strip().splitlines() or ["nbgrader failed"])[0]
+                    failure = ("error", first[:200])
+            else:
+                _rescore(course, sid, to_grade)
+                by_name = {nb.name: nb for nb in sources or notebooks}
+                verdicts = _judge(course, sid, [by_name[nb.name] for nb in to_grade], limits, sandbox)
+        except subprocess.TimeoutExpired:
+            failure = ("timeout", f"submission ran past {_total_limit(limits, len(to_grade))} s")
+    return _read_rows(name, course, notebooks, to_grade, flags, failure, verdicts), failure
 
-        rows: list[Row] = []
-        with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-            for nb in notebooks:
-                def score(grade_id: str, nb: _Notebook = nb) -> float | None:
-                    try:
-                        return float(gradebook.find_grade(grade_id, nb.name, ASSIGNMENT, sid).score)
-                    except MissingEntry:
-                        return None
 
-                graded = course / "autograded" / sid / ASSIGNMENT / f"{nb.name}.ipynb"
-                executed = json.loads(graded.read_text()) if nb in to_grade and graded.exists() else None
-                rows += [_with_verdict(row, verdicts.get((nb.name, row.exercise)))
-                         for row in _rows_for(name, nb, flags.get(nb.name), failure, executed, score)]
+def _read_rows(name: str, course: Path, notebooks: list[_Notebook], to_grade: list[_Notebook],
+               flags: dict[str, tuple[str, str]], failure: tuple[str, str] | None,
+               verdicts: dict[tuple[str, str], str]) -> list[Row]:
+    """The rows of one student from the course's gradebook and autograded notebooks."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    sid = _student_id(name)
+    rows: list[Row] = []
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for nb in notebooks:
+            def score(grade_id: str, nb: _Notebook = nb) -> float | None:
+                try:
+                    return float(gradebook.find_grade(grade_id, nb.name, ASSIGNMENT, sid).score)
+                except MissingEntry:
+                    return None
+
+            graded = course / "autograded" / sid / ASSIGNMENT / f"{nb.name}.ipynb"
+            executed = json.loads(graded.read_text()) if nb in to_grade and graded.exists() else None
+            rows += [_with_verdict(row, verdicts.get((nb.name, row.exercise)))
+                     for row in _rows_for(name, nb, flags.get(nb.name), failure, executed, score)]
     return rows
 
 
@@ -1139,13 +1156,17 @@ def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] |
     """nbgrader's HTML feedback for every student, written under ``out_dir/<student id>/``,
     with no hidden test in it.
 
-    Each submission runs twice. Once as :func:`grade` grades it, for the points and the
-    statuses. Once more in a course made from the released notebooks, whose test cells hold
-    only the visible tests: the feedback shows this run, its cells and the student's outputs,
-    with the first run's points, so neither a hidden test's source nor anything its lines
-    printed (a traceback, the student's own prints) can reach it, whatever the student's
-    code prints. A test cell that failed only in the hidden tests says so, with its points.
+    Each submission runs in a course made from the released notebooks, whose test cells
+    hold only the visible tests: the feedback shows this run, its cells and the student's
+    outputs, so neither a hidden test's source nor anything its lines printed (a traceback,
+    the student's own prints) can reach it, whatever the student's code prints. The points
+    come from the verdict outside the kernel (:mod:`tinyk.verdict`, with the hidden tests),
+    as :func:`grade` gives them; only a notebook with an exercise still decided in the
+    kernel (05.10's capstone) is also graded as :func:`grade` grades it, a second run. A test
+    cell that failed only in the hidden tests says so, with its points.
     """
+    from tinyk.verdict import outside
+
     _require_linux()
     _require_nbgrader()
     if sandbox:
@@ -1173,18 +1194,18 @@ def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] |
             shutil.copytree(shown_template, course)
             box = _Sandbox.create(work, limits.threads) if sandbox else None
             try:
-                _, shown = _submit(course, sid, entry, visible, shown_released)
-                if shown:
-                    _autograde(course, sid, limits, box)
-            except subprocess.TimeoutExpired:
-                print(f"{sid}: no feedback, the submission ran past its total time limit", file=sys.stderr)
-                continue  # one slow submission never costs the others their feedback
+                rows, failure = _run(name, entry, course, visible, shown_released, limits, box, chosen)
             except ValueError as err:  # a single file while several notebooks are chosen
                 print(f"{sid}: no feedback, {err}", file=sys.stderr)
                 continue
-            if not shown:
+            if failure is not None and failure[0] == "timeout":
+                print(f"{sid}: no feedback, the submission ran past its total time limit", file=sys.stderr)
+                continue  # one slow submission never costs the others their feedback
+            if not any((course / "autograded" / sid / ASSIGNMENT / f"{nb.name}.ipynb").exists()
+                       for nb in chosen):
                 continue
-            rows = _grade_student(name, entry, chosen, template, released, limits, sandbox)
+            if not all(outside(g) for nb in chosen for g, _ in nb.tests):  # e.g. the capstone's points
+                rows = _grade_student(name, entry, chosen, template, released, limits, sandbox)
             _show_grades(course, sid, rows)
             _nbgrader(["generate_feedback", ASSIGNMENT, f"--student={sid}", "--force"], course)
             produced = course / "feedback" / sid / ASSIGNMENT
