@@ -197,3 +197,19 @@ def test_chinese_05_2_runs_top_to_bottom_in_a_kernel(tmp_path, monkeypatch):
     assert [e.ename for e in graded] == ["AssertionError"]
     assert graded[0].evalue == ("(3, 4) 的 r 是平方均值的平方根，即 sqrt((9 + 16) / 2) = 3.5355...，"
                                 "而不是 7.0")
+
+
+def test_graded_against_the_english_release_a_chinese_notebook_counts_its_tests_as_edited():
+    """What the instructors' page says: the translated test cells are restored from the
+    release (graded with the original tests) and flagged; the English version is not."""
+    from tinyk import grading
+
+    source = ROOT / course.NOTEBOOKS / "05_2_rmsnorm.ipynb"
+    english, chinese = (json.loads(course.student_path(source, language=lang).read_text(encoding="utf-8"))
+                        for lang in course.LANGUAGES)
+    restored, changes = grading._restore_release(chinese, english)
+    assert changes == ["ex_05_2_1_test edited", "ex_05_2_2_test edited", "ex_05_2_3_test edited"]
+    assert grading._restore_release(english, english)[1] == []
+    tests = [c for c in restored["cells"] if nbgrader(c).get("grade")]
+    originals = [source_text(c) for c in english["cells"] if nbgrader(c).get("grade")]
+    assert [source_text(c) for c in tests] == originals

@@ -194,6 +194,7 @@ def update_code(root: Path | None = None, texts: dict[str, list[tuple[str, str]]
         if path.is_file():
             with path.open("rb") as f:
                 catalogue = read_po(f)
+            template.creation_date = catalogue.creation_date  # an unchanged catalogue stays byte for byte
         catalogue.update(template)
         added += sum(1 for m in catalogue if m.id and (m.fuzzy or not m.string))
         path.parent.mkdir(parents=True, exist_ok=True)
