@@ -129,7 +129,8 @@ def colab_links(html_dir: Path, repo_root: Path, repository_url: str,
     """Problems with Colab links, and each page's Colab target path.
 
     Every link is followed to its file in the repository checkout: it must be the student
-    version of the page's own notebook (``student/NAME.ipynb`` for ``notebooks/NAME.html``),
+    version of the page's own notebook (``student/NAME.ipynb`` for ``notebooks/NAME.html``,
+    ``student/zh/NAME.ipynb`` for ``zh/notebooks/NAME.html``),
     and that file must hold no marker, hidden test or solution of the sources.
     """
     owner, name = repository_url.rstrip("/").split("/")[-2:]
@@ -150,9 +151,10 @@ def colab_links(html_dir: Path, repo_root: Path, repository_url: str,
             if not (repo_root / path).is_file() or not path.endswith(".ipynb"):
                 problems.append(f"{rel}: Colab link to {path}, which is not a notebook in the repo")
                 continue
-            if Path(path).parent.as_posix() != students:
-                problems.append(f"{rel}: Colab link opens {path}, not a student version in {students}/")
-            own = rel.removeprefix("zh/")  # a page of the Chinese edition opens the same notebook
+            folder = f"{students}/zh" if rel.startswith("zh/") else students  # Chinese pages: student/zh/
+            if Path(path).parent.as_posix() != folder:
+                problems.append(f"{rel}: Colab link opens {path}, not a student version in {folder}/")
+            own = rel.removeprefix("zh/")  # a page of the Chinese edition opens the same notebook, in Chinese
             if f"{sources}/{Path(path).stem}.html" != own:
                 problems.append(f"{rel}: Colab link opens {path}, another page's notebook")
             problems += [f"{rel}: Colab opens {leak}"

@@ -33,43 +33,53 @@ def test_every_colab_link_of_the_site_opens_a_clean_student_version():
     assert problems == []
     english = sorted(target for page, target in targets.items() if not page.startswith("zh/"))
     chinese = sorted(target for page, target in targets.items() if page.startswith("zh/"))
-    assert english == chinese == sorted(f"{course.STUDENTS}/{p.name}" for p in SOURCES)
+    assert english == sorted(f"{course.STUDENTS}/{p.name}" for p in SOURCES)
+    assert chinese == sorted(f"{course.STUDENTS}/{course.ZH}/{p.name}" for p in SOURCES)
 
 
+@pytest.mark.parametrize("language", course.LANGUAGES)
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_download_is_the_committed_student_version(source):
-    published = HTML / "_sources" / course.NOTEBOOKS / source.name
-    assert published.read_bytes() == course.student_path(source).read_bytes()
+def test_download_is_the_committed_student_version(source, language):
+    html = HTML if language == "en" else HTML / course.ZH
+    published = html / "_sources" / course.NOTEBOOKS / source.name
+    assert published.read_bytes() == course.student_path(source, language=language).read_bytes()
 
 
+@pytest.mark.parametrize("language", course.LANGUAGES)
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_solution_links_land_on_the_exercise_and_its_toggle(source):
-    page_url = f"{course.site_url()}{course.NOTEBOOKS}/{source.stem}.html"
-    anchors = re.findall(re.escape(page_url) + r"#([\w-]+)\)", _markdown(course.student_path(source)))
-    soup = BeautifulSoup((HTML / course.NOTEBOOKS / f"{source.stem}.html").read_text(), "html.parser")
+def test_solution_links_land_on_the_exercise_and_its_toggle(source, language):
+    edition, html = ("", HTML) if language == "en" else (f"{course.ZH}/", HTML / course.ZH)
+    words = {"en": ("Exercise", "Show solution"), course.ZH: ("练习", "显示答案")}[language]
+    page_url = f"{course.site_url()}{edition}{course.NOTEBOOKS}/{source.stem}.html"
+    anchors = re.findall(re.escape(page_url) + r"#([\w-]+)\)",
+                         _markdown(course.student_path(source, language=language)))
+    soup = BeautifulSoup((html / course.NOTEBOOKS / f"{source.stem}.html").read_text(), "html.parser")
     assert anchors, f"{source.stem}: no exercise links to its solution"
     for anchor in anchors:
         section = soup.find(id=anchor)
-        assert section is not None, f"{source.stem}.html has no #{anchor}"
+        assert section is not None, f"{edition}{source.stem}.html has no #{anchor}"
         heading = section.find(["h2", "h3", "h4"])
-        assert section.name == "section" and heading.get_text().startswith("Exercise"), anchor
+        assert section.name == "section" and heading.get_text().startswith(words[0]), anchor
         toggles = section.select("details.hide.above-input")
-        assert toggles and "Show solution" in toggles[0].get_text(), f"#{anchor} has no solution toggle"
+        assert toggles and words[1] in toggles[0].get_text(), f"#{anchor} has no solution toggle"
 
 
+@pytest.mark.parametrize("language", course.LANGUAGES)
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_glossary_and_reference_links_land_on_the_site(source):
-    """A student notebook's glossary links reach their entry, its citations the references:
-    one link for each glossary term of its source, one for each work it cites."""
-    text, original = _markdown(course.student_path(source)), _markdown(source)
-    terms = re.findall(re.escape(f"{course.site_url()}book/glossary.html") + r"#([\w.-]+)\)", text)
-    citations = re.findall(re.escape(f"{course.site_url()}book/references.html") + r"\)", text)
+def test_glossary_and_reference_links_land_on_the_site(source, language):
+    """A student notebook's glossary links reach their entry, its citations the references,
+    on the site of its language: one link for each glossary term of its source, one for each
+    work it cites."""
+    edition, html = ("", HTML) if language == "en" else (f"{course.ZH}/", HTML / course.ZH)
+    text, original = _markdown(course.student_path(source, language=language)), _markdown(source)
+    terms = re.findall(re.escape(f"{course.site_url()}{edition}book/glossary.html") + r"#([\w.-]+)\)", text)
+    citations = re.findall(re.escape(f"{course.site_url()}{edition}book/references.html") + r"\)", text)
     cited = [key for keys in re.findall(r"\{cite(?::[pt])?\}`([^`]+)`", original) for key in keys.split(",")]
     assert len(terms) == len(re.findall(r"\{term\}`", original)), f"{source.stem}: glossary links"
     assert len(citations) == len(cited), f"{source.stem}: links to the references"
     assert terms or citations, f"{source.stem}: no glossary term and no citation"
-    assert (HTML / "book" / "references.html").is_file()
-    glossary = BeautifulSoup((HTML / "book" / "glossary.html").read_text(), "html.parser")
+    assert (html / "book" / "references.html").is_file()
+    glossary = BeautifulSoup((html / "book" / "glossary.html").read_text(), "html.parser")
     for anchor in terms:
         entry = glossary.find(id=anchor)
         assert entry is not None and entry.name == "dt", f"{source.stem}: no glossary entry #{anchor}"

@@ -32,6 +32,9 @@ def _copy_course(tmp_path: Path) -> Path:
         shutil.copytree(ROOT / folder, tmp_path / folder)
     (tmp_path / "book").mkdir()
     shutil.copy(ROOT / "book" / "references.bib", tmp_path / "book" / "references.bib")
+    for folder in ("notebooks", "code"):  # the Chinese student notebooks' catalogues
+        shutil.copytree(ROOT / "locale" / "zh_CN" / "LC_MESSAGES" / folder, tmp_path / "locale" / "zh_CN" /
+                        "LC_MESSAGES" / folder, ignore=shutil.ignore_patterns("*.mo"))
     return tmp_path
 
 
@@ -42,12 +45,14 @@ def _course_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 def test_every_source_has_an_up_to_date_student_version():
     assert course.stale_students() == []
-    assert sorted(p.name for p in (ROOT / course.STUDENTS).glob("*.ipynb")) == [p.name for p in SOURCES]
+    for folder in (ROOT / course.STUDENTS, ROOT / course.STUDENTS / course.ZH):
+        assert sorted(p.name for p in folder.glob("*.ipynb")) == [p.name for p in SOURCES]
 
 
+@pytest.mark.parametrize("language", course.LANGUAGES)
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_student_version_holds_no_solution_marker_or_hidden_test(source):
-    student = course.student_path(source)
+def test_student_version_holds_no_solution_marker_or_hidden_test(source, language):
+    student = course.student_path(source, language=language)
     text = student.read_text()
     cells = json.loads(text)["cells"]
     assert sitecheck.notebook_leaks(student, ROOT / course.NOTEBOOKS) == []
@@ -57,7 +62,8 @@ def test_student_version_holds_no_solution_marker_or_hidden_test(source):
     originals = [c for c in json.loads(source.read_text())["cells"] if is_solution(c)]
     assert len(answers) == len(originals)
     for cell in answers:  # the stub, at the indentation of the answer it replaces
-        stub = re.compile(r"^( *)# YOUR CODE HERE\n\1raise NotImplementedError\(\)$", re.M)
+        stub = re.compile(r"^( *)# (?:YOUR CODE HERE|在此处编写你的代码)\n\1raise NotImplementedError\(\)$",
+                          re.M)
         assert stub.search(source_text(cell)), "each answer is nbgrader's stub"
         assert "cellView" not in cell["metadata"] and "# @title" not in source_text(cell), \
             "the stub is shown in Colab, not folded under a form title"
@@ -84,9 +90,10 @@ def _markdown(path: Path) -> str:
     return "\n".join(source_text(c) for c in cells if c["cell_type"] == "markdown")
 
 
+@pytest.mark.parametrize("language", course.LANGUAGES)
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_student_markdown_has_no_myst_syntax_that_jupyter_would_show_raw(source):
-    text = _markdown(course.student_path(source))
+def test_student_markdown_has_no_myst_syntax_that_jupyter_would_show_raw(source, language):
+    text = _markdown(course.student_path(source, language=language))
     assert re.findall(r"\{[a-z:]+\}`", text) == [], "a MyST role left in a student notebook"
     assert "```{" not in text and ":::{" not in text, "a MyST directive left in a student notebook"
 
@@ -132,26 +139,38 @@ def test_heading_anchor_follows_docutils():
 
 def test_regenerating_is_deterministic_and_writes_nothing_when_up_to_date(tmp_path):
     root = _copy_course(tmp_path)
-    before = {p.name: p.read_bytes() for p in (root / course.STUDENTS).glob("*.ipynb")}
-    assert course.students(root) == []
+    before = {p.relative_to(root): p.read_bytes() for p in (root / course.STUDENTS).rglob("*.ipynb")}
+    assert len(before) == 2 * len(SOURCES)
+    assert course.students(root) == ([], [])
     shutil.rmtree(root / course.STUDENTS)
-    assert len(course.students(root)) == len(SOURCES)
-    assert {p.name: p.read_bytes() for p in (root / course.STUDENTS).glob("*.ipynb")} == before
+    changed, missing = course.students(root)
+    assert len(changed) == 2 * len(SOURCES) and missing == []
+    assert {p.relative_to(root): p.read_bytes() for p in (root / course.STUDENTS).rglob("*.ipynb")} == before
 
 
 def test_a_stale_student_version_fails_the_check_and_names_the_command(tmp_path):
     root = _copy_course(tmp_path)
     source = root / course.NOTEBOOKS / "05_2_rmsnorm.ipynb"
     nb = json.loads(source.read_text())
-    nb["cells"][1]["source"].append("\nA sentence added to the source.")
+    nb["cells"][1]["source"].append("\n\nA sentence added to the source.")
     source.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     run = _course_cli("check", "--root", str(root))
     assert run.returncode == 1
     assert "student/05_2_rmsnorm.ipynb: stale against notebooks/05_2_rmsnorm.ipynb" in run.stderr
     assert "python -m tinyk.course students" in run.stderr
 
+    # The English student version is written; the Chinese one is not, for want of a translation.
     run = _course_cli("students", "--root", str(root))
-    assert run.returncode == 0 and "updated student/05_2_rmsnorm.ipynb" in run.stdout, run.stdout
+    untranslated = ("notebooks/05_2_rmsnorm.ipynb: cell 1: 'A sentence added to the source.': "
+                    "no translation in locale/zh_CN/LC_MESSAGES/notebooks/05_2_rmsnorm.po")
+    assert run.returncode == 1 and "updated student/05_2_rmsnorm.ipynb" in run.stdout, run.stdout
+    assert untranslated in run.stderr and "student/zh/ were not written" in run.stderr, run.stderr
+    problems = course.check(root)
+    assert problems[:2] == ["student/zh/05_2_rmsnorm.ipynb: stale against notebooks/05_2_rmsnorm.ipynb",
+                            untranslated], problems
+    nb["cells"][1]["source"].pop()  # the sentence taken out again: everything is in step
+    source.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    course.students(root)
     assert course.check(root) == []
 
     # A solution pasted into a student version by hand, a missing one, an orphan: all flagged.

@@ -9,7 +9,7 @@ derived from them and rewritten by one command::
     python -m tinyk.course check        # exit 1 if any copy disagrees or student/ is stale
 
 Copies: each notebook's setup cell, ``pyproject.toml``'s ``Repository`` URL, and the
-student versions in ``student/``.
+student versions in ``student/`` and ``student/zh/``.
 
 Two folders of notebooks (see the book's *For instructors* page):
 
@@ -19,7 +19,11 @@ Two folders of notebooks (see the book's *For instructors* page):
   by nbgrader's own release preprocessors: answers replaced by stubs, hidden tests and
   markers removed, no outputs; each exercise links to its solution on the site, and the
   MyST that Jupyter cannot show (glossary terms, citations, admonitions) is plain Markdown
-  with links to the site's glossary and references.
+  with links to the site's glossary and references;
+- ``student/zh/``: the same student versions in Chinese, which the Chinese site's Colab
+  buttons open: prose from the pages' catalogues, comments, docstrings and test messages from
+  the code catalogues, code unchanged (:mod:`tinyk.chinese_notebooks`); links go to the
+  Chinese site. A message without a translation makes ``check`` fail and names it.
 
 These commands need the course's source checkout. The package itself does not: installed
 from a wheel, ``ROOT`` is ``site-packages``, and :func:`course_root` looks for the checkout
@@ -33,6 +37,7 @@ import copy
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +48,8 @@ from tinyk.exercises import _TITLE, is_solution, source_text
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = "notebooks"
 STUDENTS = "student"
+ZH = "zh"  # the Chinese edition's folder: of the site (zh/) and of the student notebooks (student/zh/)
+LANGUAGES = ("en", ZH)
 REGENERATE = "python -m tinyk.course students"
 _URL_RULE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+$")
 _CONFIG_URL = re.compile(r"^(  url: )(\S+)\s*$", re.MULTILINE)  # inside repository:
@@ -126,9 +133,11 @@ def notebook_paths(root: Path | None = None) -> list[Path]:
     return sorted((course_root(root) / NOTEBOOKS).glob("*.ipynb"))
 
 
-def student_path(source: Path, root: Path | None = None) -> Path:
-    """Where the student version of the source notebook ``source`` lives."""
-    return course_root(root) / STUDENTS / source.name
+def student_path(source: Path, root: Path | None = None, language: str = "en") -> Path:
+    """Where the student version of the source notebook ``source`` lives, in ``language``
+    (``"en"``: ``student/``, ``"zh"``: ``student/zh/``)."""
+    folder = course_root(root) / STUDENTS
+    return (folder if language == "en" else folder / language) / source.name
 
 
 def repository_url(root: Path | None = None) -> str:
@@ -219,7 +228,7 @@ def set_repo(url: str, root: Path | None = None) -> list[Path]:
             nb["cells"].insert(0, new)
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
         changed.append(path)
-    return changed + students(root)
+    return changed + students(root)[0]
 
 
 # ----------------------------------------------------------------------------- student versions
@@ -265,11 +274,21 @@ def _citation_labels(root: Path) -> dict[str, str]:
     return labels
 
 
-def markdown_for_notebooks(text: str, site: str, citations: dict[str, str]) -> str:
+# What the student versions add to the sources' words, in each language. The admonitions'
+# titles are Sphinx's own (its zh_CN catalogue), as on the Chinese site.
+_STUDENT_WORDS = {
+    "en": {"stuck": "Stuck? [The solution on the course site]({url}) waits behind a toggle."},
+    ZH: {"stuck": "卡住了？[课程网站上的参考答案]({url})折叠在按钮后面，点开即可查看。",
+         "warning": "警告", "note": "备注", "tip": "小技巧", "important": "重要", "caution": "小心"},
+}
+
+
+def markdown_for_notebooks(text: str, site: str, citations: dict[str, str], language: str = "en") -> str:
     """A source's Markdown as Jupyter and Colab show it, which know no MyST: a glossary
     term becomes a link to its entry on the site, a citation a link to the references
-    page, an admonition (```` ```{warning} ````) a quoted paragraph with its title, and a
-    dropdown (a hint, ``:::{dropdown} Title``) a collapsed ``<details>`` block."""
+    page, an admonition (```` ```{warning} ````) a quoted paragraph with its title (in
+    ``language``), and a dropdown (a hint, ``:::{dropdown} Title``) a collapsed
+    ``<details>`` block."""
     glossary, references = f"{site}book/glossary.html", f"{site}book/references.html"
 
     def term(m: re.Match) -> str:
@@ -285,7 +304,8 @@ def markdown_for_notebooks(text: str, site: str, citations: dict[str, str]) -> s
 
     def admonition(m: re.Match) -> str:
         body = m.group(2).rstrip("\n").splitlines()
-        return "\n".join([f"> **{m.group(1).capitalize()}**", ">"] + [f"> {ln}".rstrip() for ln in body])
+        title = _STUDENT_WORDS[language].get(m.group(1), m.group(1).capitalize())
+        return "\n".join([f"> **{title}**", ">"] + [f"> {ln}".rstrip() for ln in body])
 
     def dropdown(m: re.Match) -> str:
         title, body = m.group(1).strip(), m.group(2).strip("\n")
@@ -295,15 +315,23 @@ def markdown_for_notebooks(text: str, site: str, citations: dict[str, str]) -> s
     return _ADMONITION.sub(admonition, _CITE.sub(cite, _TERM.sub(term, text)))
 
 
-def _for_students(nb: dict, page_url: str, site: str, citations: dict[str, str]) -> dict:
+def _for_students(nb: dict, page_url: str, site: str, citations: dict[str, str], language: str = "en",
+                  translate: Callable[[str, int], str] | None = None) -> dict:
     """The source made ready for nbgrader's release: answer cells shown in Colab (no form
     title over the stub), each exercise's prompt linking to its solution on the site, and
-    MyST roles and admonitions written as plain Markdown (:func:`markdown_for_notebooks`)."""
+    MyST roles and admonitions written as plain Markdown (:func:`markdown_for_notebooks`).
+
+    ``translate(text, cell_index)``: each Markdown cell's MyST in ``language``, before it is
+    made plain. The solution links keep the English headings' anchors, which the Chinese
+    pages keep too (Sphinx gives a translated section its original id)."""
     nb = copy.deepcopy(nb)
-    for cell in nb["cells"]:
+    headings = {i: _EXERCISE_HEADING.findall(source_text(c)) for i, c in enumerate(nb["cells"])
+                if c["cell_type"] == "markdown"}
+    for i, cell in enumerate(nb["cells"]):
         if cell["cell_type"] == "markdown":
             text = source_text(cell)
-            plain = markdown_for_notebooks(text, site, citations)
+            words = translate(text, i) if translate else text
+            plain = markdown_for_notebooks(words, site, citations, language)
             if plain != text:
                 cell["source"] = plain.splitlines(keepends=True)
     for i, cell in enumerate(nb["cells"]):
@@ -312,16 +340,15 @@ def _for_students(nb: dict, page_url: str, site: str, citations: dict[str, str])
         lines = [ln for ln in source_text(cell).splitlines() if not _TITLE.match(ln)]
         cell["source"] = "\n".join(lines).strip("\n").splitlines(keepends=True)
         cell.get("metadata", {}).pop("cellView", None)
-        prompt = next((c for c in reversed(nb["cells"][:i]) if c["cell_type"] == "markdown"
-                       and _EXERCISE_HEADING.search(source_text(c))), None)
-        if prompt is None:
+        at = next((j for j in range(i - 1, -1, -1) if headings.get(j)), None)
+        if at is None:
             continue
-        anchor = _heading_anchor(_EXERCISE_HEADING.findall(source_text(prompt))[-1])
+        prompt, anchor = nb["cells"][at], _heading_anchor(headings[at][-1])
         text = source_text(prompt).rstrip("\n")
         if f"{page_url}#{anchor}" in text:  # a second answer cell of the same exercise
             continue
-        prompt["source"] = (text + f"\n\nStuck? [The solution on the course site]({page_url}#{anchor}) "
-                            f"waits behind a toggle.").splitlines(keepends=True)
+        stuck = _STUDENT_WORDS[language]["stuck"].format(url=f"{page_url}#{anchor}")
+        prompt["source"] = f"{text}\n\n{stuck}".splitlines(keepends=True)
     return nb
 
 
@@ -375,40 +402,105 @@ def student_notebooks(root: Path | None = None) -> dict[Path, str]:
     return out
 
 
-def students(root: Path | None = None) -> list[Path]:
-    """Regenerate ``student/`` from ``notebooks/``; returns the files written or removed.
+def chinese_student_notebooks(english: dict[Path, str], root: Path | None = None,
+                              ) -> tuple[dict[Path, str], list[str]]:
+    """The Chinese student versions (``student/zh/``) of the English ones in ``english``
+    (:func:`student_notebooks`), and the messages that have no translation, each naming its
+    notebook, cell and catalogue (:mod:`tinyk.chinese_notebooks`).
+
+    Each is its English student version with the Markdown cells made from the source in
+    Chinese and the code cells' words translated: cells, ids, metadata and code are the same.
+    """
+    import nbformat
+
+    from tinyk import chinese_notebooks as zh
+
+    root = course_root(root)
+    site, citations = f"{site_url(root)}{ZH}/", _citation_labels(root)
+    out, missing = {}, []
+    for source in notebook_paths(root):
+        pages = root / "locale" / "zh_CN" / "LC_MESSAGES" / NOTEBOOKS / f"{source.stem}.po"
+        code = zh.code_catalogue_path(root, source.stem)
+        prose, words = zh.load_messages(pages), zh.load_messages(code, code=True)
+        found: list[str] = []
+
+        def translate(text: str, i: int, source: Path = source, found: list[str] = found,
+                      prose: dict[str, str] = prose) -> str:
+            return zh.translate_markdown(text, prose, found, f"{NOTEBOOKS}/{source.name}: cell {i}")
+
+        page = f"{site}{NOTEBOOKS}/{source.stem}.html"
+        prepared = _for_students(json.loads(source.read_text(encoding="utf-8")), page, site, citations,
+                                 ZH, translate)
+        missing += [f"{line}: no translation in {pages.relative_to(root)}" for line in found]
+        nb = json.loads(english[student_path(source, root)])
+        found = []
+        for i, (cell, chinese) in enumerate(zip(nb["cells"], prepared["cells"], strict=True)):
+            if cell.get("id") != chinese.get("id"):
+                raise ValueError(f"{source.name}: cell {i} of the release is not the source's cell {i}")
+            if cell["cell_type"] == "markdown":
+                cell["source"] = chinese["source"]
+            elif cell["cell_type"] == "code" and not source_text(cell).startswith(SETUP_TITLE):
+                where = f"{NOTEBOOKS}/{source.name}: cell {i}"
+                text = zh.translate_code(source_text(cell), words, found, where)
+                if not zh.same_code(text, source_text(cell)):  # a quote in a translation, say
+                    raise ValueError(f"{where}: the Chinese code differs from the English beyond its strings "
+                                     f"and comments; check its translations in {code.relative_to(root)}")
+                cell["source"] = text.splitlines(keepends=True)
+        missing += [f"{line}: no translation in {code.relative_to(root)}" for line in found]
+        out[student_path(source, root, ZH)] = nbformat.writes(nbformat.from_dict(nb)) + "\n"
+    return out, missing
+
+
+def _written(root: Path) -> list[Path]:
+    """The student notebooks in ``student/`` and ``student/zh/`` now."""
+    return sorted((root / STUDENTS).glob("*.ipynb")) + sorted((root / STUDENTS / ZH).glob("*.ipynb"))
+
+
+def students(root: Path | None = None) -> tuple[list[Path], list[str]]:
+    """Regenerate ``student/`` and ``student/zh/`` from ``notebooks/``: returns the files
+    written or removed, and the Chinese messages without a translation (a Chinese notebook
+    that lacks one is not written).
 
     Deterministic (the same sources give byte-identical files) and writes only what changed.
     """
     root = course_root(root)
-    wanted = student_notebooks(root)
-    (root / STUDENTS).mkdir(exist_ok=True)
+    english = student_notebooks(root)
+    chinese, missing = chinese_student_notebooks(english, root)
+    incomplete = {name for line in missing for name in [line.split(": ")[0]]}
+    wanted = {**english, **{p: t for p, t in chinese.items() if f"{NOTEBOOKS}/{p.name}" not in incomplete}}
+    (root / STUDENTS / ZH).mkdir(parents=True, exist_ok=True)
     changed = []
-    for path in sorted((root / STUDENTS).glob("*.ipynb")):
-        if path not in wanted:
+    for path in _written(root):
+        if path not in wanted and path not in chinese:
             path.unlink()
             changed.append(path)
     for path, text in wanted.items():
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
             changed.append(path)
-    return changed
+    return changed, missing
 
 
 def stale_students(root: Path | None = None) -> list[str]:
-    """Student notebooks that are missing, stale against their source, or have no source."""
+    """Student notebooks that are missing, stale against their source, or have no source,
+    and Chinese messages without a translation."""
     root = course_root(root)
-    wanted = student_notebooks(root)
+    english = student_notebooks(root)
+    chinese, missing = chinese_student_notebooks(english, root)
     problems = []
-    for path, text in wanted.items():
-        source = f"{NOTEBOOKS}/{path.name}"
+    for path, text in {**english, **chinese}.items():
+        rel, source = path.relative_to(root).as_posix(), f"{NOTEBOOKS}/{path.name}"
         if not path.exists():
-            problems.append(f"{STUDENTS}/{path.name}: missing (the student version of {source})")
+            problems.append(f"{rel}: missing (the student version of {source})")
         elif path.read_text(encoding="utf-8") != text:
-            problems.append(f"{STUDENTS}/{path.name}: stale against {source}")
-    for path in sorted((root / STUDENTS).glob("*.ipynb")):
-        if path not in wanted:
-            problems.append(f"{STUDENTS}/{path.name}: no source {NOTEBOOKS}/{path.name}")
+            problems.append(f"{rel}: stale against {source}")
+    for path in _written(root):
+        if path not in english and path not in chinese:
+            problems.append(f"{path.relative_to(root).as_posix()}: no source {NOTEBOOKS}/{path.name}")
+    if missing:
+        problems += missing
+        problems.append("translate them: `python -m tinyk.translations update` adds new messages to the "
+                        f"catalogues; then {REGENERATE}")
     if problems:
         problems.append(f"regenerate the student notebooks: {REGENERATE} (or: make students)")
     return problems
@@ -438,17 +530,24 @@ def main(argv: list[str] | None = None) -> int:
             print("updated", path.relative_to(root))
         return 0
     if args.command == "students":
-        changed = students(root)
+        changed, missing = students(root)
         for path in changed:
             print("updated" if path.exists() else "removed", path.relative_to(root))
-        print(f"{len(notebook_paths(root))} student notebook(s) in {STUDENTS}/, {len(changed)} changed")
-        return 0
+        print(f"{len(notebook_paths(root))} student notebook(s) in {STUDENTS}/ and in {STUDENTS}/{ZH}/, "
+              f"{len(changed)} changed")
+        for line in missing:
+            print(line, file=sys.stderr)
+        if missing:
+            print(f"{len(missing)} message(s) without a Chinese translation: their notebooks in "
+                  f"{STUDENTS}/{ZH}/ were not written; `python -m tinyk.translations update` adds them "
+                  f"to the catalogues", file=sys.stderr)
+        return 1 if missing else 0
     problems = check(root)
     for line in problems:
         print(line, file=sys.stderr)
     if not problems:
         print(f"repository address {repository_url(root)} agrees everywhere; "
-              f"{STUDENTS}/ is up to date with {NOTEBOOKS}/")
+              f"{STUDENTS}/ and {STUDENTS}/{ZH}/ are up to date with {NOTEBOOKS}/")
     return 1 if problems else 0
 
 

@@ -15,6 +15,12 @@ code, maths, link targets, citation keys and glossary targets (:func:`problems`)
 terms are already bilingual ("KV cache (键值缓存)") and stay as they are in both editions,
 so that every ``{term}`` reference finds its entry.
 
+The words a learner reads in the code cells of the Chinese student notebooks (comments,
+docstrings, test messages; :mod:`tinyk.chinese_notebooks`) are in one catalogue per notebook,
+``locale/zh_CN/LC_MESSAGES/code/<stem>.po``, extracted from the English student versions by
+``update`` and checked by ``check`` like the pages' (an f-string's placeholders, quotes and
+escapes must come through as well).
+
 The words inside figures are not page prose: they are drawn when a notebook executes.
 Their catalogue is ``locale/zh_CN/figures.po`` (:mod:`tinyk.figure_text`); ``update``
 adds the ones the last ``make book`` lacked, and ``check`` checks it like the others.
@@ -28,10 +34,12 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from tinyk.chinese_notebooks import CODE_FOLDER, PLACEHOLDER
 from tinyk.course import course_root
 
-__all__ = ["LANGUAGE", "build", "catalogues", "figure_messages", "figure_problems", "main",
-           "message_problems", "problems", "stale", "update", "update_figures"]
+__all__ = ["LANGUAGE", "build", "catalogues", "code_problems", "code_texts", "figure_messages",
+           "figure_problems", "main", "message_problems", "problems", "stale", "update", "update_code",
+           "update_figures"]
 
 LANGUAGE = "zh_CN"
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
@@ -117,13 +125,106 @@ def problems(root: Path | None = None) -> list[str]:
             if not message.id:
                 continue
             msgid, msgstr = str(message.id), str(message.string or "")
-            issues = message_problems(msgid, msgstr, keep=msgid in terms)
+            if name.startswith(f"{CODE_FOLDER}/"):  # an f-string's placeholders are code, not words
+                issues = message_problems(PLACEHOLDER.sub("{}", msgid), PLACEHOLDER.sub("{}", msgstr))
+                issues += code_problems(msgid, msgstr) if msgstr else []
+            else:
+                issues = message_problems(msgid, msgstr, keep=msgid in terms)
             if message.fuzzy:
                 issues.append("marked fuzzy (the English changed; check the translation)")
             found += [f"{name}: {msgid[:60]!r}: {issue}" for issue in issues]
         if catalogue.obsolete:
             found.append(f"{name}: {len(catalogue.obsolete)} obsolete message(s): run update")
     return found + figure_problems(root)
+
+
+def code_problems(msgid: str, msgstr: str) -> list[str]:
+    """What is wrong with the translation of a code text beyond :func:`message_problems`: it
+    is written into a Python string literal (an f-string's, perhaps) or a comment."""
+    from tinyk.chinese_notebooks import placeholders
+
+    found = []
+    if placeholders(msgid) != placeholders(msgstr):
+        found.append("an f-string placeholder ({got}, ...) differs from the English")
+    if sorted(re.findall(r"\\.", msgid)) != sorted(re.findall(r"\\.", msgstr)) or \
+            any(msgstr.count(q) > msgid.count(q) for q in "'\""):
+        found.append("an escape (\\n, ...) differs from the English, or an ASCII quote was added (the text "
+                     "goes into a Python string literal: write Chinese quotes “” instead)")
+    return found
+
+
+def code_texts(root: Path | None = None) -> dict[str, list[tuple[str, str]]]:
+    """``stem -> [(msgid, kind), ...]``: the code texts of each English student version
+    (as ``python -m tinyk.course students`` makes it), in order, each once."""
+    import json
+
+    from tinyk.chinese_notebooks import code_messages
+    from tinyk.course import SETUP_TITLE, student_notebooks
+    from tinyk.exercises import source_text
+
+    out = {}
+    for path, text in student_notebooks(course_root(root)).items():
+        found: dict[str, str] = {}
+        for cell in json.loads(text)["cells"]:
+            code = source_text(cell)
+            if cell["cell_type"] == "code" and not code.startswith(SETUP_TITLE):
+                for msgid, kind in code_messages(code):
+                    found.setdefault(msgid, kind)
+        out[path.stem] = list(found.items())
+    return out
+
+
+def update_code(root: Path | None = None, texts: dict[str, list[tuple[str, str]]] | None = None) -> int:
+    """Merge the code texts into ``code/<stem>.po``: new ones untranslated, changed ones
+    fuzzy (with the old translation to start from), gone ones dropped; returns how many
+    messages came in untranslated or fuzzy."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import read_po, write_po
+
+    from tinyk.chinese_notebooks import code_catalogue_path
+
+    root = course_root(root)
+    added = 0
+    for stem, messages in (texts or code_texts(root)).items():
+        template = Catalog(locale=LANGUAGE, project="tinyk course", fuzzy=False)
+        for msgid, kind in messages:
+            template.add(msgid, auto_comments=[kind])
+        path = code_catalogue_path(root, stem)
+        catalogue = Catalog(locale=LANGUAGE, project="tinyk course", fuzzy=False)
+        if path.is_file():
+            with path.open("rb") as f:
+                catalogue = read_po(f)
+            template.creation_date = catalogue.creation_date  # an unchanged catalogue stays byte for byte
+        catalogue.update(template)
+        added += sum(1 for m in catalogue if m.id and (m.fuzzy or not m.string))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as f:
+            write_po(f, catalogue, width=100, ignore_obsolete=True, omit_header=False)
+    return added
+
+
+def _code_stale(root: Path) -> list[str]:
+    from babel.messages.pofile import read_po
+
+    from tinyk.chinese_notebooks import code_catalogue_path
+
+    found = []
+    for stem, messages in code_texts(root).items():
+        path = code_catalogue_path(root, stem)
+        name = f"{CODE_FOLDER}/{stem}.po"
+        if not path.is_file():
+            found.append(f"{name}: missing: run `make translations`")
+            continue
+        with path.open("rb") as f:
+            translated = {str(m.id) for m in read_po(f) if m.id}
+        english = {msgid for msgid, _ in messages}
+        if english - translated:
+            found.append(f"{name}: {len(english - translated)} code text(s) not in the catalogue, "
+                         f"e.g. {sorted(english - translated)[0][:60]!r}: run `make translations`")
+        if translated - english:
+            found.append(f"{name}: {len(translated - english)} code text(s) no student notebook has any "
+                         f"more: run `make translations`")
+    return found
 
 
 def figure_problems(root: Path | None = None) -> list[str]:
@@ -236,6 +337,9 @@ def update(root: Path | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         _extract(root, Path(tmp))
         basic.update(str(root / "locale"), str(Path(tmp, "gettext")), (LANGUAGE,), ignore_obsolete=True)
+    untranslated = update_code(root)
+    if untranslated:
+        print(f"{untranslated} code text(s) to translate in locale/{LANGUAGE}/LC_MESSAGES/{CODE_FOLDER}/")
     added = update_figures(root)
     if added:
         print(f"{added} new figure message(s) in locale/{LANGUAGE}/figures.po")
@@ -269,7 +373,7 @@ def stale(root: Path | None = None) -> list[str]:
             if translated - english:
                 found.append(f"{name}: {len(translated - english)} message(s) no page has any more: "
                              f"run `make translations`")
-    return found
+    return found + _code_stale(root)
 
 
 def build(root: Path | None = None, *, everything: bool = False) -> int:

@@ -15,7 +15,8 @@
   Sphinx would give none). Sphinx then copies the page's original source there.
 - ``html-page-context`` (after the theme's launch buttons): the Colab button opens the
   page's student version, ``student/NAME.ipynb`` (no solutions, no hidden tests), not the
-  source the page was built from; a student version missing from ``student/`` is a warning.
+  source the page was built from; in the Chinese edition, the Chinese student version
+  ``student/zh/NAME.ipynb``. A student version missing from its folder is a warning.
 - ``html-page-context`` (late): exact duplicate ``<script>`` entries are dropped. The
   sphinx-thebe configuration script is registered twice in a Jupyter Book build, and its
   second ``const THEBE_JS_URL`` is a SyntaxError on every page.
@@ -36,9 +37,9 @@
   - in the Chinese edition, the solution toggles' words and accessible names and the
     navigation's part captions are Chinese too.
 - ``build-finished``: every notebook's copy is overwritten with its student version: the
-  committed ``student/NAME.ipynb`` that Colab opens, or (for a notebook without one)
-  :func:`tinyk.exercises.student_version`. This must come last: Sphinx copies originals
-  while it writes pages.
+  committed ``student/NAME.ipynb`` that Colab opens (``student/zh/NAME.ipynb`` in the Chinese
+  edition), or (for a notebook without one) :func:`tinyk.exercises.student_version`. This
+  must come last: Sphinx copies originals while it writes pages.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from pathlib import Path
 from sphinx.util import logging
 
 import tinyk
-from tinyk.course import NOTEBOOKS, REGENERATE, STUDENTS
+from tinyk.course import NOTEBOOKS, REGENERATE, STUDENTS, ZH
 from tinyk.exercises import book_version, student_version
 
 _LOG = logging.getLogger(__name__)
@@ -115,7 +116,14 @@ def _link_source(app, pagename, templatename, context, doctree):
         context["sourcename"] = pagename + Path(app.env.doc2path(pagename)).suffix
 
 
+def student_folder(app) -> str:
+    """Where this edition's student notebooks are, relative to the course checkout."""
+    return STUDENTS if edition(app) == "en" else f"{STUDENTS}/{ZH}"
+
+
 def _colab_opens_student_version(app, pagename, templatename, context, doctree):
+    folder = student_folder(app)
+
     def rewrite(node):
         if isinstance(node, list):
             for item in node:
@@ -123,10 +131,10 @@ def _colab_opens_student_version(app, pagename, templatename, context, doctree):
         elif isinstance(node, dict):
             match = _COLAB_SOURCE.match(str(node.get("url", "")))
             if match:
-                node["url"] = f"{match.group(1)}{STUDENTS}/{match.group(2)}"
-                student = Path(app.srcdir, STUDENTS, match.group(2))
+                node["url"] = f"{match.group(1)}{folder}/{match.group(2)}"
+                student = Path(app.srcdir, folder, match.group(2))
                 if student.parent.is_dir() and not student.is_file():
-                    _LOG.warning(f"{pagename}: its Colab button opens {STUDENTS}/{match.group(2)}, "
+                    _LOG.warning(f"{pagename}: its Colab button opens {folder}/{match.group(2)}, "
                                  f"which does not exist: run {REGENERATE}")
             for value in node.values():
                 rewrite(value)
@@ -153,7 +161,7 @@ def _publish_student_notebooks(app, exception):
         if path.suffix == ".ipynb":
             target = Path(app.outdir, "_sources", docname + ".ipynb")
             target.parent.mkdir(parents=True, exist_ok=True)
-            committed = Path(app.srcdir, STUDENTS, path.name)
+            committed = Path(app.srcdir, student_folder(app), path.name)
             if path.parent.name == NOTEBOOKS and committed.is_file():  # what Colab opens, too
                 target.write_bytes(committed.read_bytes())
                 continue

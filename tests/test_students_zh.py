@@ -1,0 +1,215 @@
+"""The Chinese student notebooks (``student/zh/``): what the Chinese site's Colab links open.
+
+Each is its English student version with the words in Chinese: Markdown from the pages'
+catalogues, comments, docstrings and test messages from the code catalogues. Checked here:
+the code and nbgrader's metadata are the English version's, every prose cell is Chinese, the
+links go to the Chinese site, a missing translation is reported rather than left in English,
+and 05.2 runs in a kernel as a student runs it. (No solution and no hidden test: the checks
+of ``test_students.py``, run on both folders.)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tinyk import course
+from tinyk.chinese_notebooks import code_messages, placeholders, same_code, translate_code, translate_markdown
+from tinyk.exercises import nbgrader, source_text
+from tinyk.translations import code_problems
+
+ROOT = course.ROOT
+SOURCES = course.notebook_paths()
+CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def _cells(source, language):
+    return json.loads(course.student_path(source, language=language).read_text(encoding="utf-8"))["cells"]
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_chinese_version_is_the_english_one_but_for_its_words(source):
+    """Same cells, ids, metadata (nbgrader's included) and code; only strings and comments differ."""
+    english, chinese = _cells(source, "en"), _cells(source, course.ZH)
+    assert [(c["cell_type"], c.get("id"), c["metadata"]) for c in chinese] == \
+        [(c["cell_type"], c.get("id"), c["metadata"]) for c in english]
+    code = [(e, z) for e, z in zip(english, chinese, strict=True) if e["cell_type"] == "code"]
+    assert all(same_code(source_text(z), source_text(e)) for e, z in code)
+    changed = [z for e, z in code if source_text(z) != source_text(e)]
+    assert changed and all(CJK.search(source_text(z)) for z in changed)
+    assert sum(bool(nbgrader(z)) for z in chinese) == sum(bool(nbgrader(e)) for e in english) > 0
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_every_prose_cell_is_chinese_and_links_to_the_chinese_site(source):
+    for cell in _cells(source, course.ZH):
+        if cell["cell_type"] != "markdown":
+            continue
+        text = source_text(cell)
+        prose = re.sub(r"\$\$.*?\$\$|\$[^$\n]+\$|```.*?```|`[^`\n]+`|\]\([^)]*\)|<[^>]+>", " ", text,
+                       flags=re.S)
+        if re.search(r"[A-Za-z]{2,}", prose):  # not code or maths only
+            assert CJK.search(prose), f"{source.stem}: a Markdown cell without Chinese: {text[:80]!r}"
+    links = re.findall(r"\]\((https://[^)\s]+)\)",
+                       "\n".join(source_text(c) for c in _cells(source, course.ZH)))
+    site = course.site_url()
+    assert links and all(u.startswith(f"{site}{course.ZH}/") for u in links if u.startswith(site)), links
+    english = re.findall(r"\]\((https://[^)\s]+)\)", "\n".join(source_text(c) for c in _cells(source, "en")))
+    assert [u.replace(f"{site}{course.ZH}/", site) for u in links] == english  # the same targets, in order
+
+
+def test_markdown_is_put_together_from_its_translated_blocks():
+    messages = {"A title": "标题", "First paragraph, on two lines.": "第一段。", "one item;": "一项；",
+                "a second item, also on two lines.": "第二项。", "Hint 1 of 2: a nudge": "提示 1/2：推一把",
+                "Use `expand`.": "用 `expand`。", "Careful.": "小心。"}
+    text = ("## A title\n\nFirst paragraph,\non two lines.\n\n- one item;\n- a second item,\n"
+            "  also on two lines.\n\n$$\nx = 1\n$$\n\n```\nkeep = this\n```\n\n"
+            ":::{dropdown} Hint 1 of 2: a nudge\nUse `expand`.\n:::\n\n"
+            "```{warning}\nCareful.\n```")
+    missing: list[str] = []
+    assert translate_markdown(text, messages, missing, "cell 3") == (
+        "## 标题\n\n第一段。\n\n- 一项；\n- 第二项。\n\n$$\nx = 1\n$$\n\n```\nkeep = this\n```\n\n"
+        ":::{dropdown} 提示 1/2：推一把\n用 `expand`。\n:::\n\n```{warning}\n小心。\n```")
+    assert missing == []
+    del messages["Careful."]
+    assert "Careful." in translate_markdown(text, messages, missing, "cell 3")
+    assert missing == ["cell 3: 'Careful.'"]
+
+
+CELL = '''def f(x):
+    """Square ``x``.
+
+    Any shape.
+    """
+    return x * x  # elementwise, in x's dtype
+
+
+got = f(3)
+hints = {8: "you added instead"}
+hint = hints.get(got, "something else")
+assert got == 9, (f"3 squared is 9, not {got}: "
+                  f"{hint}")
+assert repr(got) != "nine words here", "compared strings stay"
+'''
+
+
+def test_code_keeps_its_tokens_and_translates_only_what_is_read():
+    assert code_messages(CELL) == [
+        ("Square ``x``.\n\nAny shape.\n", "docstring"), ("elementwise, in x's dtype", "comment"),
+        ("you added instead", "message"), ("something else", "message"),
+        ("3 squared is 9, not {got}: {hint}", "message"), ("compared strings stay", "message")]
+    words = {"Square ``x``.\n\nAny shape.\n": "``x`` 的平方。\n\n任意形状。\n",
+             "elementwise, in x's dtype": "逐元素", "you added instead": "你做了加法",
+             "something else": "别的错误", "compared strings stay": "比较的字符串不变",
+             "3 squared is 9, not {got}: {hint}": "3 的平方是 9，而不是 {got}：{hint}"}
+    missing: list[str] = []
+    chinese = translate_code(CELL, words, missing)
+    assert missing == [] and same_code(chinese, CELL)
+    assert '    """``x`` 的平方。\n\n    任意形状。\n    """' in chinese and "# 逐元素" in chinese
+    assert '"nine words here"' in chinese and '{8: "你做了加法"}' in chinese
+
+
+def test_a_translation_that_would_change_the_code_is_caught():
+    with pytest.raises(AssertionError, match="3 的平方是 9，而不是 9：别的错误"):
+        exec(translate_code(CELL, {"3 squared is 9, not {got}: {hint}": "3 的平方是 9，而不是 {got}：{hint}",
+                                   "something else": "别的错误"}, []).replace("got == 9", "got == 10"), {})
+    broken = translate_code(CELL, {"compared strings stay": 'a "quote'}, [])
+    assert not same_code(broken, CELL)
+    assert code_problems("not {got}: {hint}", "而不是 {got}") != []  # a placeholder lost
+    assert code_problems("not {got}", "而不是 {got!r}") != []
+    assert code_problems("say it", '说 "它"') != [] and code_problems("say it", "说“它”") == []
+    assert code_problems("a\\nb", "甲乙") != [] and code_problems("a\\nb", "甲\\n乙") == []
+    assert placeholders("{a} and {b[0]:.2f} {{not}}") == ["{a}", "{b[0]:.2f}"]
+
+
+def test_a_missing_code_translation_is_named(tmp_path):
+    """(A missing prose translation, and the notebook then left unwritten: test_students.py.)"""
+    from tests.test_students import _copy_course
+
+    root = _copy_course(tmp_path)
+    catalogue = root / "locale" / "zh_CN" / "LC_MESSAGES" / "code" / "05_2_rmsnorm.po"
+    text = catalogue.read_text(encoding="utf-8")
+    catalogue.write_text(text.replace('msgid "return a float"\nmsgstr "应返回 float"',
+                                      'msgid "return a float"\nmsgstr ""'), encoding="utf-8")
+    english = {course.student_path(p, root): course.student_path(p).read_text(encoding="utf-8")
+               for p in SOURCES}
+    chinese, missing = course.chinese_student_notebooks(english, root)
+    assert missing == ["notebooks/05_2_rmsnorm.ipynb: cell 21: 'return a float': "
+                       "no translation in locale/zh_CN/LC_MESSAGES/code/05_2_rmsnorm.po"]
+    kept = chinese[root / course.STUDENTS / course.ZH / "05_2_rmsnorm.ipynb"]
+    assert '\\"return a float\\"' in kept
+
+
+def test_the_chinese_site_opens_and_serves_the_chinese_student_notebooks(tmp_path):
+    """The book's extension, in each edition: the Colab button and the download."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    extension = ROOT / "book" / "_ext" / "tinyk_book.py"
+    spec = importlib.util.spec_from_file_location("tinyk_book_zh", extension)
+    book = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(book)
+    colab = "https://colab.research.google.com/github/tinyk-course/tinyk/blob/main/"
+    for language, folder in (("en", "student"), ("zh_CN", "student/zh")):
+        app = SimpleNamespace(srcdir=str(ROOT), outdir=str(tmp_path / language), config=SimpleNamespace(
+            language=language), builder=SimpleNamespace(format="html"))
+        context = {"header_buttons": [{"buttons": [{"url": f"{colab}notebooks/05_2_rmsnorm.ipynb"}]}]}
+        book._colab_opens_student_version(app, "notebooks/05_2_rmsnorm", "page.html", context, None)
+        assert context["header_buttons"][0]["buttons"][0]["url"] == f"{colab}{folder}/05_2_rmsnorm.ipynb"
+        app.env = SimpleNamespace(found_docs={"notebooks/05_2_rmsnorm"},
+                                  doc2path=lambda name: str(ROOT / f"{name}.ipynb"))
+        book._publish_student_notebooks(app, None)
+        published = tmp_path / language / "_sources" / "notebooks" / "05_2_rmsnorm.ipynb"
+        assert published.read_bytes() == (ROOT / folder / "05_2_rmsnorm.ipynb").read_bytes()
+
+
+@pytest.mark.slow
+def test_chinese_05_2_runs_top_to_bottom_in_a_kernel(tmp_path, monkeypatch):
+    """As a student runs it (test_jupyterlab.py's rules, without the browser): every cell in
+    order, a failing cell does not stop the next; the only errors are the unanswered
+    exercises' own, and each unanswered exercise fails. A wrong answer gets its Chinese message."""
+    import os
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    from tests.test_jupyterlab import _allowed_to_fail
+
+    nb = nbformat.read(course.student_path(ROOT / "notebooks" / "05_2_rmsnorm.ipynb", language=course.ZH),
+                       as_version=4)
+    first = next(c for c in nb.cells if nbgrader(c).get("solution"))
+    first.source = "def rms(x, eps=0.0):\n    return float(sum(x))  # 错的：没有平方，也没有开方"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as test_jupyterlab.py's server
+    NotebookClient(nb, timeout=300, allow_errors=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code), "cells that did not run"
+    errors = {i: [o for o in c.outputs if o.output_type == "error"] for i, c in enumerate(code)}
+    assert [i for i, e in errors.items() if e and not _allowed_to_fail(code[i])] == []
+    for i, cell in enumerate(code):
+        if nbgrader(cell).get("solution") and cell is not first:
+            test = next(c for c in code[i + 1:] if nbgrader(c).get("grade"))
+            assert errors[i] or errors[code.index(test)], "an unanswered exercise raised nothing"
+    graded = errors[code.index(first) + 1]
+    assert [e.ename for e in graded] == ["AssertionError"]
+    assert graded[0].evalue == ("(3, 4) 的 r 是平方均值的平方根，即 sqrt((9 + 16) / 2) = 3.5355...，"
+                                "而不是 7.0")
+
+
+def test_graded_against_the_english_release_a_chinese_notebook_counts_its_tests_as_edited():
+    """What the instructors' page says: the translated test cells are restored from the
+    release (graded with the original tests) and flagged; the English version is not."""
+    from tinyk import grading
+
+    source = ROOT / course.NOTEBOOKS / "05_2_rmsnorm.ipynb"
+    english, chinese = (json.loads(course.student_path(source, language=lang).read_text(encoding="utf-8"))
+                        for lang in course.LANGUAGES)
+    restored, changes = grading._restore_release(chinese, english)
+    assert changes == ["ex_05_2_1_test edited", "ex_05_2_2_test edited", "ex_05_2_3_test edited"]
+    assert grading._restore_release(english, english)[1] == []
+    tests = [c for c in restored["cells"] if nbgrader(c).get("grade")]
+    originals = [source_text(c) for c in english["cells"] if nbgrader(c).get("grade")]
+    assert [source_text(c) for c in tests] == originals

@@ -1,0 +1,355 @@
+"""The Chinese student notebooks, ``student/zh/`` (the *Chinese edition* of the book's
+*For instructors* page): what every Colab button of the Chinese site opens.
+
+They are made with the English student versions, by the same command
+(``python -m tinyk.course students``), from the same sources, and checked by
+``python -m tinyk.course check`` in the same way. Each is the English student version with
+its words replaced, never its code:
+
+- **Markdown** cells are parsed as the book parses them (MyST, with the book's extensions),
+  and each block that Sphinx's gettext builder makes a message of (a paragraph, a heading,
+  a list item, the body and title of an admonition or a hint) is replaced by its translation
+  in the page's catalogue, ``locale/zh_CN/LC_MESSAGES/notebooks/<stem>.po``; maths blocks and
+  code fences stay as they are. A block without a translation is a problem that names it,
+  never English left silently.
+- **Code** cells keep every token but string literals and comments. What a learner reads
+  there is translated from ``locale/zh_CN/LC_MESSAGES/code/<stem>.po``: comments, docstrings,
+  the messages of assertions and of raised errors, and the strings that only flow into those
+  messages (a dictionary of hints, say). :func:`code_messages` extracts them from the English
+  student version (``python -m tinyk.translations update`` writes the catalogue); an f-string's
+  placeholders come through unchanged (``python -m tinyk.translations check`` says so when
+  one does not). nbgrader's metadata stays the English student version's.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import io
+import re
+import textwrap
+import tokenize
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["CODE_FOLDER", "PLACEHOLDER", "code_catalogue_path", "code_messages", "load_messages",
+           "placeholders", "same_code", "stripped", "translate_code",
+           "translate_markdown"]
+
+CODE_FOLDER = "code"  # under locale/zh_CN/LC_MESSAGES/, one catalogue per notebook
+_WORDS = re.compile(r"[A-Za-z]{2,}")
+_EXTENSIONS = {"colon_fence", "dollarmath", "amsmath", "deflist", "substitution"}  # as _config.yml
+# An f-string's placeholder, ``{got!r}`` or ``{x[0, 0]:.3g}`` (one level of nested braces).
+PLACEHOLDER = re.compile(r"(?<!\{)\{(?!\{)[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
+_LINE = 100  # the width a long translated message is wrapped to, where its English was wrapped
+
+
+def code_catalogue_path(root: Path, stem: str) -> Path:
+    """The catalogue of a notebook's code text: ``locale/zh_CN/LC_MESSAGES/code/<stem>.po``."""
+    return root / "locale" / "zh_CN" / "LC_MESSAGES" / CODE_FOLDER / f"{stem}.po"
+
+
+def _key(text: str) -> str:
+    """A page message as Sphinx extracts it: lines joined, spaces collapsed."""
+    return " ".join(text.split())
+
+
+def load_messages(path: Path, *, code: bool = False) -> dict[str, str]:
+    """``msgid -> msgstr`` of a catalogue's translated, not fuzzy messages (an absent file:
+    none). Page messages are keyed with their spaces collapsed; code messages exactly."""
+    from babel.messages.pofile import read_po
+
+    if not path.is_file():
+        return {}
+    with path.open("rb") as f:
+        catalogue = read_po(f)
+    return {(str(m.id) if code else _key(str(m.id))): str(m.string) for m in catalogue
+            if m.id and m.string and not m.fuzzy}
+
+
+# ----------------------------------------------------------------------------- Markdown
+
+
+@functools.cache
+def _parser():
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.parsers.mdit import create_md_parser
+
+    return create_md_parser(MdParserConfig(enable_extensions=_EXTENSIONS), RendererHTML)
+
+
+def translate_markdown(text: str, messages: dict[str, str], missing: list[str], where: str = "") -> str:
+    """``text`` (MyST) with each translatable block replaced by its translation in
+    ``messages`` (:func:`load_messages`); blocks without one are appended to ``missing``
+    and left as they are."""
+    lines = text.split("\n")
+    tokens = _parser().parse(text)
+    edits: list[tuple[int, int, list[str]]] = []  # (first line, end line, new lines)
+
+    def translated(content: str) -> str:
+        found = messages.get(_key(content))
+        if found is None:
+            missing.append(f"{where}: {_key(content)[:70]!r}")
+            return content
+        return found
+
+    for i, token in enumerate(tokens):
+        if token.type == "inline":
+            if tokens[i - 1].map is None:  # a table cell, say: no line of its own to replace
+                raise ValueError(f"{where}: the Chinese notebooks cannot place the block {token.content!r} "
+                                 f"(in a {tokens[i - 1].type}); write it as a paragraph or a list")
+            start, end = tokens[i - 1].map
+            first = token.content.split("\n")[0]
+            column = lines[start].find(first)
+            if column < 0:
+                raise ValueError(f"{where}: cannot find the block {first!r} on its line {lines[start]!r}")
+            prefix = lines[start][:column]
+            new = translated(token.content).split("\n")
+            indent = " " * len(prefix) if prefix.strip(" -*+0123456789.)") == "" else prefix
+            edits.append((start, end, [prefix + new[0]] + [indent + ln for ln in new[1:]]))
+        elif token.type in ("fence", "colon_fence") and token.info.startswith("{") and token.map:
+            start, end = token.map
+            title = token.info.partition("}")[2]
+            opening = lines[start]
+            if title.strip():
+                opening = opening[: opening.rindex(title.strip())] + translated(title.strip())
+            body = translate_markdown(token.content.rstrip("\n"), messages, missing, where)
+            closed = end - start >= 2 and lines[end - 1].strip().startswith(("```", ":::"))
+            indent = opening[: len(opening) - len(opening.lstrip())]
+            body_lines = [indent + ln if ln else ln for ln in body.split("\n")]
+            edits.append((start, end - 1 if closed else end, [opening, *body_lines]))
+    for start, end, new in sorted(edits, reverse=True):
+        lines[start:end] = new
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- code
+
+
+@dataclass
+class _Text:
+    """One message of a code cell: where it is, its text, and how a translation is written."""
+
+    start: tuple[int, int]  # (line, column) from 1 and 0, in characters, as tokenize counts
+    end: tuple[int, int]
+    msgid: str
+    kind: str  # "comment", "docstring" or "message"
+    render: Callable[[str], str]
+
+
+def _string_nodes(node: ast.AST):
+    """The string literals of a message expression, not those it tests or looks up with."""
+    if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        yield node
+    elif isinstance(node, ast.Dict):
+        for value in node.values:
+            yield from _string_nodes(value)
+    elif isinstance(node, ast.IfExp):
+        yield from _string_nodes(node.body)
+        yield from _string_nodes(node.orelse)
+    elif isinstance(node, ast.Call):
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            yield from _string_nodes(arg)
+    elif isinstance(node, (ast.BinOp, ast.Tuple, ast.List)):
+        for child in ast.iter_child_nodes(node):
+            yield from _string_nodes(child)
+
+
+def _loads(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _message_nodes(tree: ast.Module) -> tuple[list[ast.AST], list[ast.AST]]:
+    """(docstrings, message strings) of a cell: an assertion's message, a raised error's
+    arguments, and the values of names that are read only by those (the flow is followed:
+    ``hint = hints.get(got, "...")`` read by a message makes ``hints`` a message's too)."""
+    nodes = list(ast.walk(tree))
+    docstrings = [n.body[0].value for n in nodes
+                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                  and ast.get_docstring(n, clean=False) is not None]
+    roots: list[ast.AST] = [n.msg for n in nodes if isinstance(n, ast.Assert) and n.msg]
+    roots += [n.exc for n in nodes if isinstance(n, ast.Raise) and n.exc]
+    assigns = [n for n in nodes if isinstance(n, ast.Assign)
+               and all(isinstance(t, ast.Name) for t in n.targets)]
+    flowing: set[str] = set()
+    while True:
+        context = roots + [a.value for a in assigns if {t.id for t in a.targets} <= flowing]
+        inside = {id(n) for c in context for n in ast.walk(c)}
+        elsewhere = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                     and id(n) not in inside}
+        grown = set().union(*(_loads(c) for c in context)) - elsewhere
+        if grown <= flowing:
+            break
+        flowing |= grown
+    strings = [s for c in context for s in _string_nodes(c)]
+    # A dictionary read only through .items() (``for what, wrong in suspects.items()``): its
+    # keys are never looked up, so string keys are messages too.
+    for a in assigns:
+        names = {t.id for t in a.targets}
+        if not (names <= flowing and isinstance(a.value, ast.Dict)):
+            continue
+        uses = [n for n in nodes if isinstance(n, ast.Name) and n.id in names]
+        via_items = [n for n in nodes if isinstance(n, ast.Attribute) and n.attr == "items"
+                     and isinstance(n.value, ast.Name) and n.value.id in names]
+        if len(uses) == len(a.targets) + len(via_items):  # its own targets, then .items() only
+            strings += [k for k in a.value.keys if k is not None and next(_string_nodes(k), None) is k]
+    return docstrings, strings
+
+
+def _columns(source_lines: list[str], line: int, byte_col: int) -> int:
+    """ast's byte offset on a line as a character offset (tokenize's)."""
+    return len(source_lines[line - 1].encode("utf-8")[:byte_col].decode("utf-8"))
+
+
+_FORM_TITLE = re.compile(r"^@title\s+(.*?)(\s*\{[^{}]*\})?$")
+_PREFIX = re.compile(r"^([A-Za-z]*)('''|\"\"\"|'|\")")
+
+
+def _width(ch: str) -> int:
+    return 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+
+
+def _split(text: str, width: int) -> list[str]:
+    """``text`` in pieces of about equal width, each at most about ``width`` (a CJK character
+    counts two), broken after punctuation where one is near, never inside an f-string
+    placeholder, an escape sequence, a word or a number."""
+    total = sum(map(_width, text))
+    if total <= width:
+        return [text]
+    allowed, depth, at, widths = {}, 0, 0, []  # break position -> width before it; preferred?
+    for i, ch in enumerate(text):
+        if i and depth == 0 and text[i - 1] != "\\" and ch not in "{}" and \
+                not (re.match(r"[\w.]", text[i - 1], re.A) and re.match(r"[\w.]", ch, re.A)):
+            allowed[i] = text[i - 1] in "，；：。、）,;: "
+        depth += (ch == "{") - (ch == "}")
+        at += _width(ch)
+        widths.append(at)
+    pieces, start, done = [], 0, 0
+    count = -(-total // width)
+    for k in range(1, count):
+        target = done + (total - done) / (count - k + 1)
+        best = min((i for i in allowed if i > start and widths[i - 1] - done <= width),
+                   key=lambda i: abs(widths[i - 1] - target) - (10 if allowed[i] else 0), default=None)
+        if best is None:
+            break
+        pieces.append(text[start:best])
+        start, done = best, widths[best - 1]
+    return [*pieces, text[start:]]
+
+
+def code_texts(source: str) -> list[_Text]:
+    """Every translatable text of a code cell's ``source`` (see the module's docstring)."""
+    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    tree = ast.parse(source)
+    source_lines = source.split("\n")
+    texts: list[_Text] = []
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT:
+            body = tok.string[1:].strip()
+            form = _FORM_TITLE.match(body)
+            if form:  # a Colab form's title: # @title Words { display-mode: "form" }
+                texts.append(_Text(tok.start, tok.end, form[1], "comment",
+                                   lambda s, rest=form[2]: f"# @title {s}{rest}"))
+            elif _WORDS.search(body) and not body.startswith(("noqa", "type:")):
+                texts.append(_Text(tok.start, tok.end, body, "comment", lambda s: f"# {s}"))
+    strings = [t for t in tokens if t.type == tokenize.STRING]
+    docstrings, messages = _message_nodes(tree)
+    for node, kind in [*((n, "docstring") for n in docstrings), *((n, "message") for n in messages)]:
+        start = (node.lineno, _columns(source_lines, node.lineno, node.col_offset))
+        end = (node.end_lineno, _columns(source_lines, node.end_lineno, node.end_col_offset))
+        parts = [t for t in strings if start <= t.start and t.end <= end]
+        texts.append(_string_text(parts, start, end, kind, isinstance(node, ast.JoinedStr), source_lines))
+    return [t for t in texts if t is not None and _WORDS.search(PLACEHOLDER.sub(" ", t.msgid))]
+
+
+def _string_text(parts: list[tokenize.TokenInfo], start, end, kind: str, formatted: bool,
+                 source_lines: list[str]) -> _Text | None:
+    bodies, quotes = [], set()
+    for part in parts:
+        prefix, quote = _PREFIX.match(part.string).groups()
+        if set(prefix.lower()) - {"f", "u"}:
+            return None  # raw and byte strings are not messages to translate
+        body = part.string[len(prefix) + len(quote): -len(quote)]
+        if formatted and "f" not in prefix.lower():
+            body = body.replace("{", "{{").replace("}", "}}")
+        bodies.append(body)
+        quotes.add(quote)
+    if len(quotes) != 1:
+        return None
+    quote = quotes.pop()
+    f = "f" if formatted else ""
+    if kind == "docstring":
+        lines = bodies[0].split("\n")
+        indent = " " * min((len(ln) - len(ln.lstrip()) for ln in lines[1:] if ln.strip()), default=0)
+        msgid = "\n".join([lines[0], *(ln[len(indent):] for ln in lines[1:])])
+
+        def render(s: str) -> str:
+            first, *rest = s.split("\n")  # the last line, empty, puts the closing quotes in place
+            rest = [indent + ln if ln or k == len(rest) - 1 else ln for k, ln in enumerate(rest)]
+            return quote + "\n".join([first, *rest]) + quote
+
+        return _Text(start, end, msgid, kind, render)
+    msgid = "".join(bodies)
+    if len(parts) == 1:
+        return _Text(start, end, msgid, kind, lambda s: f"{f}{quote}{s}{quote}")
+    line, column = parts[0].end
+    between = source_lines[line - 1][column:] if parts[1].start[0] > line else ""
+    joiner = (" \\\n" if "\\" in between else "\n") + " " * parts[1].start[1]
+
+    def render_pieces(s: str) -> str:
+        pieces = _split(s, max(40, _LINE - parts[1].start[1]))
+        return joiner.join(f"{f if ('{' in p or '}' in p) else ''}{quote}{p}{quote}" for p in pieces)
+
+    return _Text(start, end, msgid, kind, render_pieces)
+
+
+def code_messages(source: str) -> list[tuple[str, str]]:
+    """``(msgid, kind)`` of every text of a code cell to translate, in order."""
+    return [(t.msgid, t.kind) for t in sorted(code_texts(source), key=lambda t: t.start)]
+
+
+def translate_code(source: str, messages: dict[str, str], missing: list[str], where: str = "") -> str:
+    """``source`` with each text of :func:`code_texts` replaced by its translation in
+    ``messages``; texts without one are appended to ``missing`` and left as they are."""
+    lines = source.split("\n")
+    for text in sorted(code_texts(source), key=lambda t: t.start, reverse=True):
+        new = messages.get(text.msgid)
+        if new is None:
+            missing.append(f"{where}: {text.msgid[:70]!r}")
+            continue
+        (l1, c1), (l2, c2) = text.start, text.end
+        replaced = lines[l1 - 1][:c1] + text.render(new) + lines[l2 - 1][c2:]
+        lines[l1 - 1: l2] = replaced.split("\n")
+    return "\n".join(lines)
+
+
+def placeholders(text: str) -> list[str]:
+    """An f-string message's placeholders (``{got!r}``, ``{x:.3g}``), sorted."""
+    return sorted(PLACEHOLDER.findall(text.replace("{{", "").replace("}}", "")))
+
+
+def stripped(source: str) -> str:
+    """A cell's code with every string literal emptied and its comments gone (an f-string
+    keeps its placeholders, sorted: a translation may reorder them), as an AST dump: what
+    the two languages' versions of a cell must share."""
+
+    class Strip(ast.NodeTransformer):
+        def visit_Constant(self, node):
+            return ast.Constant("") if isinstance(node.value, str) else node
+
+        def visit_JoinedStr(self, node):
+            values = sorted((v for v in node.values if isinstance(v, ast.FormattedValue)), key=ast.dump)
+            return ast.JoinedStr(values=values) if values else ast.Constant("")
+
+    return ast.dump(Strip().visit(ast.parse(textwrap.dedent(source))))
+
+
+def same_code(translated: str, english: str) -> bool:
+    """Whether a translated cell parses and is the English cell but for its words (:func:`stripped`)."""
+    try:
+        return stripped(translated) == stripped(english)
+    except SyntaxError:
+        return False
