@@ -65,8 +65,9 @@ _SHORT_ERRORS = {"cell_type": "code", "execution_count": None, "outputs": [],
                  "source": 'get_ipython().run_line_magic("xmode", "minimal")'}
 
 
-# Modules no notebook runs: the Chinese edition's catalogue tools change no output.
-_NOT_RUN = {"translations.py"}
+# Modules no notebook runs: the Chinese edition's catalogue tools and the ONNX export change
+# no output.
+_NOT_RUN = {"translations.py", "onnx_export.py"}
 
 
 def package_hash() -> str:
