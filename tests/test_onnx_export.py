@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
 import torch
 
 from tests.optional import need
-from tinyk import KVCache, generate
+from tinyk import KVCache, generate, onnx_export
+from tinyk.course import ROOT
 from tinyk.data import CharTokenizer
 from tinyk.model import ModelConfig, Transformer, apply_rotary_emb
-from tinyk.onnx_export import DecoderForExport, input_names, main, output_names
+from tinyk.onnx_export import DecoderForExport, export_course_model, input_names, main, output_names
 from tinyk.training import trained_course_model
 
 need("onnxscript")
@@ -30,7 +32,8 @@ PROMPT = "3+4=4+3\n8+5=5+8\n2+7="
 
 @pytest.fixture(scope="session")
 def exported(tmp_path_factory):
-    out = tmp_path_factory.mktemp("onnx")
+    """The CLI's files, where the book build keeps them (``_build/web-static/models``)."""
+    out = tmp_path_factory.mktemp("book") / "_build" / "web-static" / "models"
     assert main(["--out", str(out)]) == 0
     session = ort.InferenceSession(str(out / "tiny.onnx"), providers=["CPUExecutionProvider"])
     return out, session
@@ -245,3 +248,51 @@ def test_a_bad_export_request_says_what_is_wrong(kwargs, error, words):
         DecoderForExport(model, **kwargs)
     with pytest.raises(TypeError, match=r"wraps a tinyk\.model\.Transformer"):
         DecoderForExport(torch.nn.Linear(2, 2))  # type: ignore[arg-type]
+
+
+def test_the_book_build_serves_the_files_from_static_and_reuses_them(exported, tmp_path):
+    """A one-page Sphinx build with the book's extension: the files land in _static/models,
+    taken from _build/web-static without exporting again (their times are unchanged)."""
+    from sphinx.application import Sphinx
+
+    out, _ = exported
+    build = out.parent.parent  # _build
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'book' / '_ext')!r})\n"
+                                 "extensions = ['tinyk_book']\n")
+    (src / "index.rst").write_text("Page\n====\n\nA page.\n")
+    app = Sphinx(str(src), str(src), str(build / "html"), str(build / ".doctrees"), "html",
+                        status=None, warning=None, freshenv=True)
+    app.build()
+    served = build / "html" / "_static" / "models"
+    assert sorted(p.name for p in served.iterdir()) == ["tiny.json", "tiny.onnx"]
+    assert (served / "tiny.onnx").read_bytes() == (out / "tiny.onnx").read_bytes()
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
+
+
+def test_a_changed_stamp_exports_again(exported, tmp_path, monkeypatch):
+    out, _ = exported
+    copy = tmp_path / "models"
+    shutil.copytree(out, copy)
+    calls = []
+    monkeypatch.setattr(onnx_export, "export_onnx", lambda model, path, **kw: calls.append(kw))
+    export_course_model(copy, reuse=True)
+    assert calls == []  # same stamp: nothing exported
+    manifest = json.loads((copy / "tiny.json").read_text(encoding="utf-8"))
+    assert manifest["stamp"] == onnx_export.course_model_stamp()
+    (copy / "tiny.json").write_text(json.dumps({**manifest, "stamp": "an older model"}), encoding="utf-8")
+    export_course_model(copy, reuse=True)
+    assert calls == [{"attention_layers": (0, 1)}]
+    assert json.loads((copy / "tiny.json").read_text(encoding="utf-8"))["stamp"] == manifest["stamp"]
+
+
+def test_the_sizes_the_module_states():
+    doc = " ".join(onnx_export.__doc__.split())
+    tiny = 2 * 1 * 4 * 64 * 64 * 4  # N·B·H_q·T·T_k floats of 4 bytes: all layers of the tiny model
+    smollm2_all, smollm2_one = 30 * 9 * 256 * 256 * 4, 9 * 256 * 256 * 4
+    assert (tiny, round(smollm2_all / 1e6), round(smollm2_one / 1e6, 1)) == (128 * 1024, 71, 2.4)
+    assert "at 64 tokens are 128 KB" in doc and "would be 71 MB per call, one layer 2.4 MB" in doc
+    assert onnx_export.default_attention_layers(2) == (0, 1)
+    assert onnx_export.default_attention_layers(30) == (15,)  # SmolLM2: the middle layer

@@ -4,11 +4,16 @@
 
     program = export_onnx(model, "model.onnx", attention_layers=[3])
 
+The book build writes the 05.7 files into each edition's ``_static/models/``
+(``book/_ext/tinyk_book.py``), so a page can load them from the site itself.
+
 :class:`DecoderForExport` wraps a :class:`tinyk.model.Transformer` and runs **its** steps:
 ``_rope_and_mask`` (05.6), every :class:`~tinyk.model.DecoderLayer` (05.5) with its
 ``Attention`` and that module's seams (``apply_rope`` 05.3, ``attend``, ``repeat_kv`` 05.4),
 ``_kept``, the final norm and the tied head (05.6). Nothing of the model's arithmetic is
-written again here, so a change to the model changes the export. PyTorch's dynamo exporter
+written again here, so a change to the model changes the export. Every layer attends by the
+hand-written branch of ``attend`` (``_attention_by_hand``; see :func:`_attention_for_export`
+for why), which computes what the ``scaled_dot_product_attention`` branch computes. PyTorch's dynamo exporter
 (``torch.onnx.export(..., dynamo=True)``) traces it into one graph with dynamic batch,
 length and cache length. What the graph leaves out is ``Transformer._check_inputs``: it
 reads token values (a data-dependent branch that cannot be traced), so a caller of the
@@ -41,7 +46,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
+import logging
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -55,7 +62,7 @@ from torch import Tensor, nn
 from tinyk.model import Attention, Transformer
 
 __all__ = ["ALL_LAYERS_UP_TO", "GraphCache", "DecoderForExport", "default_attention_layers",
-           "input_names", "output_names", "export_onnx", "course_model_manifest",
+           "input_names", "output_names", "export_onnx", "course_model_stamp", "course_model_manifest",
            "export_course_model", "main"]
 
 ALL_LAYERS_UP_TO = 4  # models with at most this many layers return every layer's attention
@@ -233,7 +240,7 @@ def export_onnx(model: Transformer, path: str | Path, *, attention_layers: Seque
     Dynamic sizes: ``batch``, ``seq`` (``T``), ``past`` (``P``, may be 0) and ``total``
     (``T_k``). ``external_data=True`` writes the weights beside the graph (``path.data``),
     needed above ONNX's 2 GB limit; the default keeps one self-contained file.
-    Returns the ``ONNXProgram`` (``.model_proto``, ``.call_reference`` ...).
+    Returns the ``torch.onnx.ONNXProgram`` (its ``model_proto`` is the saved graph).
     """
     wrapper = DecoderForExport(model, attention_layers, logits_to_keep).eval()
     config = model.config
@@ -253,6 +260,11 @@ def export_onnx(model: Transformer, path: str | Path, *, attention_layers: Seque
     dynamic = ({0: "batch", 1: "seq"}, {0: "batch", 1: "total"}, past_dims, past_dims)
     was_training = model.training
     model.eval()
+    # The exporter's registry logs one line per torchvision operator when torchvision is
+    # absent; the decoder uses none of them.
+    registry_log = logging.getLogger("torch.onnx._internal.exporter._registration")
+    log_level = registry_log.level
+    registry_log.setLevel(logging.ERROR)
     try:
         with torch.no_grad(), warnings.catch_warnings():
             # "axis name batch will not be used": the exporter notices that every batch axis
@@ -266,6 +278,7 @@ def export_onnx(model: Transformer, path: str | Path, *, attention_layers: Seque
             )
     finally:
         model.train(was_training)
+        registry_log.setLevel(log_level)
     assert program is not None  # dynamo=True always returns the program
     # Each node carries the exporter's debugging notes (its Python stack, the FX node): three
     # times the weights of the tiny model, and nothing a runtime reads.
@@ -273,6 +286,22 @@ def export_onnx(model: Transformer, path: str | Path, *, attention_layers: Seque
         node.metadata_props.clear()
     program.save(str(path), external_data=external_data)
     return program
+
+
+def course_model_stamp() -> str:
+    """A hash of everything the 05.7 graph is made from: the model's and the exporter's code,
+    the tokenizer, the shipped weights and the versions of the export's tools."""
+    from importlib.metadata import version
+
+    from tinyk.training import CHECKPOINT
+
+    here = Path(__file__).parent
+    digest = hashlib.sha256()
+    for path in (here / "model.py", here / "onnx_export.py", here / "data.py", CHECKPOINT):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for tool in ("torch", "onnx", "onnxscript"):
+        digest.update(f"{tool}=={version(tool)}\0".encode())
+    return digest.hexdigest()[:16]
 
 
 def course_model_manifest(model: Transformer, attention_layers: Sequence[int],
@@ -290,18 +319,31 @@ def course_model_manifest(model: Transformer, attention_layers: Sequence[int],
         "outputs": output_names(config.n_layers),
         "attention_layers": list(attention_layers),
         "dtype": "float32",
+        "stamp": course_model_stamp(),
     }
 
 
-def export_course_model(out_dir: str | Path) -> list[Path]:
-    """Write the 05.7 model's graph and manifest into ``out_dir``: ``tiny.onnx``, ``tiny.json``."""
+def export_course_model(out_dir: str | Path, *, reuse: bool = False) -> list[Path]:
+    """Write the 05.7 model's graph and manifest into ``out_dir``: ``tiny.onnx``, ``tiny.json``.
+
+    ``reuse=True`` keeps files whose manifest has the current :func:`course_model_stamp`
+    (the book build calls this once per edition; only a change to the model, its weights
+    or the tools exports again).
+    """
     from tinyk.training import trained_course_model
 
     out = Path(out_dir)
+    onnx_path, manifest_path = out / "tiny.onnx", out / "tiny.json"
+    if reuse and onnx_path.exists() and manifest_path.exists():
+        try:
+            stamp = json.loads(manifest_path.read_text(encoding="utf-8")).get("stamp")
+        except (json.JSONDecodeError, AttributeError):
+            stamp = None
+        if stamp == course_model_stamp():
+            return [onnx_path, manifest_path]
     out.mkdir(parents=True, exist_ok=True)
     model = trained_course_model()
     layers = default_attention_layers(model.config.n_layers)
-    onnx_path, manifest_path = out / "tiny.onnx", out / "tiny.json"
     export_onnx(model, onnx_path, attention_layers=layers)
     manifest = course_model_manifest(model, layers, onnx_path.name)
     manifest_path.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
