@@ -250,6 +250,14 @@ def test_a_bad_export_request_says_what_is_wrong(kwargs, error, words):
         DecoderForExport(torch.nn.Linear(2, 2))  # type: ignore[arg-type]
 
 
+def test_export_onnx_refuses_before_tracing(tmp_path):
+    with pytest.raises(ValueError, match=r"attention_layers holds 5: the model has 2 layers"):
+        onnx_export.export_onnx(Transformer(ModelConfig.tiny()), tmp_path / "x.onnx", attention_layers=[5])
+    with pytest.raises(ValueError, match=r"max_seq_len=4: .* needs max_seq_len >= 8"):
+        onnx_export.export_onnx(Transformer(ModelConfig.tiny(max_seq_len=4)), tmp_path / "x.onnx")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_book_build_serves_the_files_from_static_and_reuses_them(exported, tmp_path):
     """A one-page Sphinx build with the book's extension: the files land in _static/models,
     taken from _build/web-static without exporting again (their times are unchanged)."""
