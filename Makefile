@@ -35,8 +35,10 @@ book: $(STAMP) cjk-fonts
 	@echo "  $(VENV)/bin/python -m http.server --directory _build/html 8000"
 
 # Each stage in turn, its time printed after it and all of them at the end. The book is
-# built from clean, except for the execution cache that the notebooks stage has just filled:
-# each notebook executes once per run (a build that had to execute one again fails).
+# built from clean, except for the execution cache that the notebooks stage has just filled
+# (each notebook executes once per run: a build that had to execute one again fails) and the
+# 05.7 model's ONNX export in _build/web-static, which the build exports again only when the
+# model, its weights or the export tools change (tinyk.onnx_export.course_model_stamp).
 STAGES := lint unit notebooks site-build site-check
 test: $(STAMP)
 	@times=""; for stage in $(STAGES); do \
@@ -84,7 +86,7 @@ notebooks: $(STAMP) cjk-fonts
 	$(BOOK_RUN) OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m notebook -n 2 tests/test_notebooks.py
 
 site-build: $(STAMP)
-	find _build -mindepth 1 -maxdepth 1 ! -name .jupyter_cache -exec rm -rf {} + 2>/dev/null || true
+	find _build -mindepth 1 -maxdepth 1 ! -name .jupyter_cache ! -name web-static -exec rm -rf {} + 2>/dev/null || true
 	set -o pipefail; $(BOOK_RUN) $(BIN)/jupyter-book build --all -W -n --keep-going . 2>&1 | tee _build/book.log
 	set -o pipefail; $(BIN)/python -m tinyk.translations build --all 2>&1 | tee _build/book-zh.log
 	@if [ -n "$(EXPECT_CACHED)" ] && grep -q "Executing notebook" _build/book.log _build/book-zh.log; then \

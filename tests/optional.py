@@ -17,6 +17,8 @@ INSTALL = {
     "gguf": "pip install -e '.[gguf]'",
     "accelerate": "pip install accelerate",
     "nbgrader": "pip install -e '.[instructor]'",
+    "onnxscript": "pip install -e '.[web]'",
+    "onnxruntime": "pip install -e '.[web]'",
 }
 
 

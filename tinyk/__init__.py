@@ -6,6 +6,7 @@ each importing the model and never the reverse:
 - :mod:`tinyk.generation`: generation with per-row stopping, padding and the KV cache;
 - :mod:`tinyk.upstream`: the upstream code's quirks, reproduced on purpose;
 - :mod:`tinyk.hf`, :mod:`tinyk.gguf`: Hugging Face conversion, GGUF loading (SmolLM2);
+- :mod:`tinyk.onnx_export`: the decoder as an ONNX graph, for a page that runs it;
 - :mod:`tinyk.data`, :mod:`tinyk.training`, :mod:`tinyk.checks`: the 05.7 experiment;
 - :mod:`tinyk.tracing`, :mod:`tinyk.plotting`, :mod:`tinyk.widgets`, :mod:`tinyk.source`: for the
   notebooks;

@@ -28,6 +28,10 @@
   translated; a figure without one, or a word without a translation, is a warning.
 - ``builder-inited``: ``book/_static/tinyk.css`` is added (code wraps, wide equations
   scroll, outputs never widen the column: nothing is cut off on a phone).
+- ``builder-inited`` (HTML): the 05.7 model as an ONNX graph with its manifest
+  (:func:`tinyk.onnx_export.export_course_model`) lands in ``_static/models/`` of each
+  edition: ``tiny.onnx`` and ``tiny.json``. They are written once into ``_build/web-static``
+  and exported again only when the model, its weights or the export tools change.
 - ``build-finished``, one pass over the written pages:
   - accessibility (checked by axe-core in the browser tests): the theme's navigation
     toggles (``<summary>`` holding only an icon) get an accessible name, and the
@@ -66,8 +70,9 @@ _SHORT_ERRORS = {"cell_type": "code", "execution_count": None, "outputs": [],
                  "source": 'get_ipython().run_line_magic("xmode", "minimal")'}
 
 
-# Modules no notebook runs: the Chinese edition's catalogue tools change no output.
-_NOT_RUN = {"translations.py"}
+# Modules no notebook runs: the Chinese edition's catalogue tools and the ONNX export change
+# no output.
+_NOT_RUN = {"translations.py", "onnx_export.py"}
 
 
 def package_hash() -> str:
@@ -311,8 +316,19 @@ def _add_static(app):
     app.config.html_static_path.append(str(Path(__file__).resolve().parent.parent / "_static"))
 
 
+def _add_course_model(app):
+    if app.builder.format != "html":
+        return  # the gettext builder of the Chinese edition's catalogues needs no model
+    from tinyk.onnx_export import export_course_model
+
+    static = Path(app.doctreedir).parent / "web-static"  # _build/web-static, shared by both editions
+    export_course_model(static / "models", reuse=True)
+    app.config.html_static_path.append(str(static))
+
+
 def setup(app):
     app.connect("builder-inited", _add_static)
+    app.connect("builder-inited", _add_course_model)
     app.connect("builder-inited", _chinese_figures)
     app.connect("doctree-resolved", _alt_text_from_png)
     app.add_css_file("tinyk.css")
