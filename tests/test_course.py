@@ -21,6 +21,7 @@ def test_set_repo_rewrites_every_copy(tmp_path):
     for name in ("_config.yml", "pyproject.toml"):
         shutil.copy(course.ROOT / name, tmp_path / name)
     shutil.copytree(course.ROOT / "notebooks", tmp_path / "notebooks")
+    shutil.copytree(course.ROOT / "locale", tmp_path / "locale")  # the Chinese student notebooks' words
     (tmp_path / "book").mkdir()
     shutil.copy(course.ROOT / "book" / "references.bib", tmp_path / "book")
     course.set_repo("https://github.com/someone/their-fork", tmp_path)
