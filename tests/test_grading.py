@@ -142,6 +142,11 @@ WARNS = ("import sys, warnings\nwarnings.warn('from the answer cell')\n"
          "def double(x):\n    warnings.warn('from the call')\n    print('a note', file=sys.stderr)\n"
          "    return 2 * x")
 
+FOOLS_THE_KERNEL = ("import ast\nclass NoAsserts(ast.NodeTransformer):\n"
+                    "    def visit_Assert(self, node):\n        return ast.Pass()\n"
+                    "get_ipython().ast_transformers.append(NoAsserts())\n"
+                    "def double(x):\n    return 0")
+
 # student -> (submission maker, expected {exercise: (points, status)})
 CASES = {
     "solution": (lambda r: _answer(r, SOLUTION_A, SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
@@ -180,6 +185,9 @@ CASES = {
                                          "def double(x):\n    return 4", SOLUTION_B),
                     {"a_test": (0, "tampering"), "b_test": (0, "tampering")}),
     "warns": (lambda r: _answer(r, WARNS, SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
+    # fools the kernel (every later assert becomes `pass`), not the verdict outside it
+    "ast_transformer": (lambda r: _answer(r, FOOLS_THE_KERNEL, SOLUTION_B),
+                        {"a_test": (0, "ok"), "b_test": (1, "ok")}),
     # nothing of the submission decides what is locked, graded or worth points
     "locked_answer": (lambda r: _answer(r, "import builtins\nbuiltins.type = lambda x: int\n"
                                            "def double(x):\n    return 4", SOLUTION_B,
@@ -258,6 +266,16 @@ def test_each_submission_gets_its_points_and_status(batch, student):
     for exercise, (points, status) in CASES[student][1].items():
         row = table[(student, exercise)]
         assert (float(row["points"]), row["status"]) == (points, status), row
+
+
+@SHARED_BATCH
+def test_a_cheat_that_fools_the_kernel_scores_0_and_says_why(batch):
+    """The kernel's own run of the ast_transformer student passes exercise A (its asserts are
+    gone); the verdict outside the kernel, where no IPython runs, gives 0 and the reason."""
+    base, *_ = batch
+    row = _table(base / "grades.csv")[("ast_transformer", "a_test")]
+    assert float(row["points"]) == 0 and row["status"] == "ok"
+    assert row["detail"].startswith("graded outside the notebook: answer: NameError"), row["detail"]
 
 
 @SHARED_BATCH

@@ -704,9 +704,11 @@ def _rescore(course: Path, sid: str, notebooks: list[_Notebook]) -> None:
 _VERDICT_LOCK = threading.Lock()
 
 
-def _verdicts(pairs: list[tuple[_Notebook, Path]], prefix: list[str], limits: Limits) -> list[list[dict]]:
+def _verdicts(pairs: list[tuple[_Notebook, Path]], prefix: list[str], limits: Limits,
+              timed_out: dict[str, dict[str, str]]) -> list[list[dict]]:
     """:func:`tinyk.verdict.judge` of each (source notebook, submitted notebook), one learner's
-    process serving them all."""
+    process serving them all; ``timed_out``: by notebook, the exercises whose answer or test
+    ran past the per-cell timeout in the kernel, which are not run again."""
     from tinyk import verdict
 
     server = verdict.AnswerServer(prefix, limits.cell_timeout, limits.memory_mb)
@@ -714,10 +716,22 @@ def _verdicts(pairs: list[tuple[_Notebook, Path]], prefix: list[str], limits: Li
         server.start()  # importing torch over there: other students' verdicts go on meanwhile
         with _VERDICT_LOCK:  # one test cell at a time in this process: seeds, stdout, the watch
             return [[asdict(v) for v in verdict.judge(json.loads(nb.path.read_text()),
-                                                      json.loads(path.read_text()), server)]
+                                                      json.loads(path.read_text()), server,
+                                                      timed_out.get(nb.name))]
                     for nb, path in pairs]
     finally:
         server.close()
+
+
+def _timed_out(course: Path, sid: str, nb: _Notebook) -> dict[str, str]:
+    """The exercises of ``nb`` whose answer or test cell ran past the per-cell timeout in the
+    kernel's run, with that reason."""
+    graded = course / "autograded" / sid / ASSIGNMENT / f"{nb.name}.ipynb"
+    if not graded.exists():
+        return {}
+    executed = json.loads(graded.read_text())
+    problems = {grade_id: _cell_problem(executed, grade_id, 0.0, points) for grade_id, points in nb.tests}
+    return {grade_id: detail for grade_id, (status, detail) in problems.items() if status == "timeout"}
 
 
 def _judge(course: Path, sid: str, notebooks: list[_Notebook], limits: Limits,
@@ -743,7 +757,7 @@ def _judge(course: Path, sid: str, notebooks: list[_Notebook], limits: Limits,
     found: dict[tuple[str, str], str] = {}
     results, problem = None, ""
     try:
-        results = _verdicts(pairs, prefix, limits)
+        results = _verdicts(pairs, prefix, limits, {nb.name: _timed_out(course, sid, nb) for nb, _ in pairs})
     except Exception as err:  # the grader's own failure: no points rather than the kernel's
         problem = f"{type(err).__name__}: {err}"[:200]
     worth = {(nb.name, grade_id): points for nb, _ in pairs for grade_id, points in nb.tests}

@@ -458,14 +458,19 @@ def _exercises(source: dict, submitted: dict) -> list[tuple[str, list[str], str]
     return found
 
 
-def judge(source: dict, submitted: dict, server: AnswerServer | None = None) -> list[Verdict]:
+def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
+          skip: dict[str, str] | None = None) -> list[Verdict]:
     """The verdict of every exercise of ``submitted`` decided here (:func:`outside`), with the tests of
     ``source`` (the instructor's notebook, hidden tests included); the answers run in
-    ``server`` (a new one without a sandbox when None)."""
+    ``server`` (a new one without a sandbox when None). ``skip``: exercises not to run again,
+    each with why it failed already (a timeout in the kernel's run: it would only time out
+    again)."""
     own = server is None
     server = server or AnswerServer()
+    skip = skip or {}
     try:
-        return [_run_test(server, grade_id, answer, test)
+        return [Verdict(grade_id, False, skip[grade_id]) if grade_id in skip
+                else _run_test(server, grade_id, answer, test)
                 for grade_id, answer, test in _exercises(source, submitted)]
     finally:
         if own:
