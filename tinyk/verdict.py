@@ -1,8 +1,8 @@
 """The verdict outside the student's process (course: the instructors' page, grading).
 
 The grader runs each submitted notebook in the sandbox (nbgrader's kernel, for the outputs
-and the feedback), but the points of the exercises are decided here (all but :data:`INSIDE`), in a
-process where no code of the student's ever runs:
+and the feedback), but the points of the exercises (all but those in :data:`INSIDE`) are
+decided here, in a process where no code of the student's ever runs:
 
 - the student's answer cells run in :mod:`tinyk.answers`, a plain interpreter in the same
   sandbox with no IPython, one fresh child process per exercise;
@@ -18,10 +18,11 @@ hooks, a torch function mode, the notebook's metadata) takes part in the compari
 own-work watch (:mod:`tinyk.own_work`) still runs in the student's process, where a
 determined student could switch it off: the instructors' page says so.
 
-A test cell runs here unchanged, with these limits: it cannot hand the learner's code a
-function of its own (only data, and the learner's own objects); a change made in place to a
-value it fetched (``module.weight.fill_``) stays here (it loads a state dict instead); a
-backward pass through the learner's code works for calls that return one tensor.
+A test cell runs here unchanged, with these limits: a function it hands the learner's code
+runs here when that code calls it (its arguments and result cross as data), a module it
+hands over is sent as a copy; a change made in place to a value it fetched
+(``module.weight.fill_``) stays here (a test loads a state dict instead); a backward pass
+through the learner's code works for calls that return one tensor.
 """
 
 from __future__ import annotations
