@@ -179,6 +179,11 @@ def test_an_answer_that_exits_or_hangs_fails_alone(tmp_path):
                        "def rms(x, eps=0.0):\n    while True:\n        pass\n")
         assert not hangs.passed and "within 3 s" in hangs.detail
         assert not _running(int(pid_file.read_text())), "the hung exercise's process was left running"
+        half = _judge(box, "05_2", "ex_05_2_1_test",  # half a reply, then nothing
+                      "import os, struct, time\nfor fd in range(3, 64):\n    try:\n"
+                      "        os.write(fd, struct.pack('<Q', 100))\n    except OSError:\n        pass\n"
+                      "time.sleep(3600)\n")
+        assert not half.passed and "within 3 s" in half.detail
         assert _judge(box, "05_2", "ex_05_2_1_test", None).passed  # a new process for the next one
     finally:
         box.close()

@@ -141,11 +141,13 @@ class AnswerServer:
         """The next frame, read back as data (``weights_only``), within ``timeout`` seconds."""
         proc = self.proc
         assert proc is not None and proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout.fileno()], [], [], timeout)
-        if not ready:
+        reader = _Deadline(proc.stdout.fileno(), timeout)
+        try:
+            frame = answers.read_frame(reader, _REPLY_LIMIT)  # type: ignore[arg-type]
+        except TimeoutError:
             self.close()
-            raise AnswerFailed(f"no answer within {timeout:g} s (the per-cell time limit)", ended=True)
-        frame = answers.read_frame(proc.stdout, _REPLY_LIMIT)  # type: ignore[arg-type]
+            raise AnswerFailed(f"no answer within {timeout:g} s (the per-cell time limit)",
+                               ended=True) from None
         if frame is None:
             self.close()
             raise AnswerFailed("the answer's process ended or sent more than 256 MB", ended=True)
@@ -192,6 +194,20 @@ class AnswerServer:
             return
         tensors: list = []
         self.send(("cbret", _plain(_request_args(result, tensors, self), tensors)))
+
+
+class _Deadline:
+    """A pipe's reads, each waiting only until one deadline (``TimeoutError`` past it): a
+    learner's process that sends half a reply and stalls cannot hold the grader."""
+
+    def __init__(self, fd: int, timeout: float) -> None:
+        self.fd, self.end = fd, time.monotonic() + timeout
+
+    def read(self, size: int) -> bytes:
+        ready, _, _ = select.select([self.fd], [], [], max(0.0, self.end - time.monotonic()))
+        if not ready:
+            raise TimeoutError
+        return os.read(self.fd, min(size, 2**20))
 
 
 def _exception(reply: tuple) -> BaseException:
