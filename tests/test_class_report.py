@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tinyk import grading, mistakes
+from tinyk import grading, mistakes, roster
 from tinyk.class_report import exercise_links
 from tinyk.course import NOTEBOOKS, course_root, site_url
 
@@ -105,12 +105,12 @@ def test_the_pages_are_offline_labelled_in_both_languages_and_never_quote_a_hidd
         text = page.read_text(encoding="utf-8")
         assert SECRET not in text and "secret_hidden_check" not in text, page
         assert "<script" not in text and " src=" not in text and "<link" not in text, page  # nothing fetched
-    odd = out / "students" / f"{grading._student_id(ODD)}.html"
+    odd = out / "students" / f"{roster.student_id(ODD)}.html"
     text = odd.read_text(encoding="utf-8")
     assert html_escaped(ODD) in text and half.en in text
     links = re.findall(r'href="([^"]+)"', text)
     assert any(link.endswith(f"notebooks/05_3_rope.html#{ANCHOR}") for link in links)
-    chinese_page = out / "students" / f"{grading._student_id(ODD)}.zh.html"
+    chinese_page = out / "students" / f"{roster.student_id(ODD)}.zh.html"
     assert f"/zh/notebooks/05_3_rope.html#{ANCHOR}" in chinese_page.read_text()
 
 

@@ -147,7 +147,7 @@ class Grade:
 
 def read_grades(path: Path) -> list[Grade]:
     """The rows of a gradebook CSV (``python -m tinyk.grading grade``), checked."""
-    from tinyk.grading import STATUSES
+    from tinyk.roster import STATUSES
 
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -466,7 +466,7 @@ def _class_page(report: ClassReport, lang: str, source_name: str) -> str:
 
 
 def _page_name(student: str, lang: str) -> str:
-    from tinyk.grading import _student_id
+    from tinyk.roster import student_id as _student_id
 
     return f"{_student_id(student)}{'.zh' if lang == 'zh' else ''}.html"
 
@@ -475,7 +475,7 @@ def _student_page(
     report: ClassReport, student: str, lang: str, links: dict[str, str], site: str | None
 ) -> str:
     """One student's page: points, status, the mistakes named, the exercise's link. Never the detail."""
-    from tinyk.grading import STATUSES
+    from tinyk.roster import STATUSES
 
     w = _WORDS[lang]
     body = [

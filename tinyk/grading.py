@@ -48,7 +48,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -65,23 +64,13 @@ from tinyk.exercises import (
     source_text,
 )
 from tinyk.mistakes import note
+from tinyk.roster import STATUSES, student_id, student_name
+from tinyk.roster import entries as submission_entries
 
 __all__ = ["SKIP_TAG", "STATUSES", "Limits", "Row", "check_sandbox", "exercises_of", "feedback", "grade",
            "main", "merge", "metadata_problems", "parse_shard", "release", "shard_of", "validate"]
 
 ASSIGNMENT = "chapter05"
-STATUSES = {
-    "ok": "graded normally (the points say whether the answer passed)",
-    "missing": "no submission for this notebook",
-    "unreadable": "the file is not a notebook (empty, not JSON, or not nbformat 4)",
-    "tests-modified": "an exercise cell was edited, deleted, duplicated, moved or retyped, or its nbgrader "
-                      "metadata changed; restored from the release and graded with the original tests",
-    "tampering": "the submission rebinds names the tests rely on (e.g. math.isclose); scored 0",
-    "timeout": "a cell ran past the per-cell timeout, or the submission past the total time limit",
-    "memory-limit": "the submission ran out of its memory limit",
-    "kernel-died": "the kernel exited (e.g. os._exit or a crash); nbgrader could not finish",
-    "error": "grading failed for a reason shown in the detail column",
-}
 FIELDS = ["student", "notebook", "exercise", "points", "max_points", "status", "detail"]
 # Rebinding any of these inside student code is treated as tampering with the checks.
 _GUARDED_MODULES = {"math", "torch", "builtins", "numpy", "np", "operator", "tinyk", "F"}
@@ -452,40 +441,6 @@ def release(out_dir: Path, notebooks: Sequence[str | Path] | None = None, *,
 
 
 # ----------------------------------------------------------------------------- one student
-
-
-def _entries(submissions: Path) -> list[Path]:
-    """One folder or file per student, hidden files left out; stops, naming both, at two
-    entries that would be one student (the same id, :func:`_student_id`)."""
-    entries = sorted(p for p in submissions.iterdir() if not p.name.startswith("."))
-    owners: dict[str, Path] = {}
-    for entry in entries:
-        other = owners.setdefault(_student_id(_student_name(entry)), entry)
-        if other != entry:
-            raise SystemExit(f"{other.name!r} ({other.name!a}) and {entry.name!r} ({entry.name!a}) "
-                             f"in {submissions} are one student to the grader: their names are the same "
-                             f"text once Unicode-normalised (NFC), or a folder and a file of one name; "
-                             f"rename or merge one of them")
-    return entries
-
-
-def _student_name(entry: Path) -> str:
-    """A folder's name, or a single file's name without ``.ipynb``."""
-    return entry.stem if entry.is_file() else entry.name
-
-
-def _student_id(name: str) -> str:
-    """The id a student is graded under (nbgrader's student, the file in ``<out>.parts/``,
-    the feedback folder): the name itself when it is plain ASCII (letters, digits, ``_``,
-    ``-``); otherwise an ASCII form of it (accents dropped, other characters replaced by
-    ``_``) and the first 8 hex digits of the SHA-256 of its NFC form, so that ``josé`` and
-    ``josè`` stay two students, each with the same id on every run and machine."""
-    exact = unicodedata.normalize("NFC", name)
-    if re.fullmatch(r"[A-Za-z0-9_-]+", exact):
-        return exact
-    plain = unicodedata.normalize("NFKD", exact).encode("ascii", "ignore").decode()
-    slug = re.sub(r"[^A-Za-z0-9_-]+", "_", plain).strip("_") or "student"
-    return f"{slug}-{hashlib.sha256(exact.encode()).hexdigest()[:8]}"
 
 
 def _submission_files(entry: Path, notebooks: list[_Notebook]) -> dict[str, Path | None]:
@@ -918,7 +873,7 @@ def _run(name: str, entry: Path, course: Path, notebooks: list[_Notebook], relea
     ``course``; also why the whole run failed, if it did. ``sources``: the notebooks whose
     test cells (hidden tests included) the verdict runs, when ``notebooks`` are the
     released ones (the feedback's run); ``notebooks`` themselves otherwise."""
-    sid = _student_id(name)
+    sid = student_id(name)
     flags, to_grade = _submit(course, sid, entry, notebooks, released)
     failure, verdicts = None, {}
     if to_grade:
@@ -948,7 +903,7 @@ def _read_rows(name: str, course: Path, notebooks: list[_Notebook], to_grade: li
     """The rows of one student from the course's gradebook and autograded notebooks."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    sid = _student_id(name)
+    sid = student_id(name)
     rows: list[Row] = []
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         for nb in notebooks:
@@ -1012,7 +967,7 @@ def _write_csv(out: Path, lines: list[list[str]]) -> None:
 def shard_of(student: str, shards: int) -> int:
     """The shard (0 to ``shards - 1``) that grades ``student``: a hash of the student's id,
     the same on every machine and whatever the other students are."""
-    return int(hashlib.sha256(_student_id(student).encode()).hexdigest(), 16) % shards
+    return int(hashlib.sha256(student_id(student).encode()).hexdigest(), 16) % shards
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -1044,12 +999,12 @@ def grade(submissions: Path, out: Path, notebooks: Sequence[str | Path] | None =
     else:
         _warn_unsandboxed()
     limits = limits or Limits()
-    entries = _entries(submissions)
+    entries = submission_entries(submissions)
     chosen = _chapter_notebooks(notebooks, source)
     if not chosen:
         raise SystemExit("no notebook with exercises to grade")
     if shard is not None:
-        entries = [e for e in entries if shard_of(_student_name(e), shard[1]) == shard[0]]
+        entries = [e for e in entries if shard_of(student_name(e), shard[1]) == shard[0]]
     parts = out.with_name(out.name + ".parts")
     parts.mkdir(parents=True, exist_ok=True)
     jobs = jobs or max(1, (os.cpu_count() or 2))
@@ -1061,7 +1016,7 @@ def grade(submissions: Path, out: Path, notebooks: Sequence[str | Path] | None =
                     for nb in chosen}
         todo, course_digest = [], _course_digest(chosen, limits, sandbox)
         for entry in entries:
-            part = parts / f"{_student_id(_student_name(entry))}.json"
+            part = parts / f"{student_id(student_name(entry))}.json"
             fingerprint = _fingerprint(entry, course_digest)
             if part.exists() and json.loads(part.read_text()).get("fingerprint") == fingerprint:
                 continue  # graded in an earlier (maybe interrupted) run: keep it
@@ -1073,12 +1028,12 @@ def grade(submissions: Path, out: Path, notebooks: Sequence[str | Path] | None =
 
             bar = tqdm(total=len(entries), initial=len(entries) - len(todo), desc="grading", unit="student")
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(_grade_student, _student_name(entry), entry,
+            futures = {pool.submit(_grade_student, student_name(entry), entry,
                                    chosen, template, released, limits, sandbox): (entry, part, fp)
                        for entry, part, fp in todo}
             for future in concurrent.futures.as_completed(futures):
                 entry, part, fingerprint = futures[future]
-                name = _student_name(entry)
+                name = student_name(entry)
                 try:
                     rows = future.result()
                 except Exception as err:  # one broken submission never stops the batch
@@ -1092,7 +1047,7 @@ def grade(submissions: Path, out: Path, notebooks: Sequence[str | Path] | None =
         if bar is not None:
             bar.close()
 
-    names = {_student_id(_student_name(e)) for e in entries}
+    names = {student_id(student_name(e)) for e in entries}
     rows = [Row(**r) for part in sorted(parts.glob("*.json")) if part.stem in names
             for r in json.loads(part.read_text())["rows"]]
     rows.sort(key=lambda r: (r.student, r.notebook, r.exercise))
@@ -1188,7 +1143,7 @@ def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] |
     else:
         _warn_unsandboxed()
     limits = limits or Limits()
-    entries = _entries(submissions)
+    entries = submission_entries(submissions)
     chosen = _chapter_notebooks(notebooks, source)
     with tempfile.TemporaryDirectory(prefix="tinyk-feedback-") as tmp:
         template = Path(tmp) / "course"
@@ -1201,8 +1156,8 @@ def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] |
         shown_released = {nb.name: json.loads((shown_template / "release" / ASSIGNMENT / f"{nb.name}.ipynb")
                                               .read_text()) for nb in chosen}
         for entry in entries:
-            name = _student_name(entry)
-            sid = _student_id(name)
+            name = student_name(entry)
+            sid = student_id(name)
             work = Path(tmp) / "students" / sid
             course = work / "course"
             shutil.copytree(shown_template, course)

@@ -72,7 +72,9 @@ def compare(submissions: Path, source: Path, threshold: float = 0.6) -> tuple[li
     students compared."""
     from copydetect import CopyDetector
 
-    from tinyk.grading import _entries, _student_id, _student_name
+    from tinyk.roster import entries as _entries
+    from tinyk.roster import student_id as _student_id
+    from tinyk.roster import student_name as _student_name
 
     stubs = _stubs(source)
     entries = _entries(submissions)
