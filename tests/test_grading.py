@@ -487,11 +487,13 @@ def _stripped_lines(nb: dict) -> set[str]:
 
 
 
-MARKER = ["sleep", "3011.5"]  # the process the slow submission leaves behind
+# The process the slow submission leaves behind: its duration names this test run, so that
+# another run of the suite on the same machine neither finds nor kills it.
+MARKER = ["sleep", f"3011.{os.getpid()}"]
 
 
 def _marker_processes() -> list[int]:
-    """Live processes running ``sleep 3011.5``, started by the slow submission."""
+    """Live processes running ``sleep 3011.<pid>``, started by the slow submission."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:

@@ -30,7 +30,9 @@ from tinyk import grading
 SANDBOX_BATCH = pytest.mark.xdist_group("grading-sandbox")
 pytestmark = pytest.mark.slow  # nbgrader starts a kernel per notebook graded
 ROOT = Path(tinyk.__file__).resolve().parent.parent  # the checkout the grader runs from
-MARKER = [b"sleep", b"3021.5"]  # the process the "survive" attack leaves behind
+# The process the "survive" attack leaves behind: its duration names this test run, so that
+# another run of the suite on the same machine neither finds nor kills it.
+MARKER = [b"sleep", f"3021.{os.getpid()}".encode()]
 PLANTED = [ROOT / "planted_by_student.txt", Path(tinyk.__file__).parent / "planted_by_student.py"]
 
 
@@ -61,7 +63,8 @@ def _attacks(source: Path, subs: Path, port: int) -> dict[str, str]:
                           f"open({str(PLANTED[0])!r}, 'w').write('x')\nGOT = True"),
         "tamper_package": f"open({str(PLANTED[1])!r}, 'w').write('pwned = True')\nGOT = True",
         "survive": ("import subprocess\n"
-                    "subprocess.Popen(['sleep', '3021.5'], cwd='/', start_new_session=True)\nGOT = True"),
+                    f"subprocess.Popen({[m.decode() for m in MARKER]!r}, cwd='/', start_new_session=True)\n"
+                    "GOT = True"),
     }
 
 
