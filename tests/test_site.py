@@ -34,7 +34,7 @@ def test_no_broken_internal_link():
 def test_every_chapter_notebook_page_has_a_colab_link_to_its_own_student_notebook():
     problems, targets = sitecheck.colab_links(HTML, ROOT, repository_url())
     assert problems == []
-    expected = {f"{edition}notebooks/{p.stem}.html": f"student/{p.name}"
+    expected = {f"{edition}notebooks/{p.stem}.html": f"student/{edition}{p.name}"  # zh: student/zh/
                 for p in notebook_paths() for edition in ("", "zh/")}
     assert targets == expected
 
