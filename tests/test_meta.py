@@ -52,7 +52,12 @@ def _scratch_book(tmp_path: Path, sources: list[str], tags: list[str] | None = N
 
 
 def _write_scratch_book(tmp_path: Path, sources: list[str], tags: list[str] | None = None) -> None:
-    shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
+    """The course's book configuration around one scratch notebook, without the 05.7 model's
+    export (11 s a build, and nothing to do with what these tests check)."""
+    config = (ROOT / "_config.yml").read_text()
+    assert config.count("\n  config:\n") == 1
+    no_model = config.replace("\n  config:\n", "\n  config:\n    tinyk_course_model: false\n")
+    (tmp_path / "_config.yml").write_text(no_model)
     shutil.copytree(ROOT / "book" / "_ext", tmp_path / "book" / "_ext", dirs_exist_ok=True)
     shutil.copy(ROOT / "book" / "references.bib", tmp_path / "book" / "references.bib")
     (tmp_path / "book" / "intro.md").write_text("# Scratch book\n")
@@ -100,6 +105,17 @@ def test_book_reuses_the_notebook_stage_and_executes_a_changed_notebook_again(tm
 def test_book_build_accepts_a_cell_tagged_to_raise(tmp_path):
     run = _scratch_book(tmp_path, FAILING, tags=["raises-exception"])
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+
+
+def test_nbformat_is_imported_without_building_iri_parsers():
+    """Every nbgrader run of the grader and every book build imports nbformat, hence jsonschema,
+    which imports rfc3987-syntax when it is installed: 1.2 s of parser building per process.
+    The install removes it (Makefile)."""
+    probe = "import sys, nbformat, nbgrader.apps; print(sorted(m for m in sys.modules if 'rfc3987' in m))"
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]", ("rfc3987-syntax is installed: `rm .venv/.installed && make setup` "
+                                        "(or `pip uninstall rfc3987-syntax`) removes it")
 
 
 @pytest.fixture

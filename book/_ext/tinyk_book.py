@@ -317,7 +317,7 @@ def _add_static(app):
 
 
 def _add_course_model(app):
-    if app.builder.format != "html":
+    if app.builder.format != "html" or not app.config.tinyk_course_model:
         return  # the gettext builder of the Chinese edition's catalogues needs no model
     from tinyk.onnx_export import export_course_model
 
@@ -327,6 +327,8 @@ def _add_course_model(app):
 
 
 def setup(app):
+    # False: a book without the 05.7 model's files in _static/models (a test's scratch book)
+    app.add_config_value("tinyk_course_model", True, "html", bool)
     app.connect("builder-inited", _add_static)
     app.connect("builder-inited", _add_course_model)
     app.connect("builder-inited", _chinese_figures)
