@@ -15,7 +15,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinyk import DecoderLayer, KVCache, ModelConfig, Transformer, generate
-from tinyk.parts import PART_NAMES, PartError, build_model, check_parts, checkpoint, from_notebooks
+from tinyk.parts import (
+    PART_NAMES,
+    PartError,
+    build_model,
+    check_parts,
+    checkpoint,
+    first_divergence,
+    from_notebooks,
+)
 
 # --- reference parts, written independently --------------------------------------------
 
@@ -265,6 +273,44 @@ def test_each_wrong_part_is_named(name, wrong, words):
         check_parts({**REFERENCE, name: wrong})
     assert words in str(err.value)
     assert err.value.part == name
+
+
+# The first value first_divergence names for each wrong part alone in the model, on a
+# left-padded batch with labels: the step that is wrong, never a right one downstream.
+FIRST = {
+    "MeanRMSNorm": "layer 0, the norm before attention (RMSNorm): max |difference|",
+    "half_split_rope": "layer 0, attention: q after RoPE (apply_rope): max |difference|",
+    "tiled_repeat_kv": "layer 0, attention: the weighted values (gqa_attention) (after layer 0, attention: "
+                       "k or v repeated for the groups (repeat_kv), which tinyk's own run does not make)",
+    "nan_attention": "layer 0, attention: the weighted values (gqa_attention): NaN in",
+    "GateOnW3": "layer 0, the MLP (SwiGLU): max |difference|",
+    "post_norm_block": "layer 0, the norm before attention (RMSNorm) is given a different input",
+    "arange_positions": "the token positions (token_positions): first at index [0, 3]: 3 instead of 0",
+    "unshifted_loss": "the loss (shifted_loss): max |difference|",
+    "all_targets_loss": "the loss (shifted_loss): max |difference|",
+    "first_keys_mask": "",  # its triangle differs only behind a KV cache: one pass shows nothing
+}
+
+
+@pytest.mark.parametrize("name,wrong,words", WRONG, ids=[f"{w[0]}-{w[2]}" for w in WRONG])
+def test_first_divergence_names_the_wrong_step(base, name, wrong, words):
+    ids, valid = padded_batch()
+    labels = ids.masked_fill(~valid, -100)
+    found = first_divergence(build_model(base, {name: wrong}), base, ids, valid, labels)
+    expected = FIRST[wrong.__name__]
+    assert found.startswith(expected) if expected else found == "", found
+    assert first_divergence(build_model(base, REFERENCE), base, ids, valid, labels) == ""
+
+
+def test_first_divergence_without_padding_and_in_the_checkpoint(base, capsys, monkeypatch):
+    ids, _ = padded_batch()
+    found = first_divergence(build_model(base, apply_rope=half_split_rope), base, ids)
+    assert found.startswith("layer 0, attention: q after RoPE (apply_rope): max |difference|"), found
+    # a part that passes alone but not in the model: the checkpoint says where it first differs
+    monkeypatch.setattr("tinyk.parts.check_parts", lambda parts, seed=0: list(parts))
+    assert checkpoint({**REFERENCE, "apply_rope": half_split_rope}) is False
+    out = capsys.readouterr().out
+    assert "first difference: layer 0, attention: q after RoPE (apply_rope)" in out, out
 
 
 def test_rmsnorm_multiplying_before_the_cast_back_is_named():
