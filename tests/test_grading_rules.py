@@ -358,6 +358,22 @@ def test_a_failed_test_that_names_a_catalogued_mistake_carries_its_id():
     assert "mistake" not in grading._cell_problem({"cells": cells}, "ex_05_3_2_test", 0.0, 3.0)[1]
 
 
+def test_feedback_names_the_mistake_by_the_catalogue_never_by_the_detail():
+    """Under a failed test cell the feedback names the catalogued mistake with its label, and
+    never quotes the detail (a hidden test's message could be in it)."""
+    from tinyk.mistakes import by_id
+
+    detail = ("test: AssertionError: secret hidden words (hidden tests, line 9); "
+              "mistake 05.3.2:half-split-pairing")
+    row = grading.Row("s", "05_3_rope", "ex_05_3_2_test", 0.0, 3.0, "ok", detail)
+    cell = {"outputs": [_error("AssertionError", "pair adjacent coordinates", 1)]}
+    notes = grading._notes(row, cell)
+    assert notes == [f"The mistake: {by_id('05.3.2:half-split-pairing').en} (05.3.2:half-split-pairing)."]
+    assert "secret" not in " ".join(notes)
+    row.detail = "test: AssertionError: got 3 (line 2)"  # a message of no catalogued mistake
+    assert grading._notes(row, cell) == []
+
+
 def _release() -> dict:
     cells = [{"cell_type": "markdown", "metadata": {}, "source": "# Drill"}]
     for gid, grade in (("a_solution", False), ("a_test", True), ("b_solution", False), ("b_test", True)):

@@ -273,7 +273,8 @@ def test_the_site_check_follows_colab_links_and_catches_a_source_notebook(tmp_pa
 @pytest.mark.slow
 def test_a_student_version_is_graded_like_a_release(tmp_path):
     """Answered in student/, a notebook scores full marks with the gradebook made from the
-    sources; left as it is, zero; neither counts as a modified test."""
+    sources; the Chinese version (student/zh/) left as it is, zero; neither counts as a
+    modified test."""
     pytest.importorskip("nbgrader")
     from tinyk import grading
     from tinyk.exercises import book_version
@@ -289,7 +290,7 @@ def test_a_student_version_is_graded_like_a_release(tmp_path):
     submissions = tmp_path / "submissions"
     submissions.mkdir()
     (submissions / "answered.ipynb").write_text(json.dumps(student))
-    shutil.copy(course.student_path(source), submissions / "blank.ipynb")
+    shutil.copy(course.student_path(source, language="zh"), submissions / "blank.ipynb")
     rows = grading.grade(submissions, tmp_path / "grades.csv", [name], source=ROOT / course.NOTEBOOKS,
                          jobs=1, progress=False)
     assert {r.status for r in rows} == {"ok"}, [(r.student, r.exercise, r.status, r.detail) for r in rows]

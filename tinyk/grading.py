@@ -63,7 +63,7 @@ from tinyk.exercises import (
     nbgrader,
     source_text,
 )
-from tinyk.mistakes import note
+from tinyk.mistakes import by_id, mistakes_in, note
 from tinyk.roster import STATUSES, student_id, student_name
 from tinyk.roster import entries as submission_entries
 
@@ -110,6 +110,25 @@ class _Notebook:
     path: Path
     name: str
     tests: list[tuple[str, float]] = field(default_factory=list)  # (grade_id, points)
+    # grade_id -> the Chinese student version's source of that exercise cell (student/zh/)
+    translated: dict[str, str] = field(default_factory=dict)
+
+
+def _translated_cells(source: Path) -> dict[str, str]:
+    """The exercise cells of the Chinese student version of a checkout's source notebook, by
+    grade_id: a learner of the Chinese edition submits these locked cells, whose words (test
+    messages, comments) differ from the release and whose code is the same. Empty for a
+    notebook outside a checkout's ``notebooks/`` or without a Chinese version."""
+    from tinyk.course import is_checkout, student_path
+
+    root = source.resolve().parent.parent
+    if source.resolve().parent != root / NOTEBOOKS or not is_checkout(root):
+        return {}
+    chinese = student_path(source.resolve(), root, language="zh")
+    if not chinese.is_file():
+        return {}
+    cells = json.loads(chinese.read_text(encoding="utf-8"))["cells"]
+    return {nbgrader(c)["grade_id"]: source_text(c) for c in cells if nbgrader(c).get("grade_id")}
 
 
 def _require_linux() -> None:
@@ -150,7 +169,7 @@ def _chapter_notebooks(notebooks: Sequence[str | Path] | None, source_dir: Path 
             raise SystemExit(f"notebook {str(item)!r}: no such file, nor a notebook of that name in "
                              f"{source_dir}; choose from {[p.stem for p in available]}")
         paths.append(found[0])
-    chosen = [_Notebook(p, p.stem, exercises_of(p)) for p in dict.fromkeys(paths)]
+    chosen = [_Notebook(p, p.stem, exercises_of(p), _translated_cells(p)) for p in dict.fromkeys(paths)]
     return [nb for nb in chosen if nb.tests]
 
 
@@ -517,7 +536,8 @@ def _nbgrader_meta(meta: dict) -> dict:
             for k, v in meta.items() if k != "checksum"}
 
 
-def _restore_release(submitted: dict, released: dict) -> tuple[dict, list[str]]:
+def _restore_release(submitted: dict, released: dict,
+                     translated: dict[str, str] | None = None) -> tuple[dict, list[str]]:
     """The submission as it is graded, and what had to be restored to get it.
 
     Nothing of the submission decides what is locked, graded or worth points: every
@@ -529,8 +549,10 @@ def _restore_release(submitted: dict, released: dict) -> tuple[dict, list[str]]:
     cell edited (a locked one), deleted (a locked one is put back), duplicated (the copies
     run as the student's own cells), moved, retyped or with its nbgrader metadata changed,
     and nbgrader metadata on a cell that is no released exercise (removed: the cell runs as
-    the student's own).
+    the student's own). A locked cell as the Chinese student version has it (``translated``,
+    grade_id -> source) is not an edit: it is restored from the release like any other.
     """
+    translated = translated or {}
     exercises = {nbgrader(c)["grade_id"]: c for c in released["cells"] if nbgrader(c)}
     changes: list[str] = []
     theirs: dict[str, dict] = {}  # grade_id -> the student's cell, first of that grade_id
@@ -579,7 +601,8 @@ def _restore_release(submitted: dict, released: dict) -> tuple[dict, list[str]]:
             changes.append(f"{grade_id} nbgrader metadata changed")
         if meta.get("solution"):
             cell["source"] = source_text(mine)
-        elif source_text(mine).strip() != source_text(original).strip():
+        elif source_text(mine).strip() not in (source_text(original).strip(),
+                                               translated.get(grade_id, "").strip() or None):
             changes.append(f"{grade_id} edited")
         cells += [cell, *after.get(grade_id, [])]
 
@@ -844,7 +867,7 @@ def _submit(course: Path, sid: str, entry: Path, notebooks: list[_Notebook],
         if submitted is None:
             flags[nb.name] = ("unreadable", f"{path.name} is not a readable notebook")
             continue
-        restored, changed = _restore_release(submitted, released[nb.name])
+        restored, changed = _restore_release(submitted, released[nb.name], nb.translated)
         tampered = _tampering(restored)
         if tampered:
             flags[nb.name] = ("tampering", tampered)
@@ -936,6 +959,7 @@ def _course_digest(notebooks: list[_Notebook], limits: Limits, sandboxed: bool) 
     digest = hashlib.sha256(json.dumps([asdict(limits), sandboxed]).encode())
     for nb in notebooks:
         digest.update(nb.path.read_bytes())
+        digest.update(json.dumps(nb.translated, sort_keys=True).encode())
     return digest.digest()
 
 
@@ -1080,10 +1104,11 @@ def merge(out: Path, shards: Sequence[Path]) -> int:
 
 def _notes(row: Row, cell: dict) -> list[str]:
     """What the feedback adds under a test cell, from the graded run: its points when the
-    shown run (visible tests only) does not explain them, and a status other than ok. Only
-    the points and the status's fixed description: never the detail, which may quote a
-    hidden test's message."""
-    notes = []
+    shown run (visible tests only) does not explain them, a status other than ok, and the
+    catalogued mistake a visible test's message named (:mod:`tinyk.mistakes`). Only the
+    points, the status's fixed description and the catalogue's label: never the detail,
+    which may quote a hidden test's message."""
+    notes = [f"The mistake: {by_id(found).en} ({found})." for found in mistakes_in(row.detail)]
     failed_here = any(out.get("output_type") == "error" for out in cell.get("outputs", []))
     graded = row.status in ("ok", "tests-modified")  # the tests ran to their end
     if graded and row.points < row.max_points and not failed_here:
@@ -1151,7 +1176,8 @@ def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] |
         release_dir = template / "release" / ASSIGNMENT
         released = {nb.name: json.loads((release_dir / f"{nb.name}.ipynb").read_text()) for nb in chosen}
         shown_template = Path(tmp) / "shown"  # the released notebooks as sources: visible tests only
-        visible = [_Notebook(release_dir / f"{nb.name}.ipynb", nb.name, nb.tests) for nb in chosen]
+        visible = [_Notebook(release_dir / f"{nb.name}.ipynb", nb.name, nb.tests, nb.translated)
+                   for nb in chosen]
         _prepare_course(visible, shown_template)
         shown_released = {nb.name: json.loads((shown_template / "release" / ASSIGNMENT / f"{nb.name}.ipynb")
                                               .read_text()) for nb in chosen}
