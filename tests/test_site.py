@@ -67,7 +67,7 @@ def test_downloads_are_student_versions():
 
 def test_glossary_gives_the_chinese_terms():
     text = sitecheck.visible_text(HTML / "book" / "glossary.html")
-    for term in ("分组查询注意力", "旋转位置编码", "均方根归一化", "权重共享"):
+    for term in ("分组查询注意力", "旋转位置编码", "均方根归一化", "共享权重"):
         assert term in text
 
 
