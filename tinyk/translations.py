@@ -24,6 +24,10 @@ escapes must come through as well).
 The words inside figures are not page prose: they are drawn when a notebook executes.
 Their catalogue is ``locale/zh_CN/figures.po`` (:mod:`tinyk.figure_text`); ``update``
 adds the ones the last ``make book`` lacked, and ``check`` checks it like the others.
+
+One English term has one Chinese term in every catalogue, the figures' included: ``check``
+also fails on a message that renders a term of the term base (``locale/zh_CN/terms.toml``,
+:mod:`tinyk.terms`) another way, naming the catalogue, the message and the term.
 """
 
 from __future__ import annotations
@@ -107,7 +111,8 @@ def _glossary_terms(root: Path) -> set[str]:
 
 
 def problems(root: Path | None = None) -> list[str]:
-    """Every untranslated, fuzzy, obsolete or damaged message, as ``file: message: problem``."""
+    """Every untranslated, fuzzy, obsolete or damaged message, and every term rendered
+    otherwise than the term base says (:func:`tinyk.terms.term_problems`), as ``file: message: problem``."""
     from babel.messages.pofile import read_po
 
     root = course_root(root)
@@ -135,7 +140,9 @@ def problems(root: Path | None = None) -> list[str]:
             found += [f"{name}: {msgid[:60]!r}: {issue}" for issue in issues]
         if catalogue.obsolete:
             found.append(f"{name}: {len(catalogue.obsolete)} obsolete message(s): run update")
-    return found + figure_problems(root)
+    from tinyk.terms import term_problems
+
+    return found + figure_problems(root) + term_problems(root)
 
 
 def code_problems(msgid: str, msgstr: str) -> list[str]:

@@ -1,0 +1,200 @@
+"""The Chinese edition's term base: one Chinese term for each English term of chapter 05.
+
+``locale/zh_CN/terms.toml`` maps each English term of the course (05.1 to 05.10, the glossary)
+to its one Chinese term, the seed's where the Chinese source chapter has one, and lists the
+variants that must not render it (``K/V 头`` for a key/value head: the seed says ``键值头``).
+:func:`term_problems` reads every catalogue of the Chinese edition (the pages', the notebooks',
+the code texts of the Chinese student notebooks and the figures' words) and reports each
+translated message whose English has a term while its Chinese has a wrong variant, naming the
+catalogue, the message and the term. ``python -m tinyk.translations check`` (``make lint``)
+runs it. A glossary headword (kept bilingual, "Batch (批量)") must carry its entry's term.
+
+A variant is searched in the Chinese prose only: inline code, maths, link targets and the
+targets of glossary references are left out (they stay as the English has them). An entry's
+``allow_en`` names English contexts in which a variant rightly renders another word of the
+same message (提示 for "hint" beside "prompt"); its ``allow_zh`` names Chinese text that may
+contain one (an English message quoted as it is printed).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomllib
+
+from tinyk.course import course_root
+
+__all__ = ["TERMS_FILE", "Term", "catalogue_messages", "glossary_problems", "load_terms",
+           "message_term_problems", "term_problems"]
+
+TERMS_FILE = Path("locale") / "zh_CN" / "terms.toml"
+_FIELDS = {"en", "zh", "wrong", "allow_en", "allow_zh", "source"}
+_PAREN = re.compile(r"[(（]([^()（）]*)[)）]")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+@dataclass(frozen=True)
+class Term:
+    """One entry of the term base: English forms, the Chinese term, the wrong variants."""
+
+    english: tuple[str, ...]
+    chinese: str
+    wrong: tuple[re.Pattern[str], ...]
+    allow_en: tuple[re.Pattern[str], ...]
+    allow_zh: tuple[re.Pattern[str], ...]
+    source: str
+    pattern: re.Pattern[str]
+
+    def found_in(self, english: str) -> str | None:
+        """The term's form as the English message has it, or None."""
+        match = self.pattern.search(english)
+        return match.group(0) if match else None
+
+
+def _words(forms: list[str]) -> re.Pattern[str]:
+    """Any of the forms as a whole word, the longest first ("tied weights" before "tied")."""
+    alternatives = "|".join(sorted(forms, key=len, reverse=True))
+    return re.compile(r"(?<![\w-])(?:" + alternatives + r")(?![\w-])", re.I)
+
+
+def _compile(where: str, field: str, value: object, *, words: bool = False) -> tuple[re.Pattern[str], ...]:
+    if words and value == []:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"{where}: {field} = {value!r}: must be a list of non-empty strings")
+    try:
+        return (_words(value),) if words else tuple(re.compile(v) for v in value)
+    except re.error as error:
+        raise ValueError(f"{where}: {field} = {value!r}: not a regular expression ({error})") from None
+
+
+def load_terms(root: Path | None = None, path: Path | None = None) -> list[Term]:
+    """The entries of ``locale/zh_CN/terms.toml`` (or ``path``); a malformed entry raises
+    ``ValueError`` naming the entry, the field and the rule."""
+    path = path or course_root(root) / TERMS_FILE
+    with path.open("rb") as f:
+        data = tomllib.load(f)
+    entries = data.get("term")
+    if not isinstance(entries, list) or not entries:
+        raise ValueError(f"{path}: no [[term]] entries")
+    terms = []
+    for n, entry in enumerate(entries, 1):
+        where = f"{path.name}, term {n} ({entry.get('en')!r})"
+        unknown = set(entry) - _FIELDS
+        if unknown:
+            raise ValueError(f"{where}: unknown field(s) {sorted(unknown)}; the fields are {sorted(_FIELDS)}")
+        for field in ("zh", "source"):
+            if not isinstance(entry.get(field), str) or not entry[field].strip():
+                raise ValueError(f"{where}: {field} = {entry.get(field)!r}: must be a non-empty string")
+        english = entry.get("en")
+        pattern = _compile(where, "en", english, words=True)[0]
+        wrong = _compile(where, "wrong", entry.get("wrong"))
+        for variant in wrong:
+            if variant.search(entry["zh"]):
+                raise ValueError(f"{where}: wrong variant {variant.pattern!r} matches the term itself "
+                                 f"{entry['zh']!r}")
+        allow_en = _compile(where, "allow_en", entry.get("allow_en", []), words=True)
+        allow_zh = _compile(where, "allow_zh", entry.get("allow_zh", []))
+        terms.append(Term(tuple(english), entry["zh"], wrong, allow_en, allow_zh, entry["source"], pattern))
+    return terms
+
+
+def _prose(text: str) -> str:
+    """The words of a message: inline code, maths and link targets out, and a role's target
+    out while its shown text stays (``{term}`键值缓存 <KV cache (键值缓存)>``` reads 键值缓存)."""
+    from tinyk.translations import _CODE, _LINK, _MATH, _ROLE
+
+    def shown(role: re.Match[str]) -> str:
+        return re.sub(r"\s*<[^<>]+>\s*$", "", role.group(2)) if role.group(1) == "term" else " "
+
+    text = _ROLE.sub(shown, text)
+    text = _LINK.sub(lambda m: "]" if m.group(1) else " ", text)
+    return _CODE.sub(" ", _MATH.sub(" ", text))
+
+
+def message_term_problems(msgid: str, msgstr: str, terms: list[Term]) -> list[str]:
+    """The terms a translation renders with a wrong variant, each as ``“term” is written
+    “variant”, the term base says “Chinese”`` (an empty list when none is).
+
+    A message kept as the English has it (a bilingual glossary headword) is checked in its
+    parentheses: "Tied weights, weight tying (共享权重)"."""
+    if not msgstr:
+        return []
+    english, chinese = _prose(msgid), _prose(msgstr)
+    if msgstr == msgid:
+        english = _PAREN.sub(" ", msgid)
+        chinese = " ".join(p for p in _PAREN.findall(msgid) if _CJK.search(p))
+    found = []
+    for term in terms:
+        form = term.found_in(english)
+        if not form or (term.allow_en and term.allow_en[0].search(english)):
+            continue
+        text = chinese
+        for allowed in term.allow_zh:
+            text = allowed.sub(" ", text)
+        for variant in term.wrong:
+            match = variant.search(text)
+            if match:
+                found.append(f"“{form}” is written “{match.group(0)}”, the term base says “{term.chinese}”")
+                break
+    return found
+
+
+def catalogue_messages(root: Path | None = None) -> list[tuple[str, str, str]]:
+    """``(catalogue, msgid, msgstr)`` of every message of the Chinese edition: every ``.po``
+    under ``locale/zh_CN/LC_MESSAGES`` (named relative to it) and ``figures.po``."""
+    from babel.messages.pofile import read_po
+
+    from tinyk.figure_text import catalogue_path
+    from tinyk.translations import LANGUAGE, catalogues
+
+    root = course_root(root)
+    base = root / "locale" / LANGUAGE / "LC_MESSAGES"
+    out = []
+    for path in [*catalogues(root), catalogue_path(root)]:
+        if not path.is_file():
+            continue
+        with path.open("rb") as f:
+            catalogue = read_po(f)
+        name = path.relative_to(base).as_posix() if path.is_relative_to(base) else path.name
+        out += [(name, str(m.id), str(m.string or "")) for m in catalogue if m.id and isinstance(m.id, str)]
+    return out
+
+
+def glossary_problems(root: Path | None = None, terms: list[Term] | None = None) -> list[str]:
+    """Glossary headwords whose Chinese is not their term-base entry's: "Batch (批量)" must
+    say the ``zh`` of the entry whose English it names."""
+    from tinyk.translations import _glossary_terms
+
+    root = course_root(root)
+    terms = load_terms(root) if terms is None else terms
+    found = []
+    for headword in sorted(_glossary_terms(root)):
+        english = _PAREN.sub(" ", headword)
+        chinese = " ".join(_PAREN.findall(headword))
+        for term in terms:
+            if term.found_in(english) and term.pattern.fullmatch(english.split(",")[0].strip()) \
+                    and term.chinese not in chinese:
+                found.append(f"glossary: {headword!r}: the headword's Chinese is not the term base's "
+                             f"“{term.chinese}”")
+    return found
+
+
+def term_problems(root: Path | None = None) -> list[str]:
+    """Every message of the Chinese edition that renders a term of the term base with a wrong
+    variant, as ``catalogue: message: problem``, then the Chinese labels of the mistake
+    catalogue (:mod:`tinyk.mistakes`, read by Chinese learners in their feedback) and the
+    glossary's headwords."""
+    from tinyk.mistakes import CATALOGUE
+
+    root = course_root(root)
+    terms = load_terms(root)
+    found = []
+    for name, msgid, msgstr in catalogue_messages(root):
+        found += [f"{name}: {msgid[:60]!r}: {issue}" for issue in message_term_problems(msgid, msgstr, terms)]
+    for mistake in CATALOGUE:
+        found += [f"tinyk/mistakes.py: {mistake.id}: {issue}"
+                  for issue in message_term_problems(mistake.en, mistake.zh, terms)]
+    return found + glossary_problems(root, terms)
