@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -107,6 +108,55 @@ def test_a_cheat_from_inside_the_answer_scores_0(server, cheat):
     result = _judge(server, stem, grade_id, answer)
     assert not result.passed, f"{cheat} passed"
     assert result.detail, "every 0 has a reason"
+
+
+@pytest.fixture(scope="module")
+def sandboxed(tmp_path_factory):
+    """A learner's process under the grader's sandbox, where the package's files are hidden."""
+    from tinyk import grading
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed (make test installs it)")
+    scratch, runtime = tmp_path_factory.mktemp("scratch"), tmp_path_factory.mktemp("run")
+    box = verdict.AnswerServer(grading._sandbox_argv(scratch, runtime), timeout=60)
+    yield box
+    box.close()
+
+
+# Routes to the course's own RMSNorm from 05.2.2's answer, each with the error that stops it.
+ROUTES = {
+    "import": ("from tinyk import RMSNorm\n", "ImportError: cannot import name 'RMSNorm' from 'tinyk'"),
+    "import_module": ("from tinyk.model import RMSNorm\n", "ImportError: cannot import name 'RMSNorm'"),
+    "getattr": ("import tinyk.model\nRMSNorm = getattr(tinyk.model, 'Rms'.replace('ms', 'MS') + 'Norm')\n",
+                "AttributeError"),
+    "source_as_text": ("import inspect, tinyk.model\nns = {}\nexec(inspect.getsource(tinyk.model), ns)\n"
+                       "RMSNorm = ns['RMSNorm']\n", "OSError: could not get source code"),
+    "file_as_text": ("import tinyk.model\nns = {'__name__': 'copy'}\n"
+                     "exec(open(tinyk.model.__file__).read(), ns)\nRMSNorm = ns['RMSNorm']\n",
+                     "FileNotFoundError"),
+}
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_reference_of_the_part_asked_for_is_out_of_reach(sandboxed, route):
+    """Under the sandbox the package's files are gone from the learner's process, and the
+    part an exercise asks for is gone from the package's modules there: each route fails
+    in the answer cell itself, naming why."""
+    answer, error = ROUTES[route]
+    result = _judge(sandboxed, "05_2", "ex_05_2_2_test", answer)
+    assert not result.passed and result.detail.startswith("answer: "), result.detail
+    assert error in result.detail, result.detail
+
+
+@pytest.mark.parametrize("stem,grade_id", [("05_2", "ex_05_2_2_test"), ("05_3", "ex_05_3_3_test"),
+                                           ("05_5", "ex_05_5_3_test")])
+def test_under_the_sandbox_honest_answers_keep_their_points(sandboxed, stem, grade_id):
+    """05.3.3's answer imports tinyk's RoPE (it asks for no part of its own): still there."""
+    assert "from tinyk import apply_rotary_emb" in "".join(
+        c["source"] if isinstance(c["source"], str) else "".join(c["source"])
+        for c in _source("05_3")["cells"] if nbgrader(c).get("grade_id") == "ex_05_3_3_solution")
+    result = _judge(sandboxed, stem, grade_id, None)
+    assert result.passed, result.detail
 
 
 def test_a_forged_reply_is_not_data_and_runs_nothing(server, tmp_path):

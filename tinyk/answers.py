@@ -9,6 +9,17 @@ tensors rebuilt from bytes by ``torch.load(weights_only=True)``), or a handle th
 an object that stays here (a module, a function). The comparisons, the hidden checks and the
 points are decided on the other side, where no code of the student's runs.
 
+The course's reference code of a part is out of the learner's reach here, as far as a
+process can put it: under the grader's sandbox the ``tinyk`` package's files are hidden and
+this script runs from a copy of them (its first argument), which it imports and then deletes,
+so no source of the package is left to read or run as text; and in the child of an exercise
+that asks for a part (``RMSNorm``, ``repeat_kv``, ... of :data:`REFERENCES`), the
+package's objects of that part are removed from every ``tinyk`` module before the answer
+runs (the parts the instructor's answer defines), so that ``from tinyk import RMSNorm``
+fails there. What stays within reach is an
+object the answer finds in memory through another (a model's layer, the garbage collector):
+calling it is what :mod:`tinyk.own_work`'s watch reports.
+
 Frames on both pipes: an 8-byte length, then the payload. Requests are pickles (they come
 from the grader); replies are ``torch.save`` payloads (read back with ``weights_only``).
 Whatever the student's code prints goes to stderr; a child that corrupts its replies only
@@ -20,6 +31,8 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import re
+import shutil
 import struct
 import sys
 import traceback
@@ -28,6 +41,23 @@ from typing import Any, BinaryIO
 REF = "\x00ref"  # a request's reference to a handle: (REF, id)
 ARG = "\x00arg"  # a tensor argument that needs its gradient: (ARG, index)
 CALLBACK = "\x00cb"  # a function of the test's, which runs on the grader's side: (CALLBACK, id)
+# The modules the learner's code may use, imported before the package's files are deleted.
+PRELOADED = ("tinyk", "tinyk.model", "tinyk.generation", "tinyk.own_work", "tinyk.parts", "tinyk.upstream")
+# Each part of the build track (tinyk.parts.PART_NAMES) and the names of the package's own
+# versions of it, removed from every tinyk module in the child of an exercise that asks for it.
+REFERENCES: dict[str, tuple[str, ...]] = {
+    "RMSNorm": ("RMSNorm",),
+    "rope_tables": ("precompute_freqs_cis",),
+    "apply_rope": ("apply_rotary_emb", "apply_rotary_emb_half", "rotate_half"),
+    "repeat_kv": ("repeat_kv",),
+    "gqa_attention": ("Attention",),
+    "SwiGLU": ("MLP",),
+    "decoder_block": ("DecoderLayer",),
+    "token_positions": ("token_positions", "reference_token_positions"),
+    "causal_padding_mask": ("padding_to_attention",),
+    "shifted_loss": ("causal_lm_loss",),
+}
+_DEFINES = re.compile(r"^(?:def|class)\s+(\w+)", re.M)
 
 
 def _read_exactly(stream: BinaryIO, size: int) -> bytes:
@@ -204,8 +234,31 @@ def _serve(objects: _Objects, request: tuple) -> tuple:
     raise ValueError(f"unknown request {op!r}")
 
 
-def _exercise(sources: list[str], names: list[str], requests: BinaryIO, out: BinaryIO) -> None:
-    """In the child: run the answer cells, send the names they bound, then serve requests."""
+def defines(source: str) -> list[str]:
+    """The parts of the build track (:data:`REFERENCES`) that a cell's ``def``/``class`` lines name."""
+    return [name for name in _DEFINES.findall(source) if name in REFERENCES]
+
+
+def withhold(parts: list[str]) -> list[str]:
+    """Remove the package's own versions of ``parts`` (:data:`REFERENCES`) from every loaded
+    ``tinyk`` module; return the names removed."""
+    names = {ref for part in parts for ref in REFERENCES.get(part, ())}
+    if not names:
+        return []
+    modules = [m for n, m in list(sys.modules.items()) if n == "tinyk" or n.startswith("tinyk.")]
+    objects = [vars(m)[n] for m in modules for n in names if n in vars(m)]
+    for module in modules:
+        for attr, value in list(vars(module).items()):
+            if attr in names or any(value is obj for obj in objects):
+                delattr(module, attr)
+    return sorted(names)
+
+
+def _exercise(sources: list[str], names: list[str], parts: list[str], requests: BinaryIO,
+              out: BinaryIO) -> None:
+    """In the child: withhold the package's versions of the parts the exercise asks for, run
+    the answer cells, send the names they bound, then serve requests."""
+    withhold(parts)
     objects = _Objects(requests, out)
     space: dict[str, Any] = {"__name__": "__main__"}
     try:
@@ -228,15 +281,33 @@ def _exercise(sources: list[str], names: list[str], requests: BinaryIO, out: Bin
         _reply(out, reply)
 
 
+def _load(library: str | None) -> None:
+    """Import torch and :data:`PRELOADED` once, before the children fork. ``library``: a
+    folder holding a copy of the package (under the sandbox, where the package's own files
+    are hidden), imported from, then deleted with everything in it."""
+    import importlib
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # no module of it as top-level
+    if library:
+        sys.path.insert(0, library)
+    import torch
+
+    torch.set_num_threads(1)
+    for name in PRELOADED:
+        importlib.import_module(name)
+    if library:
+        shutil.rmtree(os.path.join(library, "tinyk"))
+        sys.path.remove(library)
+
+
 def main() -> None:
     """Serve exercises until the grader closes the pipe."""
     requests = os.fdopen(os.dup(0), "rb", buffering=0)  # unbuffered: parent and child share it
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # the student's prints go to stderr, never into a reply
     sys.stdin = open(os.devnull)  # the learner's input() reads nothing
-    import torch  # once, before the children fork
-
-    torch.set_num_threads(1)
+    _load(sys.argv[1] if len(sys.argv) > 1 else None)
     _reply(out, ("ready",))
     while (frame := read_frame(requests)) is not None:
         request = pickle.loads(frame)
@@ -246,7 +317,8 @@ def main() -> None:
         if pid == 0:
             code = 0
             try:
-                _exercise(request[1], request[2], requests, out)
+                parts = request[3] if len(request) > 3 else []  # the parts whose reference is withheld
+                _exercise(request[1], request[2], parts, requests, out)
             except BaseException:
                 code = 1
             finally:

@@ -35,6 +35,7 @@ import json
 import os
 import pickle
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -58,6 +59,8 @@ __all__ = ["INSIDE", "AnswerServer", "Remote", "Verdict", "judge", "main", "outs
 INSIDE = frozenset({"ex_05_10_3_test"})
 _START_TIMEOUT = 300.0  # seconds for the learner's process to start (import torch), on a busy machine
 _REPLY_LIMIT = 256 * 2**20  # bytes of one reply: more is an error, never a crash of the grader
+PACKAGE = Path(answers.__file__).resolve().parent  # the tinyk package's folder, hidden from the learner
+_LIBRARY = "/tmp/.tinyk-answers"  # where the learner's process finds its copy, in the sandbox's own /tmp
 
 
 def outside(grade_id: str) -> bool:
@@ -93,6 +96,7 @@ class AnswerServer:
         self.proc: subprocess.Popen | None = None
         self.callbacks: list[Any] = []  # the test's functions that the learner's code may call
         self.log = tempfile.TemporaryFile()  # the student's prints: a file, never a pipe
+        self.library: Path | None = None  # the copy of the package the sandboxed process loads
 
     def start(self) -> None:
         """Start the learner's process now (else at the first request), and wait until it is ready."""
@@ -109,7 +113,7 @@ class AnswerServer:
                 def preexec() -> None:  # the same address-space limit as the student's kernel
                     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
-            self.proc = subprocess.Popen([*self.prefix, sys.executable, "-I", answers.__file__],
+            self.proc = subprocess.Popen(self._argv(),
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                          preexec_fn=preexec, start_new_session=True)
             # its start (importing torch) is not the learner's time: a limit of its own
@@ -117,6 +121,21 @@ class AnswerServer:
                 self.close()
                 raise AnswerFailed("the answer's process did not start", ended=True)
         return self.proc
+
+    def _argv(self) -> list[str]:
+        """The learner's process's command line. Under bubblewrap (a ``prefix`` that ends
+        with ``--``) the package's folder is hidden behind an empty one and the process gets
+        a copy of the package, which it imports and deletes (:mod:`tinyk.answers`): no source
+        of the course is left there to read."""
+        if self.prefix[-1:] != ["--"]:
+            return [*self.prefix, sys.executable, "-I", answers.__file__]
+        if self.library is not None:
+            shutil.rmtree(self.library, ignore_errors=True)
+        self.library = Path(tempfile.mkdtemp(prefix="tinyk-answers-"))
+        shutil.copytree(PACKAGE, self.library / "tinyk", ignore=shutil.ignore_patterns("__pycache__"))
+        hide = ["--tmpfs", str(PACKAGE), "--bind", str(self.library), _LIBRARY]
+        script = f"{_LIBRARY}/tinyk/answers.py"
+        return [*self.prefix[:-1], *hide, "--", sys.executable, "-I", script, _LIBRARY]
 
     def close(self) -> None:
         """End the learner's process and every process of its session (an exercise's child
@@ -128,6 +147,9 @@ class AnswerServer:
                 pass
             self.proc.wait()
             self.proc = None
+        if self.library is not None:
+            shutil.rmtree(self.library, ignore_errors=True)
+            self.library = None
 
     def send(self, request: tuple) -> None:
         proc = self._start()
@@ -406,11 +428,13 @@ def _watched(part: str, fn: Any, forbid: tuple = ()) -> Any:
     return watched(part, fn, forbid)
 
 
-def _run_test(server: AnswerServer, grade_id: str, answer: list[str], test: str) -> Verdict:
-    """One exercise: its answer cells over there, its test cell here. A learner's process that
-    fails to keep to the protocol is ended; the next exercise gets a new one."""
+def _run_test(server: AnswerServer, grade_id: str, answer: list[str], test: str,
+              parts: Sequence[str] = ()) -> Verdict:
+    """One exercise: its answer cells over there, its test cell here (``parts``: the parts of
+    the build track it asks for, whose reference code is withheld over there). A learner's
+    process that fails to keep to the protocol is ended; the next exercise gets a new one."""
     try:
-        server.send(("exercise", answer, defined_names(answer)))
+        server.send(("exercise", answer, defined_names(answer), list(parts)))
         reply = server.receive()
         if reply[0] != "ok":
             why = reply[2] if reply[0] == "err" else "its process exited while the answer cells ran"
@@ -460,19 +484,25 @@ def _own_work_for_remotes(module: Any) -> Any:
         module.watched = original
 
 
-def _exercises(source: dict, submitted: dict) -> list[tuple[str, list[str], str]]:
-    """(grade_id, the submission's answer cells, the source's test cell) of each exercise decided here."""
-    tests = {nbgrader(c).get("grade_id"): source_text(c) for c in source["cells"] if is_test(c)}
+def _answers_by_test(nb: dict) -> list[tuple[str, list[str], str]]:
+    """(grade_id, the answer cells before it, its source) of each test cell of ``nb``, in order."""
     found, answer = [], []
-    for cell in submitted["cells"]:
+    for cell in nb["cells"]:
         if is_solution(cell) and cell.get("cell_type") == "code":
             answer.append(source_text(cell))
         elif is_test(cell):
-            grade_id = nbgrader(cell).get("grade_id")
-            if outside(grade_id) and grade_id in tests:
-                found.append((grade_id, answer, tests[grade_id]))
+            found.append((nbgrader(cell).get("grade_id"), answer, source_text(cell)))
             answer = []
     return found
+
+
+def _exercises(source: dict, submitted: dict) -> list[tuple[str, list[str], str, list[str]]]:
+    """(grade_id, the submission's answer cells, the source's test cell, the parts of the build
+    track that the source's answer defines) of each exercise decided here."""
+    asked = {grade_id: (test, sorted({n for text in answer for n in answers.defines(text)}))
+             for grade_id, answer, test in _answers_by_test(source)}
+    return [(grade_id, answer, *asked[grade_id]) for grade_id, answer, _ in _answers_by_test(submitted)
+            if outside(grade_id) and grade_id in asked]
 
 
 def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
@@ -487,8 +517,8 @@ def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
     skip = skip or {}
     try:
         return [Verdict(grade_id, False, skip[grade_id]) if grade_id in skip
-                else _run_test(server, grade_id, answer, test)
-                for grade_id, answer, test in _exercises(source, submitted)]
+                else _run_test(server, grade_id, answer, test, parts)
+                for grade_id, answer, test, parts in _exercises(source, submitted)]
     finally:
         if own:
             server.close()
