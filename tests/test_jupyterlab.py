@@ -2,12 +2,14 @@
 
 A JupyterLab server runs on 127.0.0.1 (its own config, runtime and workspace folders, a
 random token) over a temporary copy of ``student/``; Debian's Chromium, driven by
-Playwright as in ``test_browser.py``, opens each student notebook, runs every cell in
-order (a failing cell does not stop the next, as when a student steps through with
-Shift+Enter), then moves each live slider and waits for its figure to change. The only
-errors allowed are the unanswered exercises' own (their answer and test cells) and the
-cells that show an error on purpose (tagged ``raises-exception``). Every request leaving
-localhost is blocked and must not happen.
+Playwright as in ``test_browser.py``, loads JupyterLab once per worker and opens the
+student notebooks in it one after another (each alone in the main area, with a kernel of
+its own, shut down after it). In each it runs every cell in order (a failing cell does not
+stop the next, as when a student steps through with Shift+Enter), then moves each live
+slider and waits for its figure to change. The only errors allowed are the unanswered
+exercises' own (their answer and test cells) and the cells that show an error on purpose
+(tagged ``raises-exception``). Every request leaving localhost is blocked and must not
+happen.
 
 Runs in the ``site`` stage of ``make test``, where make installs Chromium.
 """
@@ -108,6 +110,67 @@ def lab(tmp_path_factory):
         log.close()
 
 
+class _Lab:
+    """One JupyterLab page, kept from notebook to notebook (loading JupyterLab's scripts takes
+    about 4 s a time): the requests it tried outside localhost, and whether the last test
+    left it in a state to reload from."""
+
+    def __init__(self, page, url: str) -> None:
+        self.page, self.url, self.outside, self.stale = page, url, [], True
+
+    def open(self, name: str) -> None:
+        """Open the notebook ``name`` alone in the main area (after a reload if needed)."""
+        self.outside.clear()
+        if self.stale:
+            self.page.goto(self.url, wait_until="domcontentloaded")
+            self.page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started")
+            self.page.evaluate("async () => { await window.jupyterapp.restored; }")
+            self.stale = False
+        self.page.evaluate("async ([path]) => { await window.jupyterapp.commands.execute("
+                           "'docmanager:open', {path, factory: 'Notebook'}); }", [name])
+        self.page.wait_for_function("([name]) => { const w = window.jupyterapp.shell.currentWidget;"
+                                    " return w && w.context && w.context.path === name"
+                                    " && w.content.widgets.length > 0; }", arg=[name])
+
+    def close(self) -> None:
+        """Shut the notebook's kernel down and close it unsaved (it ran: no save dialog)."""
+        try:
+            left = self.page.evaluate("""async () => {
+              const app = window.jupyterapp;
+              for (const w of Array.from(app.shell.widgets('main'))) {
+                if (w.sessionContext) { await w.sessionContext.shutdown(); }
+                if (w.context) { w.context.model.dirty = false; }
+                w.dispose();
+              }
+              return Array.from(app.shell.widgets('main')).filter(w => w.context).length; }""")
+            self.stale = left != 0
+        except Exception:
+            self.stale = True
+            raise
+
+
+@pytest.fixture(scope="module")
+def jupyterlab_page(lab, browser):  # noqa: F811
+    """A JupyterLab page in a workspace of its own (reset: no tab restored), blocking and
+    recording every request that leaves localhost."""
+    base, token = lab
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    one = _Lab(page, f"{base}/lab/workspaces/tinyk-{os.getpid()}?reset&token={token}")
+
+    def route(r):
+        if urlparse(r.request.url).hostname in ("127.0.0.1", "localhost"):
+            r.continue_()
+        else:
+            one.outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    yield one
+    context.close()
+
+
 def _allowed_to_fail(cell: dict) -> bool:
     meta = cell.get("metadata", {})
     return bool(nbgrader(cell).get("solution") or nbgrader(cell).get("grade")) or \
@@ -115,30 +178,13 @@ def _allowed_to_fail(cell: dict) -> bool:
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_student_notebook_runs_in_jupyterlab_and_its_sliders_move(lab, browser, source):  # noqa: F811
-    base, token = lab
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    outside = []
-
-    def route(r):
-        if urlparse(r.request.url).hostname in ("127.0.0.1", "localhost"):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
-    page.set_default_timeout(120_000)
+def test_student_notebook_runs_in_jupyterlab_and_its_sliders_move(jupyterlab_page, source):
+    page = jupyterlab_page.page
     try:
-        # A workspace of its own, reset: only this notebook is open (no tabs restored).
-        page.goto(f"{base}/lab/workspaces/{source.stem}/tree/{source.name}?reset&token={token}",
-                  wait_until="domcontentloaded")
-        page.wait_for_function("([name]) => { const w = window.jupyterapp"
-                               " && window.jupyterapp.shell.currentWidget;"
-                               " return w && w.context && w.context.path === name"
-                               " && w.content.widgets.length > 0; }", arg=[source.name])
-        assert page.evaluate("Array.from(window.jupyterapp.shell.widgets('main')).length") == 1
+        jupyterlab_page.open(source.name)
+        # alone: no other document open (JupyterLab's launcher may come back when the main area empties)
+        assert page.evaluate("Array.from(window.jupyterapp.shell.widgets('main')).filter(w => w.context)"
+                             ".map(w => w.context.path)") == [source.name]
         count = page.evaluate(_RUN_EVERY_CELL)
         cells = page.evaluate(_CELLS)
         assert len(cells) == count > 5
@@ -186,11 +232,9 @@ def test_student_notebook_runs_in_jupyterlab_and_its_sliders_move(lab, browser, 
                 _wait_for_change(figure, after, f"{name} did not redraw when moved back")
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"{source.stem}.png"))
-        assert outside == [], "requests outside localhost"
+        assert jupyterlab_page.outside == [], "requests outside localhost"
     finally:
-        page.evaluate("window.jupyterapp && window.jupyterapp.shell.currentWidget"
-                      " && window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
-        context.close()
+        jupyterlab_page.close()
 
 
 def _source_cells(source: Path) -> list[dict]:
