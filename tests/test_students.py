@@ -119,9 +119,9 @@ def test_markdown_for_notebooks_turns_roles_and_admonitions_into_plain_markdown(
 
 
 def test_every_glossary_link_of_a_notebook_names_an_entry():
-    from tinyk.translations import _glossary_terms
+    from tinyk.catalogues import glossary_terms
 
-    entries = _glossary_terms(ROOT)
+    entries = glossary_terms(ROOT)
     used = {target or shown for source in SOURCES
             for shown, target in course._TERM.findall(_markdown(source))}
     assert used and used <= entries, sorted(used - entries)

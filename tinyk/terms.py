@@ -24,6 +24,7 @@ from pathlib import Path
 
 import tomllib
 
+from tinyk.catalogues import CODE, LANGUAGE, LINK, MATH, ROLE, catalogues, glossary_terms
 from tinyk.course import course_root
 
 __all__ = ["TERMS_FILE", "Term", "catalogue_messages", "glossary_problems", "load_terms",
@@ -104,14 +105,12 @@ def load_terms(root: Path | None = None, path: Path | None = None) -> list[Term]
 def _prose(text: str) -> str:
     """The words of a message: inline code, maths and link targets out, and a role's target
     out while its shown text stays (``{term}`键值缓存 <KV cache (键值缓存)>``` reads 键值缓存)."""
-    from tinyk.translations import _CODE, _LINK, _MATH, _ROLE
-
     def shown(role: re.Match[str]) -> str:
         return re.sub(r"\s*<[^<>]+>\s*$", "", role.group(2)) if role.group(1) == "term" else " "
 
-    text = _ROLE.sub(shown, text)
-    text = _LINK.sub(lambda m: "]" if m.group(1) else " ", text)
-    return _CODE.sub(" ", _MATH.sub(" ", text))
+    text = ROLE.sub(shown, text)
+    text = LINK.sub(lambda m: "]" if m.group(1) else " ", text)
+    return CODE.sub(" ", MATH.sub(" ", text))
 
 
 def message_term_problems(msgid: str, msgstr: str, terms: list[Term]) -> list[str]:
@@ -148,7 +147,6 @@ def catalogue_messages(root: Path | None = None) -> list[tuple[str, str, str]]:
     from babel.messages.pofile import read_po
 
     from tinyk.figure_text import catalogue_path
-    from tinyk.translations import LANGUAGE, catalogues
 
     root = course_root(root)
     base = root / "locale" / LANGUAGE / "LC_MESSAGES"
@@ -166,12 +164,10 @@ def catalogue_messages(root: Path | None = None) -> list[tuple[str, str, str]]:
 def glossary_problems(root: Path | None = None, terms: list[Term] | None = None) -> list[str]:
     """Glossary headwords whose Chinese is not their term-base entry's: "Batch (批量)" must
     say the ``zh`` of the entry whose English it names."""
-    from tinyk.translations import _glossary_terms
-
     root = course_root(root)
     terms = load_terms(root) if terms is None else terms
     found = []
-    for headword in sorted(_glossary_terms(root)):
+    for headword in sorted(glossary_terms(root)):
         english = _PAREN.sub(" ", headword)
         chinese = " ".join(_PAREN.findall(headword))
         for term in terms:

@@ -38,6 +38,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from tinyk.catalogues import CODE, LANGUAGE, LINK, MATH, ROLE, catalogues, glossary_terms
 from tinyk.chinese_notebooks import CODE_FOLDER, PLACEHOLDER
 from tinyk.course import course_root
 
@@ -45,38 +46,29 @@ __all__ = ["LANGUAGE", "build", "catalogues", "code_problems", "code_texts", "fi
            "figure_problems", "main", "message_problems", "problems", "stale", "update", "update_code",
            "update_figures"]
 
-LANGUAGE = "zh_CN"
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-_ROLE = re.compile(r"\{([a-z:-]+)\}`([^`]*)`")
-_MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
-_CODE = re.compile(r"``(.+?)``|`([^`\n]+)`")
-_LINK = re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>\s]+)>")
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _PLACE = re.compile(r"\{\d+\}")  # a number's place in a figure message (tinyk.figure_text)
 _TARGET = re.compile(r"<[^<>`]*>`")  # a role's explicit target: a glossary term's own (bilingual) name
 
-
-def catalogues(root: Path | None = None) -> list[Path]:
-    """Every ``.po`` file of the Chinese edition, sorted."""
-    return sorted((course_root(root) / "locale" / LANGUAGE / "LC_MESSAGES").rglob("*.po"))
 
 
 def _roles(text: str) -> list[tuple[str, str]]:
     """(role, what it points at): a term's target, a citation's keys. The shown text of a
     term may be translated when the target is written out: ``{term}`键值缓存 <KV cache (键值缓存)>```."""
     out = []
-    for role, body in _ROLE.findall(text):
+    for role, body in ROLE.findall(text):
         target = re.search(r"<([^<>]+)>\s*$", body)
         out.append((role, target.group(1) if target else body))
     return sorted(out)
 
 
 def _without_roles_and_math(text: str) -> str:
-    return _MATH.sub(" ", _ROLE.sub(" ", text))
+    return MATH.sub(" ", ROLE.sub(" ", text))
 
 
 def _code(text: str) -> list[str]:
-    return sorted(a or b for a, b in _CODE.findall(_without_roles_and_math(text)))
+    return sorted(a or b for a, b in CODE.findall(_without_roles_and_math(text)))
 
 
 def message_problems(msgid: str, msgstr: str, *, keep: bool = False) -> list[str]:
@@ -90,24 +82,19 @@ def message_problems(msgid: str, msgstr: str, *, keep: bool = False) -> list[str
     if msgid.startswith("\n"):  # the body of a display-maths block: Sphinx keeps it only if unchanged
         return [] if msgstr == msgid else ["a display-maths block changed (it stays as the English has it)"]
     found = []
-    if sorted(_MATH.findall(msgid)) != sorted(_MATH.findall(msgstr)):
+    if sorted(MATH.findall(msgid)) != sorted(MATH.findall(msgstr)):
         found.append("maths differs from the English")
     if _code(msgid) != _code(msgstr):
         found.append("inline code differs from the English")
     if _roles(msgid) != _roles(msgstr):
         found.append("a role ({term}, {cite}, ...) or its target differs from the English")
-    if sorted(a or b for a, b in _LINK.findall(msgid)) != sorted(a or b for a, b in _LINK.findall(msgstr)):
+    if sorted(a or b for a, b in LINK.findall(msgid)) != sorted(a or b for a, b in LINK.findall(msgstr)):
         found.append("a link target differs from the English")
-    prose = _CODE.sub(" ", _without_roles_and_math(_LINK.sub(" ", msgid)))
+    prose = CODE.sub(" ", _without_roles_and_math(LINK.sub(" ", msgid)))
     if len(_WORD.findall(prose)) >= 2 and not _CJK.search(_TARGET.sub("`", msgstr)):
         found.append("no Chinese in the translation of a sentence")
     return found
 
-
-def _glossary_terms(root: Path) -> set[str]:
-    text = (root / "book" / "glossary.md").read_text(encoding="utf-8")
-    block = text.split("```{glossary}")[1].split("```")[0]
-    return {ln.strip() for ln in block.splitlines() if ln.strip() and not ln.startswith(" ")}
 
 
 def problems(root: Path | None = None) -> list[str]:
@@ -116,7 +103,7 @@ def problems(root: Path | None = None) -> list[str]:
     from babel.messages.pofile import read_po
 
     root = course_root(root)
-    terms = _glossary_terms(root)
+    terms = glossary_terms(root)
     base = root / "locale" / LANGUAGE / "LC_MESSAGES"
     found = []
     files = catalogues(root)
@@ -256,7 +243,7 @@ def figure_problems(root: Path | None = None) -> list[str]:
             issues.append("marked fuzzy (the English changed; check the translation)")
         if msgstr and sorted(_PLACE.findall(msgid)) != sorted(_PLACE.findall(msgstr)):
             issues.append("a number's place ({0}, {1}, ...) differs from the English")
-        if msgstr and sorted(_MATH.findall(msgid)) != sorted(_MATH.findall(msgstr)):
+        if msgstr and sorted(MATH.findall(msgid)) != sorted(MATH.findall(msgstr)):
             issues.append("maths differs from the English")
         found += [f"{path.name}: {msgid[:60]!r}: {issue}" for issue in issues]
     return found

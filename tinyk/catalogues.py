@@ -1,0 +1,32 @@
+"""Where the Chinese edition's words live and how its Markdown is read (course: the Chinese
+edition, the instructors' page): the catalogues' language and folder, the glossary's
+headwords, and the patterns of what a message holds besides words (a MyST role, maths,
+inline code, a link's target), shared by :mod:`tinyk.translations` and :mod:`tinyk.terms`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tinyk.course import course_root
+
+__all__ = ["CODE", "LANGUAGE", "LINK", "MATH", "ROLE", "catalogues", "glossary_terms"]
+
+LANGUAGE = "zh_CN"
+ROLE = re.compile(r"\{([a-z:-]+)\}`([^`]*)`")  # {term}`shown <target>`: its name, its text
+MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
+CODE = re.compile(r"``(.+?)``|`([^`\n]+)`")
+LINK = re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>\s]+)>")
+
+
+def catalogues(root: Path | None = None) -> list[Path]:
+    """Every ``.po`` file of the Chinese edition, sorted."""
+    return sorted((course_root(root) / "locale" / LANGUAGE / "LC_MESSAGES").rglob("*.po"))
+
+
+def glossary_terms(root: Path | None = None) -> set[str]:
+    """The headwords of the book's glossary (``book/glossary.md``), as written there."""
+    text = (course_root(root) / "book" / "glossary.md").read_text(encoding="utf-8")
+    block = text.split("```{glossary}")[1].split("```")[0]
+    return {ln.strip() for ln in block.splitlines() if ln.strip() and not ln.startswith(" ")}
