@@ -14,6 +14,7 @@ from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 from tinyk import (
     Attention,
+    DecoderLayer,
     ModelConfig,
     RMSNorm,
     Transformer,
@@ -612,3 +613,10 @@ def test_no_tinyk_module_imports_one_that_imports_it_back():
     assert _cycles(graph) == []
     # A TYPE_CHECKING-only import back from the model would be a cycle, and is caught:
     assert _cycles({**graph, "tinyk.model": {"tinyk.generation"}}) != []
+
+
+def test_decoder_layer_takes_the_config_first_as_attention_does():
+    config = ModelConfig.tiny()
+    assert DecoderLayer(config, 1).attention.layer_id == 1
+    with pytest.raises(TypeError, match=r"DecoderLayer\(config, layer_id\): config must be a ModelConfig"):
+        DecoderLayer(0, config)

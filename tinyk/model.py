@@ -549,8 +549,11 @@ class DecoderLayer(nn.Module):
     stream is never overwritten.
     """
 
-    def __init__(self, layer_id: int, config: ModelConfig) -> None:
+    def __init__(self, config: ModelConfig, layer_id: int = 0) -> None:
         super().__init__()
+        if not isinstance(config, ModelConfig):  # the upstream's order is (layer_id, args)
+            raise TypeError(f"DecoderLayer(config, layer_id): config must be a ModelConfig, got "
+                            f"{type(config).__name__} {config!r} (as Attention(config, layer_id))")
         self.layer_id = layer_id
         self.attention_norm = RMSNorm(config.dim, eps=config.norm_eps)
         self.attention = Attention(config, layer_id)
@@ -662,7 +665,7 @@ class Transformer(nn.Module):
         self.config = config
         self.tok_embeddings = nn.Embedding(config.vocab_size, config.dim)
         self.dropout = nn.Dropout(config.dropout)
-        self.layers = nn.ModuleList(DecoderLayer(i, config) for i in range(config.n_layers))
+        self.layers = nn.ModuleList(DecoderLayer(config, i) for i in range(config.n_layers))
         self.norm = RMSNorm(config.dim, eps=config.norm_eps)
         self.output = nn.Linear(config.dim, config.vocab_size, bias=False)
         self.output.weight = self.tok_embeddings.weight  # tied: one matrix, two roles
