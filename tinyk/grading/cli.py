@@ -1,5 +1,8 @@
-"""The command line ``python -m tinyk.grading`` (course section "For instructors"); ``--help``
-lists the commands, and the package's docstring says what each does."""
+"""Instructor tools: validate, release and grade the chapter's exercises with nbgrader.
+
+The command line ``python -m tinyk.grading`` (course section "For instructors"); ``--help``
+lists the commands, and the package's docstring says what each does.
+"""
 
 from __future__ import annotations
 
@@ -52,11 +55,9 @@ def _add_class_tools(sub: argparse._SubParsersAction) -> None:
 
 def parser() -> argparse.ArgumentParser:
     """The command line's parser: its commands, in the order ``--help`` lists them."""
-    import tinyk.grading
-
     top = argparse.ArgumentParser(
         prog="python -m tinyk.grading",
-        description=str(tinyk.grading.__doc__).split("\n\n")[0] + " Linux only: grading uses resource "
+        description=str(__doc__).split("\n\n")[0] + " Linux only: grading uses resource "
         "limits, /proc and a bubblewrap sandbox.")
     top.add_argument("--source", type=Path, default=None,
                      help="folder of the chapter notebooks, with solutions and hidden tests "
