@@ -78,8 +78,9 @@ def test_an_ok_notebook_names_its_first_error():
 def test_the_status_enum_is_the_gradebook_strings():
     """One status type: its values are the CSV's strings (``tinyk.roster.STATUSES``, which
     the class report and the LMS export read), written as such by f-strings, csv and JSON."""
-    assert [status.value for status in rules.Status] == list(roster.STATUSES)
-    for status in rules.Status:
+    statuses = list(rules.Status)
+    assert [status.value for status in statuses] == list(roster.STATUSES) and len(statuses) == 9
+    for status in statuses:
         assert f"{status}" == str(status) == status.value == json.loads(json.dumps(status))
         assert roster.STATUSES[status] == status.description
     buffer = io.StringIO()
