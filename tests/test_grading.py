@@ -21,6 +21,8 @@ import pytest
 from tinyk import grading
 from tinyk.course import ROOT, notebook_paths
 from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN, book_version, nbgrader, source_text
+from tinyk.grading import batch as class_batch
+from tinyk.grading import runner
 
 # The tests that share the prepared assignment and graded batch run on one xdist worker
 # (make's `--dist loadgroup`), so the batch is graded once, not once per worker. The
@@ -313,8 +315,8 @@ def test_rerun_resumes_and_reproduces_the_gradebook(batch, monkeypatch):
     (base / "grades.csv.parts" / "wrong_answer.json").unlink()  # as if interrupted before it finished
     out.unlink()
     graded = []
-    real = grading._grade_student
-    monkeypatch.setattr(grading, "_grade_student", lambda name, *a: graded.append(name) or real(name, *a))
+    real = class_batch.grade_student
+    monkeypatch.setattr(class_batch, "grade_student", lambda name, *a: graded.append(name) or real(name, *a))
     grading.grade(subs, out, notebooks, limits=limits, jobs=2, progress=False)
     assert out.read_text() == first
     assert graded == ["wrong_answer"]  # only the missing student was graded again
@@ -329,8 +331,8 @@ def test_shards_merge_into_the_csv_of_a_single_run(batch, monkeypatch):
     base, subs, notebooks, limits, _, _ = batch
     single = (base / "grades.csv").read_text()
     graded, regrade = [], []
-    real = grading._grade_student
-    monkeypatch.setattr(grading, "_grade_student", lambda name, *a: graded.append(name) or real(name, *a))
+    real = class_batch.grade_student
+    monkeypatch.setattr(class_batch, "grade_student", lambda name, *a: graded.append(name) or real(name, *a))
     quick = ["solution", "wrong_answer", "hard_coded", "exception", "correct_other_code", "untouched_release",
              "sys_exit", "eq_always_true", "deleted_test"]
     shards = []
@@ -519,7 +521,7 @@ def stopped_on_signal(monkeypatch):
     once the process its code starts is running. The others wait on the real clock, whose
     600 s limit is far beyond what they need. Returns the list of markers seen."""
     seen: list[int] = []
-    real = grading._communicate
+    real = runner.communicate
 
     def communicate(proc, timeout):
         if "autograde" in proc.args and "--student=slow_student" in proc.args:
@@ -529,7 +531,7 @@ def stopped_on_signal(monkeypatch):
             raise subprocess.TimeoutExpired(proc.args, timeout)
         return real(proc, timeout)
 
-    monkeypatch.setattr(grading, "_communicate", communicate)
+    monkeypatch.setattr(runner, "communicate", communicate)
     return seen
 
 

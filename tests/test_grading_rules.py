@@ -4,6 +4,8 @@ sandbox checks, shards and their merge. Fast: nothing here starts a kernel."""
 from __future__ import annotations
 
 import csv
+import io
+import json
 import re
 import sys
 from pathlib import Path
@@ -12,8 +14,10 @@ import pytest
 
 from tinyk import grading, roster
 from tinyk.course import ROOT
+from tinyk.exercises import nbgrader, source_text
+from tinyk.grading import chapter, rules, runner, sandbox, student_feedback, submission
 
-NB = grading._Notebook(Path("drill.ipynb"), "drill", [("a_test", 2.0), ("b_test", 1.0)])
+NB = chapter.Notebook(Path("drill.ipynb"), "drill", [("a_test", 2.0), ("b_test", 1.0)])
 
 
 def _meta(gid: str, grade: bool) -> dict:
@@ -38,7 +42,7 @@ def _statuses(rows):
 
 def test_a_missing_grade_stays_an_error():
     """nbgrader recorded no grade: 'error', never read over as 'ok' by the cell check."""
-    rows = grading._rows_for("s", NB, None, None, _executed(), lambda gid: None if gid == "a_test" else 1.0)
+    rows = rules.rows_for("s", NB, None, None, _executed(), lambda gid: None if gid == "a_test" else 1.0)
     assert _statuses(rows) == [("a_test", 0.0, "error"), ("b_test", 1.0, "ok")]
     assert rows[0].detail == "no grade recorded"
 
@@ -46,29 +50,45 @@ def test_a_missing_grade_stays_an_error():
 def test_modified_tests_still_report_a_timeout_and_a_memory_limit():
     flag = ("tests-modified", "restored from the release: b_test edited")
     executed = _executed({"a_solution": "CellTimeoutError", "b_test": "MemoryError"})
-    rows = grading._rows_for("s", NB, flag, None, executed, lambda gid: 0.0)
+    rows = rules.rows_for("s", NB, flag, None, executed, lambda gid: 0.0)
     assert _statuses(rows) == [("a_test", 0.0, "timeout"), ("b_test", 0.0, "memory-limit")]
     assert all("b_test edited" in r.detail for r in rows)  # the modification is not lost either
 
 
 def test_modified_tests_survive_a_failed_run_and_a_clean_one():
     flag = ("tests-modified", "restored from the release: a_test deleted")
-    died = grading._rows_for("s", NB, flag, ("kernel-died", "the kernel exited"), None, lambda gid: 2.0)
+    died = rules.rows_for("s", NB, flag, ("kernel-died", "the kernel exited"), None, lambda gid: 2.0)
     assert {(r.status, r.points) for r in died} == {("kernel-died", 0.0)}
     assert all("a_test deleted" in r.detail for r in died)
-    clean = grading._rows_for("s", NB, flag, None, _executed(), lambda gid: 1.0)
+    clean = rules.rows_for("s", NB, flag, None, _executed(), lambda gid: 1.0)
     assert _statuses(clean) == [("a_test", 1.0, "tests-modified"), ("b_test", 1.0, "tests-modified")]
 
 
 def test_flags_before_grading_are_kept():
     for status in ("missing", "unreadable", "tampering"):
-        rows = grading._rows_for("s", NB, (status, "why"), ("timeout", "t"), None, lambda gid: 2.0)
+        rows = rules.rows_for("s", NB, (status, "why"), ("timeout", "t"), None, lambda gid: 2.0)
         assert {(r.status, r.points, r.detail) for r in rows} == {(status, 0.0, "why")}
 
 
 def test_an_ok_notebook_names_its_first_error():
-    rows = grading._rows_for("s", NB, None, None, _executed({"a_test": "AssertionError"}), lambda gid: 0.0)
+    rows = rules.rows_for("s", NB, None, None, _executed({"a_test": "AssertionError"}), lambda gid: 0.0)
     assert (rows[0].status, rows[0].detail) == ("ok", "test: AssertionError")
+
+
+def test_the_status_enum_is_the_gradebook_strings():
+    """One status type: its values are the CSV's strings (``tinyk.roster.STATUSES``, which
+    the class report and the LMS export read), written as such by f-strings, csv and JSON."""
+    statuses = list(rules.Status)
+    assert [status.value for status in statuses] == list(roster.STATUSES) and len(statuses) == 9
+    for status in statuses:
+        assert f"{status}" == str(status) == status.value == json.loads(json.dumps(status))
+        assert roster.STATUSES[status] == status.description
+    buffer = io.StringIO()
+    csv.writer(buffer).writerow([rules.Status.TESTS_MODIFIED])
+    assert buffer.getvalue().strip() == "tests-modified"
+    assert rules.Row("s", "drill", "a_test", 0.0, 2.0, "memory-limit").status is rules.Status.MEMORY_LIMIT
+    with pytest.raises(ValueError, match="'passed' is not a valid Status"):
+        rules.Row("s", "drill", "a_test", 0.0, 2.0, "passed")
 
 
 def test_the_grader_refuses_other_systems(monkeypatch, tmp_path):
@@ -90,7 +110,7 @@ def _help(argv: list[str]) -> str:
 
 
 def test_a_missing_bubblewrap_stops_grading_with_how_to_install_it(monkeypatch, tmp_path):
-    monkeypatch.setattr(grading.shutil, "which", lambda name: None)
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
     message = r"'bwrap' is not installed.*apt-get install bubblewrap.*--no-sandbox"
     with pytest.raises(SystemExit, match=message):
         grading.grade(tmp_path, tmp_path / "g.csv", [])
@@ -100,7 +120,7 @@ def test_a_bubblewrap_that_is_not_permitted_stops_grading(monkeypatch, tmp_path)
     fake = tmp_path / "bwrap"
     fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(grading.shutil, "which", lambda name: str(fake))
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: str(fake))
     with pytest.raises(SystemExit, match=r"cannot build a sandbox here \(bwrap: setting up uid map"):
         grading.grade(tmp_path, tmp_path / "g.csv", [])
 
@@ -150,7 +170,7 @@ def test_skip_tag_empties_only_non_exercise_cells(tmp_path):
     nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     for i, cell in enumerate(cells):
         cell["id"] = f"c{i}"
-    grading._write_for_grading(nb, tmp_path / "out.ipynb")
+    submission.write_for_grading(nb, tmp_path / "out.ipynb")
     written = [c.source for c in nbformat.read(tmp_path / "out.ipynb", as_version=4).cells]
     assert written == ["# skipped when grading", "answer = 1", "assert answer == 1", "x = 2"]
 
@@ -220,7 +240,7 @@ def test_no_cell_that_runs_reads_a_name_only_a_skipped_cell_binds(path):
         if cell["cell_type"] != "code":
             continue
         bound, read = _top_level_names(source_text(cell))
-        if grading.SKIP_TAG in cell.get("metadata", {}).get("tags", []) and not grading.nbgrader(cell):
+        if grading.SKIP_TAG in cell.get("metadata", {}).get("tags", []) and not nbgrader(cell):
             only_skipped |= bound
         else:
             bound_by_others |= bound
@@ -236,11 +256,11 @@ def test_the_skip_check_sees_a_name_an_exercise_needs():
 
 
 def test_kernels_run_with_the_grading_switches(tmp_path):
-    argv = grading._sandbox_argv(tmp_path, tmp_path)
+    argv = sandbox.sandbox_argv(tmp_path, tmp_path)
     pairs = {(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == "--setenv"}
     assert {("TINYK_GRADING", "1"), ("MPLBACKEND", "agg"), ("OMP_NUM_THREADS", "1")} <= pairs
     assert "--unshare-all" in argv and "--clearenv" in argv
-    argv = grading._sandbox_argv(tmp_path, tmp_path, threads=4)
+    argv = sandbox.sandbox_argv(tmp_path, tmp_path, threads=4)
     pairs = {(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == "--setenv"}
     assert {("OMP_NUM_THREADS", "4"), ("MKL_NUM_THREADS", "4")} <= pairs
 
@@ -253,7 +273,7 @@ def test_threads_must_be_positive(capsys):
 
 def test_the_total_limit_grows_with_the_notebooks_submitted():
     limits = grading.Limits(cell_timeout=60, total_timeout=300)
-    assert [grading._total_limit(limits, n) for n in (0, 1, 9)] == [300, 300, 2700]
+    assert [runner.total_limit(limits, n) for n in (0, 1, 9)] == [300, 300, 2700]
 
 
 def test_student_ids_are_unique_and_stable_for_any_unicode_name():
@@ -300,13 +320,13 @@ def _result(text: str) -> dict:
 
 def test_output_on_stderr_costs_no_points_and_an_error_still_scores_zero():
     warned = _stream("stderr", "UserWarning: careful\n")
-    assert grading._test_points({"outputs": [warned, _stream("stdout", "ok\n")]}, 2) == 2.0
-    assert grading._test_points({"outputs": []}, 2) == 2.0
-    assert grading._test_points({"outputs": [warned, _error("AssertionError")]}, 2) == 0.0
-    assert grading._test_points({"outputs": [_result("0.5")]}, 2) == 0.5  # nbgrader's partial credit
+    assert rules.points_of_test({"outputs": [warned, _stream("stdout", "ok\n")]}, 2) == 2.0
+    assert rules.points_of_test({"outputs": []}, 2) == 2.0
+    assert rules.points_of_test({"outputs": [warned, _error("AssertionError")]}, 2) == 0.0
+    assert rules.points_of_test({"outputs": [_result("0.5")]}, 2) == 0.5  # nbgrader's partial credit
     # a result shown before an error does not count: nbgrader stopped at the first of them
-    assert grading._test_points({"outputs": [_result("2"), _error("AssertionError")]}, 2) == 0.0
-    assert grading._test_points({"outputs": [_result("7")]}, 2) == 0.0  # more than the cell is worth
+    assert rules.points_of_test({"outputs": [_result("2"), _error("AssertionError")]}, 2) == 0.0
+    assert rules.points_of_test({"outputs": [_result("7")]}, 2) == 0.0  # more than the cell is worth
 
 
 def _one_test(outputs: list[dict], source: str = "") -> dict:
@@ -328,10 +348,10 @@ def test_every_lost_point_has_a_reason():
     }
     assert len(cases) == 5
     for reason, executed in cases.items():
-        assert grading._cell_problem(executed, "a_test", 0.0, 2.0) == ("ok", reason)
-    assert grading._cell_problem(_one_test([]), "a_test", 2.0, 2.0) == ("ok", "")
+        assert rules.cell_problem(executed, "a_test", 0.0, 2.0) == ("ok", reason)
+    assert rules.cell_problem(_one_test([]), "a_test", 2.0, 2.0) == ("ok", "")
     # every row of a notebook graded with nothing to show for its points still says why
-    rows = grading._rows_for("s", NB, None, None, _executed(), lambda gid: 0.0)
+    rows = rules.rows_for("s", NB, None, None, _executed(), lambda gid: 0.0)
     assert all(r.detail for r in rows if r.points < r.max_points), rows
 
 
@@ -346,16 +366,16 @@ def test_a_failed_test_that_names_a_catalogued_mistake_carries_its_id():
               "outputs": []},
              {"cell_type": "code", "metadata": _meta("ex_05_3_2_test", True), "source": "",
               "outputs": [_error("AssertionError", message, 1)]}]
-    status, detail = grading._cell_problem({"cells": cells}, "ex_05_3_2_test", 0.0, 3.0)
+    status, detail = rules.cell_problem({"cells": cells}, "ex_05_3_2_test", 0.0, 3.0)
     assert status == "ok" and detail.endswith("(line 1); mistake 05.3.2:half-split-pairing"), detail
     assert mistakes_in(detail) == ["05.3.2:half-split-pairing"]
     assert mistakes_in(detail + "; restored from the release: ex_05_3_2_test edited") == \
         ["05.3.2:half-split-pairing"]
     cells[1]["outputs"] = [_error("AssertionError", "something else", 1)]
-    assert "mistake" not in grading._cell_problem({"cells": cells}, "ex_05_3_2_test", 0.0, 3.0)[1]
+    assert "mistake" not in rules.cell_problem({"cells": cells}, "ex_05_3_2_test", 0.0, 3.0)[1]
     cells[0]["outputs"] = [_error("NameError", "pair adjacent coordinates")]
     cells[1]["outputs"] = [_error("AssertionError", message, 1)]
-    assert "mistake" not in grading._cell_problem({"cells": cells}, "ex_05_3_2_test", 0.0, 3.0)[1]
+    assert "mistake" not in rules.cell_problem({"cells": cells}, "ex_05_3_2_test", 0.0, 3.0)[1]
 
 
 def test_feedback_names_the_mistake_by_the_catalogue_never_by_the_detail():
@@ -367,11 +387,11 @@ def test_feedback_names_the_mistake_by_the_catalogue_never_by_the_detail():
               "mistake 05.3.2:half-split-pairing")
     row = grading.Row("s", "05_3_rope", "ex_05_3_2_test", 0.0, 3.0, "ok", detail)
     cell = {"outputs": [_error("AssertionError", "pair adjacent coordinates", 1)]}
-    notes = grading._notes(row, cell)
+    notes = student_feedback.notes(row, cell)
     assert notes == [f"The mistake: {by_id('05.3.2:half-split-pairing').en} (05.3.2:half-split-pairing)."]
     assert "secret" not in " ".join(notes)
     row.detail = "test: AssertionError: got 3 (line 2)"  # a message of no catalogued mistake
-    assert grading._notes(row, cell) == []
+    assert student_feedback.notes(row, cell) == []
 
 
 def _release() -> dict:
@@ -391,7 +411,7 @@ def _submission(edit=None) -> dict:
 
     nb = copy.deepcopy(_release())
     for cell in nb["cells"]:
-        if grading.nbgrader(cell).get("solution"):
+        if nbgrader(cell).get("solution"):
             cell["source"] = "answer = 1"
     nb["cells"].insert(2, {"cell_type": "code", "metadata": {}, "source": "scratch = 1", "outputs": [],
                            "execution_count": None, "id": "mine"})
@@ -401,24 +421,24 @@ def _submission(edit=None) -> dict:
 
 
 def _by_id(cells: list[dict], gid: str) -> list[dict]:
-    return [c for c in cells if grading.nbgrader(c).get("grade_id") == gid]
+    return [c for c in cells if nbgrader(c).get("grade_id") == gid]
 
 
 def _layout(nb: dict) -> list[str]:
-    return [grading.nbgrader(c).get("grade_id") or grading.source_text(c) for c in nb["cells"]]
+    return [nbgrader(c).get("grade_id") or source_text(c) for c in nb["cells"]]
 
 
 EXPECTED = ["# Drill", "a_solution", "scratch = 1", "a_test", "b_solution", "b_test"]
 
 
 def _restored(edit) -> tuple[dict, list[str]]:
-    return grading._restore_release(_submission(edit), _release())
+    return submission.restore_release(_submission(edit), _release())
 
 
 def test_an_untouched_submission_is_graded_as_submitted():
     nb, changes = _restored(None)
     assert changes == [] and _layout(nb) == EXPECTED
-    assert [grading.source_text(c) for c in _by_id(nb["cells"], "a_solution")] == ["answer = 1"]
+    assert [source_text(c) for c in _by_id(nb["cells"], "a_solution")] == ["answer = 1"]
 
 
 def test_roles_points_and_checksums_come_from_the_release():
@@ -429,9 +449,9 @@ def test_roles_points_and_checksums_come_from_the_release():
 
     nb, changes = _restored(edit)
     assert changes == ["a_solution nbgrader metadata changed", "a_test nbgrader metadata changed"]
-    assert [grading.nbgrader(c) for c in nb["cells"] if grading.nbgrader(c)] == \
-        [grading.nbgrader(c) for c in _release()["cells"] if grading.nbgrader(c)]
-    assert grading._tampering(nb) == "imports builtins"  # the answer is scanned, locked or not
+    assert [nbgrader(c) for c in nb["cells"] if nbgrader(c)] == \
+        [nbgrader(c) for c in _release()["cells"] if nbgrader(c)]
+    assert submission.tampering(nb) == "imports builtins"  # the answer is scanned, locked or not
 
 
 def test_duplicated_moved_retyped_and_deleted_cells_are_restored():
@@ -461,7 +481,7 @@ def test_duplicated_moved_retyped_and_deleted_cells_are_restored():
     assert changes == ["a_test deleted"] and _layout(nb) == EXPECTED
     nb, changes = _restored(lambda cells: cells[3].update(source="pass"))
     assert changes == ["a_test edited"]
-    assert grading.source_text(_by_id(nb["cells"], "a_test")[0]) == "# a_test"
+    assert source_text(_by_id(nb["cells"], "a_test")[0]) == "# a_test"
 
 
 def test_metadata_that_is_no_dict_is_restored_not_a_crash():
@@ -478,7 +498,7 @@ def test_feedback_notes_give_points_and_statuses_never_the_detail():
     def notes(points, status, outputs=()):
         detail = "test: AssertionError: SECRET (hidden tests, line 6)"  # a hidden assertion's message
         row = grading.Row("s", "drill", "a_test", points, 2.0, status, detail)
-        return grading._notes(row, {"outputs": list(outputs)})
+        return student_feedback.notes(row, {"outputs": list(outputs)})
 
     assert notes(2.0, "ok") == []
     assert notes(0.0, "ok") == ["A hidden test failed: 0 of 2 points."]

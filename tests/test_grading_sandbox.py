@@ -26,6 +26,7 @@ import pytest
 import tinyk
 from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
 from tinyk import grading
+from tinyk.grading.sandbox import sandbox_argv
 
 SANDBOX_BATCH = pytest.mark.xdist_group("grading-sandbox")
 pytestmark = pytest.mark.slow  # nbgrader starts a kernel per notebook graded
@@ -226,7 +227,7 @@ def test_the_sandbox_is_read_only_outside_its_folders(tmp_path):
     folders = ("/usr", "/etc", sysconfig.get_paths()["purelib"], sys.base_prefix, Path(tinyk.__file__).parent)
     probes = [Path(folder) / "tinyk-sandbox-probe" for folder in folders]
     try:
-        done = subprocess.run([*grading._sandbox_argv(scratch, runtime), sys.executable, "-c", code],
+        done = subprocess.run([*sandbox_argv(scratch, runtime), sys.executable, "-c", code],
                               capture_output=True, text=True, timeout=600)
     finally:
         server.close()

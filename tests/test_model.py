@@ -573,7 +573,8 @@ def _tinyk_imports() -> dict[str, set[str]]:
     """Module -> the ``tinyk`` modules it imports, read with ``ast``: every import statement
     counts, also inside functions and under ``if TYPE_CHECKING:``."""
     package = Path(__file__).resolve().parent.parent / "tinyk"
-    modules = {f"tinyk.{p.stem}" if p.stem != "__init__" else "tinyk": p for p in package.glob("*.py")}
+    modules = {".".join(["tinyk", *p.relative_to(package).with_suffix("").parts]).removesuffix(".__init__"): p
+               for p in package.rglob("*.py")}
     graph = {}
     for name, path in modules.items():
         found = set()

@@ -134,7 +134,7 @@ def test_heading_anchor_follows_docutils():
 
     for heading in ("Exercise 05.4.3 — write `repeat_kv`", "Exercise 05.7.2 — does a line follow the rule?",
                     "Exercise 05.2.1 — the root mean square"):
-        assert course._heading_anchor(heading) == make_id(heading.replace("`", ""))
+        assert course.heading_anchor(heading) == make_id(heading.replace("`", ""))
 
 
 def test_regenerating_is_deterministic_and_writes_nothing_when_up_to_date(tmp_path):

@@ -204,19 +204,19 @@ def test_graded_against_the_english_release_a_chinese_notebook_is_not_counted_as
     """A Chinese learner's locked cells are the Chinese student version's: not an edit; they
     are restored from the release (graded with the original tests). An edit beyond the
     translation is still one, and the English version is graded as before."""
-    from tinyk import grading
+    from tinyk.grading import chapter, submission
 
     source = ROOT / course.NOTEBOOKS / "05_2_rmsnorm.ipynb"
     english, chinese = (json.loads(course.student_path(source, language=lang).read_text(encoding="utf-8"))
                         for lang in course.LANGUAGES)
-    (nb,) = grading._chapter_notebooks([source], None)
+    (nb,) = chapter.chapter_notebooks([source], None)
     assert sorted(nb.translated) == sorted(nbgrader(c)["grade_id"] for c in chinese["cells"]
                                            if nbgrader(c).get("grade_id"))
     edited = ["ex_05_2_1_test edited", "ex_05_2_2_test edited", "ex_05_2_3_test edited"]
-    assert grading._restore_release(chinese, english)[1] == edited  # without the translations
-    restored, changes = grading._restore_release(chinese, english, nb.translated)
+    assert submission.restore_release(chinese, english)[1] == edited  # without the translations
+    restored, changes = submission.restore_release(chinese, english, nb.translated)
     assert changes == []
-    assert grading._restore_release(english, english, nb.translated)[1] == []
+    assert submission.restore_release(english, english, nb.translated)[1] == []
     tests = [c for c in restored["cells"] if nbgrader(c).get("grade")]
     originals = [source_text(c) for c in english["cells"] if nbgrader(c).get("grade")]
     assert [source_text(c) for c in tests] == originals
@@ -224,4 +224,4 @@ def test_graded_against_the_english_release_a_chinese_notebook_is_not_counted_as
     cheat = json.loads(json.dumps(chinese))
     test = next(c for c in cheat["cells"] if nbgrader(c).get("grade_id") == "ex_05_2_1_test")
     test["source"] = "pass\n"
-    assert grading._restore_release(cheat, english, nb.translated)[1] == ["ex_05_2_1_test edited"]
+    assert submission.restore_release(cheat, english, nb.translated)[1] == ["ex_05_2_1_test edited"]

@@ -308,7 +308,7 @@ def exercise_links(source: Path | None, site: str | None) -> dict[str, str]:
     """Test-cell grade_id -> the address of its exercise (prompt and hints) on the course site:
     the page of its notebook and the anchor of its ``Exercise 05.N.k`` heading. Empty without
     the notebooks or the site's address."""
-    from tinyk.course import _EXERCISE_HEADING, _heading_anchor
+    from tinyk.course import EXERCISE_HEADING, heading_anchor
     from tinyk.exercises import is_test, nbgrader, source_text
 
     if source is None or site is None or not source.is_dir():
@@ -317,11 +317,11 @@ def exercise_links(source: Path | None, site: str | None) -> dict[str, str]:
     for path in sorted(source.glob("*.ipynb")):
         heading = None
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
-            if cell["cell_type"] == "markdown" and _EXERCISE_HEADING.search(source_text(cell)):
-                heading = _EXERCISE_HEADING.findall(source_text(cell))[-1]
+            if cell["cell_type"] == "markdown" and EXERCISE_HEADING.search(source_text(cell)):
+                heading = EXERCISE_HEADING.findall(source_text(cell))[-1]
             if is_test(cell) and heading is not None:
                 links[nbgrader(cell)["grade_id"]] = (
-                    f"{site}notebooks/{path.stem}.html#{_heading_anchor(heading)}"
+                    f"{site}notebooks/{path.stem}.html#{heading_anchor(heading)}"
                 )
     return links
 

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tinyk.exercises import _TITLE, is_solution, source_text
+from tinyk.exercises import FORM_TITLE, is_solution, source_text
 
 # The folder above the package: the course checkout in a clone or an editable install,
 # ``site-packages`` in a wheel install (see :func:`course_root`).
@@ -54,7 +54,8 @@ REGENERATE = "python -m tinyk.course students"
 _URL_RULE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+$")
 _CONFIG_URL = re.compile(r"^(  url: )(\S+)\s*$", re.MULTILINE)  # inside repository:
 _CONFIG_SITE = re.compile(r"^(  baseurl: )(\S+)(.*)$", re.MULTILINE)  # inside html:
-_EXERCISE_HEADING = re.compile(r"^#{1,6}\s+(Exercise\s+\d.*?)\s*$", re.MULTILINE)
+# An exercise's heading in a notebook's markdown; its id on the site: heading_anchor().
+EXERCISE_HEADING = re.compile(r"^#{1,6}\s+(Exercise\s+\d.*?)\s*$", re.MULTILINE)
 _PYPROJECT_URL = re.compile(r'^(Repository = ")([^"]+)(")$', re.MULTILINE)
 SETUP_TITLE = '# @title Setup { display-mode: "form" }'
 
@@ -234,7 +235,7 @@ def set_repo(url: str, root: Path | None = None) -> list[Path]:
 # ----------------------------------------------------------------------------- student versions
 
 
-def _heading_anchor(heading: str) -> str:
+def heading_anchor(heading: str) -> str:
     """The id Sphinx gives a section titled ``heading`` (docutils' rule, on the visible text)."""
     import unicodedata
 
@@ -325,7 +326,7 @@ def _for_students(nb: dict, page_url: str, site: str, citations: dict[str, str],
     made plain. The solution links keep the English headings' anchors, which the Chinese
     pages keep too (Sphinx gives a translated section its original id)."""
     nb = copy.deepcopy(nb)
-    headings = {i: _EXERCISE_HEADING.findall(source_text(c)) for i, c in enumerate(nb["cells"])
+    headings = {i: EXERCISE_HEADING.findall(source_text(c)) for i, c in enumerate(nb["cells"])
                 if c["cell_type"] == "markdown"}
     for i, cell in enumerate(nb["cells"]):
         if cell["cell_type"] == "markdown":
@@ -337,13 +338,13 @@ def _for_students(nb: dict, page_url: str, site: str, citations: dict[str, str],
     for i, cell in enumerate(nb["cells"]):
         if not is_solution(cell):
             continue
-        lines = [ln for ln in source_text(cell).splitlines() if not _TITLE.match(ln)]
+        lines = [ln for ln in source_text(cell).splitlines() if not FORM_TITLE.match(ln)]
         cell["source"] = "\n".join(lines).strip("\n").splitlines(keepends=True)
         cell.get("metadata", {}).pop("cellView", None)
         at = next((j for j in range(i - 1, -1, -1) if headings.get(j)), None)
         if at is None:
             continue
-        prompt, anchor = nb["cells"][at], _heading_anchor(headings[at][-1])
+        prompt, anchor = nb["cells"][at], heading_anchor(headings[at][-1])
         text = source_text(prompt).rstrip("\n")
         if f"{page_url}#{anchor}" in text:  # a second answer cell of the same exercise
             continue

@@ -20,7 +20,8 @@ BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 MARKERS = (BEGIN_SOLUTION, END_SOLUTION, BEGIN_HIDDEN, END_HIDDEN)
 STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
-_TITLE = re.compile(r"^\s*# @title\b.*$")
+# The ``# @title`` line that makes a cell a Colab form (its code hidden).
+FORM_TITLE = re.compile(r"^\s*# @title\b.*$")
 GRADE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -70,7 +71,7 @@ def book_version(nb: dict) -> dict:
         text = source_text(cell)
         if is_solution(cell):
             lines = [ln for ln in text.splitlines()
-                     if ln.strip() not in (BEGIN_SOLUTION, END_SOLUTION) and not _TITLE.match(ln)]
+                     if ln.strip() not in (BEGIN_SOLUTION, END_SOLUTION) and not FORM_TITLE.match(ln)]
             _set_source(cell, "\n".join(lines).strip("\n"))
             meta = cell.setdefault("metadata", {})
             tags = meta.setdefault("tags", [])

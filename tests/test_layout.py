@@ -1,0 +1,127 @@
+"""The package's shape, read with ``ast`` (no import, no kernel): the grading package keeps its
+modules and functions short, and no tinyk module reaches into another's private names."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "tinyk"
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 50
+# The rule of size holds in these packages; the rest of tinyk is held to it as it is split up.
+SHORT = (PACKAGE / "grading",)
+
+
+def _module_name(path: Path) -> str:
+    """tinyk's dotted name of a module file or a package folder."""
+    parts = path.relative_to(PACKAGE).parts
+    if path.suffix == ".py":
+        parts = (*parts[:-1], path.stem)
+    return ".".join(["tinyk", *parts]).removesuffix(".__init__")
+
+
+def long_functions(source: str, limit: int = MAX_FUNCTION_LINES) -> list[tuple[str, int]]:
+    """(name, lines) of every function or method, nested ones too, longer than ``limit`` lines
+    from its ``def`` to its last line (docstring included)."""
+    return [(node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(ast.parse(source))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > limit]
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` of an attribute chain on a name, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def private_crossings(source: str, module: str, package: str, modules: set[str]) -> list[str]:
+    """The private names of other tinyk modules that ``module`` (of ``package``) imports
+    (``from tinyk.x import _y``, relative or not) or reads on a module it imported
+    (``x._y``, ``tinyk.x._y``, ``alias._y``). Attributes of other objects are not seen."""
+    tree = ast.parse(source)
+    bound: dict[str, str] = {}  # a local name -> the tinyk module it names
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([package.rsplit(".", node.level - 1)[0], *([base] if base else [])])
+            for alias in node.names:
+                if f"{base}.{alias.name}" in modules:
+                    bound[alias.asname or alias.name] = f"{base}.{alias.name}"
+                elif base in modules and base != module and _private(alias.name):
+                    found.append(f"from {base} import {alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bound[alias.asname] = alias.name
+                else:  # import tinyk.x binds tinyk
+                    bound[alias.name.partition(".")[0]] = alias.name.partition(".")[0]
+    for node in ast.walk(tree):
+        owner = _dotted(node.value) if isinstance(node, ast.Attribute) and _private(node.attr) else None
+        if owner is None:
+            continue
+        head, _, rest = owner.partition(".")
+        target = ".".join(filter(None, [bound.get(head, ""), rest])) if head in bound else ""
+        if target in modules and target != module:
+            found.append(f"{owner}.{node.attr}")
+    return found
+
+
+def _sources() -> dict[str, tuple[str, str]]:
+    """Module -> (its package, its source), for every module of tinyk."""
+    return {_module_name(p): (_module_name(p.parent), p.read_text(encoding="utf-8"))
+            for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def test_the_grading_package_keeps_modules_and_functions_short():
+    paths = [p for folder in SHORT for p in sorted(folder.rglob("*.py"))]
+    assert len(paths) >= 10  # the package is there, split
+    too_long = {p.name: n for p in paths if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert too_long == {}, f"modules over {MAX_MODULE_LINES} lines: {too_long}"
+    functions = {p.name: found for p in paths if (found := long_functions(p.read_text()))}
+    assert functions == {}, f"functions over {MAX_FUNCTION_LINES} lines: {functions}"
+
+
+def test_no_tinyk_module_uses_another_ones_private_names():
+    sources = _sources()
+    assert {"tinyk.model", "tinyk.grading", "tinyk.grading.rules"} <= set(sources)
+    found = {name: crossing for name, (package, text) in sources.items()
+             if (crossing := private_crossings(text, name, package, set(sources)))}
+    assert found == {}, f"private names used across modules (make them public where they live): {found}"
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("from tinyk.course import _heading, ROOT", ["from tinyk.course import _heading"]),
+    ("from ..course import _x", ["from tinyk.course import _x"]),
+    ("from . import rules\nrules._where(1)", ["rules._where"]),
+    ("from .rules import _where", ["from tinyk.grading.rules import _where"]),
+    ("from tinyk.grading import rules as r\nr._where(1)", ["r._where"]),
+    ("import tinyk.course\ntinyk.course._URL", ["tinyk.course._URL"]),
+    ("import tinyk.course as c\nc._URL", ["c._URL"]),
+    ("from tinyk import course\ncourse._URL.match('x')", ["course._URL"]),
+    ("from tinyk.grading.cli import _add_grade\nfrom . import cli\ncli._COMMANDS", []),  # its own
+    ("from tinyk.course import ROOT\nmodel._kept(1)\nx.__doc__\nfrom tinyk import __version__", []),
+])
+def test_the_private_name_check_sees_every_route(source, expected):
+    modules = {"tinyk", "tinyk.course", "tinyk.grading", "tinyk.grading.rules", "tinyk.grading.cli"}
+    assert private_crossings(source, "tinyk.grading.cli", "tinyk.grading", modules) == expected
+
+
+def test_the_size_check_counts_from_def_to_the_last_line():
+    body = "\n".join(f"    x{i} = {i}" for i in range(48))
+    assert long_functions(f'def f():\n    """Doc."""\n{body}\n') == []  # 50 lines
+    assert long_functions(f'def f():\n    """Doc."""\n    y = 0\n{body}\n') == [("f", 51)]
+    nested = "class A:\n    def g(self):\n" + "\n".join(f"        y{i} = {i}" for i in range(50))
+    assert long_functions(nested) == [("g", 51)]

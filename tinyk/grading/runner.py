@@ -1,0 +1,154 @@
+"""The nbgrader command line, run as a subprocess within a submission's limits (course section
+"For instructors"): a per-cell timeout, a total time limit, a memory limit and CPU threads per
+kernel; and, whatever ends the run, no process of the student's left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tinyk.grading.chapter import ASSIGNMENT
+from tinyk.grading.sandbox import KERNEL_ENV, Sandbox, check_sandbox, require_linux, warn_unsandboxed
+
+__all__ = ["Limits", "autograde", "communicate", "end_leftovers", "preflight", "require_nbgrader",
+           "run_nbgrader", "total_limit"]
+
+
+@dataclass
+class Limits:
+    """Per-submission limits: seconds per cell; seconds per notebook in all (a student who
+    submits n notebooks has n times ``total_timeout`` for the lot); megabytes of memory; CPU
+    threads per kernel (``OMP_NUM_THREADS``): ``jobs`` kernels run at once, so one thread
+    each keeps them from fighting over the cores (on 2 cores, 3.9x the throughput of two
+    threads per kernel, side by side in ``benchmarks/bench_grading.py --compare-threads 2``)."""
+
+    cell_timeout: int = 60
+    total_timeout: int = 600
+    memory_mb: int = 8192  # address space (RLIMIT_AS): a torch kernel reserves far more than it uses
+    threads: int = 1
+
+
+def require_nbgrader() -> None:
+    """Stop, saying how to install it, unless nbgrader can be imported."""
+    try:
+        import nbgrader  # noqa: F401
+    except ImportError as err:
+        raise SystemExit("tinyk.grading needs nbgrader: pip install -e .[instructor]") from err
+
+
+def preflight(sandbox: bool) -> None:
+    """What grading needs before it starts: Linux, nbgrader and, with ``sandbox``, a bubblewrap
+    that works here (without, a warning of what student code may then do)."""
+    require_linux()
+    require_nbgrader()
+    if sandbox:
+        check_sandbox()
+    else:
+        warn_unsandboxed()
+
+
+def _command(args: list[str], root: Path, limits: Limits | None,
+             sandbox: Sandbox | None) -> tuple[list[str], dict[str, str]]:
+    """The nbgrader command line on the course at ``root`` and its environment."""
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+               **KERNEL_ENV)
+    cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}",
+           f"--CourseDirectory.db_url=sqlite:///{root / 'gradebook.db'}"]
+    if sandbox is not None:
+        # the connection file goes to TMPDIR, the sockets next to it: both in the runtime folder
+        env.update(JUPYTER_PATH=str(sandbox.jupyter), JUPYTER_RUNTIME_DIR=str(sandbox.runtime),
+                   TMPDIR=str(sandbox.runtime))
+        cmd += ["--KernelManager.transport=ipc", f"--KernelManager.ip={sandbox.runtime / 'kernel'}"]
+    if limits is not None:
+        env.update(OMP_NUM_THREADS=str(limits.threads), MKL_NUM_THREADS=str(limits.threads))
+        cmd += [f"--Execute.timeout={limits.cell_timeout}", "--OverwriteCells.add_missing_cells=True"]
+    return cmd, env
+
+
+def _memory_limit(limits: Limits | None) -> Callable[[], None] | None:
+    """What the child runs before exec: the memory limit, which the kernel inherits."""
+    if limits is None:
+        return None
+    import resource
+
+    memory = limits.memory_mb * 2**20
+
+    def preexec() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    return preexec
+
+
+def run_nbgrader(args: list[str], root: Path, limits: Limits | None = None, timeout: float | None = None,
+                 sandbox: Sandbox | None = None) -> subprocess.CompletedProcess:
+    """Run the nbgrader CLI on the course at ``root`` (its own gradebook, its own folder).
+
+    With ``sandbox``, the kernels nbgrader starts are the sandbox's, talking over Unix sockets
+    in its runtime folder (a kernel without a network cannot reach nbgrader's TCP ports).
+    Past ``timeout`` seconds, nbgrader's whole session is killed and ``TimeoutExpired`` raised.
+    """
+    cmd, env = _command(args, root, limits, sandbox)
+    # Output goes to files, not pipes: a process the student's code left behind holds any
+    # inherited pipe open, and reading a pipe to its end would wait for that process.
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        with subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=err, text=True,
+                              preexec_fn=_memory_limit(limits), start_new_session=True) as proc:
+            try:
+                communicate(proc, timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)  # nbgrader and whatever shares its session
+                proc.wait()
+                raise
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read())
+
+
+def communicate(proc: subprocess.Popen, timeout: float | None) -> None:
+    """Wait for ``proc`` at most ``timeout`` seconds (``TimeoutExpired`` past it).
+
+    One function, so that a test can end a run on an event instead of a clock.
+    """
+    proc.wait(timeout=timeout)
+
+
+def end_leftovers(course: Path, sid: str) -> None:
+    """End every process still working in the student's autograding folder.
+
+    Without the sandbox, nbgrader runs the kernel there, in a session of its own, and on a
+    normal finish kills that session. When nbgrader itself is killed (the total time limit),
+    the kernel exits through ipykernel's parent check, but processes the student's code
+    started would run on: they are found by their working folder and ended here. (In the
+    sandbox, the kernel's process namespace ends with it, and everything in it.)
+    """
+    folder = str((course / "autograded" / sid).resolve())
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            if cwd == folder or cwd.startswith(folder + os.sep):
+                os.kill(int(pid), signal.SIGKILL)
+        except OSError:  # gone meanwhile, or not ours to read
+            pass
+
+
+def total_limit(limits: Limits, notebooks: int) -> int:
+    """Seconds for a student's whole autograde: ``total_timeout`` per notebook."""
+    return limits.total_timeout * max(1, notebooks)
+
+
+def autograde(course: Path, sid: str, limits: Limits, sandbox: Sandbox | None) -> subprocess.CompletedProcess:
+    """``nbgrader autograde`` of one student within the limits; then no process of theirs is
+    left running, even when the total time limit raised ``TimeoutExpired``."""
+    notebooks = len(list((course / "submitted" / sid / ASSIGNMENT).glob("*.ipynb")))
+    try:
+        return run_nbgrader(["autograde", ASSIGNMENT, f"--student={sid}", "--force"], course, limits,
+                            timeout=total_limit(limits, notebooks), sandbox=sandbox)
+    finally:
+        end_leftovers(course, sid)

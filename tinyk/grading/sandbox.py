@@ -1,0 +1,139 @@
+"""The bubblewrap sandbox a student's kernel starts in (course section "For instructors").
+
+Read-only: the system folders, the Python installation and environment, the tinyk package.
+Writable: the kernel's scratch folder, its runtime folder (connection file and the Unix
+sockets of its channels), a private /tmp. Every namespace unshared: no network, its own
+processes, which all end when the kernel ends. The course copy, the gradebook and the hidden
+tests are out of its sight. Linux only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["INSTALL_BWRAP", "KERNEL_ENV", "Sandbox", "check_sandbox", "require_linux", "sandbox_argv",
+           "warn_unsandboxed"]
+
+INSTALL_BWRAP = ("install bubblewrap (Debian/Ubuntu: 'sudo apt-get install bubblewrap'; Fedora: "
+                 "'sudo dnf install bubblewrap'), and allow unprivileged user namespaces if your "
+                 "system restricts them (Ubuntu 24.04: 'sudo sysctl "
+                 "kernel.apparmor_restrict_unprivileged_userns=0'); or grade with --no-sandbox, "
+                 "which runs student code with your rights")
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
+# The environment of every process that runs a student's code, sandboxed or not. TINYK_GRADING:
+# sliders render no frames and course figures no PNG (nor their Chinese version, whatever
+# TINYK_FIGURES_ZH says); MPLBACKEND=agg: pyplot shows nothing.
+KERNEL_ENV = {"TINYK_GRADING": "1", "MPLBACKEND": "agg"}
+
+
+def require_linux() -> None:
+    """Stop unless this is Linux: the grader needs rlimits (``resource``), ``/proc`` and
+    bubblewrap."""
+    if not sys.platform.startswith("linux"):
+        raise SystemExit(f"tinyk.grading grades on Linux only (it needs resource limits, /proc and "
+                         f"bubblewrap); this is {sys.platform!r}: grade in a Linux machine or container")
+
+
+def check_sandbox() -> None:
+    """Stop with a clear message unless bubblewrap can build the sandbox here (Linux only)."""
+    require_linux()
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SystemExit(f"grading runs each submission in a bubblewrap sandbox, but 'bwrap' is not "
+                         f"installed: {INSTALL_BWRAP}")
+    probe = subprocess.run([bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
+                            "--proc", "/proc", "--dev", "/dev", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise SystemExit(f"bubblewrap cannot build a sandbox here ({probe.stderr.strip()[:200]}): "
+                         f"{INSTALL_BWRAP}")
+
+
+def warn_unsandboxed() -> None:
+    """Say on stderr what ``--no-sandbox`` lets student code do."""
+    print("WARNING: grading with --no-sandbox: student code runs with your rights, can read and "
+          "write your files (hidden tests included) and use the network", file=sys.stderr)
+
+
+def _python_dirs() -> list[Path]:
+    """What the kernel needs to run Python and import tinyk, and nothing of the course around it:
+    the interpreter's installation, the environment's packages, the tinyk package folder."""
+    import site
+    import sysconfig
+
+    import tinyk
+
+    dirs = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
+            Path(os.path.realpath(sys.executable)).parent.parent, Path(tinyk.__file__).resolve().parent}
+    dirs |= {Path(p) for p in sysconfig.get_paths().values()}
+    user_site = Path(site.getusersitepackages())
+    if user_site.is_dir():
+        dirs.add(user_site)
+    dirs = {d for d in dirs if d.is_dir()}
+    return sorted(d for d in dirs if not any(other in d.parents for other in dirs))  # outermost only
+
+
+def _sandbox_env(threads: int) -> dict[str, str]:
+    """The sandboxed process's whole environment (bubblewrap clears the rest)."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "TMPDIR": "/tmp",
+           "MPLCONFIGDIR": "/tmp/matplotlib", **KERNEL_ENV}
+    for name in ("PYTHONPATH", "LANG", "LC_ALL"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    return env
+
+
+def sandbox_argv(scratch: Path, runtime: Path, threads: int = 1) -> list[str]:
+    """The bubblewrap command line a kernel starts under (its own command follows it).
+
+    Read-only: the system folders, the Python installation and environment, the tinyk package.
+    Writable: ``scratch`` (its working folder), ``runtime`` (its connection file and the Unix
+    sockets of its channels), a private /tmp. Every namespace unshared: no network (its own
+    empty loopback), its own processes, which all end when the kernel ends.
+    """
+    argv = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+            "--clearenv", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for name in _SYSTEM_DIRS:
+        if os.path.islink(name):
+            argv += ["--symlink", os.readlink(name), name]
+        elif os.path.isdir(name):
+            argv += ["--ro-bind", name, name]
+    for folder in _python_dirs():
+        argv += ["--ro-bind", str(folder), str(folder)]
+    for folder in (scratch, runtime):
+        argv += ["--bind", str(folder), str(folder)]
+    for name, value in sorted(_sandbox_env(threads).items()):
+        argv += ["--setenv", name, value]
+    return [*argv, "--chdir", str(scratch), "--"]
+
+
+@dataclass
+class Sandbox:
+    """Where one student's kernels run: a kernelspec (under ``jupyter``) that starts them under
+    bubblewrap, their ``scratch`` folder, and the ``runtime`` folder of their connection files
+    and channel sockets."""
+
+    jupyter: Path
+    scratch: Path
+    runtime: Path
+
+    @classmethod
+    def create(cls, base: Path, threads: int = 1) -> Sandbox:
+        """The folders and kernelspec of a new sandbox under ``base``."""
+        box = cls(base / "jupyter", base / "scratch", base / "run")
+        for folder in (box.scratch, box.runtime):
+            folder.mkdir(parents=True)
+        spec = box.jupyter / "kernels" / "python3"
+        spec.mkdir(parents=True)
+        argv = [*sandbox_argv(box.scratch, box.runtime, threads), sys.executable, "-m", "ipykernel_launcher",
+                "-f", "{connection_file}"]
+        # bwrap does not pass signals on: an interrupt (after a cell timeout) goes as a message
+        (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Python 3 (sandboxed)",
+                                                      "language": "python", "interrupt_mode": "message"}))
+        return box

@@ -1,0 +1,159 @@
+"""nbgrader's HTML feedback for every student, with no hidden test in it (course section "For
+instructors").
+
+Each submission runs in a course made from the released notebooks, whose test cells hold only
+the visible tests: the feedback shows this run, its cells and the student's outputs, so neither a
+hidden test's source nor anything its lines printed can reach it. The points come from the
+graded run, as :func:`tinyk.grading.grade` gives them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tinyk.exercises import is_test, nbgrader
+from tinyk.grading.assignment import prepare_course, released_notebooks
+from tinyk.grading.batch import Batch, start
+from tinyk.grading.chapter import ASSIGNMENT, Notebook
+from tinyk.grading.rules import Row, Status
+from tinyk.grading.runner import Limits, run_nbgrader
+from tinyk.grading.sandbox import Sandbox
+from tinyk.grading.student import grade_student, run_student
+from tinyk.mistakes import by_id, mistakes_in
+from tinyk.roster import student_id, student_name
+
+__all__ = ["feedback", "notes"]
+
+
+def notes(row: Row, cell: dict) -> list[str]:
+    """What the feedback adds under a test cell, from the graded run: its points when the
+    shown run (visible tests only) does not explain them, a status other than ok, and the
+    catalogued mistake a visible test's message named (:mod:`tinyk.mistakes`). Only the
+    points, the status's fixed description and the catalogue's label: never the detail,
+    which may quote a hidden test's message."""
+    found = [f"The mistake: {by_id(found).en} ({found})." for found in mistakes_in(row.detail)]
+    failed_here = any(out.get("output_type") == "error" for out in cell.get("outputs", []))
+    graded = row.status in (Status.OK, Status.TESTS_MODIFIED)  # the tests ran to their end
+    if graded and row.points < row.max_points and not failed_here:
+        found.append(f"A hidden test failed: {row.points:g} of {row.max_points:g} points.")
+    if row.status != Status.OK:
+        found.append(f"{row.status}: {row.status.description}. {row.points:g} of {row.max_points:g} points.")
+    return found
+
+
+def _show_notebook(gradebook: Any, course: Path, sid: str, notebook: str, rows: list[Row]) -> None:
+    """One notebook of the shown run: the graded points in its gradebook, the notes under its
+    test cells."""
+    import nbformat
+    from nbgrader.api import MissingEntry
+
+    path = course / "autograded" / sid / ASSIGNMENT / f"{notebook}.ipynb"
+    if not path.exists():
+        return
+    shown = nbformat.read(path, as_version=4)
+    cells = {nbgrader(c).get("grade_id"): c for c in shown.cells if is_test(c)}
+    for row in (r for r in rows if r.notebook == notebook):
+        try:
+            grade = gradebook.find_grade(row.exercise, notebook, ASSIGNMENT, sid)
+        except MissingEntry:
+            continue
+        grade.auto_score, grade.manual_score = row.points, None
+        cell = cells.get(row.exercise)
+        if cell is not None:
+            cell.outputs += [nbformat.v4.new_output("display_data", {"text/plain": text})
+                             for text in notes(row, cell)]
+    gradebook.db.commit()
+    nbformat.write(shown, path)
+
+
+def _show_grades(course: Path, sid: str, rows: list[Row]) -> None:
+    """Put the graded run's points into the shown run's gradebook and notebooks (see
+    :func:`feedback`), for ``generate_feedback`` to render."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for notebook in dict.fromkeys(r.notebook for r in rows):
+            _show_notebook(gradebook, course, sid, notebook, rows)
+
+
+@dataclass
+class _Courses:
+    """The two prepared courses of a feedback run: the graded one (``template``, from the
+    sources, hidden tests included) and the shown one (from the released notebooks)."""
+
+    template: Path
+    released: dict[str, dict]
+    shown: Path
+    visible: list[Notebook]
+    shown_released: dict[str, dict]
+
+
+def _prepare(tmp: Path, chosen: list[Notebook]) -> _Courses:
+    template = tmp / "course"
+    prepare_course(chosen, template)
+    release_dir = template / "release" / ASSIGNMENT
+    shown = tmp / "shown"  # the released notebooks as sources: visible tests only
+    visible = [Notebook(release_dir / f"{nb.name}.ipynb", nb.name, nb.tests, nb.translated) for nb in chosen]
+    prepare_course(visible, shown)
+    return _Courses(template, released_notebooks(template, chosen), shown, visible,
+                    released_notebooks(shown, chosen))
+
+
+def _feedback_of(entry: Path, batch: Batch, courses: _Courses, work: Path, out_dir: Path,
+                 sandbox: bool) -> None:
+    """One student's feedback, written under ``out_dir/<student id>/`` (a line on stderr when
+    there is none to give)."""
+    from tinyk.verdict import outside
+
+    name, chosen, limits = student_name(entry), batch.notebooks, batch.limits
+    sid = student_id(name)
+    course = work / "course"
+    shutil.copytree(courses.shown, course)
+    box = Sandbox.create(work, limits.threads) if sandbox else None
+    try:
+        rows, failure = run_student(name, entry, course, courses.visible, courses.shown_released, limits, box,
+                                    chosen)
+    except ValueError as err:  # a single file while several notebooks are chosen
+        print(f"{sid}: no feedback, {err}", file=sys.stderr)
+        return
+    if failure is not None and failure[0] == Status.TIMEOUT:
+        print(f"{sid}: no feedback, the submission ran past its total time limit", file=sys.stderr)
+        return  # one slow submission never costs the others their feedback
+    if not any((course / "autograded" / sid / ASSIGNMENT / f"{nb.name}.ipynb").exists() for nb in chosen):
+        return
+    if not all(outside(g) for nb in chosen for g, _ in nb.tests):  # e.g. the capstone's points
+        rows = grade_student(name, entry, chosen, courses.template, courses.released, limits, sandbox)
+    _show_grades(course, sid, rows)
+    run_nbgrader(["generate_feedback", ASSIGNMENT, f"--student={sid}", "--force"], course)
+    produced = course / "feedback" / sid / ASSIGNMENT
+    if produced.exists():
+        shutil.copytree(produced, out_dir / sid, dirs_exist_ok=True)
+
+
+def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] | None = None, *,
+             source: Path | None = None, limits: Limits | None = None, sandbox: bool = True) -> None:
+    """nbgrader's HTML feedback for every student, written under ``out_dir/<student id>/``,
+    with no hidden test in it.
+
+    Each submission runs in a course made from the released notebooks, whose test cells
+    hold only the visible tests: the feedback shows this run, its cells and the student's
+    outputs, so neither a hidden test's source nor anything its lines printed (a traceback,
+    the student's own prints) can reach it, whatever the student's code prints. The points
+    come from the verdict outside the kernel (:mod:`tinyk.verdict`, with the hidden tests),
+    as :func:`~tinyk.grading.grade` gives them; only a notebook with an exercise still decided
+    in the kernel (05.10's capstone) is also graded as :func:`~tinyk.grading.grade` grades it,
+    a second run. A test cell that failed only in the hidden tests says so, with its points.
+    """
+    batch = start(submissions, notebooks, source, limits, sandbox)
+    with tempfile.TemporaryDirectory(prefix="tinyk-feedback-") as tmp:
+        courses = _prepare(Path(tmp), batch.notebooks)
+        for entry in batch.entries:
+            work = Path(tmp) / "students" / student_id(student_name(entry))
+            _feedback_of(entry, batch, courses, work, out_dir, sandbox)
+            shutil.rmtree(work, ignore_errors=True)
