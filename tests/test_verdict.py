@@ -113,12 +113,12 @@ def test_a_cheat_from_inside_the_answer_scores_0(server, cheat):
 @pytest.fixture(scope="module")
 def sandboxed(tmp_path_factory):
     """A learner's process under the grader's sandbox, where the package's files are hidden."""
-    from tinyk import grading
+    from tinyk.grading.sandbox import sandbox_argv
 
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed (make test installs it)")
     scratch, runtime = tmp_path_factory.mktemp("scratch"), tmp_path_factory.mktemp("run")
-    box = verdict.AnswerServer(grading._sandbox_argv(scratch, runtime), timeout=60)
+    box = verdict.AnswerServer(sandbox_argv(scratch, runtime), timeout=60)
     yield box
     box.close()
 
