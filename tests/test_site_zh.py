@@ -207,3 +207,53 @@ def test_a_chinese_chapter_page_in_a_real_browser(page, site_url, path):  # noqa
         page.keyboard.press("ArrowRight" if int(start) < int(control.get_attribute("max")) else "ArrowLeft")
         assert frames.screenshot() != before, f"slider {i} on zh/{path} did not change its figure"
     assert page.external_requests == [] and page.console_errors == []
+
+
+# Latin-letter words the Chinese pages' interface may keep: key names, the course's and the
+# services' names, the language switch's own label, file types of the download menu.
+INTERFACE_ALLOWED = {"Ctrl", "K", "tinyk", "English", "EN", "Colab", ".pdf", ".ipynb", ".md", "GitHub"}
+_INTERFACE_ATTRIBUTES = ("title", "aria-label", "placeholder", "alt", "data-bs-title")
+
+
+def _english_interface(path) -> list[str]:
+    """The interface of a Chinese page still in English: text outside the article's content,
+    and the attributes a reader hears or sees as tooltips (outside the article, and the
+    headings' link titles inside it); what the page's own prose says is _prose's concern."""
+    from bs4 import BeautifulSoup, Comment, Doctype
+
+    soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+    for tag in soup(["script", "style"]):
+        tag.decompose()
+    title = soup.title.get_text() if soup.title else None  # None: the root's redirect, no page
+    found = [] if title is None or _CJK.search(title) else [f"<title>: {title}"]
+    found += [f"title: {a['title']}" for a in soup.select("a.headerlink[title]")
+              if _LATIN_WORD.search(a["title"]) and not _CJK.search(a["title"])]
+    article = soup.select_one("article.bd-article")
+    if article is not None:
+        article.decompose()
+    for text in soup.find_all(string=True):
+        words = text.strip()
+        if isinstance(text, (Comment, Doctype)) or not _LATIN_WORD.search(words) or _CJK.search(words):
+            continue
+        if text.find_parent("code") or words.startswith("\\("):  # code and maths (a heading's, in a menu)
+            continue
+        if words not in INTERFACE_ALLOWED:
+            found.append(f"text: {words[:60]}")
+    for tag in soup.find_all(True):
+        for name in _INTERFACE_ATTRIBUTES:
+            value = (tag.get(name) or "").strip()
+            if _LATIN_WORD.search(value) and not _CJK.search(value) and value not in INTERFACE_ALLOWED:
+                found.append(f"{name}: {value[:60]}")
+    return sorted(set(found))
+
+
+def test_no_interface_text_is_left_in_english_on_a_chinese_page():
+    """The theme's labels, tooltips, search box, title and footer of every Chinese page are
+    Chinese (locale/zh_CN/interface.po), and "打印" is the mainland's word."""
+    pages = sorted(p for p in ZH.rglob("*.html") if "_static" not in p.parts and "_sources" not in p.parts)
+    assert len(pages) >= 17
+    left = {p.relative_to(ZH).as_posix(): found for p in pages if (found := _english_interface(p))}
+    assert left == {}, left
+    assert not any("列印" in p.read_text(encoding="utf-8") for p in pages)
+    chapter = (ZH / "notebooks" / "05_3_rope.html").read_text(encoding="utf-8")
+    assert "打印成 PDF" in chapter and "搜索本书……" in chapter and "tinyk 课程作者" in chapter

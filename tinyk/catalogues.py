@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tinyk.course import course_root
 
-__all__ = ["CODE", "LANGUAGE", "LINK", "MATH", "ROLE", "catalogues", "glossary_terms"]
+__all__ = ["CODE", "LANGUAGE", "LINK", "MATH", "ROLE", "catalogues", "glossary_terms", "interface_catalogue"]
 
 LANGUAGE = "zh_CN"
 ROLE = re.compile(r"\{([a-z:-]+)\}`([^`]*)`")  # {term}`shown <target>`: its name, its text
@@ -23,6 +23,12 @@ LINK = re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>\s]+)>")
 def catalogues(root: Path | None = None) -> list[Path]:
     """Every ``.po`` file of the Chinese edition, sorted."""
     return sorted((course_root(root) / "locale" / LANGUAGE / "LC_MESSAGES").rglob("*.po"))
+
+
+def interface_catalogue(root: Path | None = None) -> Path:
+    """The Chinese edition's words for the site's interface around a page's content (the
+    theme's labels, the solution toggles): ``locale/zh_CN/interface.po``."""
+    return course_root(root) / "locale" / LANGUAGE / "interface.po"
 
 
 def glossary_terms(root: Path | None = None) -> set[str]:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import tomllib
 
-from tinyk.catalogues import CODE, LANGUAGE, LINK, MATH, ROLE, catalogues, glossary_terms
+from tinyk.catalogues import CODE, LANGUAGE, LINK, MATH, ROLE, catalogues, glossary_terms, interface_catalogue
 from tinyk.course import course_root
 
 __all__ = ["TERMS_FILE", "Term", "catalogue_messages", "glossary_problems", "load_terms",
@@ -151,7 +151,7 @@ def catalogue_messages(root: Path | None = None) -> list[tuple[str, str, str]]:
     root = course_root(root)
     base = root / "locale" / LANGUAGE / "LC_MESSAGES"
     out = []
-    for path in [*catalogues(root), catalogue_path(root)]:
+    for path in [*catalogues(root), catalogue_path(root), interface_catalogue(root)]:
         if not path.is_file():
             continue
         with path.open("rb") as f:

@@ -38,7 +38,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from tinyk.catalogues import CODE, LANGUAGE, LINK, MATH, ROLE, catalogues, glossary_terms
+from tinyk.catalogues import CODE, LANGUAGE, LINK, MATH, ROLE, catalogues, glossary_terms, interface_catalogue
 from tinyk.chinese_notebooks import CODE_FOLDER, PLACEHOLDER
 from tinyk.course import course_root
 
@@ -129,7 +129,53 @@ def problems(root: Path | None = None) -> list[str]:
             found.append(f"{name}: {len(catalogue.obsolete)} obsolete message(s): run update")
     from tinyk.terms import term_problems
 
-    return found + figure_problems(root) + term_problems(root)
+    return found + figure_problems(root) + interface_problems(root) + term_problems(root)
+
+
+# The Sphinx settings of the Chinese edition that are words, by their English value (the
+# book's _config.yml and myst-nb's defaults), translated in the interface's catalogue.
+_INTERFACE_SETTINGS = {"html_title": "title", "author": "author",
+                       "nb_code_prompt_show": "Show code cell {type}",
+                       "nb_code_prompt_hide": "Hide code cell {type}"}
+
+
+def interface_settings(root: Path | None = None) -> dict[str, str]:
+    """The Chinese edition's Sphinx settings that are words (the site's title, its author, the
+    code toggles' labels), from the interface's catalogue; a ``KeyError`` names a missing one."""
+    import yaml
+    from babel.messages.pofile import read_po
+
+    root = course_root(root)
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    with interface_catalogue(root).open("rb") as f:
+        words = {str(m.id): str(m.string) for m in read_po(f) if m.id and m.string}
+    settings = {}
+    for name, english in _INTERFACE_SETTINGS.items():
+        english = config.get(english, english)
+        if english not in words:
+            raise KeyError(f"{interface_catalogue(root).name} has no translation of {english!r} ({name})")
+        settings[name] = words[english]
+    return settings
+
+
+def interface_problems(root: Path | None = None) -> list[str]:
+    """Every untranslated or fuzzy message of the interface's catalogue
+    (:func:`tinyk.catalogues.interface_catalogue`)."""
+    from babel.messages.pofile import read_po
+
+    path = interface_catalogue(course_root(root))
+    if not path.is_file():
+        return [f"{path.name}: missing"]
+    with path.open("rb") as f:
+        catalogue = read_po(f)
+    found = []
+    for message in catalogue:
+        if message.id and not message.string:
+            found.append(f"{path.name}: {str(message.id)[:60]!r}: untranslated")
+        if message.id and message.fuzzy:
+            found.append(f"{path.name}: {str(message.id)[:60]!r}: marked fuzzy (the English changed; "
+                         f"check the translation)")
+    return found
 
 
 def code_problems(msgid: str, msgstr: str) -> list[str]:
@@ -379,8 +425,7 @@ def build(root: Path | None = None, *, everything: bool = False) -> int:
     root = course_root(root)
     overrides = {"language": LANGUAGE, "locale_dirs": [str(root / "locale")], "nitpicky": True,
                  "nb_execution_cache_path": str(root / "_build" / ".jupyter_cache"),
-                 "html_baseurl": f"{site_url(root)}zh/",
-                 "nb_code_prompt_show": "显示代码", "nb_code_prompt_hide": "隐藏代码"}
+                 "html_baseurl": f"{site_url(root)}zh/", **interface_settings(root)}
     return _sphinx(root, root / "_build" / "html" / "zh", root / "_build" / ".doctrees-zh", "html",
                    overrides, warningiserror=True, keep_going=True, force_all=everything)
 

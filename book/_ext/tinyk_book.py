@@ -243,16 +243,30 @@ _HTML_FIXES = (
 )
 
 
-# The Chinese edition's words for the solution toggles (tinyk.exercises.book_version puts
-# the English ones in cell metadata) and for the toggles' accessible names. They are
-# replaced in the written pages: cell metadata is part of the execution cache's key, and
-# the notebooks must not execute again for a second language.
-_TOGGLES_ZH = (('admonition-title">Show solution<', 'admonition-title">显示答案<'),
-               ('admonition-title">Hide solution<', 'admonition-title">隐藏答案<'),
-               ('aria-label="Toggle hidden content"', 'aria-label="显示或隐藏内容"'),
-               ('aria-label="Show or hide the sections of this entry"',
-                'aria-label="显示或隐藏本条目下的各节"'),
-               ('<img alt="Colab logo"', '<img alt="Colab 标志"'))
+# The Chinese edition's words for the interface around a page's content, from
+# locale/zh_CN/interface.po: the theme's labels, and the solution toggles' words (which
+# tinyk.exercises.book_version puts in cell metadata in English: cell metadata is part of
+# the execution cache's key, and the notebooks must not execute again for a second
+# language). Each replaces an attribute's whole value or an element's whole text.
+_INTERFACE_ATTRIBUTES = ("title", "aria-label", "placeholder", "alt", "data-bs-title")
+
+
+def _interface_zh(app) -> list[tuple[re.Pattern[str], str]]:
+    import html
+
+    from babel.messages.pofile import read_po
+
+    path = Path(app.srcdir, "locale", "zh_CN", "interface.po")
+    with path.open("rb") as f:
+        words = {str(m.id): str(m.string) for m in read_po(f) if m.id and m.string}
+    fixes = []
+    for english, chinese in words.items():
+        old, new = html.escape(english, quote=True), html.escape(chinese, quote=True)
+        attribute = re.compile(rf'(\s(?:{"|".join(_INTERFACE_ATTRIBUTES)})="){re.escape(old)}"')
+        fixes.append((attribute, rf'\g<1>{new}"'))
+        fixes.append((re.compile(rf">(\s*){re.escape(html.escape(english, quote=False))}(\s*)<"),
+                      rf">\g<1>{html.escape(chinese, quote=False)}\g<2><"))
+    return fixes
 _HEADER_BUTTONS = '<div class="article-header-buttons">'
 _OTHER_EDITION = {  # this edition -> (the other's folder relative to this one's root, its link)
     "en": ("zh/", '<a class="btn btn-sm tinyk-language" href="{href}" hreflang="zh-CN" lang="zh-CN" '
@@ -293,7 +307,8 @@ def _rewrite_pages(app, exception):
     out, this = Path(app.outdir), edition(app)
     folder, button = _OTHER_EDITION[this]
     # In order: an accessibility fix adds a name that the Chinese edition then translates.
-    fixes = _HTML_FIXES + (_TOGGLES_ZH if this == "zh" else ())
+    fixes = _HTML_FIXES
+    interface = _interface_zh(app) if this == "zh" else []
     captions = _root_catalogue(app) if this == "zh" else {}
     for page in out.rglob("*.html"):
         rel = page.relative_to(out)
@@ -303,6 +318,8 @@ def _rewrite_pages(app, exception):
         fixed = text
         for old, new in fixes:
             fixed = fixed.replace(old, new)
+        for pattern, words in interface:
+            fixed = pattern.sub(lambda m, words=words: m.expand(words), fixed)
         if captions:
             fixed = _CAPTION.sub(lambda m: m[1] + captions.get(m[2], m[2]) + m[3], fixed)
         if _HEADER_BUTTONS in fixed and "tinyk-language" not in fixed:
