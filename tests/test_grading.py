@@ -325,6 +325,57 @@ def test_rerun_resumes_and_reproduces_the_gradebook(batch, monkeypatch):
 
 
 @SHARED_BATCH
+def test_an_edited_test_regrades_only_its_exercise(batch, tmp_path, monkeypatch, capsys):
+    """After the grading, a hidden test of exercise B gets stricter: the rerun judges B again
+    outside the kernel for each student (no kernel runs), keeps A's rows as they were, and
+    says what it regraded. An edit anywhere else (a point value, prose, code: the part's base
+    digest) grades in full again."""
+    from tinyk.grading.regrade import REGRADED, changed_tests
+
+    base, subs, notebooks, limits, _, _ = batch
+    source = tmp_path / "source" / "drill.ipynb"  # a copy of the batch's course and two of its students
+    source.parent.mkdir()
+    shutil.copy(notebooks[0], source)
+    mine, parts = tmp_path / "subs", tmp_path / "grades.csv.parts"
+    parts.mkdir()
+    for name in ("solution", "wrong_answer"):
+        shutil.copytree(subs / name, mine / name)
+        shutil.copy(base / "grades.csv.parts" / f"{name}.json", parts)
+    out = tmp_path / "grades.csv"
+    graded = []
+    monkeypatch.setattr(class_batch, "grade_student", lambda name, *a: graded.append(name))
+    grading.grade(mine, out, [source], limits=limits, jobs=2, progress=False)
+    assert graded == [], "the copied students are graded already"
+    before = _table(out)
+    assert {k: v["points"] for k, v in before.items()} == {
+        ("solution", "a_test"): "2", ("solution", "b_test"): "1", ("wrong_answer", "a_test"): "0",
+        ("wrong_answer", "b_test"): "1"}
+
+    nb = json.loads(source.read_text())
+    test = next(c for c in nb["cells"] if nbgrader(c).get("grade_id") == "b_test")
+    stricter = "assert shout('a') == 'A!!'\nassert shout('ok')"
+    test["source"] = source_text(test).replace("assert shout('ok')", stricter)
+    source.write_text(json.dumps(nb))
+    grading.grade(mine, out, [source], limits=limits, jobs=2, progress=False)
+    after = _table(out)
+    assert graded == [], "no student graded in full"
+    assert "regraded 2 student(s) in the exercise(s) whose test changed" in capsys.readouterr().err
+    for student in ("solution", "wrong_answer"):
+        assert after[student, "a_test"] == before[student, "a_test"]
+        row = after[student, "b_test"]
+        assert row["points"] == "0" and row["status"] == "ok", row
+        assert row["detail"].startswith("graded outside the notebook: test: AssertionError")
+        assert row["detail"].endswith(REGRADED), row
+
+    # the part files say what the rerun compared; a changed point value is not a test's source
+    record = json.loads((parts / "solution.json").read_text())
+    assert changed_tests(record, record["base"], record["tests"]) is None  # nothing changed
+    edited = {"drill": {**record["tests"]["drill"], "a_test": "another"}}
+    assert changed_tests(record, record["base"], edited) == {("drill", "a_test")}
+    assert changed_tests(record, "another base", edited) is None
+
+
+@SHARED_BATCH
 def test_shards_merge_into_the_csv_of_a_single_run(batch, monkeypatch):
     """Three shards, as on three machines, each with a copy of the single run's finished
     students except one it grades again: merged, their CSVs equal the single run's."""

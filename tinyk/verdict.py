@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -506,19 +506,20 @@ def _exercises(source: dict, submitted: dict) -> list[tuple[str, list[str], str,
 
 
 def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
-          skip: dict[str, str] | None = None) -> list[Verdict]:
+          skip: dict[str, str] | None = None, only: Collection[str] | None = None) -> list[Verdict]:
     """The verdict of every exercise of ``submitted`` decided here (:func:`outside`), with the tests of
     ``source`` (the instructor's notebook, hidden tests included); the answers run in
     ``server`` (a new one without a sandbox when None). ``skip``: exercises not to run again,
     each with why it failed already (a timeout in the kernel's run: it would only time out
-    again)."""
+    again). ``only``: the test cells (grade_ids) to judge, when not all of them."""
     own = server is None
     server = server or AnswerServer()
     skip = skip or {}
     try:
         return [Verdict(grade_id, False, skip[grade_id]) if grade_id in skip
                 else _run_test(server, grade_id, answer, test, parts)
-                for grade_id, answer, test, parts in _exercises(source, submitted)]
+                for grade_id, answer, test, parts in _exercises(source, submitted)
+                if only is None or grade_id in only]
     finally:
         if own:
             server.close()

@@ -4,7 +4,9 @@ prepared course, several at once, into one CSV.
 The CSV has one row per student and exercise, with a status; it is written atomically, and each
 finished student is kept in ``<out>.parts/`` with a fingerprint of everything their grade
 depends on, so that an interrupted run resumes where it stopped and a rerun reproduces the same
-file. ``--shard K/N`` grades a share of the students; :func:`merge` joins the shards' CSVs.
+file. After an edit to test cells only, a student is regraded in those exercises only
+(:mod:`tinyk.grading.regrade`), and the run says so. ``--shard K/N`` grades a share of the
+students; :func:`merge` joins the shards' CSVs.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from tinyk.grading.assignment import prepare_course, released_notebooks
 from tinyk.grading.chapter import Notebook, chapter_notebooks
+from tinyk.grading.regrade import base_digest, changed_tests, regrade_student, test_digests
 from tinyk.grading.rules import Row, Status
 from tinyk.grading.runner import Limits, preflight
 from tinyk.grading.student import grade_student
@@ -62,9 +65,9 @@ def _course_digest(notebooks: list[Notebook], limits: Limits, sandboxed: bool) -
     return digest.digest()
 
 
-def _fingerprint(entry: Path, course_digest: bytes) -> str:
-    """The course digest extended with the student's files: unchanged means already graded."""
-    digest = hashlib.sha256(course_digest)
+def _files_digest(entry: Path) -> str:
+    """A digest of a student's files (names and contents)."""
+    digest = hashlib.sha256()
     for path in sorted([entry] if entry.is_file() else entry.rglob("*")):
         if path.is_file():
             digest.update(path.name.encode())
@@ -102,41 +105,73 @@ def parse_shard(text: str) -> tuple[int, int]:
     return int(match[1]), int(match[2])
 
 
-# (entry, its file in <out>.parts/, its fingerprint)
-_Job = tuple[Path, Path, str]
+@dataclass
+class _Job:
+    """A student to grade: their entry, their file in ``<out>.parts/``, what it will record
+    (fingerprint, base digest, test digests), and, for a regrade, the exercises whose test
+    changed and the rows of the earlier run."""
+
+    entry: Path
+    part: Path
+    record: dict[str, Any]
+    changed: set[tuple[str, str]] | None = None
+    rows: list[Row] | None = None
 
 
-def _to_do(entries: list[Path], parts: Path, course_digest: bytes) -> list[_Job]:
-    """The students not graded yet with these files and this course (by their part's fingerprint)."""
+def _to_do(batch: Batch, parts: Path, course_digest: bytes, setting: str) -> list[_Job]:
+    """The students not graded yet with these files and this course (by their part's
+    fingerprint); those whose tests alone changed, to regrade in those exercises only."""
+    tests = test_digests(batch.notebooks)
     todo = []
-    for entry in entries:
+    for entry in batch.entries:
         part = parts / f"{student_id(student_name(entry))}.json"
-        fingerprint = _fingerprint(entry, course_digest)
-        if part.exists() and json.loads(part.read_text()).get("fingerprint") == fingerprint:
+        files = _files_digest(entry)
+        record = {"fingerprint": hashlib.sha256(course_digest + files.encode()).hexdigest(),
+                  "base": base_digest(files, batch.notebooks, setting), "tests": tests}
+        before = json.loads(part.read_text()) if part.exists() else {}
+        if before.get("fingerprint") == record["fingerprint"]:
             continue  # graded in an earlier (maybe interrupted) run: keep it
-        todo.append((entry, part, fingerprint))
+        changed = changed_tests(before, record["base"], tests) if before else None
+        rows = [Row(**r) for r in before["rows"]] if changed else None
+        todo.append(_Job(entry, part, record, changed, rows))
     return todo
+
+
+def _run_job(job: _Job, batch: Batch, template: Path, released: dict[str, dict], sandbox: bool) -> list[Row]:
+    name = student_name(job.entry)
+    if job.changed and job.rows is not None:
+        return regrade_student(job.entry, batch.notebooks, released, batch.limits, sandbox, job.changed,
+                               job.rows)
+    return grade_student(name, job.entry, batch.notebooks, template, released, batch.limits, sandbox)
+
+
+def _say_regraded(todo: list[_Job]) -> None:
+    """What a run regraded instead of grading in full (on stderr, with the progress bar)."""
+    import sys
+
+    regraded = [job for job in todo if job.changed]
+    if regraded:
+        exercises = sorted({f"{g} ({n})" for job in regraded for n, g in job.changed or ()})
+        print(f"regraded {len(regraded)} student(s) in the exercise(s) whose test changed, and kept the "
+              f"rest of their rows: {', '.join(exercises)}", file=sys.stderr)
 
 
 def _grade_all(todo: list[_Job], batch: Batch, template: Path, released: dict[str, dict], sandbox: bool,
                jobs: int, bar: Any) -> None:
-    """Grade the students of ``todo``, ``jobs`` at once, each into their part file; a student
-    whose grading raised gets an error row per exercise."""
+    """Grade (or regrade) the students of ``todo``, ``jobs`` at once, each into their part
+    file; a student whose grading raised gets an error row per exercise."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(grade_student, student_name(entry), entry, batch.notebooks, template, released,
-                               batch.limits, sandbox): (entry, part, fp)
-                   for entry, part, fp in todo}
+        futures = {pool.submit(_run_job, job, batch, template, released, sandbox): job for job in todo}
         for future in concurrent.futures.as_completed(futures):
-            entry, part, fingerprint = futures[future]
-            name = student_name(entry)
+            job = futures[future]
+            name = student_name(job.entry)
             try:
                 rows = future.result()
             except Exception as err:  # one broken submission never stops the batch
                 reason = f"{type(err).__name__}: {err}"[:200]
                 rows = [Row(name, nb.name, grade_id, 0.0, pts, Status.ERROR, reason)
                         for nb in batch.notebooks for grade_id, pts in nb.tests]
-            record = {"fingerprint": fingerprint, "rows": [asdict(r) for r in rows]}
-            _write_atomically(part, json.dumps(record))
+            _write_atomically(job.part, json.dumps({**job.record, "rows": [asdict(r) for r in rows]}))
             if bar is not None:
                 bar.update(1)
 
@@ -172,7 +207,9 @@ def grade(submissions: Path, out: Path, notebooks: Sequence[str | Path] | None =
         template = Path(tmp) / "course"
         prepare_course(batch.notebooks, template)
         released = released_notebooks(template, batch.notebooks)
-        todo = _to_do(batch.entries, parts, _course_digest(batch.notebooks, batch.limits, sandbox))
+        setting = json.dumps([asdict(batch.limits), sandbox])
+        todo = _to_do(batch, parts, _course_digest(batch.notebooks, batch.limits, sandbox), setting)
+        _say_regraded(todo)
         bar = None
         if progress:
             from tqdm import tqdm

@@ -20,9 +20,9 @@ from tinyk.grading.runner import Limits
 from tinyk.grading.sandbox import Sandbox, sandbox_argv
 from tinyk.roster import student_id
 
-__all__ = ["judge", "read_rows", "rescore"]
+__all__ = ["VERDICT_LOCK", "answers_prefix", "judge", "read_rows", "rescore"]
 
-_VERDICT_LOCK = threading.Lock()
+VERDICT_LOCK = threading.Lock()  # one test cell at a time in the grader's process: seeds, stdout, the watch
 
 
 def _gradebook(course: Path):  # -> nbgrader.api.Gradebook, imported only when grading
@@ -70,7 +70,7 @@ def _verdicts(pairs: list[tuple[Notebook, Path]], prefix: list[str], limits: Lim
     server = verdict.AnswerServer(prefix, limits.cell_timeout, limits.memory_mb)
     try:
         server.start()  # importing torch over there: other students' verdicts go on meanwhile
-        with _VERDICT_LOCK:  # one test cell at a time in this process: seeds, stdout, the watch
+        with VERDICT_LOCK:  # one test cell at a time in this process: seeds, stdout, the watch
             return [[asdict(v) for v in verdict.judge(json.loads(nb.path.read_text()),
                                                       json.loads(path.read_text()), server,
                                                       timed_out.get(nb.name))]
@@ -90,7 +90,7 @@ def _timed_out(course: Path, sid: str, nb: Notebook) -> dict[str, str]:
     return {grade_id: detail for grade_id, (status, detail) in problems.items() if status == Status.TIMEOUT}
 
 
-def _answers_prefix(sandbox: Sandbox | None, limits: Limits) -> list[str]:
+def answers_prefix(sandbox: Sandbox | None, limits: Limits) -> list[str]:
     """The command line the learner's answers run under: the sandbox's, in a scratch folder
     of their own ([] without the sandbox)."""
     if sandbox is None:
@@ -106,7 +106,7 @@ def _reasons(course: Path, sid: str, pairs: list[tuple[Notebook, Path]], limits:
     passed); when the grader's own run fails, every one of them fails with that reason."""
     from tinyk.verdict import outside
 
-    prefix = _answers_prefix(sandbox, limits)
+    prefix = answers_prefix(sandbox, limits)
     results, problem = None, ""
     try:
         results = _verdicts(pairs, prefix, limits,

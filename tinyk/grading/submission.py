@@ -13,8 +13,8 @@ from tinyk.exercises import nbgrader, source_text
 from tinyk.grading.chapter import ASSIGNMENT, Notebook
 from tinyk.grading.rules import Finding, Status
 
-__all__ = ["SKIP_TAG", "read_notebook", "restore_release", "submission_files", "submit", "tampering",
-           "write_for_grading"]
+__all__ = ["SKIP_TAG", "checked", "read_notebook", "restore_release", "submission_files", "submit",
+           "tampering", "write_for_grading"]
 
 # Rebinding any of these inside student code is treated as tampering with the checks.
 _GUARDED_MODULES = {"math", "torch", "builtins", "numpy", "np", "operator", "tinyk", "F"}
@@ -227,7 +227,7 @@ def write_for_grading(submitted: dict, path: Path) -> None:
     nbformat.write(nbformat.from_dict(submitted), path)
 
 
-def _checked(path: Path | None, nb: Notebook, released: dict) -> tuple[dict | None, Finding | None]:
+def checked(path: Path | None, nb: Notebook, released: dict) -> tuple[dict | None, Finding | None]:
     """A submitted notebook restored from the release, with what the checks found; None in
     place of the notebook when it is not graded (missing, unreadable, tampering)."""
     if path is None:
@@ -256,7 +256,7 @@ def submit(course: Path, sid: str, entry: Path, notebooks: list[Notebook],
     target.mkdir(parents=True)
     written = []
     for nb in notebooks:
-        restored, flag = _checked(files.get(nb.name), nb, released[nb.name])
+        restored, flag = checked(files.get(nb.name), nb, released[nb.name])
         if flag is not None:
             flags[nb.name] = flag
         if restored is not None:

@@ -1,0 +1,113 @@
+"""Regrading what changed (course section "For instructors"): after an edit to test cells, a
+student whose files and whose notebooks are otherwise the same is not graded again in full.
+Each edited exercise is judged again outside the kernel (:mod:`tinyk.verdict`: the student's
+answer cells in the sandbox, the new test cell in the grader's process), its row updated, and
+every other row kept from the earlier run. An exercise still decided in the kernel, a test
+added or removed, a change to anything but a test cell's source (a point value, prose, code),
+the limits or the student's files: a full grading, as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+
+from tinyk.exercises import is_test, nbgrader, source_text
+from tinyk.grading.chapter import Notebook
+from tinyk.grading.rules import Row, Status
+from tinyk.grading.runner import Limits
+from tinyk.grading.sandbox import Sandbox
+from tinyk.grading.scoring import VERDICT_LOCK, answers_prefix
+from tinyk.grading.submission import checked, submission_files
+from tinyk.mistakes import note
+
+__all__ = ["REGRADED", "base_digest", "changed_tests", "regrade_student", "test_digests"]
+
+REGRADED = "regraded: its test changed"  # the end of an updated row's detail
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_digests(notebooks: list[Notebook]) -> dict[str, dict[str, str]]:
+    """Each notebook's test cells, by grade_id: a digest of the source (hidden tests included)."""
+    found = {}
+    for nb in notebooks:
+        cells = json.loads(nb.path.read_text(encoding="utf-8"))["cells"]
+        found[nb.name] = {nbgrader(c)["grade_id"]: _sha(source_text(c)) for c in cells if is_test(c)}
+    return found
+
+
+def base_digest(student_files: str, notebooks: list[Notebook], setting: str) -> str:
+    """Everything a student's grade depends on but the test cells' sources: their files (a
+    digest), the notebooks with those sources left out, and the run's ``setting`` (limits,
+    sandbox)."""
+    digest = hashlib.sha256(f"{student_files}\n{setting}".encode())
+    for nb in notebooks:
+        source = json.loads(nb.path.read_text(encoding="utf-8"))
+        for cell in source["cells"]:
+            if is_test(cell):
+                cell["source"] = ""
+        digest.update(json.dumps([nb.name, source, nb.translated], sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def changed_tests(record: dict, base: str, tests: dict[str, dict[str, str]]) -> set[tuple[str, str]] | None:
+    """The (notebook, grade_id) whose test source changed since ``record`` (a student's part
+    of an earlier run) was graded, when nothing else changed and every one of them is decided
+    outside the kernel; None when the student must be graded in full."""
+    from tinyk.verdict import outside
+
+    before = record.get("tests")
+    if record.get("base") != base or not isinstance(before, dict):
+        return None
+    if {n: sorted(t) for n, t in before.items()} != {n: sorted(t) for n, t in tests.items()}:
+        return None  # a test added or removed
+    changed = {(n, g) for n, ids in tests.items() for g, digest in ids.items() if before[n][g] != digest}
+    return changed if changed and all(outside(g) for _, g in changed) else None
+
+
+def _verdicts(entry: Path, notebooks: list[Notebook], released: dict[str, dict], limits: Limits,
+              sandboxed: bool, changed: set[tuple[str, str]]) -> dict[tuple[str, str], tuple[bool, str]]:
+    """(passed, why) of each changed exercise, judged again in a sandbox of its own."""
+    from tinyk import verdict
+
+    files = submission_files(entry, notebooks)
+    found = {}
+    with tempfile.TemporaryDirectory(prefix="tinyk-regrade-") as tmp:
+        sandbox = Sandbox.create(Path(tmp), limits.threads) if sandboxed else None
+        server = verdict.AnswerServer(answers_prefix(sandbox, limits), limits.cell_timeout, limits.memory_mb)
+        try:
+            for nb in notebooks:
+                ids = {g for n, g in changed if n == nb.name}
+                restored = checked(files.get(nb.name), nb, released[nb.name])[0] if ids else None
+                if restored is None:  # not graded before either (missing, unreadable, tampering)
+                    continue
+                source = json.loads(nb.path.read_text(encoding="utf-8"))
+                with VERDICT_LOCK:
+                    for v in verdict.judge(source, restored, server, only=ids):
+                        found[nb.name, v.grade_id] = (v.passed, v.detail)
+        finally:
+            server.close()
+    return found
+
+
+def regrade_student(entry: Path, notebooks: list[Notebook], released: dict[str, dict], limits: Limits,
+                    sandboxed: bool, changed: set[tuple[str, str]], rows: list[Row]) -> list[Row]:
+    """``rows`` (a student's rows of the earlier run) with each ``changed`` exercise judged
+    again; a row that was not graded normally then (a timeout, a dead kernel, a missing
+    notebook) stays as it was."""
+    verdicts = _verdicts(entry, notebooks, released, limits, sandboxed, changed)
+    for row in rows:
+        found = verdicts.get((row.notebook, row.exercise))
+        if found is None or row.status not in (Status.OK, Status.TESTS_MODIFIED):
+            continue
+        passed, why = found
+        row.points = row.max_points if passed else 0.0
+        reason = "" if passed else f"graded outside the notebook: {why}"[:300] + note(row.exercise, why)
+        kept = [part for part in row.detail.split("; ") if part.startswith("restored from the release")]
+        row.detail = "; ".join(filter(None, [reason, *kept, REGRADED]))
+    return rows
