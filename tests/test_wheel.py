@@ -153,14 +153,37 @@ def test_chapter_notebook_runs_under_the_wheel_install(wheel_env, wheel_kernel, 
     folder.mkdir()
     nb = nbformat.read(source, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(_PROBE))
-    NotebookClient(nb, kernel_name="tinyk-wheel", timeout=300,
-                   resources={"metadata": {"path": str(folder)}}).execute()  # raises on an error
+    client = NotebookClient(nb, kernel_name="tinyk-wheel", timeout=300, record_timing=True,
+                            resources={"metadata": {"path": str(folder)}})
+    started = _now()
+    try:
+        client.execute()  # raises on an error
+    finally:
+        _keep_timings(source.stem, nb, started)
     probe = nb.cells[0].outputs[0]["text"].splitlines()
     assert Path(probe[0]).is_relative_to(python.parent.parent), probe[0]
     assert probe[1] == "7.7.1"
     assert str(ROOT) not in probe[2], "the checkout is not on the kernel's path"
     setup = next(c for c in nb.cells[1:] if c.cell_type == "code")
     assert setup.outputs == [], "the setup cell finds tinyk and does nothing"
+
+
+def _keep_timings(stem: str, nb, started: str) -> None:
+    """Each cell's kernel timestamps (nbclient's ``record_timing``), kept in
+    ``artifacts/wheel-timings/`` to tell where a slow run spent its time (nothing asserts them)."""
+    folder = ROOT / "artifacts" / "wheel-timings"
+    folder.mkdir(parents=True, exist_ok=True)
+    cells = [{"index": i, "first_line": (c.source.splitlines() or [""])[0][:80],
+              "timing": c.metadata.get("execution", {})}
+             for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    (folder / f"{stem}.json").write_text(json.dumps({"started": started, "ended": _now(), "cells": cells},
+                                                    indent=1))
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat()
 
 
 def test_a_notebook_opened_alone_runs_the_parts_pasted_into_it(wheel_env, wheel_kernel, monkeypatch):
