@@ -20,7 +20,6 @@ placed on the axes, slider labels and the text of HTML calculators; tick labels 
 from __future__ import annotations
 
 import functools
-import os
 import re
 import shutil
 import subprocess
@@ -29,10 +28,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tinyk.switches import FIGURES_ZH, figures_in_chinese
+
 __all__ = ["ENV", "CJK_FAMILY", "enabled", "message_key", "needs_words", "translate", "translate_html",
            "in_chinese", "catalogue_path", "collecting"]
 
-ENV = "TINYK_FIGURES_ZH"
+ENV = FIGURES_ZH  # the switch (tinyk.switches)
 CJK_FAMILY = "Noto Sans CJK SC"  # Debian's fonts-noto-cjk (make cjk-fonts installs it)
 _NUMBER = re.compile(r"(?<![A-Za-z_\d.])[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?")
 _PLACEHOLDER = re.compile(r"\{(\d+)\}")
@@ -43,8 +44,8 @@ _missing: list[set[str]] = []  # one set per open collecting() block
 
 
 def enabled() -> bool:
-    """True when figures should also be drawn in Chinese (``TINYK_FIGURES_ZH=1``)."""
-    return os.environ.get(ENV) == "1"
+    """True when figures should also be drawn in Chinese (``TINYK_FIGURES_ZH=1``, :mod:`tinyk.switches`)."""
+    return figures_in_chinese()
 
 
 def catalogue_path(root: Path | None = None) -> Path:

@@ -17,7 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from tinyk import figure_text
-from tinyk.widgets import grading_run
+from tinyk.switches import grading_run
 
 __all__ = ["STYLE", "COLORS", "CourseFigure", "figure", "label", "plot_attention_mask",
            "decoder_layer_diagram"]

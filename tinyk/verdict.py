@@ -50,6 +50,7 @@ import torch
 
 from tinyk import answers
 from tinyk.exercises import is_solution, is_test, nbgrader, source_text
+from tinyk.switches import GRADING
 
 __all__ = ["INSIDE", "AnswerServer", "Remote", "Verdict", "judge", "main", "outside"]
 
@@ -544,5 +545,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TINYK_GRADING", "1")
+    os.environ.setdefault(GRADING, "1")
     raise SystemExit(main())

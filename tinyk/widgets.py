@@ -20,7 +20,6 @@ import html
 import io
 import itertools
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 from tinyk import figure_text
+from tinyk.switches import grading_run
 
 __all__ = ["Choice", "slider", "SliderView"]
 
@@ -91,13 +91,6 @@ def _render_in_chinese(result: Figure | str) -> str:
         with figure_text.in_chinese(result):
             return _render(result)
     return figure_text.translate_html(_render(result))
-
-
-def grading_run() -> bool:
-    """True in a kernel started by the course's grader (``TINYK_GRADING=1``, section "For
-    instructors"): sliders then render no frame and course figures no PNG, since nobody
-    sees them."""
-    return os.environ.get("TINYK_GRADING") == "1"
 
 
 def _fmt(value: Any) -> str:

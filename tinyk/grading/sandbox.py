@@ -17,6 +17,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tinyk.switches import GRADING
+
 __all__ = ["INSTALL_BWRAP", "KERNEL_ENV", "Sandbox", "check_sandbox", "require_linux", "sandbox_argv",
            "warn_unsandboxed"]
 
@@ -29,7 +31,7 @@ _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 # The environment of every process that runs a student's code, sandboxed or not. TINYK_GRADING:
 # sliders render no frames and course figures no PNG (nor their Chinese version, whatever
 # TINYK_FIGURES_ZH says); MPLBACKEND=agg: pyplot shows nothing.
-KERNEL_ENV = {"TINYK_GRADING": "1", "MPLBACKEND": "agg"}
+KERNEL_ENV = {GRADING: "1", "MPLBACKEND": "agg"}
 
 
 def require_linux() -> None:

@@ -1,0 +1,30 @@
+"""The course's run-time switches, in one place: environment variables that the course's own
+tools set for the processes they start, and the code that reads them (section "For
+instructors", and the book's build).
+
+- ``TINYK_GRADING=1``: a kernel (or a learner's process) started by the grader. Sliders
+  render no frame and course figures no PNG (:mod:`tinyk.widgets`, :mod:`tinyk.plotting`):
+  nobody sees them, and grading is faster.
+- ``TINYK_FIGURES_ZH=1``: the book's executions (``make book``, ``make test``) draw every
+  course figure in Chinese too, for the Chinese edition (:mod:`tinyk.figure_text`); Jupyter
+  and Colab never set it. Grading wins over it.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["FIGURES_ZH", "GRADING", "figures_in_chinese", "grading_run"]
+
+GRADING = "TINYK_GRADING"
+FIGURES_ZH = "TINYK_FIGURES_ZH"
+
+
+def grading_run() -> bool:
+    """True in a process started by the course's grader (``TINYK_GRADING=1``)."""
+    return os.environ.get(GRADING) == "1"
+
+
+def figures_in_chinese() -> bool:
+    """True when course figures should also be drawn in Chinese (``TINYK_FIGURES_ZH=1``)."""
+    return os.environ.get(FIGURES_ZH) == "1"
