@@ -148,6 +148,18 @@ def test_the_reference_of_the_part_asked_for_is_out_of_reach(sandboxed, route):
     assert error in result.detail, result.detail
 
 
+def test_under_the_sandbox_an_answer_may_import_the_packages_other_modules(sandboxed):
+    """Only the modules that hold the parts are gone: an honest answer that imports the
+    course's plotting and data modules (as the notebooks do) keeps its points."""
+    source = _source("05_2")
+    nb = _only(source, "ex_05_2_2_test", None)
+    solution = nb["cells"][0]["source"]
+    nb["cells"][0]["source"] = "import tinyk.data\nimport tinyk.plotting\n" + (
+        solution if isinstance(solution, str) else "".join(solution))
+    [result] = verdict.judge(source, nb, sandboxed)
+    assert result.passed, result.detail
+
+
 @pytest.mark.parametrize("stem,grade_id", [("05_2", "ex_05_2_2_test"), ("05_3", "ex_05_3_3_test"),
                                            ("05_5", "ex_05_5_3_test")])
 def test_under_the_sandbox_honest_answers_keep_their_points(sandboxed, stem, grade_id):

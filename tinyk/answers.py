@@ -11,14 +11,15 @@ points are decided on the other side, where no code of the student's runs.
 
 The course's reference code of a part is out of the learner's reach here, as far as a
 process can put it: under the grader's sandbox the ``tinyk`` package's files are hidden and
-this script runs from a copy of them (its first argument), which it imports and then deletes,
-so no source of the package is left to read or run as text; and in the child of an exercise
+this script runs from a copy of them (its first argument), whose modules that hold the parts
+(:data:`HIDDEN`) it imports and then deletes, so no source of them is left to read or run
+as text; and in the child of an exercise
 that asks for a part (``RMSNorm``, ``repeat_kv``, ... of :data:`REFERENCES`), the
 package's objects of that part are removed from every ``tinyk`` module before the answer
 runs (the parts the instructor's answer defines), so that ``from tinyk import RMSNorm``
-fails there. What stays within reach is an
-object the answer finds in memory through another (a model's layer, the garbage collector):
-calling it is what :mod:`tinyk.own_work`'s watch reports.
+fails there. What stays within reach is an object the answer finds in memory through
+another (a model's layer, the garbage collector): calling it is what
+:mod:`tinyk.own_work`'s watch reports.
 
 Frames on both pipes: an 8-byte length, then the payload. Requests are pickles (they come
 from the grader); replies are ``torch.save`` payloads (read back with ``weights_only``).
@@ -28,6 +29,7 @@ fails its own exercises.
 
 from __future__ import annotations
 
+import glob
 import io
 import os
 import pickle
@@ -41,8 +43,11 @@ from typing import Any, BinaryIO
 REF = "\x00ref"  # a request's reference to a handle: (REF, id)
 ARG = "\x00arg"  # a tensor argument that needs its gradient: (ARG, index)
 CALLBACK = "\x00cb"  # a function of the test's, which runs on the grader's side: (CALLBACK, id)
-# The modules the learner's code may use, imported before the package's files are deleted.
-PRELOADED = ("tinyk", "tinyk.model", "tinyk.generation", "tinyk.own_work", "tinyk.parts", "tinyk.upstream")
+# The modules of the package that hold its versions of the parts (the model, the upstream's
+# copy, the parts' checks): imported once, then their files deleted. The package's other
+# modules stay on disk, to be imported when an answer asks for one.
+HIDDEN = ("tinyk.model", "tinyk.upstream", "tinyk.parts", "tinyk.checks")
+PRELOADED = ("tinyk", "tinyk.generation", "tinyk.own_work", *HIDDEN)
 # Each part of the build track (tinyk.parts.PART_NAMES) and the names of the package's own
 # versions of it, removed from every tinyk module in the child of an exercise that asks for it.
 REFERENCES: dict[str, tuple[str, ...]] = {
@@ -284,7 +289,7 @@ def _exercise(sources: list[str], names: list[str], parts: list[str], requests: 
 def _load(library: str | None) -> None:
     """Import torch and :data:`PRELOADED` once, before the children fork. ``library``: a
     folder holding a copy of the package (under the sandbox, where the package's own files
-    are hidden), imported from, then deleted with everything in it."""
+    are hidden), imported from; the files of :data:`HIDDEN` are then deleted from it."""
     import importlib
 
     here = os.path.dirname(os.path.abspath(__file__))
@@ -296,9 +301,12 @@ def _load(library: str | None) -> None:
     torch.set_num_threads(1)
     for name in PRELOADED:
         importlib.import_module(name)
-    if library:
-        shutil.rmtree(os.path.join(library, "tinyk"))
-        sys.path.remove(library)
+    if not library:
+        return
+    for name in HIDDEN:
+        os.remove(sys.modules[name].__file__)
+    for folder in glob.glob(os.path.join(library, "tinyk", "**", "__pycache__"), recursive=True):
+        shutil.rmtree(folder)  # no compiled copy of them either
 
 
 def main() -> None:
