@@ -256,8 +256,9 @@ def _interface_zh(app) -> list[tuple[re.Pattern[str], str]]:
 
     from babel.messages.pofile import read_po
 
-    path = Path(app.srcdir, "locale", "zh_CN", "interface.po")
-    with path.open("rb") as f:
+    from tinyk.catalogues import interface_catalogue
+
+    with interface_catalogue(Path(app.srcdir)).open("rb") as f:
         words = {str(m.id): str(m.string) for m in read_po(f) if m.id and m.string}
     fixes = []
     for english, chinese in words.items():
@@ -267,6 +268,8 @@ def _interface_zh(app) -> list[tuple[re.Pattern[str], str]]:
         fixes.append((re.compile(rf">(\s*){re.escape(html.escape(english, quote=False))}(\s*)<"),
                       rf">\g<1>{html.escape(chinese, quote=False)}\g<2><"))
     return fixes
+
+
 _HEADER_BUTTONS = '<div class="article-header-buttons">'
 _OTHER_EDITION = {  # this edition -> (the other's folder relative to this one's root, its link)
     "en": ("zh/", '<a class="btn btn-sm tinyk-language" href="{href}" hreflang="zh-CN" lang="zh-CN" '
