@@ -161,21 +161,7 @@ def interface_settings(root: Path | None = None) -> dict[str, str]:
 def interface_problems(root: Path | None = None) -> list[str]:
     """Every untranslated or fuzzy message of the interface's catalogue
     (:func:`tinyk.catalogues.interface_catalogue`)."""
-    from babel.messages.pofile import read_po
-
-    path = interface_catalogue(course_root(root))
-    if not path.is_file():
-        return [f"{path.name}: missing"]
-    with path.open("rb") as f:
-        catalogue = read_po(f)
-    found = []
-    for message in catalogue:
-        if message.id and not message.string:
-            found.append(f"{path.name}: {str(message.id)[:60]!r}: untranslated")
-        if message.id and message.fuzzy:
-            found.append(f"{path.name}: {str(message.id)[:60]!r}: marked fuzzy (the English changed; "
-                         f"check the translation)")
-    return found
+    return _catalogue_problems(interface_catalogue(course_root(root)), "")
 
 
 def code_problems(msgid: str, msgstr: str) -> list[str]:
@@ -267,16 +253,14 @@ def _code_stale(root: Path) -> list[str]:
     return found
 
 
-def figure_problems(root: Path | None = None) -> list[str]:
-    """Every untranslated, fuzzy or damaged message of the figures' catalogue
-    (``locale/zh_CN/figures.po``): a number's place ``{0}`` or maths must come through."""
+def _catalogue_problems(path: Path, missing: str, checks=()) -> list[str]:
+    """The problems of a catalogue that stands beside the pages' (figures, interface): each
+    message untranslated or fuzzy, or translated but failing one of ``checks`` (functions
+    ``(msgid, msgstr) -> problem or ''``); ``missing`` says what to do when there is no file."""
     from babel.messages.pofile import read_po
 
-    from tinyk.figure_text import catalogue_path
-
-    path = catalogue_path(course_root(root))
     if not path.is_file():
-        return [f"{path.name}: missing: run `make translations` after `make book`"]
+        return [f"{path.name}: missing{missing}"]
     with path.open("rb") as f:
         catalogue = read_po(f)
     found = []
@@ -287,12 +271,26 @@ def figure_problems(root: Path | None = None) -> list[str]:
         issues = [] if msgstr else ["untranslated"]
         if message.fuzzy:
             issues.append("marked fuzzy (the English changed; check the translation)")
-        if msgstr and sorted(_PLACE.findall(msgid)) != sorted(_PLACE.findall(msgstr)):
-            issues.append("a number's place ({0}, {1}, ...) differs from the English")
-        if msgstr and sorted(MATH.findall(msgid)) != sorted(MATH.findall(msgstr)):
-            issues.append("maths differs from the English")
+        issues += [issue for check in checks if msgstr and (issue := check(msgid, msgstr))]
         found += [f"{path.name}: {msgid[:60]!r}: {issue}" for issue in issues]
     return found
+
+
+def figure_problems(root: Path | None = None) -> list[str]:
+    """Every untranslated, fuzzy or damaged message of the figures' catalogue
+    (``locale/zh_CN/figures.po``): a number's place ``{0}`` or maths must come through."""
+    from tinyk.figure_text import catalogue_path
+
+    def places(msgid: str, msgstr: str) -> str:
+        same = sorted(_PLACE.findall(msgid)) == sorted(_PLACE.findall(msgstr))
+        return "" if same else "a number's place ({0}, {1}, ...) differs from the English"
+
+    def maths(msgid: str, msgstr: str) -> str:
+        same = sorted(MATH.findall(msgid)) == sorted(MATH.findall(msgstr))
+        return "" if same else "maths differs from the English"
+
+    return _catalogue_problems(catalogue_path(course_root(root)),
+                               ": run `make translations` after `make book`", (places, maths))
 
 
 def figure_messages(root: Path | None = None) -> set[str]:
