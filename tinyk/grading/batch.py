@@ -25,7 +25,7 @@ from typing import Any
 
 from tinyk.grading.assignment import prepare_course, released_notebooks
 from tinyk.grading.chapter import Notebook, chapter_notebooks
-from tinyk.grading.regrade import base_digest, changed_tests, regrade_student, test_digests
+from tinyk.grading.regrade import base_digest, changed_tests, course_base, regrade_student, test_digests
 from tinyk.grading.rules import Row, Status
 from tinyk.grading.runner import Limits, preflight
 from tinyk.grading.student import grade_student
@@ -55,10 +55,10 @@ def start(submissions: Path, notebooks: Sequence[str | Path] | None, source: Pat
     return Batch(submission_entries(submissions), chapter_notebooks(notebooks, source), limits or Limits())
 
 
-def _course_digest(notebooks: list[Notebook], limits: Limits, sandboxed: bool) -> bytes:
-    """What every student's grade depends on besides their files: the notebooks, the limits,
-    the sandbox."""
-    digest = hashlib.sha256(json.dumps([asdict(limits), sandboxed]).encode())
+def _course_digest(notebooks: list[Notebook], setting: str) -> bytes:
+    """What every student's grade depends on besides their files: the notebooks and the
+    run's ``setting`` (limits, sandbox)."""
+    digest = hashlib.sha256(setting.encode())
     for nb in notebooks:
         digest.update(nb.path.read_bytes())
         digest.update(json.dumps(nb.translated, sort_keys=True).encode())
@@ -118,16 +118,18 @@ class _Job:
     rows: list[Row] | None = None
 
 
-def _to_do(batch: Batch, parts: Path, course_digest: bytes, setting: str) -> list[_Job]:
+def _to_do(batch: Batch, parts: Path, sandbox: bool) -> list[_Job]:
     """The students not graded yet with these files and this course (by their part's
     fingerprint); those whose tests alone changed, to regrade in those exercises only."""
+    setting = json.dumps([asdict(batch.limits), sandbox])
+    course_digest, course = _course_digest(batch.notebooks, setting), course_base(batch.notebooks, setting)
     tests = test_digests(batch.notebooks)
     todo = []
     for entry in batch.entries:
         part = parts / f"{student_id(student_name(entry))}.json"
         files = _files_digest(entry)
         record = {"fingerprint": hashlib.sha256(course_digest + files.encode()).hexdigest(),
-                  "base": base_digest(files, batch.notebooks, setting), "tests": tests}
+                  "base": base_digest(files, course), "tests": tests}
         before = json.loads(part.read_text()) if part.exists() else {}
         if before.get("fingerprint") == record["fingerprint"]:
             continue  # graded in an earlier (maybe interrupted) run: keep it
@@ -207,8 +209,7 @@ def grade(submissions: Path, out: Path, notebooks: Sequence[str | Path] | None =
         template = Path(tmp) / "course"
         prepare_course(batch.notebooks, template)
         released = released_notebooks(template, batch.notebooks)
-        setting = json.dumps([asdict(batch.limits), sandbox])
-        todo = _to_do(batch, parts, _course_digest(batch.notebooks, batch.limits, sandbox), setting)
+        todo = _to_do(batch, parts, sandbox)
         _say_regraded(todo)
         bar = None
         if progress:

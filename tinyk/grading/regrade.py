@@ -23,7 +23,7 @@ from tinyk.grading.scoring import VERDICT_LOCK, answers_prefix
 from tinyk.grading.submission import checked, submission_files
 from tinyk.mistakes import note
 
-__all__ = ["REGRADED", "base_digest", "changed_tests", "regrade_student", "test_digests"]
+__all__ = ["REGRADED", "base_digest", "changed_tests", "course_base", "regrade_student", "test_digests"]
 
 REGRADED = "regraded: its test changed"  # the end of an updated row's detail
 
@@ -41,18 +41,23 @@ def test_digests(notebooks: list[Notebook]) -> dict[str, dict[str, str]]:
     return found
 
 
-def base_digest(student_files: str, notebooks: list[Notebook], setting: str) -> str:
-    """Everything a student's grade depends on but the test cells' sources: their files (a
-    digest), the notebooks with those sources left out, and the run's ``setting`` (limits,
-    sandbox)."""
-    digest = hashlib.sha256(f"{student_files}\n{setting}".encode())
+def course_base(notebooks: list[Notebook], setting: str) -> bytes:
+    """What every student's grade depends on but the test cells' sources: the notebooks with
+    those sources left out, and the run's ``setting`` (limits, sandbox). Read once a run."""
+    digest = hashlib.sha256(setting.encode())
     for nb in notebooks:
         source = json.loads(nb.path.read_text(encoding="utf-8"))
         for cell in source["cells"]:
             if is_test(cell):
                 cell["source"] = ""
         digest.update(json.dumps([nb.name, source, nb.translated], sort_keys=True).encode())
-    return digest.hexdigest()
+    return digest.digest()
+
+
+def base_digest(student_files: str, course: bytes) -> str:
+    """Everything a student's grade depends on but the test cells' sources: the
+    :func:`course_base` and a digest of their files."""
+    return hashlib.sha256(course + student_files.encode()).hexdigest()
 
 
 def changed_tests(record: dict, base: str, tests: dict[str, dict[str, str]]) -> set[tuple[str, str]] | None:
