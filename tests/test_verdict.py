@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tinyk import course, verdict
-from tinyk.exercises import is_solution, is_test, nbgrader
+from tinyk.exercises import is_solution, nbgrader
 
 NOTEBOOKS = {"_".join(p.stem.split("_")[:2]): p for p in course.notebook_paths()}  # "05_2": 05_2_rmsnorm
 
@@ -209,11 +209,50 @@ def test_an_honest_answer_keeps_its_points(server, case):
     assert result.passed, result.detail
 
 
-def test_every_exercise_but_the_capstone_is_decided_outside():
-    ids = [nbgrader(c)["grade_id"] for path in NOTEBOOKS.values()
-           for c in json.loads(path.read_text())["cells"] if is_test(c)]
-    assert len(ids) == 31
-    assert [g for g in ids if not verdict.outside(g)] == ["ex_05_10_3_test"]
+def _capstone_answer(old: str, new: str) -> str:
+    """05.10.3's instructor answer (the ten parts) with ``old`` replaced by ``new``."""
+    [cell] = [c for c in _source("05_10")["cells"] if nbgrader(c).get("grade_id") == "ex_05_10_3_solution"]
+    text = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+    assert text.count(old) == 1
+    return text.replace(old, new)
+
+
+def test_the_capstone_runs_the_learners_model_over_there_in_a_few_calls(sandboxed, monkeypatch):
+    """05.10.3 (SmolLM2 on the learner's ten parts) is decided here too, in the real grader's
+    set-up: the model is assembled in the learner's process, under the sandbox, and each of
+    its forward passes crosses once, not once per part and layer (some thousand calls)."""
+    asked: list[str] = []
+    ask = verdict.AnswerServer.ask
+    monkeypatch.setattr(verdict.AnswerServer, "ask", lambda self, request: (asked.append(request[0]),
+                                                                           ask(self, request))[1])
+    result = _judge(sandboxed, "05_10", "ex_05_10_3_test", None)
+    assert result.passed, result.detail
+    assert asked.count("assemble") == 1 and asked.count("cache") == 2, asked  # generate's, the hidden test's
+    assert len(asked) < 300, len(asked)
+
+
+# The capstone with parts that pass when checked one by one, but whose repeat_kv tiles the
+# heads once it has been called 40 times (in the model: 30 layers a pass), and a torch
+# function mode in the learner's process that makes every difference of logits (a vocabulary
+# of 49,152) zero and every comparison agree (in the kernel, it made the capstone's asserts pass).
+_AGREE = ("import itertools\nimport torch\nfrom torch.overrides import TorchFunctionMode\n"
+          "class Agree(TorchFunctionMode):\n"
+          "    def __torch_function__(self, func, types, args=(), kwargs=None):\n"
+          "        if func in (torch.equal, torch.allclose):\n            return True\n"
+          "        if getattr(func, '__name__', '') in ('__sub__', 'sub') and args[0].shape[-1] == 49152:\n"
+          "            return torch.zeros_like(args[0])\n"
+          "        return func(*args, **(kwargs or {}))\n"
+          "Agree().__enter__()\n_CALLS = itertools.count()\n")
+_TILES_LATER = ("    B, T, H_kv, d_h = x.shape\n",
+                "    if next(_CALLS) >= 40:\n        return x.repeat(1, 1, n_rep, 1)\n"
+                "    B, T, H_kv, d_h = x.shape\n")
+
+
+def test_a_capstone_right_part_by_part_but_wrong_in_the_model_scores_0(server):
+    result = _judge(server, "05_10", "ex_05_10_3_test", _AGREE + _capstone_answer(*_TILES_LATER))
+    assert not result.passed
+    assert "logits differ" in result.detail and "layer 0, attention: the weighted values (gqa_attention)" \
+        in result.detail, result.detail  # its own repeat_kv runs inside its gqa_attention
 
 
 def _running(pid: int) -> bool:

@@ -4,7 +4,9 @@ Run by the grader as a script (``python -I answers.py``) inside the grading sand
 IPython, no notebook, no test code. For each exercise it forks a fresh child that runs only
 that exercise's answer cells, in a namespace of their own, then serves what the trusted
 process (:mod:`tinyk.verdict`) asks for: a name's value, an attribute, a call on the tests'
-inputs. Everything it sends back is plain data (numbers, strings, lists, dicts, plain
+inputs, or, for a test that puts the learner's parts into a model (05.10's capstone), that
+model's forward passes, assembled here from weights loaded before the answer runs
+(:data:`PREPARED`). Everything it sends back is plain data (numbers, strings, lists, dicts, plain
 tensors rebuilt from bytes by ``torch.load(weights_only=True)``), or a handle that stands for
 an object that stays here (a module, a function). The comparisons, the hidden checks and the
 points are decided on the other side, where no code of the student's runs.
@@ -38,6 +40,7 @@ import shutil
 import struct
 import sys
 import traceback
+from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 REF = "\x00ref"  # a request's reference to a handle: (REF, id)
@@ -63,6 +66,10 @@ REFERENCES: dict[str, tuple[str, ...]] = {
     "shifted_loss": ("causal_lm_loss",),
 }
 _DEFINES = re.compile(r"^(?:def|class)\s+(\w+)", re.M)
+# The models a test may assemble from the learner's parts here (``build_model``), by the call
+# that loads them: the test's run over there hands this side the parts, and each of the
+# model's forward passes runs here, on the grader's inputs (05.10's capstone, SmolLM2).
+PREPARED = {"smollm2": "tinyk.parts.smollm2"}
 
 
 def _read_exactly(stream: BinaryIO, size: int) -> bytes:
@@ -99,6 +106,7 @@ class _Objects:
     def __init__(self, requests: BinaryIO, out: BinaryIO) -> None:
         self.items: list[Any] = []
         self.tickets: dict[int, tuple[list[Any], Any]] = {}
+        self.models: dict[str, Any] = {}  # the weights prepared for the exercise (PREPARED), by name
         self.requests, self.out = requests, out
 
     def handle(self, value: Any) -> tuple:
@@ -236,6 +244,19 @@ def _serve(objects: _Objects, request: tuple) -> tuple:
         from tinyk.own_work import watched
 
         return ("ok", objects.encode(watched(request[2], objects.items[request[1]], tuple(request[3]))))
+    if op == "assemble":  # the learner's parts in a model with the prepared weights, here
+        from tinyk.parts import build_model
+
+        base = objects.models.get(request[1])
+        if base is None:
+            raise ValueError(f"no model {request[1]!r} was prepared for this exercise")
+        return ("ok", objects.encode(build_model(base, objects.decode(request[2]))))
+    if op == "cache":  # an empty KV cache for a model assembled here: (model, batch, max_len)
+        from tinyk.generation import KVCache
+
+        model = objects.items[request[1]]
+        dtype = next(model.parameters()).dtype
+        return ("ok", objects.encode(KVCache(model.config, int(request[2]), int(request[3]), dtype)))
     raise ValueError(f"unknown request {op!r}")
 
 
@@ -259,12 +280,29 @@ def withhold(parts: list[str]) -> list[str]:
     return sorted(names)
 
 
+def _prepare(names: list[str]) -> dict[str, Any]:
+    """The models of :data:`PREPARED` an exercise's test assembles from the learner's parts,
+    loaded before the package's versions of the parts are withheld (which they are built from)."""
+    import importlib
+
+    models = {}
+    for name in names:
+        module, function = PREPARED[name].rsplit(".", 1)
+        load = getattr(importlib.import_module(module), function)
+        models[name] = load()[0]
+        load.cache_clear()  # held here only, not by the package's cache
+    return models
+
+
 def _exercise(sources: list[str], names: list[str], parts: list[str], requests: BinaryIO,
-              out: BinaryIO) -> None:
-    """In the child: withhold the package's versions of the parts the exercise asks for, run
-    the answer cells, send the names they bound, then serve requests."""
+              out: BinaryIO, prepare: Sequence[str] = ()) -> None:
+    """In the child: load the models the test assembles (``prepare``), withhold the package's
+    versions of the parts the exercise asks for, run the answer cells, send the names they
+    bound, then serve requests."""
+    models = _prepare(list(prepare))
     withhold(parts)
     objects = _Objects(requests, out)
+    objects.models = models
     space: dict[str, Any] = {"__name__": "__main__"}
     try:
         for number, source in enumerate(sources):
@@ -326,7 +364,8 @@ def main() -> None:
             code = 0
             try:
                 parts = request[3] if len(request) > 3 else []  # the parts whose reference is withheld
-                _exercise(request[1], request[2], parts, requests, out)
+                prepare = request[4] if len(request) > 4 else []  # the models the test assembles
+                _exercise(request[1], request[2], parts, requests, out, prepare)
             except BaseException:
                 code = 1
             finally:

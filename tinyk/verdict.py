@@ -1,8 +1,8 @@
 """The verdict outside the student's process (course: the instructors' page, grading).
 
 The grader runs each submitted notebook in the sandbox (nbgrader's kernel, for the outputs
-and the feedback), but the points of the exercises (all but those in :data:`INSIDE`) are
-decided here, in a process where no code of the student's ever runs:
+and the feedback), but the points of every exercise are decided here, in a process where no
+code of the student's ever runs:
 
 - the student's answer cells run in :mod:`tinyk.answers`, a plain interpreter in the same
   sandbox with no IPython, one fresh child process per exercise;
@@ -10,6 +10,10 @@ decided here, in a process where no code of the student's ever runs:
   the names the answer cells bind standing for their values: plain data as it is (numbers,
   lists, tensors rebuilt from bytes), a function or a module as a :class:`Remote` whose
   calls run over there on this side's inputs and send plain data back;
+- a test that puts the learner's parts into a model (``build_model(base, parts)``, 05.10's
+  capstone on SmolLM2) gets :class:`AssembledThere`: the model is assembled over there, from
+  the same weights loaded there before the answer ran (:data:`tinyk.answers.PREPARED`), and
+  each forward pass is one call (its logits and loss come back), not one call per part;
 - what comes back is checked for its type (``type(x) is torch.Tensor``, a real ``float``):
   a tensor subclass or an object that lies about equality never crosses.
 
@@ -34,6 +38,7 @@ import io
 import json
 import os
 import pickle
+import re
 import select
 import shutil
 import signal
@@ -52,21 +57,12 @@ from tinyk import answers
 from tinyk.exercises import is_solution, is_test, nbgrader, source_text
 from tinyk.switches import GRADING
 
-__all__ = ["INSIDE", "AnswerServer", "Remote", "Verdict", "judge", "main", "outside"]
+__all__ = ["AnswerServer", "AssembledThere", "Remote", "Verdict", "judge", "main"]
 
-# Test cells (grade_id) still decided in the student's kernel: 05.10's capstone runs SmolLM2
-# on the learner's ten parts, some thousand calls between the processes (43 s here against
-# 14 s in the kernel). Every other exercise is decided here.
-INSIDE = frozenset({"ex_05_10_3_test"})
 _START_TIMEOUT = 300.0  # seconds for the learner's process to start (import torch), on a busy machine
 _REPLY_LIMIT = 256 * 2**20  # bytes of one reply: more is an error, never a crash of the grader
 PACKAGE = Path(answers.__file__).resolve().parent  # the tinyk package's folder, hidden from the learner
 _LIBRARY = "/tmp/.tinyk-answers"  # where the learner's process finds its copy, in the sandbox's own /tmp
-
-
-def outside(grade_id: str) -> bool:
-    """Whether the points of the test cell ``grade_id`` are decided outside the student's process."""
-    return grade_id not in INSIDE
 
 
 class AnswerFailed(Exception):
@@ -434,8 +430,9 @@ def _run_test(server: AnswerServer, grade_id: str, answer: list[str], test: str,
     """One exercise: its answer cells over there, its test cell here (``parts``: the parts of
     the build track it asks for, whose reference code is withheld over there). A learner's
     process that fails to keep to the protocol is ended; the next exercise gets a new one."""
+    prepare = [name for name in answers.PREPARED if re.search(rf"\b{name}\(\)", test)]
     try:
-        server.send(("exercise", answer, defined_names(answer), list(parts)))
+        server.send(("exercise", answer, defined_names(answer), list(parts), prepare))
         reply = server.receive()
         if reply[0] != "ok":
             why = reply[2] if reply[0] == "err" else "its process exited while the answer cells ran"
@@ -461,10 +458,12 @@ def _run_test(server: AnswerServer, grade_id: str, answer: list[str], test: str,
 def _run_cell(grade_id: str, test: str, values: dict[str, Any]) -> Verdict:
     """The test cell, here, with the learner's names bound to ``values``."""
     import tinyk.own_work
+    import tinyk.parts
 
     space: dict[str, Any] = {"__name__": "__verdict__", **values}
     try:
-        with _own_work_for_remotes(tinyk.own_work), contextlib.redirect_stdout(io.StringIO()):
+        with (_own_work_for_remotes(tinyk.own_work), _models_for_remotes(tinyk.parts),
+              contextlib.redirect_stdout(io.StringIO())):
             torch.manual_seed(0)
             exec(compile(test, f"<test {grade_id}>", "exec"), space)
     except AnswerFailed:
@@ -485,6 +484,91 @@ def _own_work_for_remotes(module: Any) -> Any:
         module.watched = original
 
 
+class AssembledThere(torch.nn.Module):
+    """What ``build_model(base, parts)`` gives a test here when the parts are the learner's
+    and ``base`` a model of :data:`tinyk.answers.PREPARED`: the model assembled over there,
+    from the same weights, whose forward passes run there on this side's inputs; the logits
+    and the loss come back as plain tensors. ``config`` and ``parameters()`` are ``base``'s
+    (for :func:`tinyk.generate`). A :class:`tinyk.KVCache` handed to it stands for one of
+    its own over there, made at its first use; this side's copy only counts the tokens.
+    :meth:`here` builds the same parts into a model on this side instead (each part's call
+    crossing), for :func:`tinyk.parts.first_divergence`'s layer-by-layer walk."""
+
+    def __init__(self, there: Remote, base: torch.nn.Module, parts: dict[str, Any], build: Any) -> None:
+        super().__init__()
+        object.__setattr__(self, "_assembled", (there, base, parts, build))  # not a submodule
+        self.config = base.config
+        self._caches: dict[int, tuple[Any, Remote]] = {}
+
+    def parameters(self, recurse: bool = True) -> Any:
+        return self._assembled[1].parameters(recurse)
+
+    def forward(self, input_ids: torch.Tensor, *args: Any, cache: Any = None, **options: Any) -> Any:
+        from tinyk.model import CausalLMOutput
+
+        there = self._assembled[0]
+        if cache is not None and id(cache) not in self._caches:
+            server, number = there._remote[:2]
+            made = server.ask(("cache", number, cache.keys[0].shape[0], cache.max_len))
+            self._caches[id(cache)] = (cache, made)  # the cache kept alive: its id stays its own
+        out = there(input_ids, *args, cache=None if cache is None else self._caches[id(cache)][1], **options)
+        logits, loss = out.logits, out.loss
+        if type(logits) is not torch.Tensor or not (loss is None or type(loss) is torch.Tensor):
+            raise AnswerFailed("the model assembled from the learner's parts returned logits or a "
+                               "loss that are not tensors")
+        if cache is not None:
+            cache.advance(input_ids.shape[1])
+        return CausalLMOutput(logits, loss)
+
+    def here(self) -> torch.nn.Module:
+        """The same parts built into ``base`` on this side."""
+        _, base, parts, build = self._assembled
+        return build(base, parts)
+
+
+def _prepared(base: Any) -> str | None:
+    """The name in :data:`tinyk.answers.PREPARED` of the model ``base`` is (loaded here), if any."""
+    import importlib
+
+    for name, where in answers.PREPARED.items():
+        module, function = where.rsplit(".", 1)
+        load = getattr(importlib.import_module(module), function)
+        if load.cache_info().currsize and base is load()[0]:
+            return name
+    return None
+
+
+@contextlib.contextmanager
+def _models_for_remotes(module: Any) -> Any:
+    """While a test runs here, ``tinyk.parts.build_model`` assembles a prepared model with the
+    learner's parts over there (:class:`AssembledThere`), and ``first_divergence`` walks
+    such a model built here."""
+    build, diverge = module.build_model, module.first_divergence
+
+    def build_model(base: Any, parts: Any = None, /, **more: Any) -> Any:
+        given = {**(parts or {}), **more}
+        there = next((p for p in given.values() if isinstance(p, Remote)), None)
+        name = _prepared(base) if there is not None else None
+        if there is None or name is None:
+            return build(base, parts, **more)
+        server = there._remote[0]
+        model = server.ask(("assemble", name, _request_args(given, [], server)))
+        if not isinstance(model, Remote):
+            raise AnswerFailed("the learner's process sent no model for the assembled parts")
+        return AssembledThere(model, base, given, build)
+
+    def first_divergence(model: Any, *args: Any, **kwargs: Any) -> str:
+        if isinstance(model, AssembledThere):
+            model = model.here()
+        return diverge(model, *args, **kwargs)
+
+    module.build_model, module.first_divergence = build_model, first_divergence
+    try:
+        yield
+    finally:
+        module.build_model, module.first_divergence = build, diverge
+
+
 def _answers_by_test(nb: dict) -> list[tuple[str, list[str], str]]:
     """(grade_id, the answer cells before it, its source) of each test cell of ``nb``, in order."""
     found, answer = [], []
@@ -503,12 +587,12 @@ def _exercises(source: dict, submitted: dict) -> list[tuple[str, list[str], str,
     asked = {grade_id: (test, sorted({n for text in answer for n in answers.defines(text)}))
              for grade_id, answer, test in _answers_by_test(source)}
     return [(grade_id, answer, *asked[grade_id]) for grade_id, answer, _ in _answers_by_test(submitted)
-            if outside(grade_id) and grade_id in asked]
+            if grade_id in asked]
 
 
 def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
           skip: dict[str, str] | None = None, only: Collection[str] | None = None) -> list[Verdict]:
-    """The verdict of every exercise of ``submitted`` decided here (:func:`outside`), with the tests of
+    """The verdict of every exercise of ``submitted``, with the tests of
     ``source`` (the instructor's notebook, hidden tests included); the answers run in
     ``server`` (a new one without a sandbox when None). ``skip``: exercises not to run again,
     each with why it failed already (a timeout in the kernel's run: it would only time out

@@ -2,8 +2,7 @@
 student whose files and whose notebooks are otherwise the same is not graded again in full.
 Each edited exercise is judged again outside the kernel (:mod:`tinyk.verdict`: the student's
 answer cells in the sandbox, the new test cell in the grader's process), its row updated, and
-every other row kept from the earlier run. An exercise still decided in the kernel, a test
-added or removed, a change to anything but a test cell's source (a point value, prose, code),
+every other row kept from the earlier run. A test added or removed, a change to anything but a test cell's source (a point value, prose, code),
 the limits or the student's files: a full grading, as before.
 """
 
@@ -62,17 +61,15 @@ def base_digest(student_files: str, course: bytes) -> str:
 
 def changed_tests(record: dict, base: str, tests: dict[str, dict[str, str]]) -> set[tuple[str, str]] | None:
     """The (notebook, grade_id) whose test source changed since ``record`` (a student's part
-    of an earlier run) was graded, when nothing else changed and every one of them is decided
-    outside the kernel; None when the student must be graded in full."""
-    from tinyk.verdict import outside
-
+    of an earlier run) was graded, when nothing else changed; None when the student must be
+    graded in full."""
     before = record.get("tests")
     if record.get("base") != base or not isinstance(before, dict):
         return None
     if {n: sorted(t) for n, t in before.items()} != {n: sorted(t) for n, t in tests.items()}:
         return None  # a test added or removed
     changed = {(n, g) for n, ids in tests.items() for g, digest in ids.items() if before[n][g] != digest}
-    return changed if changed and all(outside(g) for _, g in changed) else None
+    return changed or None
 
 
 def _verdicts(entry: Path, notebooks: list[Notebook], released: dict[str, dict], limits: Limits,

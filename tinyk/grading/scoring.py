@@ -104,7 +104,6 @@ def _reasons(course: Path, sid: str, pairs: list[tuple[Notebook, Path]], limits:
              sandbox: Sandbox | None) -> dict[tuple[str, str], str]:
     """Why each exercise the verdict decides failed, by (notebook, grade_id) ('' when it
     passed); when the grader's own run fails, every one of them fails with that reason."""
-    from tinyk.verdict import outside
 
     prefix = answers_prefix(sandbox, limits)
     results, problem = None, ""
@@ -117,10 +116,9 @@ def _reasons(course: Path, sid: str, pairs: list[tuple[Notebook, Path]], limits:
     for index, (nb, _) in enumerate(pairs):
         verdicts = {v["grade_id"]: v for v in results[index]} if results is not None else {}
         for grade_id, _ in nb.tests:
-            if outside(grade_id):
-                verdict = verdicts.get(grade_id)
-                found[nb.name, grade_id] = (f"the grader's run failed: {problem}" if verdict is None
-                                            else "" if verdict["passed"] else verdict["detail"])
+            verdict = verdicts.get(grade_id)
+            found[nb.name, grade_id] = (f"the grader's run failed: {problem}" if verdict is None
+                                        else "" if verdict["passed"] else verdict["detail"])
     return found
 
 
@@ -133,10 +131,8 @@ def judge(course: Path, sid: str, notebooks: list[Notebook], limits: Limits,
     grade_id) ('' when it passed)."""
     from nbgrader.api import MissingEntry
 
-    from tinyk.verdict import outside
-
     pairs = [(nb, course / "submitted" / sid / ASSIGNMENT / f"{nb.name}.ipynb") for nb in notebooks]
-    pairs = [(nb, path) for nb, path in pairs if path.exists() and any(outside(g) for g, _ in nb.tests)]
+    pairs = [(nb, path) for nb, path in pairs if path.exists() and nb.tests]
     if not pairs:
         return {}
     found = _reasons(course, sid, pairs, limits, sandbox)

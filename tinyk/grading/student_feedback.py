@@ -24,7 +24,7 @@ from tinyk.grading.chapter import ASSIGNMENT, Notebook
 from tinyk.grading.rules import Row, Status
 from tinyk.grading.runner import Limits, run_nbgrader
 from tinyk.grading.sandbox import Sandbox
-from tinyk.grading.student import grade_student, run_student
+from tinyk.grading.student import run_student
 from tinyk.mistakes import by_id, mistakes_in
 from tinyk.roster import student_id, student_name
 
@@ -109,8 +109,6 @@ def _feedback_of(entry: Path, batch: Batch, courses: _Courses, work: Path, out_d
                  sandbox: bool) -> None:
     """One student's feedback, written under ``out_dir/<student id>/`` (a line on stderr when
     there is none to give)."""
-    from tinyk.verdict import outside
-
     name, chosen, limits = student_name(entry), batch.notebooks, batch.limits
     sid = student_id(name)
     course = work / "course"
@@ -127,8 +125,6 @@ def _feedback_of(entry: Path, batch: Batch, courses: _Courses, work: Path, out_d
         return  # one slow submission never costs the others their feedback
     if not any((course / "autograded" / sid / ASSIGNMENT / f"{nb.name}.ipynb").exists() for nb in chosen):
         return
-    if not all(outside(g) for nb in chosen for g, _ in nb.tests):  # e.g. the capstone's points
-        rows = grade_student(name, entry, chosen, courses.template, courses.released, limits, sandbox)
     _show_grades(course, sid, rows)
     run_nbgrader(["generate_feedback", ASSIGNMENT, f"--student={sid}", "--force"], course)
     produced = course / "feedback" / sid / ASSIGNMENT
@@ -146,9 +142,8 @@ def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] |
     outputs, so neither a hidden test's source nor anything its lines printed (a traceback,
     the student's own prints) can reach it, whatever the student's code prints. The points
     come from the verdict outside the kernel (:mod:`tinyk.verdict`, with the hidden tests),
-    as :func:`~tinyk.grading.grade` gives them; only a notebook with an exercise still decided
-    in the kernel (05.10's capstone) is also graded as :func:`~tinyk.grading.grade` grades it,
-    a second run. A test cell that failed only in the hidden tests says so, with its points.
+    as :func:`~tinyk.grading.grade` gives them. A test cell that failed only in the hidden
+    tests says so, with its points.
     """
     batch = start(submissions, notebooks, source, limits, sandbox)
     with tempfile.TemporaryDirectory(prefix="tinyk-feedback-") as tmp:
