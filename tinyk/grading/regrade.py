@@ -2,8 +2,9 @@
 student whose files and whose notebooks are otherwise the same is not graded again in full.
 Each edited exercise is judged again outside the kernel (:mod:`tinyk.verdict`: the student's
 answer cells in the sandbox, the new test cell in the grader's process), its row updated, and
-every other row kept from the earlier run. A test added or removed, a change to anything but a test cell's source (a point value, prose, code),
-the limits or the student's files: a full grading, as before.
+every other row kept from the earlier run. A test added or removed, a change to anything
+but a test cell's source (a point value, prose, code), the limits or the student's files: a
+full grading, as before.
 """
 
 from __future__ import annotations
