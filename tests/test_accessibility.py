@@ -76,8 +76,8 @@ def test_page_loads_offline_passes_axe_and_fits_a_phone(browser, site_url, axe, 
         # again, one of them by a wrong relative address that answers 404).
         left, failed = list(outside), list(errors)
         audited = path.rsplit("/", 1)[-1] not in NOT_AUDITED
-        context = {"exclude": [["div.highlight"]]} if path.startswith("zh/") else None
-        violations = axe.run(page, context=context).response["violations"] if audited else []
+        scope = {"exclude": [["div.highlight"]]} if path.startswith("zh/") else None
+        violations = axe.run(page, context=scope).response["violations"] if audited else []
         page.set_viewport_size({"width": 390, "height": 844})
         overflow = page.evaluate(_PHONE_CHECK) if audited else {"wide": 0, "cut": []}
     finally:

@@ -10,11 +10,13 @@ import torch
 
 from tests.optional import need, smollm2_file
 from tinyk import ModelConfig, Transformer, count_parameters, generate
-from tinyk.gguf import SMOLLM2_INSTALL, load_gguf, load_tokenizer, read_config
+from tinyk.gguf import SMOLLM2_INSTALL, load_gguf, read_config
 
 gguf = need("gguf")
 need("transformers")
-pytestmark = pytest.mark.slow
+# One worker loads SmolLM2 once (tinyk.parts.smollm2, cached per process) for these tests and
+# the capstone's in test_verdict.py, instead of each worker loading a copy of its own.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smollm2")]
 
 PARAGRAPH = ("Paris is the capital and largest city of France. With an estimated population of over two "
              "million residents, it is the centre of the country's economy, politics and culture. The city "
@@ -24,9 +26,11 @@ PARAGRAPH = ("Paris is the capital and largest city of France. With an estimated
 
 @pytest.fixture(scope="session")
 def smollm2():
-    path = smollm2_file()
-    model, info = load_gguf(path)
-    return path, model, info, load_tokenizer(path)
+    from tinyk.parts import smollm2 as loaded  # load_gguf and load_tokenizer, once per process
+
+    path = smollm2_file()  # the file it loads, or a skip that says how to install it
+    model, info, tok = loaded()
+    return path, model, info, tok
 
 
 def _chat(tok, text: str) -> torch.Tensor:

