@@ -280,18 +280,20 @@ def withhold(parts: list[str]) -> list[str]:
     return sorted(names)
 
 
+def _smollm2() -> Any:
+    """SmolLM2's model alone (the test's side loads the tokenizer, which takes as long)."""
+    from tinyk.gguf import load_gguf, smollm2_path
+
+    return load_gguf(smollm2_path())[0]
+
+
+_LOADERS = {"smollm2": _smollm2}  # how each model of PREPARED is loaded here
+
+
 def _prepare(names: list[str]) -> dict[str, Any]:
     """The models of :data:`PREPARED` an exercise's test assembles from the learner's parts,
     loaded before the package's versions of the parts are withheld (which they are built from)."""
-    import importlib
-
-    models = {}
-    for name in names:
-        module, function = PREPARED[name].rsplit(".", 1)
-        load = getattr(importlib.import_module(module), function)
-        models[name] = load()[0]
-        load.cache_clear()  # held here only, not by the package's cache
-    return models
+    return {name: _LOADERS[name]() for name in names if name in PREPARED}
 
 
 def _exercise(sources: list[str], names: list[str], parts: list[str], requests: BinaryIO,
