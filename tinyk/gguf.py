@@ -108,14 +108,26 @@ class _Header:
     only if asked. Read like a ``GGUFReader`` by :func:`read_config`."""
 
     def __init__(self, path: Path) -> None:
-        import gguf
         import numpy as np
 
+        if path.stat().st_size < 24:  # magic, version, and the two counts
+            raise ValueError(f"{path} is not a GGUF file: {path.stat().st_size} bytes")
         self.data = np.memmap(path, mode="r")
         self.view = memoryview(self.data)
         self.offset = 4
         if bytes(self.data[:4]) != b"GGUF" or self._scalar(_U32) not in (2, 3):
             raise ValueError(f"{path} is not a little-endian GGUF file of version 2 or 3")
+        try:
+            infos = self._read()
+        except (IndexError, ValueError, UnicodeDecodeError) as err:
+            raise ValueError(f"{path} is not a whole GGUF file: its header ends or goes wrong at byte "
+                             f"{self.offset} of {len(self.data)} ({type(err).__name__}: {err})") from None
+        self._tensors(path, infos)
+
+    def _read(self) -> list[tuple]:
+        """The metadata, then each tensor's (name, shape, type, offset)."""
+        import gguf
+
         n_tensors, n_fields = self._scalar(_U64), self._scalar(_U64)
         self.fields: dict[str, _Field] = {}
         for _ in range(n_fields):
@@ -127,20 +139,28 @@ class _Header:
             dims = [self._scalar(_U64) for _ in range(self._scalar(_U32))]
             infos.append((name, tuple(reversed(dims)), gguf.GGMLQuantizationType(self._scalar(_U32)),
                           self._scalar(_U64)))  # numpy's shape: GGUF lists the fastest dimension first
+        return infos
+
+    def _tensors(self, path: Path, infos: list[tuple]) -> None:
+        import gguf
+        import numpy as np
+
         align = self.fields.get("general.alignment")
         align = 32 if align is None else int(align.contents())
+        if align <= 0 or align & (align - 1):
+            raise ValueError(f"{path}: general.alignment={align}, which is not a power of two")
         start = -(-self.offset // align) * align  # the tensors' data begins at the next multiple
         floats = {gguf.GGMLQuantizationType.F32: np.float32, gguf.GGMLQuantizationType.F16: np.float16}
         raw = self.data.view(np.ndarray)  # plain views: numpy's memmap class costs a call per slice
         self.tensors = []
         for name, shape, kind, offset in infos:
-            if kind in floats:
-                size = int(np.prod(shape)) * np.dtype(floats[kind]).itemsize
-                array = raw[start + offset:start + offset + size].view(floats[kind]).reshape(shape)
-            else:
-                byte_shape = gguf.quants.quant_shape_to_byte_shape(shape, kind)
-                size = int(np.prod(byte_shape))
-                array = raw[start + offset:start + offset + size].reshape(byte_shape)
+            byte_shape = shape if kind in floats else gguf.quants.quant_shape_to_byte_shape(shape, kind)
+            size = int(np.prod(byte_shape)) * (np.dtype(floats[kind]).itemsize if kind in floats else 1)
+            if start + offset + size > len(raw):
+                raise ValueError(f"{path} is not a whole GGUF file: tensor {name} ends at byte "
+                                 f"{start + offset + size}, past the file's {len(raw)}")
+            array = raw[start + offset:start + offset + size]
+            array = array.view(floats[kind]).reshape(shape) if kind in floats else array.reshape(byte_shape)
             self.tensors.append(_Tensor(name, kind, array))
 
     def _scalar(self, kind: int) -> object:
@@ -164,10 +184,12 @@ class _Header:
         elif kind == _STRING:
             for _ in range(count):
                 self.offset += 8 + int.from_bytes(self.view[self.offset:self.offset + 8], "little")
+                if self.offset > len(self.view):
+                    raise IndexError("an array of strings runs past the end of the file")
         elif kind == _ARRAY:
             for _ in range(count):
                 item, n = self._scalar(_U32), self._scalar(_U64)
-                self._skip(item, n)
+                self._skip(item, n)  # a read past the end raises on the next item
         else:
             raise ValueError(f"unknown GGUF value type {kind} at byte {self.offset}")
 
