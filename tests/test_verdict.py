@@ -224,7 +224,7 @@ SMOLLM2 = pytest.mark.xdist_group("smollm2")  # with test_gguf.py: one worker lo
 def test_the_capstone_runs_the_learners_model_over_there_in_a_few_calls(sandboxed, monkeypatch):
     """05.10.3 (SmolLM2 on the learner's ten parts) is decided here too, in the real grader's
     set-up: the model is assembled in the learner's process, under the sandbox, and each of
-    its forward passes crosses once, not once per part and layer (some thousand calls)."""
+    its forward passes crosses once, not once per part and layer (thousands of calls in all)."""
     asked: list[str] = []
     ask = verdict.AnswerServer.ask
     monkeypatch.setattr(verdict.AnswerServer, "ask", lambda self, request: (asked.append(request[0]),
@@ -258,6 +258,26 @@ def test_a_capstone_right_part_by_part_but_wrong_in_the_model_scores_0(server):
     assert not result.passed
     assert "logits differ" in result.detail and "layer 0, attention: the weighted values (gqa_attention)" \
         in result.detail, result.detail  # its own repeat_kv runs inside its gqa_attention
+
+
+def test_a_model_the_grader_cannot_load_is_named_as_its_failure(monkeypatch):
+    """When the weights a test assembles cannot be loaded in the learner's process, the
+    exercise's reply says so, before any answer runs: the grader's failure, not the answer's."""
+    import io
+
+    import torch
+
+    from tinyk import answers
+
+    def missing():
+        raise FileNotFoundError("SmolLM2-135M-Instruct.Q4_1.gguf not found")
+
+    monkeypatch.setitem(answers._LOADERS, "smollm2", missing)
+    out = io.BytesIO()
+    answers._exercise(["x = 1\n"], ["x"], [], io.BytesIO(), out, ["smollm2"])
+    reply = torch.load(io.BytesIO(answers.read_frame(io.BytesIO(out.getvalue()))), weights_only=True)
+    assert reply[0] == "err" and reply[2].startswith("the grader could not load smollm2"), reply
+    assert "FileNotFoundError: SmolLM2-135M-Instruct.Q4_1.gguf not found" in reply[2]
 
 
 def _running(pid: int) -> bool:

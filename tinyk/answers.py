@@ -281,7 +281,7 @@ def withhold(parts: list[str]) -> list[str]:
 
 
 def _smollm2() -> Any:
-    """SmolLM2's model alone (the test's side loads the tokenizer, which takes as long)."""
+    """SmolLM2's model alone (only the test's side uses the tokenizer, which takes seconds to build)."""
     from tinyk.gguf import load_gguf, smollm2_path
 
     return load_gguf(smollm2_path())[0]
@@ -301,7 +301,12 @@ def _exercise(sources: list[str], names: list[str], parts: list[str], requests: 
     """In the child: load the models the test assembles (``prepare``), withhold the package's
     versions of the parts the exercise asks for, run the answer cells, send the names they
     bound, then serve requests."""
-    models = _prepare(list(prepare))
+    try:
+        models = _prepare(list(prepare))
+    except Exception as exc:  # the grader's own set-up failed, not the learner's answer
+        _reply(out, ("err", "RuntimeError", f"the grader could not load {', '.join(prepare)} for this "
+                                            f"exercise's test: {type(exc).__name__}: {exc}"[:300]))
+        return
     withhold(parts)
     objects = _Objects(requests, out)
     objects.models = models
