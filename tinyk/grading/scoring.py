@@ -104,7 +104,6 @@ def _reasons(course: Path, sid: str, pairs: list[tuple[Notebook, Path]], limits:
              sandbox: Sandbox | None) -> dict[tuple[str, str], str]:
     """Why each exercise the verdict decides failed, by (notebook, grade_id) ('' when it
     passed); when the grader's own run fails, every one of them fails with that reason."""
-
     prefix = answers_prefix(sandbox, limits)
     results, problem = None, ""
     try:

@@ -84,11 +84,10 @@ def _show_grades(course: Path, sid: str, rows: list[Row]) -> None:
 
 @dataclass
 class _Courses:
-    """The two prepared courses of a feedback run: the graded one (``template``, from the
-    sources, hidden tests included) and the shown one (from the released notebooks)."""
+    """The course a feedback run shows: made from the released notebooks (``visible``, visible
+    tests only), which come from a course prepared from the sources; the points come from the
+    verdict with the sources' tests."""
 
-    template: Path
-    released: dict[str, dict]
     shown: Path
     visible: list[Notebook]
     shown_released: dict[str, dict]
@@ -96,13 +95,12 @@ class _Courses:
 
 def _prepare(tmp: Path, chosen: list[Notebook]) -> _Courses:
     template = tmp / "course"
-    prepare_course(chosen, template)
+    prepare_course(chosen, template)  # only for its release: the sources' tests are the verdict's
     release_dir = template / "release" / ASSIGNMENT
     shown = tmp / "shown"  # the released notebooks as sources: visible tests only
     visible = [Notebook(release_dir / f"{nb.name}.ipynb", nb.name, nb.tests, nb.translated) for nb in chosen]
     prepare_course(visible, shown)
-    return _Courses(template, released_notebooks(template, chosen), shown, visible,
-                    released_notebooks(shown, chosen))
+    return _Courses(shown, visible, released_notebooks(shown, chosen))
 
 
 def _feedback_of(entry: Path, batch: Batch, courses: _Courses, work: Path, out_dir: Path,
