@@ -55,16 +55,6 @@ def start(submissions: Path, notebooks: Sequence[str | Path] | None, source: Pat
     return Batch(submission_entries(submissions), chapter_notebooks(notebooks, source), limits or Limits())
 
 
-def _course_digest(notebooks: list[Notebook], setting: str) -> bytes:
-    """What every student's grade depends on besides their files: the notebooks and the
-    run's ``setting`` (limits, sandbox)."""
-    digest = hashlib.sha256(setting.encode())
-    for nb in notebooks:
-        digest.update(nb.path.read_bytes())
-        digest.update(json.dumps(nb.translated, sort_keys=True).encode())
-    return digest.digest()
-
-
 def _files_digest(entry: Path) -> str:
     """A digest of a student's files (names and contents)."""
     digest = hashlib.sha256()
@@ -121,15 +111,15 @@ class _Job:
 def _to_do(batch: Batch, parts: Path, sandbox: bool) -> list[_Job]:
     """The students not graded yet with these files and this course (by their part's
     fingerprint); those whose tests alone changed, to regrade in those exercises only."""
-    setting = json.dumps([asdict(batch.limits), sandbox])
-    course_digest, course = _course_digest(batch.notebooks, setting), course_base(batch.notebooks, setting)
+    course = course_base(batch.notebooks, json.dumps([asdict(batch.limits), sandbox]))
     tests = test_digests(batch.notebooks)
     todo = []
     for entry in batch.entries:
         part = parts / f"{student_id(student_name(entry))}.json"
-        files = _files_digest(entry)
-        record = {"fingerprint": hashlib.sha256(course_digest + files.encode()).hexdigest(),
-                  "base": base_digest(files, course), "tests": tests}
+        base = base_digest(_files_digest(entry), course)
+        # everything the grade depends on: the base (all but the tests' sources) and those sources
+        fingerprint = hashlib.sha256((base + json.dumps(tests, sort_keys=True)).encode()).hexdigest()
+        record = {"fingerprint": fingerprint, "base": base, "tests": tests}
         before = json.loads(part.read_text()) if part.exists() else {}
         if before.get("fingerprint") == record["fingerprint"]:
             continue  # graded in an earlier (maybe interrupted) run: keep it
