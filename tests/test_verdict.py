@@ -272,7 +272,7 @@ def test_a_model_the_grader_cannot_load_is_named_as_its_failure(monkeypatch):
     def missing():
         raise FileNotFoundError("SmolLM2-135M-Instruct.Q4_1.gguf not found")
 
-    monkeypatch.setitem(answers._LOADERS, "smollm2", missing)
+    monkeypatch.setitem(answers.PREPARED, "smollm2", (answers.PREPARED["smollm2"][0], missing))
     out = io.BytesIO()
     answers._exercise(["x = 1\n"], ["x"], [], io.BytesIO(), out, ["smollm2"])
     reply = torch.load(io.BytesIO(answers.read_frame(io.BytesIO(out.getvalue()))), weights_only=True)

@@ -40,7 +40,7 @@ import shutil
 import struct
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
 REF = "\x00ref"  # a request's reference to a handle: (REF, id)
@@ -66,10 +66,6 @@ REFERENCES: dict[str, tuple[str, ...]] = {
     "shifted_loss": ("causal_lm_loss",),
 }
 _DEFINES = re.compile(r"^(?:def|class)\s+(\w+)", re.M)
-# The models a test may assemble from the learner's parts here (``build_model``), by the call
-# that loads them: the test's run over there hands this side the parts, and each of the
-# model's forward passes runs here, on the grader's inputs (05.10's capstone, SmolLM2).
-PREPARED = {"smollm2": "tinyk.parts.smollm2"}
 
 
 def _read_exactly(stream: BinaryIO, size: int) -> bytes:
@@ -287,13 +283,17 @@ def _smollm2() -> Any:
     return load_gguf(smollm2_path())[0]
 
 
-_LOADERS = {"smollm2": _smollm2}  # how each model of PREPARED is loaded here
+# The models a test may assemble from the learner's parts here (``build_model``), by name: the
+# call in the test that loads it (on the grader's side), and how it is loaded here. The test's
+# run over there hands this side the parts, and each of the model's forward passes runs here,
+# on the grader's inputs (05.10's capstone, SmolLM2).
+PREPARED: dict[str, tuple[str, Callable[[], Any]]] = {"smollm2": ("tinyk.parts.smollm2", _smollm2)}
 
 
 def _prepare(names: list[str]) -> dict[str, Any]:
     """The models of :data:`PREPARED` an exercise's test assembles from the learner's parts,
     loaded before the package's versions of the parts are withheld (which they are built from)."""
-    return {name: _LOADERS[name]() for name in names if name in PREPARED}
+    return {name: PREPARED[name][1]() for name in names if name in PREPARED}
 
 
 def _exercise(sources: list[str], names: list[str], parts: list[str], requests: BinaryIO,

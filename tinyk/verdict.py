@@ -530,7 +530,7 @@ def _prepared(base: Any) -> str | None:
     """The name in :data:`tinyk.answers.PREPARED` of the model ``base`` is (loaded here), if any."""
     import importlib
 
-    for name, where in answers.PREPARED.items():
+    for name, (where, _) in answers.PREPARED.items():
         module, function = where.rsplit(".", 1)
         load = getattr(importlib.import_module(module), function)
         if load.cache_info().currsize and base is load()[0]:
