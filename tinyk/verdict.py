@@ -462,7 +462,8 @@ def _run_cell(grade_id: str, test: str, values: dict[str, Any]) -> Verdict:
 
     space: dict[str, Any] = {"__name__": "__verdict__", **values}
     try:
-        with (_own_work_for_remotes(tinyk.own_work), _models_for_remotes(tinyk.parts),
+        with (_swapped(tinyk.own_work, watched=_watched),
+              _swapped(tinyk.parts, **_model_functions(tinyk.parts)),
               contextlib.redirect_stdout(io.StringIO())):
             torch.manual_seed(0)
             exec(compile(test, f"<test {grade_id}>", "exec"), space)
@@ -474,14 +475,19 @@ def _run_cell(grade_id: str, test: str, values: dict[str, Any]) -> Verdict:
 
 
 @contextlib.contextmanager
-def _own_work_for_remotes(module: Any) -> Any:
-    """Test cells call ``tinyk.own_work.watched``: while a test runs here, it also takes remotes."""
-    original = module.watched
-    module.watched = _watched
+def _swapped(module: Any, **functions: Any) -> Any:
+    """While a test runs here, ``module``'s functions named in ``functions`` are those (a test
+    cell imports them from the module then): ``tinyk.own_work.watched`` that also takes
+    remotes (:func:`_watched`), ``tinyk.parts``' that assemble models over there
+    (:func:`_model_functions`)."""
+    originals = {name: getattr(module, name) for name in functions}
+    for name, function in functions.items():
+        setattr(module, name, function)
     try:
         yield
     finally:
-        module.watched = original
+        for name, function in originals.items():
+            setattr(module, name, function)
 
 
 class AssembledThere(torch.nn.Module):
@@ -538,11 +544,10 @@ def _prepared(base: Any) -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def _models_for_remotes(module: Any) -> Any:
-    """While a test runs here, ``tinyk.parts.build_model`` assembles a prepared model with the
-    learner's parts over there (:class:`AssembledThere`), and ``first_divergence`` walks
-    such a model built here."""
+def _model_functions(module: Any) -> dict[str, Any]:
+    """``tinyk.parts``' ``build_model`` that assembles a prepared model with the learner's
+    parts over there (:class:`AssembledThere`), and its ``first_divergence`` that walks such a
+    model built here; each as the module's own for anything else."""
     build, diverge = module.build_model, module.first_divergence
 
     def build_model(base: Any, parts: Any = None, /, **more: Any) -> Any:
@@ -562,11 +567,7 @@ def _models_for_remotes(module: Any) -> Any:
             model = model.here()
         return diverge(model, *args, **kwargs)
 
-    module.build_model, module.first_divergence = build_model, first_divergence
-    try:
-        yield
-    finally:
-        module.build_model, module.first_divergence = build, diverge
+    return {"build_model": build_model, "first_divergence": first_divergence}
 
 
 def _answers_by_test(nb: dict) -> list[tuple[str, list[str], str]]:
