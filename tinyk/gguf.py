@@ -20,6 +20,7 @@ import importlib.metadata
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from tinyk.model import ModelConfig, Transformer, permute_adjacent_to_half, precompute_freqs_cis
@@ -108,8 +109,6 @@ class _Header:
     only if asked. Read like a ``GGUFReader`` by :func:`read_config`."""
 
     def __init__(self, path: Path) -> None:
-        import numpy as np
-
         if path.stat().st_size < 24:  # magic, version, and the two counts
             raise ValueError(f"{path} is not a GGUF file: {path.stat().st_size} bytes")
         self.data = np.memmap(path, mode="r")
@@ -143,7 +142,6 @@ class _Header:
 
     def _tensors(self, path: Path, infos: list[tuple]) -> None:
         import gguf
-        import numpy as np
 
         align = self.fields.get("general.alignment")
         align = 32 if align is None else int(align.contents())
@@ -164,8 +162,6 @@ class _Header:
             self.tensors.append(_Tensor(name, kind, array))
 
     def _scalar(self, kind: int) -> object:
-        import numpy as np
-
         dtype = np.dtype(_SCALARS[kind])
         value = np.frombuffer(self.view[self.offset:self.offset + dtype.itemsize], dtype)[0].item()
         self.offset += dtype.itemsize
