@@ -8,16 +8,40 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tinyk.course import course_root
 
-__all__ = ["CODE", "LANGUAGE", "LINK", "MATH", "ROLE", "catalogues", "glossary_terms", "interface_catalogue"]
+if TYPE_CHECKING:
+    from babel.messages.catalog import Catalog
+
+__all__ = ["CODE", "LANGUAGE", "LINK", "MATH", "ROLE", "catalogues", "glossary_terms", "interface_catalogue",
+           "read_catalogue", "translated"]
 
 LANGUAGE = "zh_CN"
 ROLE = re.compile(r"\{([a-z:-]+)\}`([^`]*)`")  # {term}`shown <target>`: its name, its text
 MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
 CODE = re.compile(r"``(.+?)``|`([^`\n]+)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>\s]+)>")
+
+
+def read_catalogue(path: Path) -> Catalog:
+    """The gettext catalogue at ``path`` as Babel reads it (every message, fuzzy and
+    untranslated ones included); an empty catalogue of the Chinese edition when the file
+    does not exist. Every ``.po`` file the course and the package read goes through here."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import read_po
+
+    if not Path(path).is_file():
+        return Catalog(locale=LANGUAGE, project="tinyk course", fuzzy=False)
+    with Path(path).open("rb") as f:
+        return read_po(f)
+
+
+def translated(path: Path) -> dict[str, str]:
+    """English -> Chinese of the messages of the catalogue at ``path`` that are translated
+    and not marked fuzzy (a missing file has none)."""
+    return {str(m.id): str(m.string) for m in read_catalogue(path) if m.id and m.string and not m.fuzzy}
 
 
 def catalogues(root: Path | None = None) -> list[Path]:
