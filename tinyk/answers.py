@@ -47,9 +47,10 @@ REF = "\x00ref"  # a request's reference to a handle: (REF, id)
 ARG = "\x00arg"  # a tensor argument that needs its gradient: (ARG, index)
 CALLBACK = "\x00cb"  # a function of the test's, which runs on the grader's side: (CALLBACK, id)
 # The modules of the package that hold its versions of the parts (the model, the upstream's
-# copy, the parts' checks): imported once, then their files deleted. The package's other
-# modules stay on disk, to be imported when an answer asks for one.
-HIDDEN = ("tinyk.model", "tinyk.upstream", "tinyk.parts", "tinyk.checks")
+# copy, the parts' checks and the model built from them): imported once, then their files
+# deleted. The package's other modules stay on disk, to be imported when an answer asks for one.
+HIDDEN = ("tinyk.model", "tinyk.upstream", "tinyk.part_checks", "tinyk.divergence", "tinyk.parts",
+          "tinyk.checks")
 PRELOADED = ("tinyk", "tinyk.generation", "tinyk.own_work", *HIDDEN)
 # Each part of the build track (tinyk.parts.PART_NAMES) and the names of the package's own
 # versions of it, removed from every tinyk module in the child of an exercise that asks for it.
@@ -58,9 +59,9 @@ REFERENCES: dict[str, tuple[str, ...]] = {
     "rope_tables": ("precompute_freqs_cis",),
     "apply_rope": ("apply_rotary_emb", "apply_rotary_emb_half", "rotate_half"),
     "repeat_kv": ("repeat_kv",),
-    "gqa_attention": ("Attention",),
+    "gqa_attention": ("Attention", "reference_gqa_attention"),
     "SwiGLU": ("MLP",),
-    "decoder_block": ("DecoderLayer",),
+    "decoder_block": ("DecoderLayer", "reference_decoder_block"),
     "token_positions": ("token_positions", "reference_token_positions"),
     "causal_padding_mask": ("padding_to_attention",),
     "shifted_loss": ("causal_lm_loss",),
