@@ -16,6 +16,7 @@ each importing the model and never the reverse:
 """
 
 from tinyk.generation import KVCache, expand_kv_heads, generate, kv_cache_bytes, last_valid_index
+from tinyk.hf import permute_adjacent_to_half, permute_half_to_adjacent
 from tinyk.model import (
     MLP,
     Attention,
@@ -30,8 +31,6 @@ from tinyk.model import (
     count_parameters,
     count_parameters_naive,
     parameter_budget,
-    permute_adjacent_to_half,
-    permute_half_to_adjacent,
     precompute_freqs_cis,
     repeat_kv,
     reshape_for_broadcast,

@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tinyk.model import ModelConfig, Transformer, permute_adjacent_to_half, precompute_freqs_cis
+from tinyk.hf import permute_adjacent_to_half
+from tinyk.model import ModelConfig, Transformer, precompute_freqs_cis
 
 __all__ = ["GGUFInfo", "load_gguf", "read_config", "smollm2_path", "SMOLLM2_INSTALL"]
 

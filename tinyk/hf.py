@@ -12,13 +12,36 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import torch
+from torch import Tensor
 
-from tinyk.model import ModelConfig, Transformer, permute_adjacent_to_half, permute_half_to_adjacent
+from tinyk.model import ModelConfig, Transformer
 
 if TYPE_CHECKING:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-__all__ = ["to_hf_config", "from_hf_config", "to_hf", "from_hf"]
+__all__ = ["from_hf", "from_hf_config", "permute_adjacent_to_half", "permute_half_to_adjacent", "to_hf",
+           "to_hf_config"]
+
+
+def permute_adjacent_to_half(w: Tensor, n_heads: int) -> Tensor:
+    """Reorder the output rows of a q or k projection from adjacent to half-split (05.3).
+
+    ``w``: ``(n_heads·d_h) × d`` (``n_heads`` is ``H_kv`` for ``wk``). This is the
+    conversion Meta/llama.cpp weights need before Hugging Face's ``rotate_half`` RoPE.
+    """
+    out_features, in_features = w.shape
+    d_h = out_features // n_heads
+    # H×(d_h/2)×2×d  ->  H×2×(d_h/2)×d: second coordinates of all pairs move to the back half
+    return w.view(n_heads, d_h // 2, 2, in_features).transpose(1, 2).reshape(out_features, in_features)
+
+
+def permute_half_to_adjacent(w: Tensor, n_heads: int) -> Tensor:
+    """Inverse of :func:`permute_adjacent_to_half`: Hugging Face layout back to adjacent pairs."""
+    out_features, in_features = w.shape
+    d_h = out_features // n_heads
+    # H×2×(d_h/2)×d  ->  H×(d_h/2)×2×d
+    return w.view(n_heads, 2, d_h // 2, in_features).transpose(1, 2).reshape(out_features, in_features)
+
 
 # tinyk name -> Hugging Face name, per layer ("{i}" is the layer index)
 _LAYER_NAMES = {

@@ -40,8 +40,6 @@ __all__ = [
     "rotate_half",
     "apply_rotary_emb_half",
     "adjacent_to_half_order",
-    "permute_adjacent_to_half",
-    "permute_half_to_adjacent",
     "repeat_kv",
     "Attention",
     "MLP",
@@ -333,26 +331,6 @@ def adjacent_to_half_order(head_dim: int) -> Tensor:
     every pair goes to the first half, the second to the second half.
     """
     return torch.cat((torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)))
-
-
-def permute_adjacent_to_half(w: Tensor, n_heads: int) -> Tensor:
-    """Reorder the output rows of a q or k projection from adjacent to half-split (05.3).
-
-    ``w``: ``(n_heads·d_h) × d`` (``n_heads`` is ``H_kv`` for ``wk``). This is the
-    conversion Meta/llama.cpp weights need before Hugging Face's ``rotate_half`` RoPE.
-    """
-    out_features, in_features = w.shape
-    d_h = out_features // n_heads
-    # H×(d_h/2)×2×d  ->  H×2×(d_h/2)×d: second coordinates of all pairs move to the back half
-    return w.view(n_heads, d_h // 2, 2, in_features).transpose(1, 2).reshape(out_features, in_features)
-
-
-def permute_half_to_adjacent(w: Tensor, n_heads: int) -> Tensor:
-    """Inverse of :func:`permute_adjacent_to_half`: Hugging Face layout back to adjacent pairs."""
-    out_features, in_features = w.shape
-    d_h = out_features // n_heads
-    # H×2×(d_h/2)×d  ->  H×(d_h/2)×2×d
-    return w.view(n_heads, 2, d_h // 2, in_features).transpose(1, 2).reshape(out_features, in_features)
 
 
 # ---------------------------------------------------------------------------
