@@ -30,10 +30,10 @@ REVEALS: dict[str, tuple[str, ...]] = {
     "rope_tables": ("show_source(precompute_freqs_cis",),
     "apply_rope": ("show_source(apply_rotary_emb", "_rotate_adjacent)", "show_source(reshape_for_broadcast"),
     "repeat_kv": ("show_source(tinyk.repeat_kv", "show_source(repeat_kv"),
-    "gqa_attention": ("Attention.forward", "Attention.attend", "Attention._attention_by_hand"),
+    "gqa_attention": ("Attention.forward", "Attention.attend", "Attention.attention_by_hand"),
     "SwiGLU": ("show_source(MLP",),
     "decoder_block": ("show_source(DecoderLayer",),
-    "token_positions": ("_rope_and_mask", "show_source(token_positions"),
+    "token_positions": ("rope_and_mask", "show_source(token_positions"),
     "causal_padding_mask": ("show_source(padding_to_attention",),
     "shifted_loss": ("show_source(causal_lm_loss",),
 }

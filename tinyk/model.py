@@ -482,9 +482,11 @@ class Attention(nn.Module):
             )  # a fully masked row comes back as zeros (PyTorch >= 2.5)
         k = self.repeat_kv(k.transpose(1, 2), self.n_rep).transpose(1, 2)  # B×H_q×T_k×d_h
         v = self.repeat_kv(v.transpose(1, 2), self.n_rep).transpose(1, 2)
-        return self._attention_by_hand(q, k, v, mask)
+        return self.attention_by_hand(q, k, v, mask)
 
-    def _attention_by_hand(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
+    def attention_by_hand(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
+        """Attention written out (05.4), ``k`` and ``v`` already ``H_q`` heads: scaled scores,
+        the mask (causal when None), softmax in float32, blocked weights set to zero."""
         T, T_k = q.shape[-2], k.shape[-2]
         if mask is None:
             mask = torch.ones(T, T_k, dtype=torch.bool, device=q.device).tril(T_k - T)  # T×T_k
@@ -695,17 +697,17 @@ class Transformer(nn.Module):
         self._check_inputs(input_ids, labels, cache, logits_to_keep, logits_at, check_ids)
         B, T = input_ids.shape
         start_pos = cache.length if cache is not None else 0
-        cos, sin, mask = self._rope_and_mask(attention_mask, B, start_pos, T, input_ids.device)
+        cos, sin, mask = self.rope_and_mask(attention_mask, B, start_pos, T, input_ids.device)
         h = self.dropout(self.tok_embeddings(input_ids))  # B×T×d
         for layer in self.layers:
             h = layer(h, cos, sin, mask, cache)  # B×T×d
         if cache is not None:
             cache.advance(T)
-        logits = self.output(self.norm(self._kept(h, logits_to_keep, logits_at)))  # B×T×V (or B×k×V)
+        logits = self.output(self.norm(self.kept_positions(h, logits_to_keep, logits_at)))  # B×T×V (or B×k×V)
         loss = None if labels is None else self.shifted_loss(logits, labels)
         return CausalLMOutput(logits=logits, loss=loss)
 
-    def _rope_and_mask(self, attention_mask: Tensor | None, B: int, start_pos: int, T: int,
+    def rope_and_mask(self, attention_mask: Tensor | None, B: int, start_pos: int, T: int,
                        device: torch.device) -> tuple[Tensor, Tensor, Tensor | None]:
         """The RoPE rows of this call's ``T`` tokens, and the attention mask (05.6)."""
         if attention_mask is None:
@@ -720,7 +722,7 @@ class Transformer(nn.Module):
         return cos, sin, mask
 
     @staticmethod
-    def _kept(h: Tensor, logits_to_keep: int, logits_at: Tensor | None) -> Tensor:
+    def kept_positions(h: Tensor, logits_to_keep: int, logits_at: Tensor | None) -> Tensor:
         """The positions whose logits are wanted: all, the last ``k``, or one per row."""
         if logits_at is not None:
             return h[torch.arange(h.shape[0], device=h.device), logits_at][:, None]  # B×1×d

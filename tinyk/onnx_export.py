@@ -8,11 +8,11 @@ The book build writes the 05.7 files into each edition's ``_static/models/``
 (``book/_ext/tinyk_book.py``), so a page can load them from the site itself.
 
 :class:`DecoderForExport` wraps a :class:`tinyk.model.Transformer` and runs **its** steps:
-``_rope_and_mask`` (05.6), every :class:`~tinyk.model.DecoderLayer` (05.5) with its
+``rope_and_mask`` (05.6), every :class:`~tinyk.model.DecoderLayer` (05.5) with its
 ``Attention`` and that module's seams (``apply_rope`` 05.3, ``attend``, ``repeat_kv`` 05.4),
-``_kept``, the final norm and the tied head (05.6). Nothing of the model's arithmetic is
+``kept_positions``, the final norm and the tied head (05.6). Nothing of the model's arithmetic is
 written again here, so a change to the model changes the export. Every layer attends by the
-hand-written branch of ``attend`` (``_attention_by_hand``; see :func:`_attention_for_export`
+hand-written branch of ``attend`` (``attention_by_hand``; see :func:`_attention_for_export`
 for why), which computes what the ``scaled_dot_product_attention`` branch computes. PyTorch's dynamo exporter
 (``torch.onnx.export(..., dynamo=True)``) traces it into one graph with dynamic batch,
 length and cache length. What the graph leaves out is ``Transformer._check_inputs``: it
@@ -102,14 +102,14 @@ def _attention_weights(attention: Attention, q: Tensor, k: Tensor, mask: Tensor 
     """``softmax(q kᵀ / sqrt(d_h))`` of one layer, by the model's own hand-written path (05.4).
 
     ``q``: ``B×H_q×T×d_h``, ``k``: ``B×H_kv×T_k×d_h``, as ``Attention.attend`` receives them.
-    ``_attention_by_hand`` returns ``weights @ values``; with the identity as the values
+    ``attention_by_hand`` returns ``weights @ values``; with the identity as the values
     (``T_k×T_k`` for every head) that product is the weights themselves, exactly: every
     entry is one weight times 1 plus zeros. Returns ``B×H_q×T×T_k``.
     """
     k = attention.repeat_kv(k.transpose(1, 2), attention.n_rep).transpose(1, 2)  # B×H_q×T_k×d_h
     key_len = k.shape[-2]
     identity = torch.eye(key_len, dtype=q.dtype, device=q.device).expand(*k.shape[:2], key_len, key_len)
-    return attention._attention_by_hand(q, k, identity, mask)  # B×H_q×T×T_k
+    return attention.attention_by_hand(q, k, identity, mask)  # B×H_q×T×T_k
 
 
 @contextmanager
@@ -121,7 +121,7 @@ def _attention_for_export(model: Transformer, layers: Sequence[int]) -> Iterator
     Why the hand-written branch (05.4): ONNX's translation of ``scaled_dot_product_attention``
     (onnxscript 0.7) fills blocked scores with the smallest float instead of ``-inf``, so a
     padding query that may see no key averages every value instead of giving PyTorch's
-    zeros; ``_attention_by_hand`` zeros such rows, and its arithmetic translates op by op.
+    zeros; ``attention_by_hand`` zeros such rows, and its arithmetic translates op by op.
     """
     weights: dict[int, Tensor] = {}
     saved: list[tuple[Attention, bool, Any]] = []
@@ -208,12 +208,12 @@ class DecoderForExport(nn.Module):
         B, T = input_ids.shape
         start_pos = cache.length
         valid = attention_mask == 1  # B×T_k; 1 = real token
-        cos, sin, mask = model._rope_and_mask(valid, B, start_pos, T, input_ids.device)  # B×T×d_h/2
+        cos, sin, mask = model.rope_and_mask(valid, B, start_pos, T, input_ids.device)  # B×T×d_h/2
         with _attention_for_export(model, self.attention_layers) as weights:
             h = model.dropout(model.tok_embeddings(input_ids))  # B×T×d
             for layer in model.layers:
                 h = layer(h, cos, sin, mask, cache)  # B×T×d
-        logits = model.output(model.norm(model._kept(h, self.logits_to_keep, None)))  # B×T×V
+        logits = model.output(model.norm(model.kept_positions(h, self.logits_to_keep, None)))  # B×T×V
         attention = torch.stack([weights[i] for i in self.attention_layers])  # N×B×H_q×T×T_k
         positions = model.token_positions(valid)[:, start_pos:]  # B×T
         angles = torch.atan2(sin, cos)  # B×T×d_h/2, in (-π, π]
