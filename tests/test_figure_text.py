@@ -27,6 +27,12 @@ CATALOGUE = {
     "pair index": "维度对序号",
     "angle": "角度",
     "KV cache": "KV 缓存",
+    # the alt text's own sentence (tinyk.plotting.CourseFigure.describe)
+    "{y} against {x}": "{y} 对 {x}",
+    "{title} ({axes})": "{title}（{axes}）",
+    "Figure: {panels}": "图：{panels}",
+    "{first}; {then}": "{first}；{then}",
+    "Figure": "图",
 }
 
 

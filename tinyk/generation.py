@@ -8,6 +8,7 @@ generation stops once every row is finished.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -156,32 +157,40 @@ def generate(
     mask = valid if not bool(valid.all()) else None  # B×T, only where there is padding
     if max_new_tokens == 0:
         return input_ids.new_empty(B, 0)
-
     was_training = model.training
     model.eval()
     try:
         cache = (KVCache(config, B, T + max_new_tokens, next(model.parameters()).dtype,
                          input_ids.device) if use_cache else None)
         logits = prefill(model, input_ids, mask, cache)  # B×V
-        ids, new_tokens = input_ids, []
-        finished = torch.zeros(B, dtype=torch.bool, device=input_ids.device)
-        while True:
-            token = sample_next_token(logits, temperature, top_k, generator)  # B
-            token = torch.where(finished, torch.full_like(token, pad), token)
-            new_tokens.append(token)
-            if eos_token_id is not None:
-                finished |= token == eos_token_id  # EOS is kept, then the row stops
-            if len(new_tokens) == max_new_tokens or (eos_token_id is not None and bool(finished.all())):
-                return torch.stack(new_tokens, dim=1)  # B×n_new
-            if mask is not None:  # the new token is real
-                mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-            if cache is not None:  # the cache holds the past: run only the new token
-                logits = model(token[:, None], mask, cache=cache, check_ids=False).logits[:, -1]
-            else:  # no cache: run the whole context again
-                ids = torch.cat([ids, token[:, None]], dim=1)
-                logits = prefill(model, ids, mask)
+        return _decode(model, logits, input_ids, mask, cache, max_new_tokens, eos_token_id, pad,
+                       lambda step_logits: sample_next_token(step_logits, temperature, top_k, generator))
     finally:
         model.train(was_training)
+
+
+def _decode(model: Transformer, logits: Tensor, ids: Tensor, mask: Tensor | None, cache: KVCache | None,
+            max_new_tokens: int, eos_token_id: int | None, pad: int,
+            sample: Callable[[Tensor], Tensor]) -> Tensor:
+    """:func:`generate`'s decode loop: sample a token per row from ``logits`` (``B×V``), feed
+    it back, until ``max_new_tokens`` or every row has emitted ``eos_token_id``."""
+    new_tokens: list[Tensor] = []
+    finished = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
+    while True:
+        token = sample(logits)  # B
+        token = torch.where(finished, torch.full_like(token, pad), token)
+        new_tokens.append(token)
+        if eos_token_id is not None:
+            finished |= token == eos_token_id  # EOS is kept, then the row stops
+        if len(new_tokens) == max_new_tokens or (eos_token_id is not None and bool(finished.all())):
+            return torch.stack(new_tokens, dim=1)  # B×n_new
+        if mask is not None:  # the new token is real
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+        if cache is not None:  # the cache holds the past: run only the new token
+            logits = model(token[:, None], mask, cache=cache, check_ids=False).logits[:, -1]
+        else:  # no cache: run the whole context again
+            ids = torch.cat([ids, token[:, None]], dim=1)
+            logits = prefill(model, ids, mask)
 
 
 def prefill(model: Transformer, input_ids: Tensor, mask: Tensor | None,

@@ -19,9 +19,11 @@ import dataclasses
 import importlib.metadata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from tinyk.hf import permute_adjacent_to_half
 from tinyk.model import ModelConfig, Transformer, precompute_freqs_cis
@@ -246,6 +248,49 @@ def read_config(reader: object) -> ModelConfig:
     )
 
 
+def _dequantised(reader: _Header, gguf: Any) -> tuple[dict[str, Tensor], dict[str, int]]:
+    """The file's tensors dequantised to float32 under ``tinyk``'s names, and each GGUF
+    tensor's type; a tensor of another name or of a type gguf cannot dequantise is refused."""
+    state, types = {}, {}
+    supported = set(gguf.quants._type_traits) | {gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16}
+    for tensor in reader.tensors:
+        if tensor.tensor_type not in supported:
+            raise ValueError(f"tensor {tensor.name} has type {tensor.tensor_type.name}, which gguf "
+                             f"cannot dequantise here")
+        array = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
+        weight = torch.from_numpy(array.copy()).float()
+        types[tensor.name] = int(tensor.tensor_type)
+        if tensor.name == "token_embd.weight":
+            state["tok_embeddings.weight"] = weight
+            state["output.weight"] = weight
+        elif tensor.name == "output_norm.weight":
+            state["norm.weight"] = weight
+        elif tensor.name.startswith("blk."):
+            _, layer, rest = tensor.name.split(".", 2)
+            if rest not in _BLOCK_NAMES:
+                raise ValueError(f"unexpected tensor {tensor.name} in a llama GGUF file")
+            state[f"layers.{layer}.{_BLOCK_NAMES[rest]}"] = weight
+        else:
+            raise ValueError(f"unexpected tensor {tensor.name} in a llama GGUF file")
+    return state, types
+
+
+def _model_with(config: ModelConfig, state: dict[str, Tensor]) -> Transformer:
+    """A ``Transformer`` of ``config`` holding ``state`` (its tied matrix once), RoPE tables computed."""
+    # Built without memory or random init (the file overwrites every weight), then given
+    # empty storage. Moving off "meta" makes two Parameters of the tied matrix: tie it
+    # again. The RoPE tables are not in the file, so they are computed here.
+    with torch.device("meta"):
+        model = Transformer(config)
+    model.to_empty(device="cpu")
+    model.output.weight = model.tok_embeddings.weight
+    model.load_state_dict(state, strict=True)
+    cos, sin = precompute_freqs_cis(config.head_dim, config.max_seq_len, config.rope_theta)
+    model.freqs_cos.copy_(cos)
+    model.freqs_sin.copy_(sin)
+    return model
+
+
 def load_gguf(path: str | Path, rope_layout: str = "adjacent", max_seq_len: int | None = None
               ) -> tuple[Transformer, GGUFInfo]:
     """Build a ``Transformer`` with the file's dequantised weights (float32, eval mode).
@@ -269,45 +314,14 @@ def load_gguf(path: str | Path, rope_layout: str = "adjacent", max_seq_len: int 
     if max_seq_len is not None:
         config = dataclasses.replace(config, max_seq_len=max_seq_len)
 
-    state, types = {}, {}
-    supported = set(gguf.quants._type_traits) | {gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16}
-    for tensor in reader.tensors:
-        if tensor.tensor_type not in supported:
-            raise ValueError(f"tensor {tensor.name} has type {tensor.tensor_type.name}, which gguf "
-                             f"cannot dequantise here")
-        array = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
-        weight = torch.from_numpy(array.copy()).float()
-        types[tensor.name] = int(tensor.tensor_type)
-        if tensor.name == "token_embd.weight":
-            state["tok_embeddings.weight"] = weight
-            state["output.weight"] = weight
-        elif tensor.name == "output_norm.weight":
-            state["norm.weight"] = weight
-        elif tensor.name.startswith("blk."):
-            _, layer, rest = tensor.name.split(".", 2)
-            if rest not in _BLOCK_NAMES:
-                raise ValueError(f"unexpected tensor {tensor.name} in a llama GGUF file")
-            state[f"layers.{layer}.{_BLOCK_NAMES[rest]}"] = weight
-        else:
-            raise ValueError(f"unexpected tensor {tensor.name} in a llama GGUF file")
-
+    state, types = _dequantised(reader, gguf)
     if rope_layout == "half":  # half-split rows under adjacent-pair RoPE: the mismatch
         for i in range(config.n_layers):
             for name, heads in (("wq", config.n_heads), ("wk", config.n_kv_heads)):
                 key = f"layers.{i}.attention.{name}.weight"
                 state[key] = permute_adjacent_to_half(state[key], heads)
 
-    # Built without memory or random init (the file overwrites every weight), then given
-    # empty storage. Moving off "meta" makes two Parameters of the tied matrix: tie it
-    # again. The RoPE tables are not in the file, so they are computed here.
-    with torch.device("meta"):
-        model = Transformer(config)
-    model.to_empty(device="cpu")
-    model.output.weight = model.tok_embeddings.weight
-    model.load_state_dict(state, strict=True)
-    cos, sin = precompute_freqs_cis(config.head_dim, config.max_seq_len, config.rope_theta)
-    model.freqs_cos.copy_(cos)
-    model.freqs_sin.copy_(sin)
+    model = _model_with(config, state)
     info = GGUFInfo(
         path=path,
         name=str(_field(reader, "general.name", path.stem)),

@@ -233,6 +233,24 @@ def output_names(n_layers: int) -> list[str]:
             + [f"present_value_{i}" for i in range(n_layers)])
 
 
+def _example_inputs(model: Transformer) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The call :func:`export_onnx` traces (ids, mask, past keys, past values) and the names
+    of its dynamic axes."""
+    config = model.config
+    param = next(model.parameters())
+    # Sizes that differ from each other (and from 0 and 1, which torch.export would fix as
+    # constants), so the tracer keeps each one a symbol of its own.
+    B, T, P = 2, 3, 4
+    shape = (B, P, config.n_kv_heads, config.head_dim)  # B×P×H_kv×d_h
+    past_keys = [torch.zeros(shape, dtype=param.dtype, device=param.device) for _ in model.layers]
+    past_values = [torch.zeros(shape, dtype=param.dtype, device=param.device) for _ in model.layers]
+    ids = torch.zeros(B, T, dtype=torch.long, device=param.device)
+    mask = torch.ones(B, P + T, dtype=torch.long, device=param.device)
+    past_dims = [{0: "batch", 1: "past"}] * config.n_layers
+    dynamic = ({0: "batch", 1: "seq"}, {0: "batch", 1: "total"}, past_dims, past_dims)
+    return (ids, mask, past_keys, past_values), dynamic
+
+
 def export_onnx(model: Transformer, path: str | Path, *, attention_layers: Sequence[int] | None = None,
                 logits_to_keep: int = 0, external_data: bool = False) -> torch.onnx.ONNXProgram:
     """Export ``model`` (evaluated in eval mode, its dtype kept) to the ONNX file ``path``.
@@ -247,17 +265,7 @@ def export_onnx(model: Transformer, path: str | Path, *, attention_layers: Seque
     if config.max_seq_len < 8:
         raise ValueError(f"ModelConfig.max_seq_len={config.max_seq_len}: the export traces a "
                          f"call with 4 cached and 3 new tokens, so it needs max_seq_len >= 8")
-    param = next(model.parameters())
-    # Sizes that differ from each other (and from 0 and 1, which torch.export would fix as
-    # constants), so the tracer keeps each one a symbol of its own.
-    B, T, P = 2, 3, 4
-    shape = (B, P, config.n_kv_heads, config.head_dim)  # B×P×H_kv×d_h
-    past_keys = [torch.zeros(shape, dtype=param.dtype, device=param.device) for _ in model.layers]
-    past_values = [torch.zeros(shape, dtype=param.dtype, device=param.device) for _ in model.layers]
-    ids = torch.zeros(B, T, dtype=torch.long, device=param.device)
-    mask = torch.ones(B, P + T, dtype=torch.long, device=param.device)
-    past_dims = [{0: "batch", 1: "past"}] * config.n_layers
-    dynamic = ({0: "batch", 1: "seq"}, {0: "batch", 1: "total"}, past_dims, past_dims)
+    args, dynamic = _example_inputs(model)
     was_training = model.training
     model.eval()
     # The exporter's registry logs one line per torchvision operator when torchvision is
@@ -272,7 +280,7 @@ def export_onnx(model: Transformer, path: str | Path, *, attention_layers: Seque
             warnings.filterwarnings("ignore", message=".*axis name.*")
             warnings.filterwarnings("ignore", category=FutureWarning)
             program = torch.onnx.export(
-                wrapper, (ids, mask, past_keys, past_values), dynamo=True,
+                wrapper, args, dynamo=True,
                 input_names=input_names(config.n_layers), output_names=output_names(config.n_layers),
                 dynamic_shapes=dynamic, verbose=False,
             )

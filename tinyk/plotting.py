@@ -8,6 +8,7 @@ this module applies the style to matplotlib's settings.
 from __future__ import annotations
 
 import base64
+import functools
 import io
 from collections.abc import Sequence
 from typing import Any
@@ -57,19 +58,20 @@ class CourseFigure(Figure):
     def describe(self) -> str:
         """The alt text: what the figure shows, in words (in Chinese inside
         :func:`tinyk.figure_text.in_chinese`)."""
-        zh = self._tinyk_language == "zh"
+        words = figure_text.translate if self._tinyk_language == "zh" else str
         if self.alt_text:
-            return figure_text.translate(self.alt_text) if zh else self.alt_text
+            return words(self.alt_text)
         panels = []
         for ax in self.axes:
             title, x, y = ax.get_title(), ax.get_xlabel(), ax.get_ylabel()
-            axes = (f"{y} 对 {x}" if zh else f"{y} against {x}") if x and y else x or y
-            panels.append((f"{title}（{axes}）" if zh else f"{title} ({axes})") if title and axes
+            axes = words("{y} against {x}").format(y=y, x=x) if x and y else x or y
+            panels.append(words("{title} ({axes})").format(title=title, axes=axes) if title and axes
                           else title or axes)
         panels = [p for p in panels if p]
-        if zh:
-            return "图：" + "；".join(panels) if panels else "图"
-        return "Figure: " + "; ".join(panels) if panels else "Figure"
+        if not panels:
+            return words("Figure")
+        joined = functools.reduce(lambda a, b: words("{first}; {then}").format(first=a, then=b), panels)
+        return words("Figure: {panels}").format(panels=joined)
 
     def _repr_png_(self) -> bytes | None:
         if grading_run():  # in the grader's kernels nobody looks at figures: no PNG, no cost
@@ -152,21 +154,10 @@ def plot_attention_mask(mask: object, title: str, key_labels: Sequence[str] | No
     return fig
 
 
-def decoder_layer_diagram() -> Figure:
-    """One pre-norm decoder layer drawn as a flow from left to right (course section 05.5).
+def _layer_nodes(ax: Axes) -> tuple[tuple[float, float], float]:
+    """:func:`decoder_layer_diagram`'s boxes, sums and ends: the sums' centres and radius."""
+    from matplotlib.patches import Circle, FancyBboxPatch
 
-    ``x → RMSNorm → attention → ⊕ → RMSNorm → SwiGLU → ⊕ → y``: every arrow carries a
-    ``B×T×d`` tensor, and the two residual paths above the line bring ``x`` to the first
-    sum (giving ``h``) and ``h`` to the second (giving ``y``). Only the copies read by
-    attention and SwiGLU are normalised; the state on the residual paths is not.
-    """
-    from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
-
-    fig, ax = figure(width=11.0, height=2.6)
-    ax.set_axis_off()
-    ax.set_xlim(-0.2, 14.2)
-    ax.set_ylim(-0.6, 1.7)
-    ax.set_aspect("equal")
     blocks = {  # name -> (centre x, label, colour)
         "norm1": (2.3, "RMSNorm\nattention_norm", COLORS[2]),
         "attn": (4.7, "attention\n(GQA, RoPE)", COLORS[0]),
@@ -185,6 +176,25 @@ def decoder_layer_diagram() -> Figure:
         ax.text(x, 0, "+", ha="center", va="center", fontsize=13, color=COLORS[1])
     ax.text(0.0, 0, "x", ha="center", va="center", fontsize=13, style="italic")
     ax.text(14.0, 0, "y", ha="center", va="center", fontsize=13, style="italic")
+    return sums, radius
+
+
+def decoder_layer_diagram() -> Figure:
+    """One pre-norm decoder layer drawn as a flow from left to right (course section 05.5).
+
+    ``x → RMSNorm → attention → ⊕ → RMSNorm → SwiGLU → ⊕ → y``: every arrow carries a
+    ``B×T×d`` tensor, and the two residual paths above the line bring ``x`` to the first
+    sum (giving ``h``) and ``h`` to the second (giving ``y``). Only the copies read by
+    attention and SwiGLU are normalised; the state on the residual paths is not.
+    """
+    from matplotlib.patches import Circle, FancyArrowPatch
+
+    fig, ax = figure(width=11.0, height=2.6)
+    ax.set_axis_off()
+    ax.set_xlim(-0.2, 14.2)
+    ax.set_ylim(-0.6, 1.7)
+    ax.set_aspect("equal")
+    sums, radius = _layer_nodes(ax)
 
     def arrow(points: list[tuple[float, float]], color: str = "black") -> None:
         ax.plot([p[0] for p in points[:-1]], [p[1] for p in points[:-1]], color=color, lw=1.3)
