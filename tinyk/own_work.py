@@ -47,8 +47,10 @@ __all__ = ["BorrowedCall", "run_own", "trusted", "watched", "watching"]
 
 _TINYK = str(Path(__file__).resolve().parent) + "/"
 _HERE = str(Path(__file__).resolve())
-# The grader's transport to the learner's process (tinyk.verdict): never the learner's code.
-_EXEMPT = (_HERE, str(Path(__file__).resolve().with_name("verdict.py")))
+# The grader's transport to the learner's process (tinyk.verdict and the modules it runs
+# on): never the learner's code.
+_EXEMPT = (_HERE, *(str(Path(__file__).resolve().with_name(f"{name}.py"))
+                    for name in ("verdict", "answer_server", "remote", "assembled")))
 _FUSED_API: dict[object, str] = {
     F.scaled_dot_product_attention: "torch.nn.functional.scaled_dot_product_attention",
     F.rms_norm: "torch.nn.functional.rms_norm",

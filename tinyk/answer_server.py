@@ -1,0 +1,199 @@
+"""The learner's process and the requests sent to it (course: the instructors' page, grading).
+
+Part of the verdict outside the student's process (:mod:`tinyk.verdict`). An
+:class:`AnswerServer` starts :mod:`tinyk.answers` (under the sandbox's command line, with
+the package's folder hidden), sends it requests and reads its replies: length-prefixed
+frames, each read back as data (``torch.load(weights_only=True)``) within a deadline and a
+size limit, so that a learner's process that stalls, floods or forges a reply ends its own
+exercise and never the grader.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import os
+import pickle
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tinyk import answers
+from tinyk.remote import AnswerFailed, decode, detached_args, request_args
+
+__all__ = ["PACKAGE", "AnswerFailed", "AnswerServer"]
+
+_START_TIMEOUT = 300.0  # seconds for the learner's process to start (import torch), on a busy machine
+_REPLY_LIMIT = 256 * 2**20  # bytes of one reply: more is an error, never a crash of the grader
+PACKAGE = Path(answers.__file__).resolve().parent  # the tinyk package's folder, hidden from the learner
+_LIBRARY = "/tmp/.tinyk-answers"  # where the learner's process finds its copy, in the sandbox's own /tmp
+
+
+class AnswerServer:
+    """The learner's side (:mod:`tinyk.answers`), started under ``prefix`` (the sandbox's
+    command line, or nothing), with ``timeout`` seconds for each reply."""
+
+    def __init__(self, prefix: Sequence[str] = (), timeout: float = 60.0,
+                 memory_mb: int | None = None) -> None:
+        self.prefix, self.timeout, self.memory_mb = list(prefix), timeout, memory_mb
+        self.proc: subprocess.Popen | None = None
+        self.callbacks: list[Any] = []  # the test's functions that the learner's code may call
+        self.log = tempfile.TemporaryFile()  # the student's prints: a file, never a pipe
+        self.library: Path | None = None  # the copy of the package the sandboxed process loads
+
+    def start(self) -> None:
+        """Start the learner's process now (else at the first request), and wait until it is ready."""
+        self._start()
+
+    def _start(self) -> subprocess.Popen:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen(self._argv(),
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                         preexec_fn=_memory_limit(self.memory_mb), start_new_session=True)
+            # its start (importing torch) is not the learner's time: a limit of its own
+            if self._frame(max(self.timeout, _START_TIMEOUT)) != ("ready",):
+                self.close()
+                raise AnswerFailed("the answer's process did not start", ended=True)
+        return self.proc
+
+    def _argv(self) -> list[str]:
+        """The learner's process's command line. Under bubblewrap (a ``prefix`` that ends
+        with ``--``) the package's folder is hidden behind an empty one and the process gets
+        a copy of the package, which it imports and deletes (:mod:`tinyk.answers`): no source
+        of the course is left there to read."""
+        if self.prefix[-1:] != ["--"]:
+            return [*self.prefix, sys.executable, "-I", answers.__file__]
+        if self.library is not None:
+            shutil.rmtree(self.library, ignore_errors=True)
+        self.library = Path(tempfile.mkdtemp(prefix="tinyk-answers-"))
+        shutil.copytree(PACKAGE, self.library / "tinyk", ignore=shutil.ignore_patterns("__pycache__"))
+        hide = ["--tmpfs", str(PACKAGE), "--bind", str(self.library), _LIBRARY]
+        script = f"{_LIBRARY}/tinyk/answers.py"
+        return [*self.prefix[:-1], *hide, "--", sys.executable, "-I", script, _LIBRARY]
+
+    def close(self) -> None:
+        """End the learner's process and every process of its session (an exercise's child
+        that still runs, whatever it started)."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+            self.proc = None
+        if self.library is not None:
+            shutil.rmtree(self.library, ignore_errors=True)
+            self.library = None
+
+    def send(self, request: tuple) -> None:
+        """Send one request (starting the learner's process if it is not running)."""
+        proc = self._start()
+        try:
+            answers.write_frame(proc.stdin, pickle.dumps(request))  # type: ignore[arg-type]
+        except OSError as err:
+            self.close()
+            raise AnswerFailed(f"the answer's process has ended ({err.strerror})", ended=True) from err
+
+    def _frame(self, timeout: float) -> Any:
+        """The next frame, read back as data (``weights_only``), within ``timeout`` seconds."""
+        proc = self.proc
+        assert proc is not None and proc.stdout is not None
+        reader = _Deadline(proc.stdout.fileno(), timeout)
+        try:
+            frame = answers.read_frame(reader, _REPLY_LIMIT)  # type: ignore[arg-type]
+        except TimeoutError:
+            self.close()
+            raise AnswerFailed(f"no answer within {timeout:g} s (the per-cell time limit)",
+                               ended=True) from None
+        if frame is None:
+            self.close()
+            raise AnswerFailed("the answer's process ended or sent more than 256 MB", ended=True)
+        try:
+            return torch.load(io.BytesIO(frame), weights_only=True)
+        except Exception as err:
+            raise AnswerFailed(f"the answer sent something that is not plain data ({err})"[:300]) from err
+
+    def receive(self) -> tuple:
+        """The next reply, checked to be data, within the per-reply timeout."""
+        self._start()
+        reply = self._frame(self.timeout)
+        if (type(reply) is not tuple or not reply or reply[0] not in ("ok", "err", "done", "cb")
+                or (reply[0] == "err" and not (len(reply) == 3 and all(type(x) is str for x in reply)))
+                or (reply[0] == "ok" and len(reply) != 2)):
+            raise AnswerFailed("the answer's process sent a malformed reply")
+        return reply
+
+    def ask(self, request: tuple) -> Any:
+        """Send ``request`` and return the decoded value of its reply (raises what it raised)."""
+        self.send(request)
+        reply = self.receive()
+        while reply[0] == "cb":
+            self._callback(reply)
+            reply = self.receive()
+        if reply[0] == "done":
+            raise AnswerFailed("the answer's process exited while running the learner's code", ended=True)
+        if reply[0] == "err":
+            raise _exception(reply)
+        return decode(self, reply[1])
+
+    def _callback(self, reply: tuple) -> None:
+        """Run the test's function the learner's code called, and send its result back."""
+        if len(reply) != 4 or type(reply[1]) is not int or not 0 <= reply[1] < len(self.callbacks):
+            raise AnswerFailed("the answer's process asked for a function the test never gave it")
+        args, kwargs = decode(self, reply[2]), decode(self, reply[3])
+        if type(args) is not list or type(kwargs) is not dict:
+            raise AnswerFailed("the answer's process sent malformed arguments")
+        try:
+            result = self.callbacks[reply[1]](*args, **kwargs)
+        except Exception as err:
+            self.send(("cberr", f"{type(err).__name__}: {err}"[:300]))
+            return
+        tensors: list = []
+        self.send(("cbret", detached_args(request_args(result, tensors, self), tensors)))
+
+
+def _memory_limit(memory_mb: int | None) -> Callable[[], None] | None:
+    """What the learner's process runs before it starts: the same address-space limit as the
+    student's kernel (none when ``memory_mb`` is None)."""
+    if memory_mb is None:
+        return None
+    import resource
+
+    memory = memory_mb * 2**20
+
+    def preexec() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    return preexec
+
+
+class _Deadline:
+    """A pipe's reads, each waiting only until one deadline (``TimeoutError`` past it): a
+    learner's process that sends half a reply and stalls cannot hold the grader."""
+
+    def __init__(self, fd: int, timeout: float) -> None:
+        self.fd, self.end = fd, time.monotonic() + timeout
+
+    def read(self, size: int) -> bytes:
+        ready, _, _ = select.select([self.fd], [], [], max(0.0, self.end - time.monotonic()))
+        if not ready:
+            raise TimeoutError
+        return os.read(self.fd, min(size, 2**20))
+
+
+def _exception(reply: tuple) -> BaseException:
+    """The learner's exception, as a builtin exception of the same kind (never their class)."""
+    name, message = str(reply[1]), str(reply[2])
+    kind = getattr(builtins, name, None)
+    if not (isinstance(kind, type) and issubclass(kind, Exception)):
+        kind = RuntimeError
+    return kind(message)
