@@ -57,16 +57,12 @@ def _key(text: str) -> str:
 
 
 def load_messages(path: Path, *, code: bool = False) -> dict[str, str]:
-    """``msgid -> msgstr`` of a catalogue's translated, not fuzzy messages (an absent file:
-    none). Page messages are keyed with their spaces collapsed; code messages exactly."""
-    from babel.messages.pofile import read_po
+    """``msgid -> msgstr`` of a catalogue's translated, not fuzzy messages
+    (:func:`tinyk.catalogues.translated`; an absent file: none). Page messages are keyed with
+    their spaces collapsed; code messages exactly."""
+    from tinyk.catalogues import translated
 
-    if not path.is_file():
-        return {}
-    with path.open("rb") as f:
-        catalogue = read_po(f)
-    return {(str(m.id) if code else _key(str(m.id))): str(m.string) for m in catalogue
-            if m.id and m.string and not m.fuzzy}
+    return {(msgid if code else _key(msgid)): msgstr for msgid, msgstr in translated(path).items()}
 
 
 # ----------------------------------------------------------------------------- Markdown

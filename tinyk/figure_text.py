@@ -57,13 +57,10 @@ def catalogue_path(root: Path | None = None) -> Path:
 
 @functools.cache
 def _catalogue() -> dict[str, str]:
-    from babel.messages.pofile import read_po
+    # Without the file every string is reported missing, and the Chinese build names them.
+    from tinyk.catalogues import translated
 
-    path = catalogue_path()
-    if not path.is_file():  # every string is then reported missing, and the Chinese build names them
-        return {}
-    with path.open("rb") as f:
-        return {str(m.id): str(m.string) for m in read_po(f) if m.id and m.string and not m.fuzzy}
+    return translated(catalogue_path())
 
 
 def message_key(text: str) -> tuple[str, list[str]]:

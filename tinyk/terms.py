@@ -24,7 +24,17 @@ from pathlib import Path
 
 import tomllib
 
-from tinyk.catalogues import CODE, LANGUAGE, LINK, MATH, ROLE, catalogues, glossary_terms, interface_catalogue
+from tinyk.catalogues import (
+    CODE,
+    LANGUAGE,
+    LINK,
+    MATH,
+    ROLE,
+    catalogues,
+    glossary_terms,
+    interface_catalogue,
+    read_catalogue,
+)
 from tinyk.course import course_root
 
 __all__ = ["TERMS_FILE", "Term", "catalogue_messages", "glossary_problems", "load_terms",
@@ -144,18 +154,13 @@ def message_term_problems(msgid: str, msgstr: str, terms: list[Term]) -> list[st
 def catalogue_messages(root: Path | None = None) -> list[tuple[str, str, str]]:
     """``(catalogue, msgid, msgstr)`` of every message of the Chinese edition: every ``.po``
     under ``locale/zh_CN/LC_MESSAGES`` (named relative to it) and ``figures.po``."""
-    from babel.messages.pofile import read_po
-
     from tinyk.figure_text import catalogue_path
 
     root = course_root(root)
     base = root / "locale" / LANGUAGE / "LC_MESSAGES"
     out = []
     for path in [*catalogues(root), catalogue_path(root), interface_catalogue(root)]:
-        if not path.is_file():
-            continue
-        with path.open("rb") as f:
-            catalogue = read_po(f)
+        catalogue = read_catalogue(path)  # a missing file has no message
         name = path.relative_to(base).as_posix() if path.is_relative_to(base) else path.name
         out += [(name, str(m.id), str(m.string or "")) for m in catalogue if m.id and isinstance(m.id, str)]
     return out

@@ -254,12 +254,10 @@ _INTERFACE_ATTRIBUTES = ("title", "aria-label", "placeholder", "alt", "data-bs-t
 def _interface_zh(app) -> list[tuple[re.Pattern[str], str]]:
     import html
 
-    from babel.messages.pofile import read_po
+    from tinyk.catalogues import interface_catalogue, read_catalogue
 
-    from tinyk.catalogues import interface_catalogue
-
-    with interface_catalogue(Path(app.srcdir)).open("rb") as f:
-        words = {str(m.id): str(m.string) for m in read_po(f) if m.id and m.string}
+    words = {str(m.id): str(m.string) for m in read_catalogue(interface_catalogue(Path(app.srcdir)))
+             if m.id and m.string}
     fixes = []
     for english, chinese in words.items():
         old, new = html.escape(english, quote=True), html.escape(chinese, quote=True)
@@ -293,14 +291,13 @@ def _root_catalogue(app) -> dict[str, str]:
     messages, but the navigation bar is drawn from the untranslated table."""
     import html
 
-    from babel.messages.pofile import read_po
+    from tinyk.catalogues import read_catalogue
 
     for folder in app.config.locale_dirs:
         path = Path(app.srcdir, folder, str(app.config.language), "LC_MESSAGES", app.config.root_doc + ".po")
         if path.is_file():
-            with path.open("rb") as f:
-                return {html.escape(str(m.id), quote=False): html.escape(str(m.string), quote=False)
-                        for m in read_po(f) if m.id and m.string}
+            return {html.escape(str(m.id), quote=False): html.escape(str(m.string), quote=False)
+                    for m in read_catalogue(path) if m.id and m.string}
     return {}
 
 
