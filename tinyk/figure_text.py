@@ -50,7 +50,7 @@ def enabled() -> bool:
 
 def catalogue_path(root: Path | None = None) -> Path:
     """``locale/zh_CN/figures.po`` of the course checkout."""
-    from tinyk.course import course_root
+    from tinyk.checkout import course_root
 
     return course_root(root) / "locale" / "zh_CN" / "figures.po"
 

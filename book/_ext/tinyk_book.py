@@ -255,9 +255,10 @@ def _interface_zh(app) -> list[tuple[re.Pattern[str], str]]:
     import html
 
     from tinyk.catalogues import interface_catalogue, read_catalogue
+    from tinyk.student_markdown import STUDENT_WORDS
 
     words = {str(m.id): str(m.string) for m in read_catalogue(interface_catalogue(Path(app.srcdir)))
-             if m.id and m.string}
+             if m.id and m.string and m.id not in STUDENT_WORDS}  # those are the student notebooks'
     fixes = []
     for english, chinese in words.items():
         old, new = html.escape(english, quote=True), html.escape(chinese, quote=True)
