@@ -9,7 +9,8 @@ English output is unchanged, and the Chinese one travels in the output's metadat
 
 The translations are the course's catalogue ``locale/zh_CN/figures.po`` (gettext, like
 the pages'). Numbers are not part of a message: ``"loss after 300 steps"`` is looked up as
-``"loss after {0} steps"``, and the Chinese ``"{0} 步后的损失"`` gets the number back. A
+``"loss after {0} steps"``, and its Chinese, with ``{0}`` where Chinese word order puts the
+number (before the words for "steps" and "loss"), gets the number back. A
 figure string without a translation stays English and is listed in the metadata
 (``missing``); the Chinese build fails on it, naming the string, and ``make translations``
 adds it to the catalogue. Only words are translated: titles, axis labels, legends, text
