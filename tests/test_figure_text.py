@@ -159,6 +159,7 @@ def test_the_figure_catalogue_check_catches_a_lost_number(tmp_path, monkeypatch)
     from babel.messages.pofile import write_po
 
     from tinyk import translations
+    from tinyk.translations import checks
 
     catalog = Catalog(locale="zh_CN")
     catalog.add("Loss after {0} steps", "损失")
@@ -168,7 +169,7 @@ def test_the_figure_catalogue_check_catches_a_lost_number(tmp_path, monkeypatch)
     with path.open("wb") as f:
         write_po(f, catalog)
     monkeypatch.setattr(figure_text, "catalogue_path", lambda root=None: path)
-    monkeypatch.setattr(translations, "course_root", lambda root=None: tmp_path)
+    monkeypatch.setattr(checks, "course_root", lambda root=None: tmp_path)
     found = translations.figure_problems()
     assert found == [
         "figures.po: 'Loss after {0} steps': a number's place ({0}, {1}, ...) differs from the English",

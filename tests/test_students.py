@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests import sitecheck
-from tinyk import course
+from tinyk import checkout, course, student_markdown, student_versions
+from tinyk.catalogues import interface_catalogue
 from tinyk.exercises import is_solution, source_text
 
 ROOT = course.ROOT
@@ -35,6 +36,7 @@ def _copy_course(tmp_path: Path) -> Path:
     for folder in ("notebooks", "code"):  # the Chinese student notebooks' catalogues
         shutil.copytree(ROOT / "locale" / "zh_CN" / "LC_MESSAGES" / folder, tmp_path / "locale" / "zh_CN" /
                         "LC_MESSAGES" / folder, ignore=shutil.ignore_patterns("*.mo"))
+    shutil.copy(interface_catalogue(ROOT), interface_catalogue(tmp_path))  # the words the versions add
     return tmp_path
 
 
@@ -123,7 +125,7 @@ def test_every_glossary_link_of_a_notebook_names_an_entry():
 
     entries = glossary_terms(ROOT)
     used = {target or shown for source in SOURCES
-            for shown, target in course._TERM.findall(_markdown(source))}
+            for shown, target in student_markdown.TERM.findall(_markdown(source))}
     assert used and used <= entries, sorted(used - entries)
     assert {"Residual stream (残差流)", "Forward hook (前向钩子)", "Nat (奈特)", "Perplexity (困惑度)",
             "Scaled dot-product attention, SDPA (缩放点积注意力)"} <= used
@@ -206,10 +208,10 @@ def test_student_versions_are_what_nbgrader_generate_assignment_releases(tmp_pat
 
     prepared = tmp_path / "prepared"
     prepared.mkdir()
-    site, citations = course.site_url(), course._citation_labels(ROOT)
+    site, citations = course.site_url(), student_markdown.citation_labels(ROOT)
     for source in SOURCES:
-        nb = course._for_students(json.loads(source.read_text()), f"{site}notebooks/{source.stem}.html",
-                                  site, citations)
+        nb = student_versions.for_students(json.loads(source.read_text()),
+                                           f"{site}notebooks/{source.stem}.html", site, citations)
         (prepared / source.name).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     released = grading.release(tmp_path / "release", sorted(prepared.glob("*.ipynb")))
     assert len(released) == len(SOURCES)
@@ -237,7 +239,7 @@ def test_every_colab_link_outside_the_site_opens_a_student_notebook():
 
 def test_commands_outside_a_checkout_say_so(tmp_path, monkeypatch):
     """Installed from a wheel, the package's parent folder is site-packages, not the course."""
-    monkeypatch.setattr(course, "ROOT", tmp_path / "site-packages")
+    monkeypatch.setattr(checkout, "ROOT", tmp_path / "site-packages")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(course.NotACheckout, match=r"_config\.yml and notebooks/.*clone of the course"):
         course.course_root()

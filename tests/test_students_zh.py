@@ -124,22 +124,39 @@ def test_a_translation_that_would_change_the_code_is_caught():
     assert placeholders("{a} and {b[0]:.2f} {{not}}") == ["{a}", "{b[0]:.2f}"]
 
 
-def test_a_missing_code_translation_is_named(tmp_path):
-    """(A missing prose translation, and the notebook then left unwritten: test_students.py.)"""
+def test_a_missing_code_translation_or_student_word_is_named(tmp_path):
+    """A code text, and a word the student versions add (an admonition's title, in the
+    interface's catalogue), each named with its notebook; a lost ``{url}`` in the solution
+    line fails the translations' check. (A missing prose translation, and the notebook then
+    left unwritten: test_students.py.)"""
     from tests.test_students import _copy_course
+    from tinyk.catalogues import interface_catalogue
+    from tinyk.translations import interface_problems
 
     root = _copy_course(tmp_path)
     catalogue = root / "locale" / "zh_CN" / "LC_MESSAGES" / "code" / "05_2_rmsnorm.po"
     text = catalogue.read_text(encoding="utf-8")
     catalogue.write_text(text.replace('msgid "return a float"\nmsgstr "应返回 float"',
                                       'msgid "return a float"\nmsgstr ""'), encoding="utf-8")
+    interface = interface_catalogue(root)
+    text = interface.read_text(encoding="utf-8")
+    assert text.count('msgid "Warning"\nmsgstr "警告"\n') == 1 and text.count("({url})") == 2
+    interface.write_text(text.replace('msgid "Warning"\nmsgstr "警告"\n', "")
+                         .replace("参考答案]({url})", "参考答案]()"), encoding="utf-8")
     english = {course.student_path(p, root): course.student_path(p).read_text(encoding="utf-8")
                for p in SOURCES}
     chinese, missing = course.chinese_student_notebooks(english, root)
     assert missing == ["notebooks/05_2_rmsnorm.ipynb: cell 21: 'return a float': "
-                       "no translation in locale/zh_CN/LC_MESSAGES/code/05_2_rmsnorm.po"]
+                       "no translation in locale/zh_CN/LC_MESSAGES/code/05_2_rmsnorm.po"] + [
+        f"notebooks/{stem}.ipynb: 'Warning': no translation in locale/zh_CN/interface.po"
+        for stem in ("05_4_gqa", "05_5_swiglu_layer", "05_6_head_protocol", "05_9_text_vs_file")]
     kept = chinese[root / course.STUDENTS / course.ZH / "05_2_rmsnorm.ipynb"]
     assert '\\"return a float\\"' in kept
+    assert interface_problems(root) == [
+        "interface.po: 'Stuck? [The solution on the course site]({url}) waits behind': "
+        "a placeholder ({url}, ...) differs from the English",
+        "interface.po: 'Warning': missing (a word the Chinese student notebooks add: "
+        "add it with its translation)"]
 
 
 def test_the_chinese_site_opens_and_serves_the_chinese_student_notebooks(tmp_path):

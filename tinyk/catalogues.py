@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tinyk.course import course_root
+from tinyk.checkout import course_root
 
 if TYPE_CHECKING:
     from babel.messages.catalog import Catalog

@@ -57,16 +57,12 @@ def _key(text: str) -> str:
 
 
 def load_messages(path: Path, *, code: bool = False) -> dict[str, str]:
-    """``msgid -> msgstr`` of a catalogue's translated, not fuzzy messages (an absent file:
-    none). Page messages are keyed with their spaces collapsed; code messages exactly."""
-    from babel.messages.pofile import read_po
+    """``msgid -> msgstr`` of a catalogue's translated, not fuzzy messages
+    (:func:`tinyk.catalogues.translated`; an absent file: none). Page messages are keyed with
+    their spaces collapsed; code messages exactly."""
+    from tinyk.catalogues import translated
 
-    if not path.is_file():
-        return {}
-    with path.open("rb") as f:
-        catalogue = read_po(f)
-    return {(str(m.id) if code else _key(str(m.id))): str(m.string) for m in catalogue
-            if m.id and m.string and not m.fuzzy}
+    return {(msgid if code else _key(msgid)): msgstr for msgid, msgstr in translated(path).items()}
 
 
 # ----------------------------------------------------------------------------- Markdown
@@ -208,6 +204,11 @@ _FORM_TITLE = re.compile(r"^@title\s+(.*?)(\s*\{[^{}]*\})?$")
 _PREFIX = re.compile(r"^([A-Za-z]*)('''|\"\"\"|'|\")")
 
 
+# A line of a long message breaks preferably after a full-width comma, semicolon, colon, full
+# stop, enumeration comma or closing bracket, or after an ASCII comma, semicolon, colon or space.
+_AFTER = "\uff0c\uff1b\uff1a\u3002\u3001\uff09,;: "
+
+
 def _width(ch: str) -> int:
     return 2 if unicodedata.east_asian_width(ch) in "WF" else 1
 
@@ -223,7 +224,7 @@ def _split(text: str, width: int) -> list[str]:
     for i, ch in enumerate(text):
         if i and depth == 0 and text[i - 1] != "\\" and ch not in "{}" and \
                 not (re.match(r"[\w.]", text[i - 1], re.A) and re.match(r"[\w.]", ch, re.A)):
-            allowed[i] = text[i - 1] in "，；：。、）,;: "
+            allowed[i] = text[i - 1] in _AFTER
         depth += (ch == "{") - (ch == "}")
         at += _width(ch)
         widths.append(at)

@@ -9,7 +9,8 @@ English output is unchanged, and the Chinese one travels in the output's metadat
 
 The translations are the course's catalogue ``locale/zh_CN/figures.po`` (gettext, like
 the pages'). Numbers are not part of a message: ``"loss after 300 steps"`` is looked up as
-``"loss after {0} steps"``, and the Chinese ``"{0} 步后的损失"`` gets the number back. A
+``"loss after {0} steps"``, and its Chinese, with ``{0}`` where Chinese word order puts the
+number (before the words for "steps" and "loss"), gets the number back. A
 figure string without a translation stays English and is listed in the metadata
 (``missing``); the Chinese build fails on it, naming the string, and ``make translations``
 adds it to the catalogue. Only words are translated: titles, axis labels, legends, text
@@ -50,20 +51,17 @@ def enabled() -> bool:
 
 def catalogue_path(root: Path | None = None) -> Path:
     """``locale/zh_CN/figures.po`` of the course checkout."""
-    from tinyk.course import course_root
+    from tinyk.checkout import course_root
 
     return course_root(root) / "locale" / "zh_CN" / "figures.po"
 
 
 @functools.cache
 def _catalogue() -> dict[str, str]:
-    from babel.messages.pofile import read_po
+    # Without the file every string is reported missing, and the Chinese build names them.
+    from tinyk.catalogues import translated
 
-    path = catalogue_path()
-    if not path.is_file():  # every string is then reported missing, and the Chinese build names them
-        return {}
-    with path.open("rb") as f:
-        return {str(m.id): str(m.string) for m in read_po(f) if m.id and m.string and not m.fuzzy}
+    return translated(catalogue_path())
 
 
 def message_key(text: str) -> tuple[str, list[str]]:

@@ -2,18 +2,21 @@
 
 ``locale/zh_CN/terms.toml`` maps each English term of the course (05.1 to 05.10, the glossary)
 to its one Chinese term, the seed's where the Chinese source chapter has one, and lists the
-variants that must not render it (``K/V 头`` for a key/value head: the seed says ``键值头``).
+variants that must not render it (for a key/value head, "K/V" followed by the Chinese word
+for a head: the seed has a Chinese term of its own; the entry shows both).
 :func:`term_problems` reads every catalogue of the Chinese edition (the pages', the notebooks',
 the code texts of the Chinese student notebooks and the figures' words) and reports each
 translated message whose English has a term while its Chinese has a wrong variant, naming the
 catalogue, the message and the term. ``python -m tinyk.translations check`` (``make lint``)
-runs it. A glossary headword (kept bilingual, "Batch (批量)") must carry its entry's term.
+runs it. A glossary headword (kept bilingual: the English, then the Chinese in brackets) must
+carry its entry's term.
 
 A variant is searched in the Chinese prose only: inline code, maths, link targets and the
 targets of glossary references are left out (they stay as the English has them). An entry's
 ``allow_en`` names English contexts in which a variant rightly renders another word of the
-same message (提示 for "hint" beside "prompt"); its ``allow_zh`` names Chinese text that may
-contain one (an English message quoted as it is printed).
+same message (the course's Chinese word for "hint", a wrong variant of "prompt", in a message
+that says both); its ``allow_zh`` names Chinese text that may contain one (an English message
+quoted as it is printed).
 """
 
 from __future__ import annotations
@@ -24,7 +27,17 @@ from pathlib import Path
 
 import tomllib
 
-from tinyk.catalogues import CODE, LANGUAGE, LINK, MATH, ROLE, catalogues, glossary_terms, interface_catalogue
+from tinyk.catalogues import (
+    CODE,
+    LANGUAGE,
+    LINK,
+    MATH,
+    ROLE,
+    catalogues,
+    glossary_terms,
+    interface_catalogue,
+    read_catalogue,
+)
 from tinyk.course import course_root
 
 __all__ = ["TERMS_FILE", "Term", "catalogue_messages", "glossary_problems", "load_terms",
@@ -32,7 +45,7 @@ __all__ = ["TERMS_FILE", "Term", "catalogue_messages", "glossary_problems", "loa
 
 TERMS_FILE = Path("locale") / "zh_CN" / "terms.toml"
 _FIELDS = {"en", "zh", "wrong", "allow_en", "allow_zh", "source"}
-_PAREN = re.compile(r"[(（]([^()（）]*)[)）]")
+_PAREN = re.compile(r"[(\uff08]([^()\uff08\uff09]*)[)\uff09]")  # in ASCII or full-width brackets
 _CJK = re.compile(r"[\u3400-\u9fff]")
 
 
@@ -104,7 +117,7 @@ def load_terms(root: Path | None = None, path: Path | None = None) -> list[Term]
 
 def _prose(text: str) -> str:
     """The words of a message: inline code, maths and link targets out, and a role's target
-    out while its shown text stays (``{term}`键值缓存 <KV cache (键值缓存)>``` reads 键值缓存)."""
+    out while its shown text stays (``{term}`shown <target>``` reads as its shown words)."""
     def shown(role: re.Match[str]) -> str:
         return re.sub(r"\s*<[^<>]+>\s*$", "", role.group(2)) if role.group(1) == "term" else " "
 
@@ -117,8 +130,8 @@ def message_term_problems(msgid: str, msgstr: str, terms: list[Term]) -> list[st
     """The terms a translation renders with a wrong variant, each as ``“term” is written
     “variant”, the term base says “Chinese”`` (an empty list when none is).
 
-    A message kept as the English has it (a bilingual glossary headword) is checked in its
-    parentheses: "Tied weights, weight tying (共享权重)"."""
+    A message kept as the English has it (a bilingual glossary headword, "Tied weights,
+    weight tying" and its Chinese in brackets) is checked in its brackets."""
     if not msgstr:
         return []
     english, chinese = _prose(msgid), _prose(msgstr)
@@ -144,26 +157,21 @@ def message_term_problems(msgid: str, msgstr: str, terms: list[Term]) -> list[st
 def catalogue_messages(root: Path | None = None) -> list[tuple[str, str, str]]:
     """``(catalogue, msgid, msgstr)`` of every message of the Chinese edition: every ``.po``
     under ``locale/zh_CN/LC_MESSAGES`` (named relative to it) and ``figures.po``."""
-    from babel.messages.pofile import read_po
-
     from tinyk.figure_text import catalogue_path
 
     root = course_root(root)
     base = root / "locale" / LANGUAGE / "LC_MESSAGES"
     out = []
     for path in [*catalogues(root), catalogue_path(root), interface_catalogue(root)]:
-        if not path.is_file():
-            continue
-        with path.open("rb") as f:
-            catalogue = read_po(f)
+        catalogue = read_catalogue(path)  # a missing file has no message
         name = path.relative_to(base).as_posix() if path.is_relative_to(base) else path.name
         out += [(name, str(m.id), str(m.string or "")) for m in catalogue if m.id and isinstance(m.id, str)]
     return out
 
 
 def glossary_problems(root: Path | None = None, terms: list[Term] | None = None) -> list[str]:
-    """Glossary headwords whose Chinese is not their term-base entry's: "Batch (批量)" must
-    say the ``zh`` of the entry whose English it names."""
+    """Glossary headwords whose Chinese is not their term-base entry's: the brackets of
+    "Batch (...)" must hold the ``zh`` of the entry whose English it names."""
     root = course_root(root)
     terms = load_terms(root) if terms is None else terms
     found = []

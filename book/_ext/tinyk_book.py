@@ -70,9 +70,9 @@ _SHORT_ERRORS = {"cell_type": "code", "execution_count": None, "outputs": [],
                  "source": 'get_ipython().run_line_magic("xmode", "minimal")'}
 
 
-# Modules no notebook runs: the Chinese edition's catalogue tools and the ONNX export change
-# no output.
-_NOT_RUN = {"translations.py", "onnx_export.py"}
+# Modules no notebook runs: the ONNX export changes no output (nor do the packages below
+# tinyk, the Chinese edition's catalogue tools and grading, which the hash does not read).
+_NOT_RUN = {"onnx_export.py"}
 
 
 def package_hash() -> str:
@@ -254,12 +254,11 @@ _INTERFACE_ATTRIBUTES = ("title", "aria-label", "placeholder", "alt", "data-bs-t
 def _interface_zh(app) -> list[tuple[re.Pattern[str], str]]:
     import html
 
-    from babel.messages.pofile import read_po
+    from tinyk.catalogues import interface_catalogue, read_catalogue
+    from tinyk.student_markdown import STUDENT_WORDS
 
-    from tinyk.catalogues import interface_catalogue
-
-    with interface_catalogue(Path(app.srcdir)).open("rb") as f:
-        words = {str(m.id): str(m.string) for m in read_po(f) if m.id and m.string}
+    words = {str(m.id): str(m.string) for m in read_catalogue(interface_catalogue(Path(app.srcdir)))
+             if m.id and m.string and m.id not in STUDENT_WORDS}  # those are the student notebooks'
     fixes = []
     for english, chinese in words.items():
         old, new = html.escape(english, quote=True), html.escape(chinese, quote=True)
@@ -293,14 +292,13 @@ def _root_catalogue(app) -> dict[str, str]:
     messages, but the navigation bar is drawn from the untranslated table."""
     import html
 
-    from babel.messages.pofile import read_po
+    from tinyk.catalogues import read_catalogue
 
     for folder in app.config.locale_dirs:
         path = Path(app.srcdir, folder, str(app.config.language), "LC_MESSAGES", app.config.root_doc + ".po")
         if path.is_file():
-            with path.open("rb") as f:
-                return {html.escape(str(m.id), quote=False): html.escape(str(m.string), quote=False)
-                        for m in read_po(f) if m.id and m.string}
+            return {html.escape(str(m.id), quote=False): html.escape(str(m.string), quote=False)
+                    for m in read_catalogue(path) if m.id and m.string}
     return {}
 
 

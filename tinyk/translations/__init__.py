@@ -1,0 +1,50 @@
+"""The Chinese edition's translations: gettext catalogues of the book's own pages.
+
+The English pages and notebooks are the only sources. Sphinx's gettext builder extracts
+their prose (Markdown paragraphs, headings, list items, admonitions: never code or
+outputs) into message catalogues, and ``locale/zh_CN/LC_MESSAGES/<page>.po`` holds the
+translation of each message. The Chinese site is the same build with ``language`` set to
+``zh_CN``. Commands (from the course checkout)::
+
+    python -m tinyk.translations update   # extract the messages, add new ones to the .po files
+    python -m tinyk.translations check    # exit 1 on an untranslated, stale or damaged message
+    python -m tinyk.translations build    # the Chinese edition, into _build/html/zh
+
+A translated message must keep what is not prose exactly as the English has it: inline
+code, maths, link targets, citation keys and glossary targets (:func:`problems`). Glossary
+terms are already bilingual (the English term, then the Chinese in brackets) and stay as they
+are in both editions, so that every ``{term}`` reference finds its entry.
+
+The words a learner reads in the code cells of the Chinese student notebooks (comments,
+docstrings, test messages; :mod:`tinyk.chinese_notebooks`) are in one catalogue per notebook,
+``locale/zh_CN/LC_MESSAGES/code/<stem>.po``, extracted from the English student versions by
+``update`` and checked by ``check`` like the pages' (an f-string's placeholders, quotes and
+escapes must come through as well).
+
+The words inside figures are not page prose: they are drawn when a notebook executes.
+Their catalogue is ``locale/zh_CN/figures.po`` (:mod:`tinyk.figure_text`); ``update``
+adds the ones the last ``make book`` lacked, and ``check`` checks it like the others.
+
+One English term has one Chinese term in every catalogue, the figures' included: ``check``
+also fails on a message that renders a term of the term base (``locale/zh_CN/terms.toml``,
+:mod:`tinyk.terms`) another way, naming the catalogue, the message and the term.
+
+The package, one job a module: :mod:`~tinyk.translations.messages` (what one translated
+message must keep), :mod:`~tinyk.translations.checks` (every catalogue's messages checked),
+:mod:`~tinyk.translations.updates` (the catalogues merged with the English, and a stale one
+found), :mod:`~tinyk.translations.builds` (the Sphinx runs: extraction, the Chinese site),
+:mod:`~tinyk.translations.cli` (the commands).
+"""
+
+from __future__ import annotations
+
+from tinyk.catalogues import LANGUAGE, catalogues
+from tinyk.translations.builds import build, interface_settings
+from tinyk.translations.checks import figure_problems, interface_problems, problems
+from tinyk.translations.cli import main
+from tinyk.translations.messages import code_problems, message_problems
+from tinyk.translations.updates import code_texts, figure_messages, stale, update, update_code, update_figures
+
+__all__ = ["LANGUAGE", "build", "catalogues", "code_problems", "code_texts", "figure_messages",
+           "figure_problems", "interface_problems", "interface_settings", "main", "message_problems",
+           "problems", "stale", "update", "update_code", "update_figures"]

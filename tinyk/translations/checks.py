@@ -1,0 +1,111 @@
+"""``python -m tinyk.translations check``'s look at the catalogues themselves (the Chinese
+edition, the book's *For instructors* page): every message translated, not fuzzy, not obsolete,
+undamaged (:mod:`tinyk.translations.messages`), every term as the term base says
+(:mod:`tinyk.terms`), in the pages', code texts', figures' and interface's catalogues."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from tinyk.catalogues import LANGUAGE, MATH, catalogues, glossary_terms, interface_catalogue, read_catalogue
+from tinyk.checkout import course_root
+from tinyk.chinese_notebooks import CODE_FOLDER, PLACEHOLDER, placeholders
+from tinyk.student_markdown import STUDENT_WORDS
+from tinyk.translations.messages import code_problems, message_problems
+
+__all__ = ["figure_problems", "interface_problems", "problems"]
+
+_PLACE = re.compile(r"\{\d+\}")  # a number's place in a figure message (tinyk.figure_text)
+_FUZZY = "marked fuzzy (the English changed; check the translation)"
+
+
+def _page_problems(name: str, msgid: str, msgstr: str, terms: set[str]) -> list[str]:
+    """What is wrong with one message of a catalogue under ``LC_MESSAGES`` named ``name``."""
+    if name.startswith(f"{CODE_FOLDER}/"):  # an f-string's placeholders are code, not words
+        issues = message_problems(PLACEHOLDER.sub("{}", msgid), PLACEHOLDER.sub("{}", msgstr))
+        return issues + (code_problems(msgid, msgstr) if msgstr else [])
+    return message_problems(msgid, msgstr, keep=msgid in terms)
+
+
+def problems(root: Path | None = None) -> list[str]:
+    """Every untranslated, fuzzy, obsolete or damaged message, and every term rendered
+    otherwise than the term base says (:func:`tinyk.terms.term_problems`), as ``file: message: problem``."""
+    from tinyk.terms import term_problems
+
+    root = course_root(root)
+    terms = glossary_terms(root)
+    base = root / "locale" / LANGUAGE / "LC_MESSAGES"
+    files = catalogues(root)
+    if not files:
+        return [f"no catalogues under {base}: run `python -m tinyk.translations update`"]
+    found = []
+    for path in files:
+        catalogue = read_catalogue(path)
+        name = path.relative_to(base).as_posix()
+        for message in catalogue:
+            if not message.id:
+                continue
+            msgid, msgstr = str(message.id), str(message.string or "")
+            issues = _page_problems(name, msgid, msgstr, terms) + ([_FUZZY] if message.fuzzy else [])
+            found += [f"{name}: {msgid[:60]!r}: {issue}" for issue in issues]
+        if catalogue.obsolete:
+            found.append(f"{name}: {len(catalogue.obsolete)} obsolete message(s): run update")
+    return found + figure_problems(root) + interface_problems(root) + term_problems(root)
+
+
+def _catalogue_problems(path: Path, missing: str, checks: tuple[Callable[[str, str], str], ...] = (),
+                        ) -> list[str]:
+    """The problems of a catalogue that stands beside the pages' (figures, interface): each
+    message untranslated or fuzzy, or translated but failing one of ``checks`` (functions
+    ``(msgid, msgstr) -> problem or ''``); ``missing`` says what to do when there is no file."""
+    if not path.is_file():
+        return [f"{path.name}: missing{missing}"]
+    found = []
+    for message in read_catalogue(path):
+        if not message.id:
+            continue
+        msgid, msgstr = str(message.id), str(message.string or "")
+        issues = [] if msgstr else ["untranslated"]
+        if message.fuzzy:
+            issues.append(_FUZZY)
+        issues += [issue for check in checks if msgstr and (issue := check(msgid, msgstr))]
+        found += [f"{path.name}: {msgid[:60]!r}: {issue}" for issue in issues]
+    return found
+
+
+def interface_problems(root: Path | None = None) -> list[str]:
+    """Every untranslated or fuzzy message of the interface's catalogue
+    (:func:`tinyk.catalogues.interface_catalogue`), and every word the Chinese student
+    notebooks add (:data:`tinyk.student_markdown.STUDENT_WORDS`) that it lacks or whose
+    translation loses a placeholder (``{url}``)."""
+    path = interface_catalogue(course_root(root))
+
+    def places(msgid: str, msgstr: str) -> str:
+        same = msgid not in STUDENT_WORDS or placeholders(msgid) == placeholders(msgstr)
+        return "" if same else "a placeholder ({url}, ...) differs from the English"
+
+    found = _catalogue_problems(path, "", (places,))
+    if path.is_file():
+        present = {str(m.id) for m in read_catalogue(path) if m.id}
+        found += [f"{path.name}: {english[:60]!r}: missing (a word the Chinese student notebooks add: "
+                  f"add it with its translation)" for english in STUDENT_WORDS if english not in present]
+    return found
+
+
+def figure_problems(root: Path | None = None) -> list[str]:
+    """Every untranslated, fuzzy or damaged message of the figures' catalogue
+    (``locale/zh_CN/figures.po``): a number's place ``{0}`` or maths must come through."""
+    from tinyk.figure_text import catalogue_path
+
+    def places(msgid: str, msgstr: str) -> str:
+        same = sorted(_PLACE.findall(msgid)) == sorted(_PLACE.findall(msgstr))
+        return "" if same else "a number's place ({0}, {1}, ...) differs from the English"
+
+    def maths(msgid: str, msgstr: str) -> str:
+        same = sorted(MATH.findall(msgid)) == sorted(MATH.findall(msgstr))
+        return "" if same else "maths differs from the English"
+
+    return _catalogue_problems(catalogue_path(course_root(root)),
+                               ": run `make translations` after `make book`", (places, maths))

@@ -1,0 +1,74 @@
+"""What a translation must keep (the Chinese edition, the book's *For instructors* page): the
+rules one message of a catalogue is checked by, for the pages' prose and for the code texts of
+the Chinese student notebooks."""
+
+from __future__ import annotations
+
+import re
+
+from tinyk.catalogues import CODE, LINK, MATH, ROLE
+
+__all__ = ["code_problems", "message_problems"]
+
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")  # a Chinese character
+_WORD = re.compile(r"[A-Za-z]{2,}")
+_TARGET = re.compile(r"<[^<>`]*>`")  # a role's explicit target: a glossary term's own (bilingual) name
+
+
+def _roles(text: str) -> list[tuple[str, str]]:
+    """(role, what it points at): a term's target, a citation's keys. The shown text of a
+    term may be translated when the target is written out (``{term}`shown <target>```: the
+    shown words in Chinese, the target the glossary's bilingual headword as it is)."""
+    out = []
+    for role, body in ROLE.findall(text):
+        target = re.search(r"<([^<>]+)>\s*$", body)
+        out.append((role, target.group(1) if target else body))
+    return sorted(out)
+
+
+def _without_roles_and_math(text: str) -> str:
+    return MATH.sub(" ", ROLE.sub(" ", text))
+
+
+def _code(text: str) -> list[str]:
+    return sorted(a or b for a, b in CODE.findall(_without_roles_and_math(text)))
+
+
+def message_problems(msgid: str, msgstr: str, *, keep: bool = False) -> list[str]:
+    """What is wrong with one translation (an empty list when nothing is).
+
+    ``keep``: the message must stay exactly as it is (a bilingual glossary term)."""
+    if not msgstr:
+        return ["untranslated"]
+    if keep:
+        return [] if msgstr == msgid else ["a glossary term changed (terms stay bilingual as they are)"]
+    if msgid.startswith("\n"):  # the body of a display-maths block: Sphinx keeps it only if unchanged
+        return [] if msgstr == msgid else ["a display-maths block changed (it stays as the English has it)"]
+    found = []
+    if sorted(MATH.findall(msgid)) != sorted(MATH.findall(msgstr)):
+        found.append("maths differs from the English")
+    if _code(msgid) != _code(msgstr):
+        found.append("inline code differs from the English")
+    if _roles(msgid) != _roles(msgstr):
+        found.append("a role ({term}, {cite}, ...) or its target differs from the English")
+    if sorted(a or b for a, b in LINK.findall(msgid)) != sorted(a or b for a, b in LINK.findall(msgstr)):
+        found.append("a link target differs from the English")
+    prose = CODE.sub(" ", _without_roles_and_math(LINK.sub(" ", msgid)))
+    if len(_WORD.findall(prose)) >= 2 and not _CJK.search(_TARGET.sub("`", msgstr)):
+        found.append("no Chinese in the translation of a sentence")
+    return found
+
+
+def code_problems(msgid: str, msgstr: str) -> list[str]:
+    """What is wrong with the translation of a code text beyond :func:`message_problems`: it
+    is written into a Python string literal (an f-string's, perhaps) or a comment."""
+    from tinyk.chinese_notebooks import placeholders
+
+    found = []
+    if placeholders(msgid) != placeholders(msgstr):
+        found.append("an f-string placeholder ({got}, ...) differs from the English")
+    if sorted(re.findall(r"\\.", msgid)) != sorted(re.findall(r"\\.", msgstr)) or \
+            any(msgstr.count(q) > msgid.count(q) for q in "'\""):
+        found.append("an escape (\\n, ...) differs from the English, or an ASCII quote was added (the text "
+                     "goes into a Python string literal: write Chinese quotes “” instead)")
+    return found

@@ -1,0 +1,166 @@
+"""The catalogues in step with the English (the Chinese edition, the book's *For instructors*
+page): ``python -m tinyk.translations update`` merges the English messages of the pages, of
+the student notebooks' code and of the figures into the catalogues (:func:`update`), and
+``check`` lists a catalogue that ``update`` would change (:func:`stale`)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from tinyk.addresses import SETUP_TITLE
+from tinyk.catalogues import LANGUAGE, read_catalogue
+from tinyk.checkout import course_root, notebook_paths
+from tinyk.chinese_notebooks import CODE_FOLDER, code_catalogue_path, code_messages
+from tinyk.exercises import source_text
+from tinyk.translations.builds import extract
+
+__all__ = ["code_texts", "figure_messages", "stale", "update", "update_code", "update_figures"]
+
+
+def code_texts(root: Path | None = None) -> dict[str, list[tuple[str, str]]]:
+    """``stem -> [(msgid, kind), ...]``: the code texts of each English student version
+    (as ``python -m tinyk.course students`` makes it), in order, each once."""
+    from tinyk.student_versions import student_notebooks
+
+    out = {}
+    for path, text in student_notebooks(course_root(root)).items():
+        found: dict[str, str] = {}
+        for cell in json.loads(text)["cells"]:
+            code = source_text(cell)
+            if cell["cell_type"] == "code" and not code.startswith(SETUP_TITLE):
+                for msgid, kind in code_messages(code):
+                    found.setdefault(msgid, kind)
+        out[path.stem] = list(found.items())
+    return out
+
+
+def update_code(root: Path | None = None, texts: dict[str, list[tuple[str, str]]] | None = None) -> int:
+    """Merge the code texts into ``code/<stem>.po``: new ones untranslated, changed ones
+    fuzzy (with the old translation to start from), gone ones dropped; returns how many
+    messages came in untranslated or fuzzy."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import write_po
+
+    root = course_root(root)
+    added = 0
+    for stem, messages in (texts or code_texts(root)).items():
+        template = Catalog(locale=LANGUAGE, project="tinyk course", fuzzy=False)
+        for msgid, kind in messages:
+            template.add(msgid, auto_comments=[kind])
+        path = code_catalogue_path(root, stem)
+        catalogue = read_catalogue(path)  # a new one when there is none yet
+        template.creation_date = catalogue.creation_date  # an unchanged catalogue stays byte for byte
+        catalogue.update(template)
+        added += sum(1 for m in catalogue if m.id and (m.fuzzy or not m.string))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as f:
+            write_po(f, catalogue, width=100, ignore_obsolete=True, omit_header=False)
+    return added
+
+
+def _differences(name: str, english: set[str], translated: set[str], what: str, where: str) -> list[str]:
+    """A catalogue ``name`` whose messages (``translated``) are not the English ones."""
+    found = []
+    if english - translated:
+        found.append(f"{name}: {len(english - translated)} {what} not in the catalogue, "
+                     f"e.g. {sorted(english - translated)[0][:60]!r}: run `make translations`")
+    if translated - english:
+        found.append(f"{name}: {len(translated - english)} {where}: run `make translations`")
+    return found
+
+
+def _code_stale(root: Path) -> list[str]:
+    found = []
+    for stem, messages in code_texts(root).items():
+        path = code_catalogue_path(root, stem)
+        name = f"{CODE_FOLDER}/{stem}.po"
+        if not path.is_file():
+            found.append(f"{name}: missing: run `make translations`")
+            continue
+        english = {msgid for msgid, _ in messages}
+        translated = {str(m.id) for m in read_catalogue(path) if m.id}
+        found += _differences(name, english, translated, "code text(s)",
+                              "code text(s) no student notebook has any more")
+    return found
+
+
+def figure_messages(root: Path | None = None) -> set[str]:
+    """Figure words the Chinese edition needs: those the executed notebooks in the book's
+    execution cache list as missing from the catalogue (``make book`` ran them with
+    ``TINYK_FIGURES_ZH=1``), and every image alt text given in a cell's metadata."""
+    from tinyk.figure_text import message_key, needs_words
+
+    root = course_root(root)
+    found: set[str] = set()
+    for path in notebook_paths(root):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt")
+            if alt and needs_words(alt):
+                found.add(message_key(alt)[0])
+    cache_dir = root / "_build" / ".jupyter_cache"
+    if cache_dir.is_dir():
+        from jupyter_cache import get_cache
+
+        cache = get_cache(str(cache_dir))
+        for record in cache.list_cache_records():
+            for cell in cache.get_cache_bundle(record.pk).nb.cells:
+                for output in cell.get("outputs", []):
+                    zh = output.get("metadata", {}).get("tinyk", {}).get("zh", {})
+                    found.update(zh.get("missing", []))
+    return found
+
+
+def update_figures(root: Path | None = None) -> int:
+    """Add the figure words :func:`figure_messages` finds to ``figures.po``, untranslated;
+    returns how many were added."""
+    from babel.messages.pofile import write_po
+
+    from tinyk.figure_text import catalogue_path
+
+    path = catalogue_path(course_root(root))
+    catalogue = read_catalogue(path)
+    new = sorted(m for m in figure_messages(root) if m not in catalogue)
+    for message in new:
+        catalogue.add(message)
+    if new:
+        with path.open("wb") as f:
+            write_po(f, catalogue, width=100, omit_header=False)
+    return len(new)
+
+
+def update(root: Path | None = None) -> int:
+    """Extract every page's messages and merge them into the ``.po`` files: new messages
+    come in untranslated, changed ones are marked fuzzy, translations are kept."""
+    from sphinx_intl import basic
+
+    root = course_root(root)
+    with tempfile.TemporaryDirectory() as tmp:
+        extract(root, Path(tmp))
+        basic.update(str(root / "locale"), str(Path(tmp, "gettext")), (LANGUAGE,), ignore_obsolete=True)
+    untranslated = update_code(root)
+    if untranslated:
+        print(f"{untranslated} code text(s) to translate in locale/{LANGUAGE}/LC_MESSAGES/{CODE_FOLDER}/")
+    added = update_figures(root)
+    if added:
+        print(f"{added} new figure message(s) in locale/{LANGUAGE}/figures.po")
+    return 0
+
+
+def stale(root: Path | None = None) -> list[str]:
+    """Pages whose English messages differ from their catalogue's (``update`` not run since
+    the prose changed): a message missing there would show in English on the Chinese page."""
+    root = course_root(root)
+    base = root / "locale" / LANGUAGE / "LC_MESSAGES"
+    found = []
+    with tempfile.TemporaryDirectory() as tmp:
+        extract(root, Path(tmp))
+        pots = Path(tmp, "gettext")
+        for pot in sorted(pots.rglob("*.pot")):
+            name = pot.relative_to(pots).with_suffix(".po").as_posix()
+            english = {str(m.id) for m in read_catalogue(pot) if m.id}
+            translated = {str(m.id) for m in read_catalogue(base / name) if m.id}
+            found += _differences(name, english, translated, "English message(s)",
+                                  "message(s) no page has any more")
+    return found + _code_stale(root)
