@@ -9,7 +9,7 @@ import re
 import pytest
 from babel.messages.pofile import read_po, write_po
 
-from tinyk import mistakes, package_catalogue, report_words
+from tinyk import mistakes, package_catalogue, report_words, translations
 from tinyk.course import ROOT
 
 CJK = re.compile(r"[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]")
@@ -76,8 +76,30 @@ def test_a_word_without_its_chinese_stops_rather_than_showing_english(damaged, m
     assert report_words.words("en")["mistakes"] == "Most common named mistakes"  # English needs no Chinese
 
 
+def test_the_translations_check_runs_the_package_catalogues_check(monkeypatch, capsys):
+    monkeypatch.setattr(translations, "stale", lambda: [])
+    monkeypatch.setattr(translations, "problems", lambda: [])
+    monkeypatch.setattr(package_catalogue, "problems", lambda: ["tinyk/locale/zh_CN.po: 'x': no Chinese"])
+    assert translations.main(["check"]) == 1
+    assert "tinyk/locale/zh_CN.po: 'x': no Chinese" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("module", SERVED)
 def test_the_modules_it_serves_hold_no_chinese(module):
     text = (ROOT / "tinyk" / f"{module}.py").read_text(encoding="utf-8")
     assert CJK.findall(text) == [], f"tinyk/{module}.py: its Chinese belongs in tinyk/locale/zh_CN.po"
 
+
+def test_the_term_base_checks_the_package_catalogue(tmp_path, monkeypatch):
+    from tinyk.terms import term_problems
+
+    with package_catalogue.PATH.open("rb") as f:
+        catalogue = read_po(f)
+    english = mistakes.by_id("05.10.3:tiled-groups").en
+    assert catalogue[english].string.startswith("键值头")
+    catalogue[english].string = catalogue[english].string.replace("键值头", "K/V 头")
+    with (tmp_path / "zh_CN.po").open("wb") as f:
+        write_po(f, catalogue)
+    monkeypatch.setattr(package_catalogue, "PATH", tmp_path / "zh_CN.po")
+    assert term_problems(ROOT) == [f"tinyk/locale/zh_CN.po: {english!r}: “K/V heads” is written “K/V 头”, "
+                                   f"the term base says “键值头”"]
