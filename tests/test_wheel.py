@@ -46,7 +46,7 @@ def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
 # Third-party packages the new environment takes from this one (none of them is what the
 # test is about): torch and its own dependencies, transformers, and the other largest.
 SHARED = ("torch", "sympy", "networkx", "mpmath", "transformers", "tokenizers", "safetensors",
-          "huggingface_hub", "numpy", "matplotlib", "fonttools", "pillow", "jedi")
+          "huggingface_hub", "numpy", "matplotlib", "fonttools", "pillow", "jedi", "babel")
 
 
 def _share(python: Path, folder: Path, names: tuple[str, ...] = SHARED) -> None:
@@ -126,6 +126,16 @@ def test_wheel_has_the_package_and_no_course_files(wheel_env):
     assert "git clone https://github.com/" in run.stderr  # the address from the installed metadata
     run = _run([str(python), "-m", "tinyk.grading", "validate", "--no-run"], cwd=work, env=env)
     assert run.returncode == 2 and "no tinyk course checkout" in run.stderr and "--source" in run.stderr
+
+    # The class report needs only the gradebook: its Chinese comes with the package.
+    assert (Path(lines[0]).parent / "locale" / "zh_CN.po").is_file()
+    (work / "grades.csv").write_text("student,notebook,exercise,points,max_points,status,detail\n"
+                                     "ann,05_3_rope,ex_05_3_2_test,0,3,ok,x; mistake 05.3.2:crops-table\n")
+    run = _run([str(python), "-m", "tinyk.grading", "report", "grades.csv", "--out", "report"],
+               cwd=work, env=env)
+    assert run.returncode == 0, run.stderr
+    chinese = (work / "report" / "index.zh.html").read_text(encoding="utf-8")
+    assert "把按 d 构建的表格裁剪成头的宽度" in chinese  # 05.3.2:crops-table, from tinyk/locale/zh_CN.po
 
 
 @pytest.fixture(scope="session")

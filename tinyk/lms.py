@@ -42,7 +42,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from tinyk.class_report import GradesError, read_grades
+from tinyk.gradebook import GradesError, read_grades
 
 __all__ = ["FORMATS", "Export", "Student", "export", "export_main", "read_roster"]
 

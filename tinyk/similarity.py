@@ -67,61 +67,66 @@ def answer_cells(entry: Path) -> dict[str, str]:
     return answers
 
 
+def _write_answers(root: Path, entries: list[Path], stubs: dict[str, str]) -> dict[str, str]:
+    """Each student's answers that differ from the released stub, as
+    ``root/students/<id>/<grade_id>.py``, and the stubs as ``root/stubs/<grade_id>.py``;
+    returns student id -> name."""
+    from tinyk.roster import student_id, student_name
+
+    names = {}
+    for entry in entries:
+        sid = student_id(student_name(entry))
+        names[sid] = student_name(entry)
+        for grade_id, code in answer_cells(entry).items():
+            if grade_id in stubs and code.strip() != stubs[grade_id].strip():
+                folder = root / "students" / sid
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / f"{grade_id}.py").write_text(code, encoding="utf-8")
+    (root / "stubs").mkdir()
+    for grade_id, code in stubs.items():
+        (root / "stubs" / f"{grade_id}.py").write_text(code, encoding="utf-8")
+    return names
+
+
+def _copied(root: Path, threshold: float, names: dict[str, str]) -> list[Pair]:
+    """copydetect's pairs of ``root/students`` above ``threshold``, one exercise with itself
+    only, the stubs as boilerplate, names and literals normalised."""
+    from copydetect import CopyDetector
+
+    detector = CopyDetector(
+        test_dirs=[str(root / "students")],
+        boilerplate_dirs=[str(root / "stubs")],
+        extensions=["py"],
+        display_t=threshold,
+        same_name_only=True,
+        ignore_leaf=True,
+        autoopen=False,
+        silent=True,
+        noise_t=10,
+        guarantee_t=10,
+    )
+    detector.run()
+    if len(detector.test_files) < 2:
+        return []
+    pairs = []
+    for share_a, share_b, file_a, file_b, marked_a, marked_b, _ in detector.get_copied_code_list():
+        a, b = Path(file_a), Path(file_b)
+        pairs.append(Pair(a.stem, names[a.parent.name], names[b.parent.name], float(share_a), float(share_b),
+                          marked_a, marked_b))
+    return pairs
+
+
 def compare(submissions: Path, source: Path, threshold: float = 0.6) -> tuple[list[Pair], int]:
     """The pairs of answers above ``threshold``, most similar first, and the number of
     students compared."""
-    from copydetect import CopyDetector
-
-    from tinyk.roster import entries as _entries
-    from tinyk.roster import student_id as _student_id
-    from tinyk.roster import student_name as _student_name
+    from tinyk.roster import entries as submission_entries
 
     stubs = _stubs(source)
-    entries = _entries(submissions)
+    entries = submission_entries(submissions)
     with tempfile.TemporaryDirectory(prefix="tinyk-similarity-") as tmp:
         root = Path(tmp)
-        names = {}
-        for entry in entries:
-            sid = _student_id(_student_name(entry))
-            names[sid] = _student_name(entry)
-            for grade_id, code in answer_cells(entry).items():
-                if grade_id in stubs and code.strip() != stubs[grade_id].strip():
-                    folder = root / "students" / sid
-                    folder.mkdir(parents=True, exist_ok=True)
-                    (folder / f"{grade_id}.py").write_text(code, encoding="utf-8")
-        (root / "stubs").mkdir()
-        for grade_id, code in stubs.items():
-            (root / "stubs" / f"{grade_id}.py").write_text(code, encoding="utf-8")
-        if not (root / "students").is_dir():
-            return [], len(entries)
-        detector = CopyDetector(
-            test_dirs=[str(root / "students")],
-            boilerplate_dirs=[str(root / "stubs")],
-            extensions=["py"],
-            display_t=threshold,
-            same_name_only=True,
-            ignore_leaf=True,
-            autoopen=False,
-            silent=True,
-            noise_t=10,
-            guarantee_t=10,
-        )
-        detector.run()
-        pairs = []
-        if len(detector.test_files) > 1:
-            for share_a, share_b, file_a, file_b, marked_a, marked_b, _ in detector.get_copied_code_list():
-                a, b = Path(file_a), Path(file_b)
-                pairs.append(
-                    Pair(
-                        a.stem,
-                        names[a.parent.name],
-                        names[b.parent.name],
-                        float(share_a),
-                        float(share_b),
-                        marked_a,
-                        marked_b,
-                    )
-                )
+        names = _write_answers(root, entries, stubs)
+        pairs = _copied(root, threshold, names) if (root / "students").is_dir() else []
     pairs.sort(key=lambda p: (-max(p.share_a, p.share_b), p.exercise, p.a, p.b))
     return pairs, len(entries)
 

@@ -5,11 +5,11 @@ to its one Chinese term, the seed's where the Chinese source chapter has one, an
 variants that must not render it (for a key/value head, "K/V" followed by the Chinese word
 for a head: the seed has a Chinese term of its own; the entry shows both).
 :func:`term_problems` reads every catalogue of the Chinese edition (the pages', the notebooks',
-the code texts of the Chinese student notebooks and the figures' words) and reports each
-translated message whose English has a term while its Chinese has a wrong variant, naming the
-catalogue, the message and the term. ``python -m tinyk.translations check`` (``make lint``)
-runs it. A glossary headword (kept bilingual: the English, then the Chinese in brackets) must
-carry its entry's term.
+the code texts of the Chinese student notebooks, the figures' words and the package's own,
+``tinyk/locale/zh_CN.po``) and reports each translated message whose English has a term while
+its Chinese has a wrong variant, naming the catalogue, the message and the term.
+``python -m tinyk.translations check`` (``make lint``) runs it. A glossary headword (kept
+bilingual: the English, then the Chinese in brackets) must carry its entry's term.
 
 A variant is searched in the Chinese prose only: inline code, maths, link targets and the
 targets of glossary references are left out (they stay as the English has them). An entry's
@@ -156,15 +156,18 @@ def message_term_problems(msgid: str, msgstr: str, terms: list[Term]) -> list[st
 
 def catalogue_messages(root: Path | None = None) -> list[tuple[str, str, str]]:
     """``(catalogue, msgid, msgstr)`` of every message of the Chinese edition: every ``.po``
-    under ``locale/zh_CN/LC_MESSAGES`` (named relative to it) and ``figures.po``."""
+    under ``locale/zh_CN/LC_MESSAGES`` (named relative to it), ``figures.po``, ``interface.po``
+    and the package's own words (``tinyk/locale/zh_CN.po``: the mistakes', the class report's)."""
+    from tinyk import package_catalogue
     from tinyk.figure_text import catalogue_path
 
     root = course_root(root)
     base = root / "locale" / LANGUAGE / "LC_MESSAGES"
     out = []
-    for path in [*catalogues(root), catalogue_path(root), interface_catalogue(root)]:
+    for path in [*catalogues(root), catalogue_path(root), interface_catalogue(root), package_catalogue.PATH]:
         catalogue = read_catalogue(path)  # a missing file has no message
-        name = path.relative_to(base).as_posix() if path.is_relative_to(base) else path.name
+        name = (path.relative_to(base).as_posix() if path.is_relative_to(base)
+                else package_catalogue.SHOWN if path == package_catalogue.PATH else path.name)
         out += [(name, str(m.id), str(m.string or "")) for m in catalogue if m.id and isinstance(m.id, str)]
     return out
 
@@ -187,18 +190,13 @@ def glossary_problems(root: Path | None = None, terms: list[Term] | None = None)
 
 
 def term_problems(root: Path | None = None) -> list[str]:
-    """Every message of the Chinese edition that renders a term of the term base with a wrong
-    variant, as ``catalogue: message: problem``, then the Chinese labels of the mistake
-    catalogue (:mod:`tinyk.mistakes`, read by Chinese learners in their feedback) and the
+    """Every message of the Chinese edition (:func:`catalogue_messages`: the package's own
+    words too, the mistake labels Chinese learners read in their feedback) that renders a term
+    of the term base with a wrong variant, as ``catalogue: message: problem``, then the
     glossary's headwords."""
-    from tinyk.mistakes import CATALOGUE
-
     root = course_root(root)
     terms = load_terms(root)
     found = []
     for name, msgid, msgstr in catalogue_messages(root):
         found += [f"{name}: {msgid[:60]!r}: {issue}" for issue in message_term_problems(msgid, msgstr, terms)]
-    for mistake in CATALOGUE:
-        found += [f"tinyk/mistakes.py: {mistake.id}: {issue}"
-                  for issue in message_term_problems(mistake.en, mistake.zh, terms)]
     return found + glossary_problems(root, terms)

@@ -34,7 +34,9 @@ def main(argv: list[str] | None = None) -> int:
         return update()
     if args.command == "build":
         return build(everything=args.all)
-    found = stale() + problems()
+    from tinyk import package_catalogue
+
+    found = stale() + problems() + package_catalogue.problems()  # the package's own words too
     for line in found:
         print(line)
     if found:

@@ -1,0 +1,105 @@
+"""The package's own Chinese words (tinyk/locale/zh_CN.po): every catalogued mistake and every
+word of the class report has its Chinese there, a missing one is named by the translations
+check and stops the report, and the modules it serves hold no Chinese of their own."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from babel.messages.pofile import read_po, write_po
+
+from tinyk import mistakes, package_catalogue, report_words, translations
+from tinyk.course import ROOT
+
+CJK = re.compile(r"[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]")
+# The modules whose Chinese lives in the package's catalogue.
+SERVED = ["mistakes", "class_report", "gradebook", "report_pages", "report_words", "package_catalogue",
+          "similarity", "lms"]
+
+
+def test_every_mistake_and_report_word_has_its_chinese_in_the_catalogue():
+    assert package_catalogue.problems() == []
+    assert len(mistakes.CATALOGUE) >= 100
+    assert all(CJK.search(m.zh) for m in mistakes.CATALOGUE)
+    half = mistakes.by_id("05.3.2:half-split-pairing")
+    assert half.zh == "把前后两半配对（i 与 i + d_h/2），而不是相邻坐标"  # the Chinese as it was in the code
+    chinese = report_words.words("zh")
+    assert set(chinese) == set(report_words.words("en")) == {*report_words.WORDS, "other_lang"}
+    assert all(CJK.search(text) for key, text in chinese.items() if key != "other_lang")
+    assert (chinese["points"], chinese["axis_x"]) == ("分", "得分")  # one English, two Chinese: msgctxt
+    assert report_words.words("en")["other_lang"] == "中文" and chinese["other_lang"] == "English"
+    assert report_words.status_label("tests-modified", "zh") == "测试被改动"
+    assert report_words.share_sentence("35%", 14, 40, "X", "zh") == "全班 35%（40 人中 14 人）：X"
+
+
+@pytest.fixture
+def damaged(tmp_path):
+    """The catalogue with a mistake's Chinese emptied, a report word's message deleted, a
+    status's Chinese marked fuzzy, a place dropped and a message nobody uses added."""
+    with package_catalogue.PATH.open("rb") as f:
+        catalogue = read_po(f)
+    catalogue["the sum of the squares instead of their mean"].string = ""
+    catalogue.delete("Most common named mistakes")
+    catalogue.get("timeout", context=report_words.STATUS).flags.add("fuzzy")
+    catalogue.get("Scores in exercise {0}: students per score").string = "练习的得分"
+    catalogue.add("a label nobody uses", "没人用的标签")
+    path = tmp_path / "zh_CN.po"
+    with path.open("wb") as f:
+        write_po(f, catalogue)
+    return path
+
+
+def test_a_missing_or_damaged_word_is_named_by_the_check(damaged):
+    found = package_catalogue.problems(damaged)
+    assert found == [
+        "tinyk/locale/zh_CN.po: 'the sum of the squares instead of their mean' "
+        "(mistake 05.2.1:sum-not-mean): no Chinese",
+        "tinyk/locale/zh_CN.po: 'Most common named mistakes' (class report: mistakes): no Chinese",
+        "tinyk/locale/zh_CN.po: 'Scores in exercise {0}: students per score' (class report: chart): "
+        "a number's place ({0}, {1}, ...) differs from the English",
+        "tinyk/locale/zh_CN.po: 'timeout' (class report: the status timeout): marked fuzzy (the English "
+        "changed; check the translation)",
+        "tinyk/locale/zh_CN.po: 'a label nobody uses': the package uses it nowhere: remove it",
+    ]
+    assert package_catalogue.problems(damaged.parent / "none.po") == [
+        "tinyk/locale/zh_CN.po: missing: the package's Chinese words (the mistakes', the class report's)"]
+
+
+def test_a_word_without_its_chinese_stops_rather_than_showing_english(damaged, monkeypatch):
+    monkeypatch.setattr(package_catalogue, "PATH", damaged)
+    missing = package_catalogue.MissingChinese
+    with pytest.raises(missing, match="no Chinese for 'the sum of the squares instead of their mean'"):
+        _ = mistakes.by_id("05.2.1:sum-not-mean").zh
+    with pytest.raises(missing, match="'timeout' in the context 'grading status'"):
+        report_words.status_label("timeout", "zh")
+    assert report_words.words("en")["mistakes"] == "Most common named mistakes"  # English needs no Chinese
+
+
+def test_the_translations_check_runs_the_package_catalogues_check(monkeypatch, capsys):
+    monkeypatch.setattr(translations, "stale", lambda: [])
+    monkeypatch.setattr(translations, "problems", lambda: [])
+    monkeypatch.setattr(package_catalogue, "problems", lambda: ["tinyk/locale/zh_CN.po: 'x': no Chinese"])
+    assert translations.main(["check"]) == 1
+    assert "tinyk/locale/zh_CN.po: 'x': no Chinese" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("module", SERVED)
+def test_the_modules_it_serves_hold_no_chinese(module):
+    text = (ROOT / "tinyk" / f"{module}.py").read_text(encoding="utf-8")
+    assert CJK.findall(text) == [], f"tinyk/{module}.py: its Chinese belongs in tinyk/locale/zh_CN.po"
+
+
+def test_the_term_base_checks_the_package_catalogue(tmp_path, monkeypatch):
+    from tinyk.terms import term_problems
+
+    with package_catalogue.PATH.open("rb") as f:
+        catalogue = read_po(f)
+    english = mistakes.by_id("05.10.3:tiled-groups").en
+    assert catalogue[english].string.startswith("键值头")
+    catalogue[english].string = catalogue[english].string.replace("键值头", "K/V 头")
+    with (tmp_path / "zh_CN.po").open("wb") as f:
+        write_po(f, catalogue)
+    monkeypatch.setattr(package_catalogue, "PATH", tmp_path / "zh_CN.po")
+    assert term_problems(ROOT) == [f"tinyk/locale/zh_CN.po: {english!r}: “K/V heads” is written “K/V 头”, "
+                                   f"the term base says “键值头”"]
