@@ -238,10 +238,10 @@ def batch(assignment):
     shutil.copy(subs / "solution" / "drill.ipynb", subs / "single_file.ipynb")  # a file, not a folder
     # Margins of 10x and more over what an honest submission needs, so that a slow or busy
     # machine changes no status: huge_output's 100,000 printed lines take about half a
-    # second alone (the per-cell timeout, which ends the infinite loop, is 30 s); a student
+    # second alone (the per-cell timeout, which ends the infinite loop, is 15 s); a student
     # needs seconds, not the 600 s total; the drill's kernel peaks near 800 MB of address
     # space, the limit is 16 GB, and the memory bomb asks for 64 GB.
-    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
+    limits = grading.Limits(cell_timeout=15, total_timeout=600, memory_mb=16384)
     start = time.monotonic()
     rows = grading.grade(subs, base / "grades.csv", notebooks, limits=limits, jobs=2, progress=False)
     return base, subs, notebooks, limits, rows, time.monotonic() - start
