@@ -258,7 +258,8 @@ def _interface_zh(app) -> list[tuple[re.Pattern[str], str]]:
     from tinyk.student_markdown import STUDENT_WORDS
 
     words = {str(m.id): str(m.string) for m in read_catalogue(interface_catalogue(Path(app.srcdir)))
-             if m.id and m.string and m.id not in STUDENT_WORDS}  # those are the student notebooks'
+             if m.id and m.string and m.id not in STUDENT_WORDS  # those are the student notebooks'
+             and m.id not in _LANGUAGE_LINK}  # and the language link's
     fixes = []
     for english, chinese in words.items():
         old, new = html.escape(english, quote=True), html.escape(chinese, quote=True)
@@ -270,13 +271,30 @@ def _interface_zh(app) -> list[tuple[re.Pattern[str], str]]:
 
 
 _HEADER_BUTTONS = '<div class="article-header-buttons">'
-_OTHER_EDITION = {  # this edition -> (the other's folder relative to this one's root, its link)
-    "en": ("zh/", '<a class="btn btn-sm tinyk-language" href="{href}" hreflang="zh-CN" lang="zh-CN" '
-                  'title="中文版 (Chinese edition)" aria-label="中文版 (Chinese edition)">中文</a>'),
-    "zh": ("../", '<a class="btn btn-sm tinyk-language" href="{href}" hreflang="en" lang="en" '
-                  'title="English edition (英文版)" aria-label="English edition (英文版)">'
-                  '<span class="tinyk-long">English</span><span class="tinyk-short">EN</span></a>'),
-}
+# The link to the other edition names it in both languages; its Chinese words are in
+# interface.po, under these English ones (and never replace page text: see _interface_zh).
+_LANGUAGE_LINK = ("Chinese edition", "Chinese", "English edition")
+
+
+def _other_edition(app, this: str) -> tuple[str, str]:
+    """(the other edition's folder relative to this one's root, the link to it)."""
+    import html
+
+    from tinyk.catalogues import interface_catalogue, translated
+
+    words = translated(interface_catalogue(Path(app.srcdir)))
+    missing = [w for w in _LANGUAGE_LINK if w not in words]
+    if missing:
+        raise KeyError(f"{interface_catalogue(Path(app.srcdir)).name} has no translation of {missing}")
+    zh = {w: html.escape(words[w], quote=True) for w in _LANGUAGE_LINK}
+    if this == "en":
+        name = f"{zh['Chinese edition']} (Chinese edition)"
+        return "zh/", ('<a class="btn btn-sm tinyk-language" href="{href}" hreflang="zh-CN" lang="zh-CN" '
+                       f'title="{name}" aria-label="{name}">{zh["Chinese"]}</a>')
+    name = f"English edition ({zh['English edition']})"
+    return "../", ('<a class="btn btn-sm tinyk-language" href="{href}" hreflang="en" lang="en" '
+                   f'title="{name}" aria-label="{name}">'
+                   '<span class="tinyk-long">English</span><span class="tinyk-short">EN</span></a>')
 
 
 def edition(app) -> str:
@@ -306,7 +324,7 @@ def _rewrite_pages(app, exception):
     if exception is not None or app.builder.format != "html":
         return
     out, this = Path(app.outdir), edition(app)
-    folder, button = _OTHER_EDITION[this]
+    folder, button = _other_edition(app, this)
     # In order: an accessibility fix adds a name that the Chinese edition then translates.
     fixes = _HTML_FIXES
     interface = _interface_zh(app) if this == "zh" else []
