@@ -1,7 +1,7 @@
 """The package's shape, read with ``ast`` (no import, no kernel): tinyk keeps its modules and
 functions short, no tinyk module reaches into another's private names, and no Chinese word is
-written in its code or the book's extension (they live in the catalogues, ``locale/`` and ``tinyk/locale/``, and in the
-term base)."""
+written in its code or the book's extension (they live in the catalogues, ``locale/`` and
+``tinyk/locale/``, and in the term base)."""
 
 from __future__ import annotations
 
