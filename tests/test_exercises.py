@@ -25,8 +25,8 @@ from tinyk.exercises import (
     is_test,
     nbgrader,
     source_text,
-    student_version,
 )
+from tinyk.student_versions import released
 
 # Wrong answers, one file per notebook in tests/exercise_cases/: GUESSES (hard-coded answers
 # to the visible asserts) and MISTAKES (solutions with one classic mistake each), each entry
@@ -64,7 +64,7 @@ def _without_markers(cell: dict) -> str:
 
 
 def _visible_only(test_cell: dict) -> str:
-    return source_text(student_version({"cells": [test_cell]})["cells"][0])
+    return source_text(released({"cells": [test_cell]})["cells"][0])
 
 
 def test_every_runnable_notebook_with_exercises_has_at_least_three():
@@ -96,7 +96,7 @@ def test_solution_passes_its_tests(path, solution, test):
 
 @pytest.mark.parametrize("path,solution,test", EXERCISES)
 def test_released_stub_fails(path, solution, test):
-    stub = source_text(student_version({"cells": [solution]})["cells"][0])
+    stub = source_text(released({"cells": [solution]})["cells"][0])
     assert END_SOLUTION not in stub
     with pytest.raises((NotImplementedError, AssertionError, NameError)):
         _run(stub, _without_markers(test))

@@ -1,4 +1,4 @@
-"""The exercise cell format (nbgrader schema 3) and the two views of a chapter notebook.
+"""The exercise cell format (nbgrader schema 3) and the book's view of a chapter notebook.
 
 A chapter notebook holds each exercise as a solution cell (the answer between
 ``### BEGIN SOLUTION`` and ``### END SOLUTION``) and a locked test cell (visible asserts,
@@ -7,8 +7,8 @@ From it come:
 
 - the **book view** (:func:`book_version`): markers gone, solutions kept (they run and
   are shown behind a toggle), hidden tests gone;
-- the **student view** (:func:`student_version`): solutions replaced by nbgrader's stub,
-  hidden tests gone, no outputs. The book's download button serves this one.
+- the **student view** is nbgrader's own release (:func:`tinyk.student_versions.released`):
+  solutions replaced by nbgrader's stub (:data:`STUB`), hidden tests gone, no outputs.
 """
 
 from __future__ import annotations
@@ -78,21 +78,6 @@ def book_version(nb: dict) -> dict:
             if "hide-input" not in tags:
                 tags.append("hide-input")
             meta["mystnb"] = {"code_prompt_show": "Show solution", "code_prompt_hide": "Hide solution"}
-        elif BEGIN_HIDDEN in text:
-            _set_source(cell, _cut_between(text, BEGIN_HIDDEN, END_HIDDEN, None))
-    return nb
-
-
-def student_version(nb: dict) -> dict:
-    """What a learner downloads: answers replaced by a stub, hidden tests removed, no outputs."""
-    nb = copy.deepcopy(nb)
-    for cell in nb["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        cell["outputs"], cell["execution_count"] = [], None
-        text = source_text(cell)
-        if is_solution(cell):
-            _set_source(cell, _cut_between(text, BEGIN_SOLUTION, END_SOLUTION, STUB))
         elif BEGIN_HIDDEN in text:
             _set_source(cell, _cut_between(text, BEGIN_HIDDEN, END_HIDDEN, None))
     return nb

@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tinyk.exercises import is_solution, nbgrader, source_text, student_version
+from tinyk.exercises import is_solution, nbgrader, source_text
 
 __all__ = ["Pair", "answer_cells", "compare", "similarity_main"]
 
@@ -42,13 +42,13 @@ class Pair:
 
 def _stubs(source: Path) -> dict[str, str]:
     """Answer grade_id (unique across the notebooks) -> the released stub of that cell."""
+    from tinyk.student_versions import released
+
     stubs = {}
     for path in sorted(source.glob("*.ipynb")):
-        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        for cell in released(json.loads(path.read_text(encoding="utf-8")), path.stem)["cells"]:
             if is_solution(cell):
-                stubs[nbgrader(cell)["grade_id"]] = source_text(
-                    student_version({"cells": [cell]})["cells"][0]
-                )
+                stubs[nbgrader(cell)["grade_id"]] = source_text(cell)
     return stubs
 
 

@@ -15,7 +15,6 @@ the English (:data:`STUDENT_WORDS`).
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
@@ -47,18 +46,22 @@ STUDENT_WORDS = (STUCK, *(admonition_title(kind) for kind in ADMONITIONS))
 
 
 def heading_anchor(heading: str) -> str:
-    """The id Sphinx gives a section titled ``heading`` (docutils' rule, on the visible text)."""
-    text = re.sub(r"[`*$\\]", "", heading).lower()
-    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    text = re.sub(r"[^a-z0-9]+", "-", " ".join(text.split()))
-    return re.sub(r"^[-0-9]+|-+$", "", text)
+    """The id Sphinx gives a section titled ``heading``: docutils' ``make_id`` of its visible
+    text (the Markdown's code, emphasis and maths marks dropped)."""
+    from docutils.nodes import make_id
+
+    return make_id(re.sub(r"[`*$\\]", "", heading))
 
 
 def term_id(term: str) -> str:
-    """The id Sphinx gives the glossary entry ``term`` (``sphinx.util.nodes.make_id``)."""
-    text = unicodedata.normalize("NFKD", f"term-{term}").encode("ascii", "ignore").decode("ascii")
-    text = re.sub(r"[^a-zA-Z0-9._]+", "-", " ".join(text.split()))
-    return re.sub(r"^[-0-9._]+|-+$", "", text)
+    """The id Sphinx gives the glossary entry ``term`` (``sphinx.util.nodes.make_id``, as
+    Sphinx's glossary calls it)."""
+    from docutils.utils import new_document
+    from sphinx.util.nodes import make_id
+
+    if not re.search(r"[A-Za-z]", term):
+        raise ValueError(f"glossary term {term!r} has no Latin letter: Sphinx would number its id")
+    return make_id(None, new_document("<glossary>"), "term", term)
 
 
 def citation_labels(root: Path) -> dict[str, str]:

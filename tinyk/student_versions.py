@@ -22,6 +22,7 @@ check`` lists a stale one (:func:`stale_students`).
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -39,7 +40,8 @@ from tinyk.student_markdown import (
     markdown_for_notebooks,
 )
 
-__all__ = ["chinese_student_notebooks", "for_students", "stale_students", "student_notebooks", "students"]
+__all__ = ["chinese_student_notebooks", "for_students", "released", "stale_students", "student_notebooks",
+           "students"]
 
 
 def for_students(nb: dict, page_url: str, site: str, citations: dict[str, str],
@@ -80,6 +82,7 @@ def for_students(nb: dict, page_url: str, site: str, citations: dict[str, str],
     return nb
 
 
+@functools.cache
 def _release_exporter() -> Any:
     """nbgrader's ``generate_assignment`` preprocessors, in its order, in this process.
 
@@ -111,6 +114,21 @@ def _release_exporter() -> Any:
                  ComputeChecksums, CheckCellMetadata):
         exporter.register_preprocessor(step, enabled=True)
     return exporter
+
+
+def released(nb: dict, name: str = "notebook") -> dict:
+    """``nb`` as nbgrader's release gives it to students (:func:`_release_exporter`): answers
+    replaced by nbgrader's stub, hidden tests removed, no outputs. The student notebooks, the
+    similarity check's stubs and the book's downloads are all made this one way."""
+    import nbformat
+
+    whole = {"metadata": {}, "nbformat": 4, "nbformat_minor": 5, **copy.deepcopy(nb)}
+    for i, cell in enumerate(whole["cells"]):
+        cell.setdefault("id", f"cell-{i}")  # nbformat 4.5 wants one
+    node = nbformat.reads(json.dumps(whole), as_version=4)
+    resources = {"nbgrader": {"notebook": name, "assignment": STUDENTS}, "unique_key": name}
+    text, _ = _release_exporter().from_notebook_node(node, resources=resources)
+    return json.loads(text)
 
 
 def student_notebooks(root: Path | None = None) -> dict[Path, str]:

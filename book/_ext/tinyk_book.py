@@ -42,7 +42,8 @@
     navigation's part captions are Chinese too.
 - ``build-finished``: every notebook's copy is overwritten with its student version: the
   committed ``student/NAME.ipynb`` that Colab opens (``student/zh/NAME.ipynb`` in the Chinese
-  edition), or (for a notebook without one) :func:`tinyk.exercises.student_version`. This
+  edition), or (for a notebook without one) nbgrader's release of it
+  (:func:`tinyk.student_versions.released`). This
   must come last: Sphinx copies originals while it writes pages.
 """
 
@@ -57,7 +58,7 @@ from sphinx.util import logging
 
 import tinyk
 from tinyk.course import NOTEBOOKS, REGENERATE, STUDENTS, ZH
-from tinyk.exercises import book_version, student_version
+from tinyk.exercises import book_version
 
 _LOG = logging.getLogger(__name__)
 _COLAB_SOURCE = re.compile(rf"^(https://colab\.research\.google\.com/github/[^/]+/[^/]+/blob/[^/]+/)"
@@ -170,7 +171,9 @@ def _publish_student_notebooks(app, exception):
             if path.parent.name == NOTEBOOKS and committed.is_file():  # what Colab opens, too
                 target.write_bytes(committed.read_bytes())
                 continue
-            student = student_version(json.loads(path.read_text(encoding="utf-8")))
+            from tinyk.student_versions import released
+
+            student = released(json.loads(path.read_text(encoding="utf-8")), path.stem)
             target.write_text(json.dumps(student, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
