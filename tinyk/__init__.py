@@ -12,7 +12,8 @@ each importing the model and never the reverse:
   notebooks;
 - :mod:`tinyk.parts`: the learner's own parts (05.2 to 05.6) checked and run in a model;
 - :mod:`tinyk.exercises`, :mod:`tinyk.grading`, :mod:`tinyk.course`: the course itself;
-- :mod:`tinyk.translations`, :mod:`tinyk.figure_text`: its Chinese edition, figures included.
+- :mod:`tinyk.translations`, :mod:`tinyk.figure_text`: its Chinese edition, figures and printed
+  output included.
 """
 
 from tinyk.generation import KVCache, expand_kv_heads, generate, kv_cache_bytes, last_valid_index

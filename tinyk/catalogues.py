@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from babel.messages.catalog import Catalog
 
 __all__ = ["CODE", "LANGUAGE", "LINK", "MATH", "ROLE", "catalogues", "glossary_terms", "interface_catalogue",
-           "read_catalogue", "translated"]
+           "outputs_catalogue", "read_catalogue", "translated"]
 
 LANGUAGE = "zh_CN"
 ROLE = re.compile(r"\{([a-z:-]+)\}`([^`]*)`")  # {term}`shown <target>`: its name, its text
@@ -53,6 +53,13 @@ def interface_catalogue(root: Path | None = None) -> Path:
     """The Chinese edition's words for the site's interface around a page's content (the
     theme's labels, the solution toggles): ``locale/zh_CN/interface.po``."""
     return course_root(root) / "locale" / LANGUAGE / "interface.po"
+
+
+def outputs_catalogue(root: Path | None = None) -> Path:
+    """The Chinese edition's words for what the chapter notebooks print (their text outputs,
+    translated line by line when the Chinese pages are rendered; :mod:`tinyk.translations.outputs`):
+    ``locale/zh_CN/outputs.po``."""
+    return course_root(root) / "locale" / LANGUAGE / "outputs.po"
 
 
 def glossary_terms(root: Path | None = None) -> set[str]:

@@ -31,8 +31,8 @@ from typing import Any
 
 from tinyk.switches import FIGURES_ZH, figures_in_chinese
 
-__all__ = ["ENV", "CJK_FAMILY", "enabled", "message_key", "needs_words", "translate", "translate_html",
-           "in_chinese", "catalogue_path", "collecting"]
+__all__ = ["ENV", "CJK_FAMILY", "enabled", "fill", "message_key", "needs_words", "translate",
+           "translate_html", "in_chinese", "catalogue_path", "collecting"]
 
 ENV = FIGURES_ZH  # the switch (tinyk.switches)
 CJK_FAMILY = "Noto Sans CJK SC"  # Debian's fonts-noto-cjk (make cjk-fonts installs it)
@@ -75,6 +75,12 @@ def message_key(text: str) -> tuple[str, list[str]]:
     return _NUMBER.sub(take, text), numbers
 
 
+def fill(message: str, numbers: list[str]) -> str:
+    """A catalogue's translation of a :func:`message_key` message with its numbers put back:
+    ``{0}`` becomes ``numbers[0]``, wherever the translation places it."""
+    return _PLACEHOLDER.sub(lambda m: numbers[int(m[1])], message)
+
+
 def needs_words(text: str) -> bool:
     """Whether ``text`` has words to translate (outside ``$maths$``), not only numbers,
     symbols and one-letter names."""
@@ -92,7 +98,7 @@ def translate(text: str) -> str:
         for missing in _missing:
             missing.add(key)
         return text
-    return _PLACEHOLDER.sub(lambda m: numbers[int(m[1])], chinese)
+    return fill(chinese, numbers)
 
 
 def translate_html(fragment: str) -> str:

@@ -5,9 +5,10 @@ to its one Chinese term, the seed's where the Chinese source chapter has one, an
 variants that must not render it (for a key/value head, "K/V" followed by the Chinese word
 for a head: the seed has a Chinese term of its own; the entry shows both).
 :func:`term_problems` reads every catalogue of the Chinese edition (the pages', the notebooks',
-the code texts of the Chinese student notebooks, the figures' words and the package's own,
-``tinyk/locale/zh_CN.po``) and reports each translated message whose English has a term while
-its Chinese has a wrong variant, naming the catalogue, the message and the term.
+the code texts of the Chinese student notebooks, the figures' words, the notebooks' printed
+output and the package's own, ``tinyk/locale/zh_CN.po``) and reports each translated message
+whose English has a term while its Chinese has a wrong variant, naming the catalogue, the
+message and the term.
 ``python -m tinyk.translations check`` (``make lint``) runs it. A glossary headword (kept
 bilingual: the English, then the Chinese in brackets) must carry its entry's term.
 
@@ -36,6 +37,7 @@ from tinyk.catalogues import (
     catalogues,
     glossary_terms,
     interface_catalogue,
+    outputs_catalogue,
     read_catalogue,
 )
 from tinyk.course import course_root
@@ -156,15 +158,17 @@ def message_term_problems(msgid: str, msgstr: str, terms: list[Term]) -> list[st
 
 def catalogue_messages(root: Path | None = None) -> list[tuple[str, str, str]]:
     """``(catalogue, msgid, msgstr)`` of every message of the Chinese edition: every ``.po``
-    under ``locale/zh_CN/LC_MESSAGES`` (named relative to it), ``figures.po``, ``interface.po``
-    and the package's own words (``tinyk/locale/zh_CN.po``: the mistakes', the class report's)."""
+    under ``locale/zh_CN/LC_MESSAGES`` (named relative to it), ``figures.po``, ``outputs.po``,
+    ``interface.po`` and the package's own words (``tinyk/locale/zh_CN.po``: the mistakes', the
+    class report's)."""
     from tinyk import package_catalogue
     from tinyk.figure_text import catalogue_path
 
     root = course_root(root)
     base = root / "locale" / LANGUAGE / "LC_MESSAGES"
     out = []
-    for path in [*catalogues(root), catalogue_path(root), interface_catalogue(root), package_catalogue.PATH]:
+    for path in [*catalogues(root), catalogue_path(root), outputs_catalogue(root), interface_catalogue(root),
+                 package_catalogue.PATH]:
         catalogue = read_catalogue(path)  # a missing file has no message
         name = (path.relative_to(base).as_posix() if path.is_relative_to(base)
                 else package_catalogue.SHOWN if path == package_catalogue.PATH else path.name)

@@ -7,7 +7,8 @@
 - Execution: myst-nb's cache (``execute_notebooks: cache``) is keyed on the page's code
   cells. The removed first cell carries a hash of the ``tinyk`` package's source (and of
   the figures' Chinese catalogue), so a change to either is a cache miss too;
-  ``env-get-outdated`` re-reads every notebook page when that hash changes.
+  ``env-get-outdated`` re-reads every notebook page when that hash changes (in the Chinese
+  edition, when the printed output's catalogue does too).
   ``tests/test_notebooks.py`` executes each source notebook once (hidden tests included)
   and stores its page view in the same cache, so the book build of ``make test`` reuses
   those outputs instead of executing every notebook again.
@@ -25,7 +26,8 @@
   describe themselves (:meth:`tinyk.plotting.CourseFigure.describe`).
 - ``builder-inited``, Chinese edition: each figure is rendered from the Chinese version
   its output carries (:mod:`tinyk.figure_text`), and an alt text from cell metadata is
-  translated; a figure without one, or a word without a translation, is a warning.
+  translated; a figure without one, or a word without a translation, is a warning. Printed
+  output is translated line by line as a page is read (:mod:`tinyk.translations.outputs`).
 - ``builder-inited``: ``book/_static/tinyk.css`` is added (code wraps, wide equations
   scroll, outputs never widen the column: nothing is cut off on a phone).
 - ``builder-inited`` (HTML): the 05.7 model as an ONNX graph with its manifest
@@ -111,6 +113,11 @@ def _read_as_book(app, docname, source):
 
 def _outdated_when_package_changes(app, env, added, changed, removed):
     current = package_hash()
+    if edition(app) == "zh":  # printed output is translated as a page is read
+        from tinyk.catalogues import outputs_catalogue
+
+        path = outputs_catalogue(Path(app.srcdir))
+        current += hashlib.sha256(path.read_bytes() if path.is_file() else b"").hexdigest()[:16]
     if getattr(env, "tinyk_package_hash", None) == current:
         return []
     env.tinyk_package_hash = current
@@ -236,6 +243,13 @@ def _chinese_figures(app) -> None:
 
     render_mime_type.tinyk_chinese = True
     NbElementRenderer.render_mime_type = render_mime_type
+
+
+def _chinese_outputs(app) -> None:
+    from tinyk.catalogues import outputs_catalogue, translated
+    from tinyk.translations import outputs
+
+    outputs.install(translated(outputs_catalogue(Path(app.srcdir))) if edition(app) == "zh" else None)
 
 
 _HTML_FIXES = (
@@ -371,6 +385,7 @@ def setup(app):
     app.connect("builder-inited", _add_static)
     app.connect("builder-inited", _add_course_model)
     app.connect("builder-inited", _chinese_figures)
+    app.connect("builder-inited", _chinese_outputs)
     app.connect("doctree-resolved", _alt_text_from_png)
     app.add_css_file("tinyk.css")
     app.connect("source-read", _read_as_book)

@@ -25,6 +25,11 @@ The words inside figures are not page prose: they are drawn when a notebook exec
 Their catalogue is ``locale/zh_CN/figures.po`` (:mod:`tinyk.figure_text`); ``update``
 adds the ones the last ``make book`` lacked, and ``check`` checks it like the others.
 
+What the notebooks print is rendered from the same execution too, translated line by line on
+the Chinese pages from ``locale/zh_CN/outputs.po`` (:mod:`~tinyk.translations.outputs`, which
+says which lines have words); ``update`` adds the lines the execution cache holds and the
+catalogue lacks, and ``check`` checks it like the figures'.
+
 One English term has one Chinese term in every catalogue, the figures' included: ``check``
 also fails on a message that renders a term of the term base (``locale/zh_CN/terms.toml``,
 :mod:`tinyk.terms`) another way, naming the catalogue, the message and the term.
@@ -33,6 +38,7 @@ The package, one job a module: :mod:`~tinyk.translations.messages` (what one tra
 message must keep), :mod:`~tinyk.translations.checks` (every catalogue's messages checked),
 :mod:`~tinyk.translations.updates` (the catalogues merged with the English, and a stale one
 found), :mod:`~tinyk.translations.builds` (the Sphinx runs: extraction, the Chinese site),
+:mod:`~tinyk.translations.outputs` (printed output translated, its messages found),
 :mod:`~tinyk.translations.cli` (the commands).
 """
 
@@ -40,11 +46,11 @@ from __future__ import annotations
 
 from tinyk.catalogues import LANGUAGE, catalogues
 from tinyk.translations.builds import build, interface_settings
-from tinyk.translations.checks import figure_problems, interface_problems, problems
+from tinyk.translations.checks import figure_problems, interface_problems, output_problems, problems
 from tinyk.translations.cli import main
 from tinyk.translations.messages import code_problems, message_problems
 from tinyk.translations.updates import code_texts, figure_messages, stale, update, update_code, update_figures
 
 __all__ = ["LANGUAGE", "build", "catalogues", "code_problems", "code_texts", "figure_messages",
            "figure_problems", "interface_problems", "interface_settings", "main", "message_problems",
-           "problems", "stale", "update", "update_code", "update_figures"]
+           "output_problems", "problems", "stale", "update", "update_code", "update_figures"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tinyk.catalogues import LANGUAGE, MATH, catalogues, glossary_terms, interface_catalogue, read_catalogue
 from tinyk.checkout import course_root
@@ -15,9 +16,9 @@ from tinyk.chinese_notebooks import CODE_FOLDER, PLACEHOLDER, placeholders
 from tinyk.student_markdown import STUDENT_WORDS
 from tinyk.translations.messages import code_problems, message_problems
 
-__all__ = ["figure_problems", "interface_problems", "problems"]
+__all__ = ["figure_problems", "interface_problems", "output_problems", "problems"]
 
-_PLACE = re.compile(r"\{\d+\}")  # a number's place in a figure message (tinyk.figure_text)
+_PLACE = re.compile(r"\{\d+\}")  # a number's place in a figure or output message (tinyk.figure_text)
 _FUZZY = "marked fuzzy (the English changed; check the translation)"
 
 
@@ -52,14 +53,16 @@ def problems(root: Path | None = None) -> list[str]:
             found += [f"{name}: {msgid[:60]!r}: {issue}" for issue in issues]
         if catalogue.obsolete:
             found.append(f"{name}: {len(catalogue.obsolete)} obsolete message(s): run update")
-    return found + figure_problems(root) + interface_problems(root) + term_problems(root)
+    return (found + figure_problems(root) + output_problems(root) + interface_problems(root)
+            + term_problems(root))
 
 
-def _catalogue_problems(path: Path, missing: str, checks: tuple[Callable[[str, str], str], ...] = (),
+def _catalogue_problems(path: Path, missing: str, checks: tuple[Callable[..., str], ...] = (),
                         ) -> list[str]:
     """The problems of a catalogue that stands beside the pages' (figures, interface): each
     message untranslated or fuzzy, or translated but failing one of ``checks`` (functions
-    ``(msgid, msgstr) -> problem or ''``); ``missing`` says what to do when there is no file."""
+    ``(msgid, msgstr, message) -> problem or ''``, ``message`` Babel's); ``missing`` says
+    what to do when there is no file."""
     if not path.is_file():
         return [f"{path.name}: missing{missing}"]
     found = []
@@ -70,7 +73,7 @@ def _catalogue_problems(path: Path, missing: str, checks: tuple[Callable[[str, s
         issues = [] if msgstr else ["untranslated"]
         if message.fuzzy:
             issues.append(_FUZZY)
-        issues += [issue for check in checks if msgstr and (issue := check(msgid, msgstr))]
+        issues += [issue for check in checks if msgstr and (issue := check(msgid, msgstr, message))]
         found += [f"{path.name}: {msgid[:60]!r}: {issue}" for issue in issues]
     return found
 
@@ -82,7 +85,7 @@ def interface_problems(root: Path | None = None) -> list[str]:
     translation loses a placeholder (``{url}``)."""
     path = interface_catalogue(course_root(root))
 
-    def places(msgid: str, msgstr: str) -> str:
+    def places(msgid: str, msgstr: str, _message: object) -> str:
         same = msgid not in STUDENT_WORDS or placeholders(msgid) == placeholders(msgstr)
         return "" if same else "a placeholder ({url}, ...) differs from the English"
 
@@ -99,13 +102,29 @@ def figure_problems(root: Path | None = None) -> list[str]:
     (``locale/zh_CN/figures.po``): a number's place ``{0}`` or maths must come through."""
     from tinyk.figure_text import catalogue_path
 
-    def places(msgid: str, msgstr: str) -> str:
-        same = sorted(_PLACE.findall(msgid)) == sorted(_PLACE.findall(msgstr))
-        return "" if same else "a number's place ({0}, {1}, ...) differs from the English"
-
-    def maths(msgid: str, msgstr: str) -> str:
+    def maths(msgid: str, msgstr: str, _message: object) -> str:
         same = sorted(MATH.findall(msgid)) == sorted(MATH.findall(msgstr))
         return "" if same else "maths differs from the English"
 
     return _catalogue_problems(catalogue_path(course_root(root)),
-                               ": run `make translations` after `make book`", (places, maths))
+                               ": run `make translations` after `make book`", (_number_places, maths))
+
+
+def _number_places(msgid: str, msgstr: str, _message: object) -> str:
+    same = sorted(_PLACE.findall(msgid)) == sorted(_PLACE.findall(msgstr))
+    return "" if same else "a number's place ({0}, {1}, ...) differs from the English"
+
+
+def output_problems(root: Path | None = None) -> list[str]:
+    """Every untranslated, fuzzy or damaged message of the printed output's catalogue
+    (``locale/zh_CN/outputs.po``, :mod:`tinyk.translations.outputs`): a number's place must come
+    through, and a line translated as itself must say why (a translator comment ``kept: ...``)."""
+    from tinyk.catalogues import outputs_catalogue
+    from tinyk.translations.outputs import KEPT
+
+    def kept(msgid: str, msgstr: str, message: Any) -> str:
+        reason = any(c.strip().startswith(KEPT) for c in message.user_comments)
+        return "" if msgstr != msgid or reason else f"translated as itself without a '# {KEPT} why' comment"
+
+    return _catalogue_problems(outputs_catalogue(course_root(root)),
+                               ": run `make translations` after `make book`", (_number_places, kept))

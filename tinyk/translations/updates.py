@@ -1,7 +1,7 @@
 """The catalogues in step with the English (the Chinese edition, the book's *For instructors*
 page): ``python -m tinyk.translations update`` merges the English messages of the pages, of
-the student notebooks' code and of the figures into the catalogues (:func:`update`), and
-``check`` lists a catalogue that ``update`` would change (:func:`stale`)."""
+the student notebooks' code, of the figures and of the notebooks' printed output into the
+catalogues (:func:`update`), and ``check`` lists a catalogue that ``update`` would change (:func:`stale`)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from tinyk.checkout import course_root, notebook_paths
 from tinyk.chinese_notebooks import CODE_FOLDER, code_catalogue_path, code_messages
 from tinyk.exercises import source_text
 from tinyk.translations.builds import extract
+from tinyk.translations.outputs import update_outputs
 
 __all__ = ["code_texts", "figure_messages", "stale", "update", "update_code", "update_figures"]
 
@@ -145,6 +146,9 @@ def update(root: Path | None = None) -> int:
     added = update_figures(root)
     if added:
         print(f"{added} new figure message(s) in locale/{LANGUAGE}/figures.po")
+    added = update_outputs(root)
+    if added:
+        print(f"{added} new printed-output message(s) in locale/{LANGUAGE}/outputs.po")
     return 0
 
 

@@ -1,0 +1,82 @@
+"""The Chinese chapter pages print in Chinese (``_build/html/zh/notebooks``, built from the
+same execution as the English pages; :mod:`tinyk.translations.outputs`).
+
+Read from the built HTML, no browser: every line of a printed output (a stream, a text
+result) that holds an English phrase, two Latin words joined by one space outside quoted
+strings and ``<...>``, also holds Chinese, or is one of the lines the catalogue keeps as
+printed (each with its reviewed reason, ``# kept: ...`` in ``locale/zh_CN/outputs.po``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tinyk import course
+
+pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site-zh")]
+HTML = course.ROOT / "_build" / "html"
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_DATA = re.compile(r"""(?<![A-Za-z])'[^'\n]*'|"[^"\n]*"|<[^<>\n]*>""")
+_PHRASE = re.compile(r"(?<![\w.])[A-Za-z]{2,} [A-Za-z]{2,}(?![\w(])")
+
+
+def _printed_lines(page) -> list[str]:
+    from bs4 import BeautifulSoup, SoupStrainer
+
+    # Only myst-nb's printed outputs are parsed: a third of the time of the whole page.
+    outputs = SoupStrainer("div", class_=re.compile(r"^output (stream|text_plain)\b"))
+    blocks = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser", parse_only=outputs).select("pre")
+    return [line for block in blocks for line in re.split(r"\r\n|\r|\n", block.get_text())]
+
+
+def _kept() -> set[str]:
+    from tinyk.catalogues import outputs_catalogue, read_catalogue
+    from tinyk.translations.outputs import KEPT
+
+    return {str(m.id) for m in read_catalogue(outputs_catalogue())
+            if m.id and any(c.startswith(KEPT) for c in m.user_comments)}
+
+
+def _english(line: str) -> bool:
+    return bool(_PHRASE.search(_DATA.sub(" ", line))) and not _CJK.search(line)
+
+
+@pytest.fixture(scope="module")
+def pages():
+    found = sorted((HTML / "zh" / "notebooks").glob("*.html"))
+    if not found:
+        pytest.skip("no Chinese edition in _build/html/zh: build it first (make book)")
+    return {page.stem: (_printed_lines(page), _printed_lines(HTML / "notebooks" / page.name))
+            for page in found}
+
+
+def test_every_printed_line_with_words_on_a_chinese_chapter_page_is_chinese(pages):
+    from tinyk.figure_text import message_key
+
+    kept = _kept()
+    assert len(pages) == len(course.notebook_paths())
+    english = {stem: left for stem, (zh, _) in pages.items()
+               if (left := [ln for ln in zh if _english(ln) and message_key(ln)[0] not in kept])}
+    assert english == {}, f"printed lines left in English on the Chinese pages: {english}"
+
+
+def test_the_chinese_pages_print_the_english_pages_lines_in_chinese(pages):
+    # The same execution, line for line: each English phrase is Chinese on the Chinese page, or
+    # a line the catalogue keeps as printed, and the lines without words are the same.
+    from tinyk.figure_text import message_key
+
+    kept, phrases = _kept(), 0
+    for stem, (zh, en) in pages.items():
+        assert len(zh) == len(en), stem
+        for z, e in zip(zh, en, strict=True):
+            phrases += _english(e)
+            if message_key(e)[0] in kept:
+                assert z == e, (stem, e, z)
+            elif _english(e):
+                assert _CJK.search(z), (stem, e, z)
+    assert phrases >= 130, phrases  # 141 lines with an English phrase when this was written
+    rope = pages["05_3_rope"]
+    assert "largest change of any score under a common shift: 1.64e-14" in rope[1]
+    assert "所有位置共同平移时，分数的最大变化：1.64e-14" in rope[0]

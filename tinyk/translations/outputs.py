@@ -1,0 +1,192 @@
+"""What the chapter notebooks print, in Chinese on the Chinese pages (the book's *For
+instructors* page; :mod:`tinyk.translations`).
+
+The Chinese build renders the outputs of the same execution as the English one (the book's
+execution cache): nothing runs again. Each text a page shows, a stream (``print``'s
+stdout, stderr) or a ``text/plain`` result that is its output's only form, is translated
+line by line from the catalogue ``locale/zh_CN/outputs.po``, with the numbers taken out of
+the message as figures' are (:func:`tinyk.figure_text.message_key`): ``"first loss 2.604,
+mean of the last 50 steps 0.666"`` is looked up as ``"first loss {0}, mean of the last {1}
+steps {2}"`` and its Chinese gets the numbers back, in the places Chinese word order gives
+them. A line is one message: its spacing (a table's columns) is part of it.
+
+Which lines are translated (:func:`has_words`): a line that still has a word of two Latin
+letters or more once what is data or code is taken out of it:
+
+- quoted strings (``'4+3\\n'``, a generated text, a token) and ``<...>`` (a repr, a special
+  token such as ``<|im_end|>``);
+- code names: a name with ``_`` or ``.`` in it (``repeat_kv``, ``torch.float64``), a name
+  followed by ``=``, ``(`` or ``[`` (``dtype=``, ``tensor(``), a CamelCase or all-capitals
+  name (``RMSNorm``, ``DecoderLayer``, ``GQA``);
+- Python's and JSON's literals (``True``, ``False``, ``None``, ``nan``, ``inf``, ``true``,
+  ``false``, ``null``) and numbers.
+
+Every other line (numbers, shapes, tensors, dicts, a JSON report, the sums a model wrote)
+stays as printed, and so does an error's traceback (only streams and text results are
+translated). A progress bar (``training:  42%|████ | 253/600 [...]``) has its description
+translated and the rest kept. A line with words that is code or data after all (a module
+listing's ``dropout  Dropout`` row, a chat template's text) is translated as itself, and its
+catalogue entry says why in a translator comment that starts with ``kept:`` (``check``
+fails on a message translated as itself without one).
+
+A line the catalogue lacks stays English and is a warning of the Chinese build that names it
+(the build runs with ``-W``); ``python -m tinyk.translations update`` adds the lines of the
+executed notebooks in the execution cache (:func:`output_messages`) to the catalogue,
+untranslated, and ``check`` fails on each untranslated, fuzzy or damaged one.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from tinyk.catalogues import outputs_catalogue, read_catalogue
+from tinyk.checkout import course_root, notebook_paths
+from tinyk.figure_text import fill, message_key, needs_words
+
+__all__ = ["KEPT", "has_words", "install", "output_messages", "printed_texts", "translate_line",
+           "translate_text", "translated_outputs", "update_outputs"]
+
+KEPT = "kept:"  # a translator comment that starts so explains a message translated as itself
+_DATA = re.compile(r"""(?<![A-Za-z])'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|<[^<>\n]*>""")
+_CODE = re.compile(r"\w+(?:[._]\w+)+|\w+(?=[=(\[])|\b[A-Za-z]*[a-z][A-Z]\w*|\b[A-Z]{2,}\w*")
+_LITERAL = re.compile(r"\b(?:True|False|None|nan|inf|true|false|null)\b")
+_PROGRESS = re.compile(r"^(\s*)([^:|]*[A-Za-z][^:|]*)(:\s*\d+%\|.*)$")  # tqdm: "desc:  42%|...| n/N [...]"
+_BREAK = re.compile(r"(\r\n|\r|\n)")
+_REMOVED = {"remove-cell", "remove_cell", "remove-output", "remove_output"}
+
+
+def has_words(line: str) -> bool:
+    """Whether a printed ``line`` is translated: it has words once quoted strings, reprs, code
+    names, literals and numbers are out (the rule of this module's docstring)."""
+    return needs_words(_LITERAL.sub(" ", _CODE.sub(" ", _DATA.sub(" ", line))))
+
+
+def translate_line(line: str, catalogue: Mapping[str, str]) -> tuple[str, str | None]:
+    """(``line`` in Chinese, None), or (``line`` as it is, its message) when ``catalogue``
+    (message -> translation) lacks it; a line without words comes back as it is."""
+    bar = _PROGRESS.match(line)
+    if bar:
+        words, missing = translate_line(bar[2], catalogue)
+        return bar[1] + words + bar[3], missing
+    if not has_words(line):
+        return line, None
+    key, numbers = message_key(line)
+    chinese = catalogue.get(key)
+    return (line, key) if chinese is None else (fill(chinese, numbers), None)
+
+
+def translate_text(text: str, catalogue: Mapping[str, str]) -> tuple[str, list[str]]:
+    """(``text`` translated line by line, its line breaks kept as they are; the messages
+    ``catalogue`` lacks, in order)."""
+    parts, missing = _BREAK.split(text), []
+    for n in range(0, len(parts), 2):  # odd places hold the line breaks
+        parts[n], lacking = translate_line(parts[n], catalogue)
+        if lacking is not None:
+            missing.append(lacking)
+    return "".join(parts), missing
+
+
+def printed_texts(cell: Mapping[str, Any]) -> Iterator[tuple[int, str]]:
+    """(output index, field) of each text the page shows of a notebook ``cell``: a stream's
+    ``"text"``, or a result's ``"text/plain"`` when that is its only form (a figure's
+    ``<Figure ...>`` is not shown); none for a cell or output a tag removes."""
+    tags = set(cell.get("metadata", {}).get("tags", []))
+    if cell.get("cell_type") != "code" or tags & _REMOVED:
+        return
+    for n, output in enumerate(cell.get("outputs", [])):
+        kind = output.get("output_type")
+        if kind == "stream" and f"remove-{output.get('name')}" not in tags:
+            yield n, "text"
+        elif kind in ("execute_result", "display_data") and set(output.get("data", {})) == {"text/plain"}:
+            yield n, "text/plain"
+
+
+def _text(value: str | list[str]) -> str:
+    return "".join(value) if isinstance(value, list) else value
+
+
+def translated_outputs(cell: Mapping[str, Any], catalogue: Mapping[str, str]) -> tuple[list[Any], list[str]]:
+    """(a copy of ``cell``'s outputs with their printed texts in Chinese, the messages
+    ``catalogue`` lacks)."""
+    outputs, missing = copy.deepcopy(list(cell.get("outputs", []))), []
+    for n, field in printed_texts(cell):
+        holder = outputs[n] if field == "text" else outputs[n]["data"]
+        holder[field], lacking = translate_text(_text(holder[field]), catalogue)
+        missing += lacking
+    return outputs, missing
+
+
+def install(catalogue: Mapping[str, str] | None) -> None:
+    """Make myst-nb's notebook client hand the renderer each code cell's outputs translated
+    from ``catalogue`` (the Chinese build), each missing message a warning naming it; with
+    ``None`` (the English build), as they are."""
+    from myst_nb.core.execute.base import NotebookClientBase
+
+    original = getattr(NotebookClientBase.code_cell_outputs, "tinyk_original",
+                       NotebookClientBase.code_cell_outputs)
+    if catalogue is None:
+        NotebookClientBase.code_cell_outputs = original
+        return
+
+    def code_cell_outputs(self, cell_index: int) -> tuple[int | None, list[Any]]:
+        count, _ = original(self, cell_index)
+        outputs, missing = translated_outputs(self.notebook["cells"][cell_index], catalogue)
+        for message in dict.fromkeys(missing):
+            self.logger.warning(f"cell {cell_index}: printed output without a Chinese translation: "
+                                f"{message!r} (`make translations` adds it to locale/zh_CN/outputs.po)",
+                                subtype="output_text")
+        return count, outputs
+
+    code_cell_outputs.tinyk_original = original
+    NotebookClientBase.code_cell_outputs = code_cell_outputs
+
+
+def _executed_notebooks(root: Path) -> dict[str, Any]:
+    """stem -> the newest executed page view of each chapter notebook in the book's
+    execution cache (``_build/.jupyter_cache``; none when there is no cache)."""
+    cache_dir = root / "_build" / ".jupyter_cache"
+    if not cache_dir.is_dir():
+        return {}
+    from jupyter_cache import get_cache
+
+    stems = {path.stem for path in notebook_paths(root)}
+    cache = get_cache(str(cache_dir))
+    newest = {}
+    for record in sorted(cache.list_cache_records(), key=lambda r: r.created):
+        if Path(record.uri).stem in stems:
+            newest[Path(record.uri).stem] = record.pk
+    return {stem: cache.get_cache_bundle(pk).nb for stem, pk in sorted(newest.items())}
+
+
+def output_messages(root: Path | None = None) -> dict[str, list[str]]:
+    """message -> the notebooks that print it: every line with words that a chapter page
+    shows, from the newest execution of each notebook in the book's execution cache."""
+    found: dict[str, list[str]] = {}
+    for stem, nb in _executed_notebooks(course_root(root)).items():
+        for cell in nb.cells:
+            for message in translated_outputs(cell, {})[1]:
+                found.setdefault(message, [])
+                if stem not in found[message]:
+                    found[message].append(stem)
+    return found
+
+
+def update_outputs(root: Path | None = None) -> int:
+    """Add the printed lines :func:`output_messages` finds to ``outputs.po``, untranslated,
+    each with the notebooks that print it as a comment; returns how many were added."""
+    from babel.messages.pofile import write_po
+
+    path = outputs_catalogue(course_root(root))
+    catalogue = read_catalogue(path)
+    found = output_messages(root)
+    new = sorted(m for m in found if m not in catalogue)
+    for message in new:
+        catalogue.add(message, auto_comments=[", ".join(found[message])])
+    if new:
+        with path.open("wb") as f:
+            write_po(f, catalogue, width=100, omit_header=False)
+    return len(new)
