@@ -41,9 +41,14 @@ def test_a_damaged_translation_is_reported(damaged, problem):
     assert any(problem in p for p in message_problems(ENGLISH, damaged)), message_problems(ENGLISH, damaged)
 
 
-def test_glossary_terms_and_display_maths_stay_as_they_are():
-    assert message_problems("KV cache (键值缓存)", "键值缓存", keep=True) != []
-    assert message_problems("KV cache (键值缓存)", "KV cache (键值缓存)", keep=True) == []
+def test_glossary_headwords_read_chinese_first_and_display_maths_stay_as_they_are():
+    assert message_problems("KV cache (键值缓存)", "键值缓存（KV cache）", headword=True) == []
+    assert message_problems("Batch (批量)", "批量（batch）", headword=True) == []
+    assert message_problems("Token", "token", headword=True) == []  # a term the Chinese keeps in English
+    for wrong in ("键值缓存", "KV cache (键值缓存)", "键值缓存 (KV cache)", "键值缓存（kV cache）"):
+        found = message_problems("KV cache (键值缓存)", wrong, headword=True)
+        assert found == ["write '键值缓存（KV cache）': a glossary headword reads Chinese first, its English "
+                         "in full-width brackets"], (wrong, found)
     assert message_problems("\na = b\n", "\na = b（公式）\n") != []
 
 
