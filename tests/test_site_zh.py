@@ -2,9 +2,10 @@
 
 The checks of ``test_site.py`` and ``test_accessibility.py`` (offline loading, axe, a
 phone's width) walk every page under ``_build/html``, this edition's included. Here:
-every page's prose is Chinese, each page links to the same page in the other edition (in
-the browser, both ways), and a Chinese chapter page works as an English one does: maths
-typeset, solution toggles, sliders, no request leaving the machine.
+every page's prose is Chinese, and so are the comments of the code shown; the glossary reads
+Chinese first in pinyin order and every term link lands on its entry; each page links to the
+same page in the other edition (in the browser, both ways), and a Chinese chapter page works
+as an English one does: maths typeset, solution toggles, sliders, no request leaving the machine.
 """
 
 from __future__ import annotations
@@ -155,10 +156,105 @@ def test_navigation_captions_are_chinese():
 
 def test_glossary_terms_and_citations_resolve_in_chinese():
     glossary = sitecheck.visible_text(ZH / "book" / "glossary.html")
-    assert "KV cache (键值缓存)" in glossary and "缓存" in glossary
+    assert "键值缓存（KV cache）" in glossary and "KV cache (键值缓存)" not in glossary
     rope = (ZH / "notebooks" / "05_3_rope.html").read_text(encoding="utf-8")
     assert 'href="../book/glossary.html#term-KV-cache"' in rope
     assert "references.html#" in rope  # the citation of RoFormer
+
+
+def _soup(path):
+    from bs4 import BeautifulSoup
+
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+_CELL_SOURCE = re.compile(r'<div class="cell_input[^"]*">.*?<pre>(.*?)</pre>', re.S)
+
+
+def _code_shown(path) -> list[str]:
+    """The source of each code cell a chapter page shows, as a reader reads it (Pygments'
+    spans out, entities decoded)."""
+    import html
+
+    text = path.read_text(encoding="utf-8")
+    return [html.unescape(re.sub(r"<[^>]+>", "", pre)) for pre in _CELL_SOURCE.findall(text)]
+
+
+def test_chinese_chapter_pages_show_the_code_that_ran_with_chinese_comments():
+    """Every comment and docstring of the code a chapter page shows (solutions included) is the
+    catalogue's Chinese on the Chinese page and English on the English one; the code itself,
+    string literals aside, is the English page's token for token (tinyk.translations.pages)."""
+    from tinyk.chinese_notebooks import code_catalogue_path, code_messages, load_messages, same_code
+
+    checked = {}
+    for source in course.notebook_paths():
+        rel = f"notebooks/{source.stem}.html"
+        chinese, english = _code_shown(ZH / rel), _code_shown(HTML / rel)
+        assert len(chinese) == len(english) > 0, rel
+        words = load_messages(code_catalogue_path(course.ROOT, source.stem), code=True)
+        count = 0
+        for zh, en in zip(chinese, english, strict=True):
+            assert same_code(zh, en), f"{rel}: the Chinese code differs: {zh[:80]!r}"
+            for msgid, kind in code_messages(en):
+                if kind not in ("comment", "docstring"):
+                    continue
+                first = words[msgid].split("\n")[0]  # KeyError: the check lets none be missing
+                assert first in zh and msgid.split("\n")[0] in en, f"{rel}: {msgid[:60]!r}"
+                if kind == "comment" and first != msgid:
+                    assert f"# {msgid}" not in zh, f"{rel}: English comment left: {msgid[:60]!r}"
+                count += 1
+        checked[rel] = count
+    assert len(checked) == len(course.notebook_paths()) >= 9
+    assert sum(checked.values()) >= 150 and all(checked.values()), checked
+
+
+def _pinyin(text: str) -> list[str]:
+    """The syllables of a headword with their tones (``can2``), Latin words as they are."""
+    from pypinyin import Style, lazy_pinyin
+
+    parts = lazy_pinyin(text.split("\uff08")[0], style=Style.TONE3, neutral_tone_with_five=True)
+    return [p.strip().lower() for p in parts if re.search("[A-Za-z]", p)]
+
+
+def _glossary(edition) -> list[tuple[str, str]]:
+    soup = _soup(edition / "book" / "glossary.html")
+    for link in soup.select("dl.glossary dt a.headerlink"):
+        link.decompose()
+    return [(dt["id"], dt.get_text().strip()) for dt in soup.select("dl.glossary > dt")]
+
+
+def test_the_chinese_glossary_reads_chinese_first_in_pinyin_order():
+    """“批量（batch）”: each headword of the Chinese glossary is its Chinese term, then the
+    English one in full-width brackets (a term the Chinese prose keeps in English, token,
+    stands alone), and the entries are in pinyin order, as a Chinese dictionary's."""
+    english, chinese = dict(_glossary(HTML)), _glossary(ZH)
+    assert len(chinese) == len(english) >= 26 and {i for i, _ in chinese} == set(english)
+    for anchor, headword in chinese:
+        en, _, zh = english[anchor].partition(" (")
+        if zh:  # a plain word's capital goes ("batch"), a name's stays ("KV cache", "SwiGLU")
+            en = en[0].lower() + en[1:] if en.split()[0][1:].islower() else en
+            assert headword == f"{zh[:-1]}\uff08{en}\uff09", (english[anchor], headword)
+        else:
+            assert headword == en.lower() and en in ("Token", "Logits"), (english[anchor], headword)
+    order = [headword for _, headword in chinese]
+    assert order == sorted(order, key=_pinyin), order
+    assert order[:3] == ["残差连接（residual connection）", "残差流（residual stream）", "层归一化（layer "
+                         "normalisation, LayerNorm）"]
+    assert [h for h in order if h.startswith(("提示词", "token", "贪心", "logits"))] == [
+        "logits", "贪心解码（greedy decoding）", "提示词（prompt）", "token"]
+
+
+@pytest.mark.parametrize("edition", ["en", "zh"])
+def test_every_glossary_link_lands_on_its_entry(edition):
+    root = HTML if edition == "en" else ZH
+    entries = {anchor for anchor, _ in _glossary(root)}
+    paths = sorted(p for p in root.rglob("*.html")
+                   if not {"_static", "_sources", "zh"} & set(p.relative_to(root).parts))
+    links = [(path.relative_to(root).as_posix(), anchor) for path in paths for anchor in
+             re.findall(r'href="[^"#]*glossary\.html#([^"]+)"', path.read_text(encoding="utf-8"))]
+    assert len(links) >= 25
+    lost = [(path, anchor) for path, anchor in links if anchor not in entries]
+    assert lost == [], lost
 
 
 def test_language_switch_works_both_ways_in_the_browser(page, site_url):  # noqa: F811

@@ -73,6 +73,7 @@ def test_a_wrong_variant_is_named_with_its_term(terms, english, chinese, term):
     ("Tiny-K has 19,008 unique parameters", "Tiny-K 有 19,008 个唯一参数"),  # a name, not the word tiny
     ("Taking apart a small LLaMA-style decoder", "把一个小型 LLaMA 风格解码器拆开"),  # small is 小型
     ("Embedding (词嵌入)", "Embedding (词嵌入)"),  # a glossary headword: its Chinese is checked
+    ("Batch (批量)", "批量（batch）"),  # and so is it written Chinese first (“batch” is the English)
 ])
 def test_a_right_rendering_or_an_allowed_context_passes(terms, english, chinese):
     assert message_term_problems(english, chinese, terms) == []
@@ -80,6 +81,23 @@ def test_a_right_rendering_or_an_allowed_context_passes(terms, english, chinese)
 
 def test_a_glossary_headword_is_checked_in_its_parentheses(terms):
     assert message_term_problems("Tied weights (权重共享)", "Tied weights (权重共享)", terms) != []
+    assert message_term_problems("Tied weights (权重共享)", "权重共享（tied weights）", terms) != []
+
+
+def test_a_headword_without_brackets_names_a_term_kept_in_english(tmp_path):
+    for folder in ("book", "notebooks"):
+        (tmp_path / folder).mkdir()
+    shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
+    (tmp_path / TERMS_FILE).parent.mkdir(parents=True)
+    shutil.copy(ROOT / TERMS_FILE, tmp_path / TERMS_FILE)
+    glossary = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
+    assert "\nToken\n" in glossary and "\nLogits\n" in glossary
+    (tmp_path / "book" / "glossary.md").write_text(glossary, encoding="utf-8")
+    assert glossary_problems(tmp_path) == []
+    (tmp_path / "book" / "glossary.md").write_text(glossary.replace("\nBatch (批量)\n", "\nBatch\n"),
+                                                   encoding="utf-8")
+    assert glossary_problems(tmp_path) == [
+        "glossary: 'Batch': the headword's Chinese is not the term base's “批量”"]
 
 
 def test_a_planted_inconsistent_term_fails_the_check_naming_catalogue_message_and_term(tmp_path):

@@ -15,14 +15,17 @@ from tinyk.checkout import course_root
 if TYPE_CHECKING:
     from babel.messages.catalog import Catalog
 
-__all__ = ["CODE", "LANGUAGE", "LINK", "MATH", "ROLE", "catalogues", "glossary_terms", "interface_catalogue",
-           "outputs_catalogue", "read_catalogue", "translated"]
+__all__ = ["CODE", "LANGUAGE", "LINK", "MATH", "ROLE", "catalogues", "chinese_headword", "glossary_terms",
+           "interface_catalogue", "outputs_catalogue", "read_catalogue", "translated"]
 
 LANGUAGE = "zh_CN"
 ROLE = re.compile(r"\{([a-z:-]+)\}`([^`]*)`")  # {term}`shown <target>`: its name, its text
 MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
 CODE = re.compile(r"``(.+?)``|`([^`\n]+)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>\s]+)>")
+HEADWORD = re.compile(r"^(?P<english>[^()]+?) \((?P<chinese>[^()]+)\)$")  # "KV cache (...)"
+# The brackets of the Chinese edition's headwords: full-width, as Chinese prose has them.
+_OPEN, _CLOSE = "\uff08", "\uff09"
 
 
 def read_catalogue(path: Path) -> Catalog:
@@ -67,3 +70,21 @@ def glossary_terms(root: Path | None = None) -> set[str]:
     text = (course_root(root) / "book" / "glossary.md").read_text(encoding="utf-8")
     block = text.split("```{glossary}")[1].split("```")[0]
     return {ln.strip() for ln in block.splitlines() if ln.strip() and not ln.startswith(" ")}
+
+
+def chinese_headword(headword: str) -> str:
+    """How the Chinese edition writes a glossary headword of the English one: its Chinese
+    first, then its English in full-width brackets, a plain word's first letter in lower
+    case (``Batch (<Chinese>)`` becomes ``<Chinese>(batch)`` with full-width brackets;
+    ``KV cache`` and ``RMSNorm`` keep their capitals). A headword without brackets names a
+    term the Chinese prose keeps in English (``Token``): it reads as the prose writes it,
+    ``token``. Only the words shown change: the entry's anchor and every ``{term}``
+    reference stay the English headword's."""
+    match = HEADWORD.match(headword.strip())
+    english, chinese = (match["english"], match["chinese"]) if match else (headword.strip(), "")
+
+    def plain(word: str) -> str:
+        return word[0].lower() + word[1:] if word[:2].istitle() and word.split()[0][1:].islower() else word
+
+    english = ", ".join(plain(part) for part in english.split(", "))
+    return f"{chinese}{_OPEN}{english}{_CLOSE}" if chinese else english

@@ -18,7 +18,9 @@ its words replaced, never its code:
   messages (a dictionary of hints, say). :func:`code_messages` extracts them from the English
   student version (``python -m tinyk.translations update`` writes the catalogue); an f-string's
   placeholders come through unchanged (``python -m tinyk.translations check`` says so when
-  one does not). nbgrader's metadata stays the English student version's.
+  one does not). nbgrader's metadata stays the English student version's. The Chinese
+  site's code cells show their comments and docstrings from the same catalogue
+  (:mod:`tinyk.translations.pages`).
 """
 
 from __future__ import annotations
@@ -34,11 +36,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CODE_FOLDER", "PLACEHOLDER", "code_catalogue_path", "code_messages", "load_messages",
+__all__ = ["CODE_FOLDER", "KINDS", "PLACEHOLDER", "code_catalogue_path", "code_messages", "load_messages",
            "placeholders", "same_code", "stripped", "translate_code",
            "translate_markdown"]
 
 CODE_FOLDER = "code"  # under locale/zh_CN/LC_MESSAGES/, one catalogue per notebook
+KINDS = ("comment", "docstring", "message")  # the kinds of code text (:func:`code_messages`)
 _WORDS = re.compile(r"[A-Za-z]{2,}")
 _EXTENSIONS = {"colon_fence", "dollarmath", "amsmath", "deflist", "substitution"}  # as _config.yml
 # An f-string's placeholder, ``{got!r}`` or ``{x[0, 0]:.3g}`` (one level of nested braces).
@@ -312,11 +315,15 @@ def code_messages(source: str) -> list[tuple[str, str]]:
     return [(t.msgid, t.kind) for t in sorted(code_texts(source), key=lambda t: t.start)]
 
 
-def translate_code(source: str, messages: dict[str, str], missing: list[str], where: str = "") -> str:
-    """``source`` with each text of :func:`code_texts` replaced by its translation in
-    ``messages``; texts without one are appended to ``missing`` and left as they are."""
+def translate_code(source: str, messages: dict[str, str], missing: list[str], where: str = "",
+                   kinds: tuple[str, ...] = KINDS) -> str:
+    """``source`` with each text of :func:`code_texts` of one of ``kinds`` replaced by its
+    translation in ``messages``; texts without one are appended to ``missing`` and left as
+    they are."""
     lines = source.split("\n")
     for text in sorted(code_texts(source), key=lambda t: t.start, reverse=True):
+        if text.kind not in kinds:
+            continue
         new = messages.get(text.msgid)
         if new is None:
             missing.append(f"{where}: {text.msgid[:70]!r}")

@@ -35,6 +35,7 @@ from tinyk.catalogues import (
     MATH,
     ROLE,
     catalogues,
+    chinese_headword,
     glossary_terms,
     interface_catalogue,
     outputs_catalogue,
@@ -132,12 +133,13 @@ def message_term_problems(msgid: str, msgstr: str, terms: list[Term]) -> list[st
     """The terms a translation renders with a wrong variant, each as ``“term” is written
     “variant”, the term base says “Chinese”`` (an empty list when none is).
 
-    A message kept as the English has it (a bilingual glossary headword, "Tied weights,
-    weight tying" and its Chinese in brackets) is checked in its brackets."""
+    A glossary headword ("Tied weights, weight tying" and its Chinese in brackets), kept as
+    it is or written Chinese first (:func:`tinyk.catalogues.chinese_headword`), is checked
+    in the English's brackets."""
     if not msgstr:
         return []
     english, chinese = _prose(msgid), _prose(msgstr)
-    if msgstr == msgid:
+    if msgstr in (msgid, chinese_headword(msgid)):
         english = _PAREN.sub(" ", msgid)
         chinese = " ".join(p for p in _PAREN.findall(msgid) if _CJK.search(p))
     found = []
@@ -178,13 +180,14 @@ def catalogue_messages(root: Path | None = None) -> list[tuple[str, str, str]]:
 
 def glossary_problems(root: Path | None = None, terms: list[Term] | None = None) -> list[str]:
     """Glossary headwords whose Chinese is not their term-base entry's: the brackets of
-    "Batch (...)" must hold the ``zh`` of the entry whose English it names."""
+    "Batch (...)" must hold the ``zh`` of the entry whose English it names, and a headword
+    without brackets ("Token") names a term whose ``zh`` is its English."""
     root = course_root(root)
     terms = load_terms(root) if terms is None else terms
     found = []
     for headword in sorted(glossary_terms(root)):
         english = _PAREN.sub(" ", headword)
-        chinese = " ".join(_PAREN.findall(headword))
+        chinese = " ".join(_PAREN.findall(headword)) or headword.lower()
         for term in terms:
             if term.found_in(english) and term.pattern.fullmatch(english.split(",")[0].strip()) \
                     and term.chinese not in chinese:

@@ -28,6 +28,8 @@
   its output carries (:mod:`tinyk.figure_text`), and an alt text from cell metadata is
   translated; a figure without one, or a word without a translation, is a warning. Printed
   output is translated line by line as a page is read (:mod:`tinyk.translations.outputs`).
+- ``doctree-read``, Chinese edition: code cells show Chinese comments and docstrings (what
+  ran is the English), the glossary is in pinyin order (:mod:`tinyk.translations.pages`).
 - ``builder-inited``: ``book/_static/tinyk.css`` is added (code wraps, wide equations
   scroll, outputs never widen the column: nothing is cut off on a phone).
 - ``builder-inited`` (HTML): the 05.7 model as an ONNX graph with its manifest
@@ -252,6 +254,20 @@ def _chinese_outputs(app) -> None:
     outputs.install(translated(outputs_catalogue(Path(app.srcdir))) if edition(app) == "zh" else None)
 
 
+def _chinese_page(app, doctree):
+    if edition(app) != "zh":
+        return
+    from tinyk.translations import pages
+
+    pages.sort_glossaries(doctree)
+    source = Path(app.env.doc2path(app.env.docname))
+    if source.suffix == ".ipynb":
+        catalogue, missing = pages.translate_page(doctree, Path(app.srcdir), source)
+        app.env.note_dependency(str(catalogue))  # an edited translation: the page is read again
+        for line in missing:
+            _LOG.warning(f"{line}: no translation in {catalogue.name} (run `make translations`)")
+
+
 _HTML_FIXES = (
     ('<summary><span class="toctree-toggle" role="presentation">',
      '<summary aria-label="Show or hide the sections of this entry">'
@@ -386,6 +402,7 @@ def setup(app):
     app.connect("builder-inited", _add_course_model)
     app.connect("builder-inited", _chinese_figures)
     app.connect("builder-inited", _chinese_outputs)
+    app.connect("doctree-read", _chinese_page)
     app.connect("doctree-resolved", _alt_text_from_png)
     app.add_css_file("tinyk.css")
     app.connect("source-read", _read_as_book)

@@ -11,15 +11,19 @@ translation of each message. The Chinese site is the same build with ``language`
     python -m tinyk.translations build    # the Chinese edition, into _build/html/zh
 
 A translated message must keep what is not prose exactly as the English has it: inline
-code, maths, link targets, citation keys and glossary targets (:func:`problems`). Glossary
-terms are already bilingual (the English term, then the Chinese in brackets) and stay as they
-are in both editions, so that every ``{term}`` reference finds its entry.
+code, maths, link targets, citation keys and glossary targets (:func:`problems`). The
+glossary's headwords are bilingual in the English (the English term, then the Chinese in
+brackets) and every ``{term}`` reference names one; the Chinese edition writes each Chinese
+first, its English in full-width brackets (:func:`tinyk.catalogues.chinese_headword`), in
+pinyin order, with the English headword's anchor (:mod:`~tinyk.translations.pages`).
 
 The words a learner reads in the code cells of the Chinese student notebooks (comments,
 docstrings, test messages; :mod:`tinyk.chinese_notebooks`) are in one catalogue per notebook,
 ``locale/zh_CN/LC_MESSAGES/code/<stem>.po``, extracted from the English student versions by
 ``update`` and checked by ``check`` like the pages' (an f-string's placeholders, quotes and
-escapes must come through as well).
+escapes must come through as well). The same catalogues give the comments and docstrings of
+the code the Chinese site's chapter pages show, solutions included
+(:mod:`~tinyk.translations.pages`).
 
 The words inside figures are not page prose: they are drawn when a notebook executes.
 Their catalogue is ``locale/zh_CN/figures.po`` (:mod:`tinyk.figure_text`); ``update``
@@ -39,7 +43,8 @@ message must keep), :mod:`~tinyk.translations.checks` (every catalogue's message
 :mod:`~tinyk.translations.updates` (the catalogues merged with the English, and a stale one
 found), :mod:`~tinyk.translations.builds` (the Sphinx runs: extraction, the Chinese site),
 :mod:`~tinyk.translations.outputs` (printed output translated, its messages found),
-:mod:`~tinyk.translations.cli` (the commands).
+:mod:`~tinyk.translations.pages` (what the Chinese build changes in a page it
+has read), :mod:`~tinyk.translations.cli` (the commands).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ def _page_problems(name: str, msgid: str, msgstr: str, terms: set[str]) -> list[
     if name.startswith(f"{CODE_FOLDER}/"):  # an f-string's placeholders are code, not words
         issues = message_problems(PLACEHOLDER.sub("{}", msgid), PLACEHOLDER.sub("{}", msgstr))
         return issues + (code_problems(msgid, msgstr) if msgstr else [])
-    return message_problems(msgid, msgstr, keep=msgid in terms)
+    return message_problems(msgid, msgstr, headword=msgid in terms)
 
 
 def problems(root: Path | None = None) -> list[str]:

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import re
 
-from tinyk.catalogues import CODE, LINK, MATH, ROLE
+from tinyk.catalogues import CODE, LINK, MATH, ROLE, chinese_headword
 
 __all__ = ["code_problems", "message_problems"]
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")  # a Chinese character
 _WORD = re.compile(r"[A-Za-z]{2,}")
+_IDENTIFIER = re.compile(r"\w*_\w*")  # n_rep, H_kv: a name from the code, not an English word
 _TARGET = re.compile(r"<[^<>`]*>`")  # a role's explicit target: a glossary term's own (bilingual) name
 
 
@@ -34,14 +35,17 @@ def _code(text: str) -> list[str]:
     return sorted(a or b for a, b in CODE.findall(_without_roles_and_math(text)))
 
 
-def message_problems(msgid: str, msgstr: str, *, keep: bool = False) -> list[str]:
+def message_problems(msgid: str, msgstr: str, *, headword: bool = False) -> list[str]:
     """What is wrong with one translation (an empty list when nothing is).
 
-    ``keep``: the message must stay exactly as it is (a bilingual glossary term)."""
+    ``headword``: the message is a glossary headword, and its translation is the headword
+    Chinese first (:func:`tinyk.catalogues.chinese_headword`), exactly."""
     if not msgstr:
         return ["untranslated"]
-    if keep:
-        return [] if msgstr == msgid else ["a glossary term changed (terms stay bilingual as they are)"]
+    if headword:
+        expected = chinese_headword(msgid)
+        return [] if msgstr == expected else [f"write {expected!r}: a glossary headword reads Chinese "
+                                              f"first, its English in full-width brackets"]
     if msgid.startswith("\n"):  # the body of a display-maths block: Sphinx keeps it only if unchanged
         return [] if msgstr == msgid else ["a display-maths block changed (it stays as the English has it)"]
     found = []
@@ -54,7 +58,7 @@ def message_problems(msgid: str, msgstr: str, *, keep: bool = False) -> list[str
     if sorted(a or b for a, b in LINK.findall(msgid)) != sorted(a or b for a, b in LINK.findall(msgstr)):
         found.append("a link target differs from the English")
     prose = CODE.sub(" ", _without_roles_and_math(LINK.sub(" ", msgid)))
-    if len(_WORD.findall(prose)) >= 2 and not _CJK.search(_TARGET.sub("`", msgstr)):
+    if len(_WORD.findall(_IDENTIFIER.sub(" ", prose))) >= 2 and not _CJK.search(_TARGET.sub("`", msgstr)):
         found.append("no Chinese in the translation of a sentence")
     return found
 

@@ -16,17 +16,21 @@ from tinyk.chinese_notebooks import CODE_FOLDER, code_catalogue_path, code_messa
 from tinyk.exercises import source_text
 from tinyk.translations.builds import extract
 from tinyk.translations.outputs import update_outputs
+from tinyk.translations.pages import SHOWN_KINDS, shown_code
 
 __all__ = ["code_texts", "figure_messages", "stale", "update", "update_code", "update_figures"]
 
 
 def code_texts(root: Path | None = None) -> dict[str, list[tuple[str, str]]]:
     """``stem -> [(msgid, kind), ...]``: the code texts of each English student version
-    (as ``python -m tinyk.course students`` makes it), in order, each once."""
+    (as ``python -m tinyk.course students`` makes it), in order, each once; then the
+    comments and docstrings of the code its chapter page shows that the student version
+    lacks (a solution's: :func:`tinyk.translations.pages.shown_code`)."""
     from tinyk.student_versions import student_notebooks
 
+    root = course_root(root)
     out = {}
-    for path, text in student_notebooks(course_root(root)).items():
+    for path, text in student_notebooks(root).items():
         found: dict[str, str] = {}
         for cell in json.loads(text)["cells"]:
             code = source_text(cell)
@@ -34,6 +38,13 @@ def code_texts(root: Path | None = None) -> dict[str, list[tuple[str, str]]]:
                 for msgid, kind in code_messages(code):
                     found.setdefault(msgid, kind)
         out[path.stem] = list(found.items())
+    for source in notebook_paths(root):
+        found = dict(out.get(source.stem, []))
+        for _, code in shown_code(json.loads(source.read_text(encoding="utf-8"))):
+            for msgid, kind in code_messages(code):
+                if kind in SHOWN_KINDS:
+                    found.setdefault(msgid, kind)
+        out[source.stem] = list(found.items())
     return out
 
 

@@ -1,0 +1,116 @@
+"""What the Chinese edition changes in a page after Sphinx reads it (tinyk.translations.pages):
+the comments and docstrings of the code shown (a solution's included) from the notebook's code
+catalogue, and the glossary in pinyin order. No build here: a doctree made as myst-nb makes it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from docutils import nodes
+from sphinx import addnodes
+
+from tinyk import course
+from tinyk.chinese_notebooks import code_catalogue_path, code_messages, load_messages, same_code
+from tinyk.exercises import is_solution
+from tinyk.translations import pages
+
+ROOT = course.ROOT
+GQA = ROOT / "notebooks" / "05_4_gqa.ipynb"
+
+
+def _page(*sources: str) -> nodes.document:
+    """A doctree holding one myst-nb code cell per source, each with an output block (whose
+    text is never translated: outputs are the English execution's)."""
+    from docutils.utils import new_document
+
+    document = new_document("<page>")
+    for i, text in enumerate(sources):
+        cell = nodes.container(nb_element="cell_code", cell_index=i, classes=["cell"])
+        code = nodes.container(nb_element="cell_code_source", classes=["cell_input"])
+        code += nodes.literal_block(text, text, language="ipython3")
+        out = nodes.container(nb_element="cell_code_output", classes=["cell_output"])
+        out += nodes.literal_block("# finite: never 0/0", "# finite: never 0/0")
+        cell += [code, out]
+        document += cell
+    return document
+
+
+@pytest.fixture(scope="module")
+def solution() -> str:
+    """The solution of gqa_attention as the book shows it (no student version has it)."""
+    nb = json.loads(GQA.read_text(encoding="utf-8"))
+    solutions = {i for i, cell in enumerate(nb["cells"]) if is_solution(cell)}
+    shown = [code for i, code in pages.shown_code(nb) if i in solutions and "def gqa_attention" in code]
+    assert len(shown) == 1
+    return shown[0]
+
+
+def test_a_solution_cell_shows_chinese_comments_and_docstring_and_the_same_code(solution):
+    assert "# finite: never 0/0" in solution and "### BEGIN SOLUTION" not in solution
+    messages = load_messages(code_catalogue_path(ROOT, GQA.stem), code=True)
+    page = _page(solution)
+    assert pages.translate_code_cells(page, messages, "notebooks/05_4_gqa.ipynb") == []
+    shown, output = (block.astext() for block in page.findall(nodes.literal_block))
+    assert "# 有限值：绝不会出现 0/0" in shown and "# finite" not in shown
+    assert '"""因果的分组查询注意力' in shown, shown[:300]
+    assert "Causal grouped-query attention" not in shown
+    assert same_code(shown, solution)  # every token of the code as it ran
+    block = next(iter(page.findall(nodes.literal_block)))
+    assert block.rawsource == shown  # what Sphinx's HTML writer highlights
+    assert output == "# finite: never 0/0"  # an output is not code shown
+
+
+def test_messages_stay_as_the_code_runs_them_and_a_missing_comment_is_named():
+    source = ('def f(x):\n    """Return x."""\n    # check the input\n'
+              '    assert x, "x must not be empty"\n    raise ValueError(f"bad {x}")  # never here\n')
+    messages = {"Return x.": "返回 x。", "check the input": "检查输入",
+                "x must not be empty": "x 不能为空", "bad {x}": "错误 {x}"}
+    page = _page(source, "%xmode minimal  # a magic, not Python")
+    missing = pages.translate_code_cells(page, messages, "nb.ipynb")
+    shown = next(iter(page.findall(nodes.literal_block))).astext()
+    assert '"""返回 x。"""' in shown and "# 检查输入" in shown
+    assert '"x must not be empty"' in shown and 'f"bad {x}"' in shown  # messages: English, as they print
+    assert missing == [
+        "nb.ipynb: cell 0: 'never here'",
+        "nb.ipynb: cell 1: not read as Python (invalid syntax), its comments are not translated"]
+
+
+def test_the_shown_code_of_a_page_leaves_out_removed_cells_and_keeps_solutions():
+    nb = json.loads(GQA.read_text(encoding="utf-8"))
+    shown = dict(pages.shown_code(nb))
+    removed = [i for i, c in enumerate(nb["cells"]) if "remove-cell" in c.get("metadata", {}).get("tags", [])]
+    assert removed and not set(removed) & set(shown)
+    texts = {m for _, code in shown.items() for m, kind in code_messages(code) if kind in pages.SHOWN_KINDS}
+    catalogue = load_messages(code_catalogue_path(ROOT, GQA.stem), code=True)
+    assert {"finite: never 0/0", "no allowed key: zeros"} <= texts <= set(catalogue)
+
+
+@pytest.mark.parametrize(("earlier", "later"), [
+    ("残差连接（residual connection）", "残差流（residual stream）"),  # can cha lian < can cha liu
+    ("词表（vocabulary）", "多头注意力（multi-head attention, MHA）"),  # ci < duo
+    ("多查询注意力（multi-query attention, MQA）", "多头注意力（multi-head attention, MHA）"),  # cha < tou
+    ("键值缓存（KV cache）", "解码器层（decoder layer）"),  # jian < jie
+    ("批量（batch）", "前向钩子（forward hook）"),  # pi < qian
+    ("缩放点积注意力（scaled dot-product attention, SDPA）", "SwiGLU 门控前馈网络（SwiGLU）"),  # suo < swiglu
+    ("SwiGLU 门控前馈网络（SwiGLU）", "贪心解码（greedy decoding）"),  # swiglu < tan
+    ("提示词（prompt）", "token"),  # ti < token
+    ("层归一化（layer normalisation, LayerNorm）", "查询、键、值（query, key, value）"),  # ceng < cha
+])
+def test_pinyin_order_is_a_chinese_dictionarys(earlier, later):
+    assert pages.pinyin_key(earlier) < pages.pinyin_key(later)
+
+
+def test_the_glossary_is_sorted_by_pinyin_and_keeps_its_anchors():
+    document = nodes.document(None, None)
+    glossary, entries = addnodes.glossary(), nodes.definition_list(classes=["glossary"])
+    for headword, anchor in [("批量（batch）", "term-Batch"), ("token", "term-Token"),
+                             ("词表（vocabulary）", "term-Vocabulary"), ("奈特（nat）", "term-Nat")]:
+        entries += nodes.definition_list_item("", nodes.term(headword, headword, ids=[anchor]),
+                                              nodes.definition())
+    glossary += entries
+    document += glossary
+    assert pages.sort_glossaries(document) == 4
+    assert [(t.astext(), t["ids"]) for t in document.findall(nodes.term)] == [
+        ("词表（vocabulary）", ["term-Vocabulary"]), ("奈特（nat）", ["term-Nat"]),
+        ("批量（batch）", ["term-Batch"]), ("token", ["term-Token"])]

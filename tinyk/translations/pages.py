@@ -1,0 +1,108 @@
+"""What the Chinese edition changes in a page once Sphinx has read it (the book's *For
+instructors* page): the words of its code cells and the order of its glossary. Called by
+the book's extension (``book/_ext/tinyk_book.py``, ``doctree-read``) in the Chinese build only.
+
+- **Code cells**: a chapter page shows the book view of its notebook
+  (:func:`tinyk.exercises.book_version`: solutions included). In the Chinese edition, the
+  comments and docstrings of every code cell shown are translated from the notebook's code
+  catalogue, ``locale/zh_CN/LC_MESSAGES/code/<stem>.po``, the one the Chinese student
+  notebooks are translated from (:func:`tinyk.chinese_notebooks.translate_code`). Only the
+  source shown changes, after the page is parsed: the notebook myst-nb hashes and looks up
+  in its execution cache is the English one, so the Chinese build reuses the English
+  execution's outputs and executes nothing. A test's or an error's message stays as the
+  code runs it, like the outputs it prints. ``python -m tinyk.translations update`` adds
+  the shown comments and docstrings that no student notebook has (a solution's) to the
+  catalogue (:func:`shown_code`).
+- **Glossary**: each headword reads Chinese first (its translation,
+  :func:`tinyk.catalogues.chinese_headword`), and the entries are sorted by their pinyin
+  (:func:`pinyin_key`, from the ``pypinyin`` package), as a Chinese dictionary is. The
+  entries' anchors stay the English headwords' ids, so every ``{term}`` reference of both
+  editions lands on its entry.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tinyk.chinese_notebooks import code_catalogue_path, load_messages, translate_code
+from tinyk.exercises import book_version, source_text
+
+__all__ = ["SHOWN_KINDS", "pinyin_key", "shown_code", "sort_glossaries", "translate_code_cells",
+           "translate_page"]
+
+SHOWN_KINDS = ("comment", "docstring")  # what the Chinese pages translate in the code shown
+_HIDDEN = {"remove-cell", "remove_cell", "remove-input", "remove_input"}  # cells whose code is not shown
+
+
+def shown_code(nb: dict) -> list[tuple[int, str]]:
+    """``(index, source)`` of each code cell a chapter page shows for the source notebook
+    ``nb``: its book view's code cells but those tagged to remove their code."""
+    return [(i, source_text(cell)) for i, cell in enumerate(book_version(nb)["cells"])
+            if cell["cell_type"] == "code" and not _HIDDEN & set(cell.get("metadata", {}).get("tags", []))]
+
+
+def translate_code_cells(doctree, messages: dict[str, str], where: str) -> list[str]:
+    """Translate, in place, the comments and docstrings of every code cell source in a page's
+    ``doctree`` (myst-nb's ``cell_code_source`` containers) from ``messages``; returns the
+    texts without a translation, each naming ``where`` and its cell."""
+    from docutils import nodes
+
+    missing: list[str] = []
+    for cell in doctree.findall(nodes.container):
+        if cell.get("nb_element") != "cell_code":
+            continue
+        for block in cell.findall(nodes.literal_block):
+            if block.parent.get("nb_element") != "cell_code_source":
+                continue
+            here = f"{where}: cell {cell.get('cell_index')}"
+            try:
+                text = translate_code(block.astext(), messages, missing, here, kinds=SHOWN_KINDS)
+            except SyntaxError as error:
+                missing.append(f"{here}: not read as Python ({error.msg}), its comments are not translated")
+                continue
+            block[:] = [nodes.Text(text)]
+            block.rawsource = text  # as myst-nb made it: equal to its text, so it is highlighted
+    return missing
+
+
+def translate_page(doctree, root: Path, source: Path) -> tuple[Path, list[str]]:
+    """The code cells of the page read from the notebook ``source`` translated
+    (:func:`translate_code_cells`): returns the catalogue read and the texts it lacks."""
+    catalogue = code_catalogue_path(root, source.stem)
+    where = source.relative_to(root).as_posix() if source.is_relative_to(root) else source.name
+    return catalogue, translate_code_cells(doctree, load_messages(catalogue, code=True), where)
+
+
+_LETTERS = re.compile(r"[^a-z]")
+
+
+def pinyin_key(text: str) -> tuple:
+    """A sort key that puts Chinese headwords in dictionary order: syllable by syllable, by
+    the pinyin's letters, then its tone (neutral last), then by the characters. A Latin word
+    ("SwiGLU", "token") sorts by its letters among the syllables; punctuation is skipped."""
+    from pypinyin import Style, lazy_pinyin
+
+    syllables = []
+    for part in lazy_pinyin(text, style=Style.TONE3, neutral_tone_with_five=True):
+        letters = _LETTERS.sub("", part.lower())
+        if letters:
+            tone = int(part[-1]) if part[-1].isdigit() else 0
+            syllables.append((letters, tone))
+    return (tuple(syllables), text)
+
+
+def sort_glossaries(doctree) -> int:
+    """Sort the entries of every glossary in ``doctree`` by :func:`pinyin_key` of their (first)
+    headword as the page now shows it; returns how many entries were sorted."""
+    from docutils import nodes
+    from sphinx import addnodes
+
+    count = 0
+    for glossary in doctree.findall(addnodes.glossary):
+        for entries in glossary.findall(nodes.definition_list):
+            items = [child for child in entries.children if isinstance(child, nodes.definition_list_item)]
+            items.sort(key=lambda item: pinyin_key(next(iter(item.findall(nodes.term))).astext()))
+            entries[:] = items
+            count += len(items)
+    return count
