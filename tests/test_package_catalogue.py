@@ -9,14 +9,14 @@ import re
 import pytest
 from babel.messages.pofile import read_po, write_po
 
-from tinyk import mistakes, package_catalogue, report_words, translations
+from tinyk import mistakes, package_catalogue, package_words, report_words, translations
 from tinyk.course import ROOT
 
 CJK = re.compile(r"[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]")
 
 
 def test_every_mistake_and_report_word_has_its_chinese_in_the_catalogue():
-    assert package_catalogue.problems() == []
+    assert package_words.problems() == []
     assert len(mistakes.CATALOGUE) >= 100
     assert all(CJK.search(m.zh) for m in mistakes.CATALOGUE)
     half = mistakes.by_id("05.3.2:half-split-pairing")
@@ -48,7 +48,7 @@ def damaged(tmp_path):
 
 
 def test_a_missing_or_damaged_word_is_named_by_the_check(damaged):
-    found = package_catalogue.problems(damaged)
+    found = package_words.problems(damaged)
     assert found == [
         "tinyk/locale/zh_CN.po: 'the sum of the squares instead of their mean' "
         "(mistake 05.2.1:sum-not-mean): no Chinese",
@@ -59,7 +59,7 @@ def test_a_missing_or_damaged_word_is_named_by_the_check(damaged):
         "changed; check the translation)",
         "tinyk/locale/zh_CN.po: 'a label nobody uses': the package uses it nowhere: remove it",
     ]
-    assert package_catalogue.problems(damaged.parent / "none.po") == [
+    assert package_words.problems(damaged.parent / "none.po") == [
         "tinyk/locale/zh_CN.po: missing: the package's Chinese words (the mistakes', the class report's)"]
 
 
@@ -76,7 +76,7 @@ def test_a_word_without_its_chinese_stops_rather_than_showing_english(damaged, m
 def test_the_translations_check_runs_the_package_catalogues_check(monkeypatch, capsys):
     monkeypatch.setattr(translations, "stale", lambda: [])
     monkeypatch.setattr(translations, "problems", lambda: [])
-    monkeypatch.setattr(package_catalogue, "problems", lambda: ["tinyk/locale/zh_CN.po: 'x': no Chinese"])
+    monkeypatch.setattr(package_words, "problems", lambda: ["tinyk/locale/zh_CN.po: 'x': no Chinese"])
     assert translations.main(["check"]) == 1
     assert "tinyk/locale/zh_CN.po: 'x': no Chinese" in capsys.readouterr().out
 

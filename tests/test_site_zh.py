@@ -180,32 +180,41 @@ def _code_shown(path) -> list[str]:
     return [html.unescape(re.sub(r"<[^>]+>", "", pre)) for pre in _CELL_SOURCE.findall(text)]
 
 
+def _comment_problems(source) -> tuple[list[str], int]:
+    """What is wrong with the code a chapter page shows in Chinese, and how many comments and
+    docstrings were compared (test_chinese_chapter_pages_show_the_code_that_ran_...)."""
+    from tinyk.chinese_notebooks import code_catalogue_path, code_messages, load_messages, same_code
+
+    rel = f"notebooks/{source.stem}.html"
+    chinese, english = _code_shown(ZH / rel), _code_shown(HTML / rel)
+    problems = [] if len(chinese) == len(english) > 0 else [
+        f"{rel}: {len(chinese)} code cells on the Chinese page, {len(english)} on the English one"]
+    words = load_messages(code_catalogue_path(course.ROOT, source.stem), code=True)
+    count = 0
+    for zh, en in zip(chinese, english, strict=False):  # a count that differs is named above
+        if not same_code(zh, en):
+            problems.append(f"{rel}: the Chinese code differs: {zh[:80]!r}")
+        for msgid, kind in code_messages(en):
+            if kind not in ("comment", "docstring"):
+                continue
+            count += 1
+            first = words.get(msgid, "").split("\n")[0]
+            if not first or first not in zh or msgid.split("\n")[0] not in en:
+                problems.append(f"{rel}: {kind} not shown in Chinese: {msgid[:60]!r}")
+            elif kind == "comment" and first != msgid and f"# {msgid}" in zh:
+                problems.append(f"{rel}: English comment left: {msgid[:60]!r}")
+    return problems, count
+
+
 def test_chinese_chapter_pages_show_the_code_that_ran_with_chinese_comments():
     """Every comment and docstring of the code a chapter page shows (solutions included) is the
     catalogue's Chinese on the Chinese page and English on the English one; the code itself,
     string literals aside, is the English page's token for token (tinyk.translations.pages)."""
-    from tinyk.chinese_notebooks import code_catalogue_path, code_messages, load_messages, same_code
-
-    checked = {}
-    for source in course.notebook_paths():
-        rel = f"notebooks/{source.stem}.html"
-        chinese, english = _code_shown(ZH / rel), _code_shown(HTML / rel)
-        assert len(chinese) == len(english) > 0, rel
-        words = load_messages(code_catalogue_path(course.ROOT, source.stem), code=True)
-        count = 0
-        for zh, en in zip(chinese, english, strict=True):
-            assert same_code(zh, en), f"{rel}: the Chinese code differs: {zh[:80]!r}"
-            for msgid, kind in code_messages(en):
-                if kind not in ("comment", "docstring"):
-                    continue
-                first = words[msgid].split("\n")[0]  # KeyError: the check lets none be missing
-                assert first in zh and msgid.split("\n")[0] in en, f"{rel}: {msgid[:60]!r}"
-                if kind == "comment" and first != msgid:
-                    assert f"# {msgid}" not in zh, f"{rel}: English comment left: {msgid[:60]!r}"
-                count += 1
-        checked[rel] = count
-    assert len(checked) == len(course.notebook_paths()) >= 9
-    assert sum(checked.values()) >= 150 and all(checked.values()), checked
+    results = {source.stem: _comment_problems(source) for source in course.notebook_paths()}
+    assert len(results) == len(course.notebook_paths()) >= 9
+    assert [p for problems, _ in results.values() for p in problems] == []
+    counts = {stem: count for stem, (_, count) in results.items()}
+    assert sum(counts.values()) >= 150 and all(counts.values()), counts
 
 
 def _pinyin(text: str) -> list[str]:
@@ -223,19 +232,24 @@ def _glossary(edition) -> list[tuple[str, str]]:
     return [(dt["id"], dt.get_text().strip()) for dt in soup.select("dl.glossary > dt")]
 
 
+def _chinese_first(english: str) -> str:
+    """The Chinese headword of the English one, "Batch (批量)": "批量（batch）" (a plain word's
+    capital goes, a name's stays: "KV cache", "SwiGLU"); a term kept in English, lower case."""
+    en, _, zh = english.partition(" (")
+    if not zh:
+        return en.lower()
+    en = en[0].lower() + en[1:] if en.split()[0][1:].islower() else en
+    return f"{zh[:-1]}\uff08{en}\uff09"
+
+
 def test_the_chinese_glossary_reads_chinese_first_in_pinyin_order():
     """“批量（batch）”: each headword of the Chinese glossary is its Chinese term, then the
     English one in full-width brackets (a term the Chinese prose keeps in English, token,
     stands alone), and the entries are in pinyin order, as a Chinese dictionary's."""
     english, chinese = dict(_glossary(HTML)), _glossary(ZH)
     assert len(chinese) == len(english) >= 26 and {i for i, _ in chinese} == set(english)
-    for anchor, headword in chinese:
-        en, _, zh = english[anchor].partition(" (")
-        if zh:  # a plain word's capital goes ("batch"), a name's stays ("KV cache", "SwiGLU")
-            en = en[0].lower() + en[1:] if en.split()[0][1:].islower() else en
-            assert headword == f"{zh[:-1]}\uff08{en}\uff09", (english[anchor], headword)
-        else:
-            assert headword == en.lower() and en in ("Token", "Logits"), (english[anchor], headword)
+    assert dict(chinese) == {anchor: _chinese_first(headword) for anchor, headword in english.items()}
+    assert {en for en in english.values() if " (" not in en} == {"Token", "Logits"}  # kept in English
     order = [headword for _, headword in chinese]
     assert order == sorted(order, key=_pinyin), order
     assert order[:3] == ["残差连接（residual connection）", "残差流（residual stream）", "层归一化（layer "

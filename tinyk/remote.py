@@ -14,16 +14,24 @@ object that lies about equality never crosses, and anything malformed raises
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
 from tinyk import answers
 
-if TYPE_CHECKING:
-    from tinyk.answer_server import AnswerServer
+__all__ = ["AnswerFailed", "Remote", "Server", "decode", "detached_args", "handle", "request_args"]
 
-__all__ = ["AnswerFailed", "Remote", "decode", "detached_args", "handle", "request_args"]
+
+class Server(Protocol):
+    """What a :class:`Remote` needs of the server that holds its object
+    (:class:`tinyk.answer_server.AnswerServer`): a request answered, and the test's functions
+    that the learner's process may call back."""
+
+    callbacks: list[Any]
+
+    def ask(self, request: tuple) -> Any: ...
+
 
 _PLAIN = (type(None), bool, int, float, str)
 _NAMES = ("__name__", "__qualname__", "__doc__")  # the only dunder attributes asked of a learner's object
@@ -38,7 +46,7 @@ class AnswerFailed(Exception):
         self.ended = ended
 
 
-def decode(server: AnswerServer, node: Any, depth: int = 0) -> Any:
+def decode(server: Server, node: Any, depth: int = 0) -> Any:
     """A reply's tagged tree as values of this process, each of exactly its type; a learner's
     object that stays over there as a :class:`Remote` served by ``server``."""
     if depth > 30 or type(node) is not tuple or not node or type(node[0]) is not str:
@@ -69,7 +77,7 @@ def decode(server: AnswerServer, node: Any, depth: int = 0) -> Any:
     raise AnswerFailed(f"the answer's process sent a value tagged {tag!r} that is not plain data")
 
 
-def _remote(server: AnswerServer, rest: tuple) -> Remote:
+def _remote(server: Server, rest: tuple) -> Remote:
     """A handle's fields (number, kind, is a module, callable, a class, where it was defined,
     its torch class) as a :class:`Remote`."""
     torch_class = getattr(torch.nn, rest[6], None) if type(rest[6]) is str else None
@@ -101,7 +109,7 @@ class Remote:
     torch.nn.Module)`` holds for a remote module, so that test cells run unchanged.
     """
 
-    def __init__(self, server: AnswerServer, number: int, kind: str, module: bool, is_callable: bool,
+    def __init__(self, server: Server, number: int, kind: str, module: bool, is_callable: bool,
                  is_class: bool, torch_class: type = torch.nn.Module) -> None:
         object.__setattr__(self, "_remote",
                            (server, number, kind, module, is_callable, is_class, torch_class))
@@ -144,7 +152,7 @@ class Remote:
         return server.ask(("call", number, detached_args(args, needs), detached_args(kwargs, needs), None))
 
 
-def handle(remote: Remote) -> tuple[AnswerServer, int]:
+def handle(remote: Remote) -> tuple[Server, int]:
     """The server that holds ``remote`` and its number there. A function, not an attribute:
     every attribute of a :class:`Remote` is the learner's object's own."""
     server, number = object.__getattribute__(remote, "_remote")[:2]
@@ -159,7 +167,7 @@ def _transport(fn: Any, *args: Any) -> Any:
     return trusted(fn)(*args)
 
 
-def request_args(value: Any, tensors: list, server: AnswerServer, depth: int = 0) -> Any:
+def request_args(value: Any, tensors: list, server: Server, depth: int = 0) -> Any:
     """``value`` ready to send: handles as references, tensors (appended to ``tensors``) as
     their places, a module by value, any other function of the test's as a callback of
     ``server``'s that runs on this side."""

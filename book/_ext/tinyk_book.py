@@ -309,16 +309,20 @@ _HEADER_BUTTONS = '<div class="article-header-buttons">'
 _LANGUAGE_LINK = ("Chinese edition", "Chinese", "English edition")
 
 
-def _other_edition(app, this: str) -> tuple[str, str]:
-    """(the other edition's folder relative to this one's root, the link to it)."""
+def _other_edition(app, this: str) -> tuple[str, str] | None:
+    """(the other edition's folder relative to this one's root, the link to it); None for a
+    book without the Chinese edition's interface catalogue (nothing to link to)."""
     import html
 
-    from tinyk.catalogues import interface_catalogue, translated
+    from tinyk.catalogues import LANGUAGE, translated
 
-    words = translated(interface_catalogue(Path(app.srcdir)))
+    catalogue = Path(app.srcdir) / "locale" / LANGUAGE / "interface.po"
+    if not catalogue.is_file():
+        return None
+    words = translated(catalogue)
     missing = [w for w in _LANGUAGE_LINK if w not in words]
     if missing:
-        raise KeyError(f"{interface_catalogue(Path(app.srcdir)).name} has no translation of {missing}")
+        raise KeyError(f"{catalogue.name} has no translation of {missing}")
     zh = {w: html.escape(words[w], quote=True) for w in _LANGUAGE_LINK}
     if this == "en":
         name = f"{zh['Chinese edition']} (Chinese edition)"
@@ -357,7 +361,7 @@ def _rewrite_pages(app, exception):
     if exception is not None or app.builder.format != "html":
         return
     out, this = Path(app.outdir), edition(app)
-    folder, button = _other_edition(app, this)
+    link = _other_edition(app, this)
     # In order: an accessibility fix adds a name that the Chinese edition then translates.
     fixes = _HTML_FIXES
     interface = _interface_zh(app) if this == "zh" else []
@@ -374,9 +378,9 @@ def _rewrite_pages(app, exception):
             fixed = pattern.sub(lambda m, words=words: m.expand(words), fixed)
         if captions:
             fixed = _CAPTION.sub(lambda m: m[1] + captions.get(m[2], m[2]) + m[3], fixed)
-        if _HEADER_BUTTONS in fixed and "tinyk-language" not in fixed:
-            href = "../" * (len(rel.parts) - 1) + folder + rel.as_posix()
-            fixed = fixed.replace(_HEADER_BUTTONS, _HEADER_BUTTONS + button.format(href=href), 1)
+        if link and _HEADER_BUTTONS in fixed and "tinyk-language" not in fixed:
+            href = "../" * (len(rel.parts) - 1) + link[0] + rel.as_posix()
+            fixed = fixed.replace(_HEADER_BUTTONS, _HEADER_BUTTONS + link[1].format(href=href), 1)
         if fixed != text:
             page.write_text(fixed, encoding="utf-8")
 

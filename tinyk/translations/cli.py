@@ -34,9 +34,9 @@ def main(argv: list[str] | None = None) -> int:
         return update()
     if args.command == "build":
         return build(everything=args.all)
-    from tinyk import package_catalogue
+    from tinyk import package_words
 
-    found = stale() + problems() + package_catalogue.problems()  # the package's own words too
+    found = stale() + problems() + package_words.problems()  # the package's own words too
     for line in found:
         print(line)
     if found:
