@@ -12,7 +12,7 @@ export PATH := $(BIN):$(PATH)
 # (tinyk.figure_text); Jupyter and Colab never set it.
 BOOK_RUN := TINYK_FIGURES_ZH=1
 
-.PHONY: book test quick setup lint actionlint students translations unit notebooks site-build site-check chromium cjk-fonts node bubblewrap clean
+.PHONY: book test quick setup lint lint-ruff lint-course lint-translations actionlint students translations unit notebooks site-build site-check chromium cjk-fonts node bubblewrap clean
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,9 +60,16 @@ test: $(STAMP)
 quick: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m "not site and not notebook and not slow" -n 2 tests
 
+# The three checks at once (each runs on one core); every one reports, then any failure fails.
+LINTS := lint-ruff lint-course lint-translations
 lint: $(STAMP) actionlint
+	@$(MAKE) --no-print-directory -j3 --keep-going $(LINTS)
+
+lint-ruff:
 	$(BIN)/ruff check .
+lint-course:
 	$(BIN)/python -m tinyk.course check  # also fails when student/ is stale against notebooks/
+lint-translations:
 	$(BIN)/python -m tinyk.translations check  # every message of the Chinese edition translated
 
 # After editing a page or a notebook's prose: new messages go into locale/zh_CN (untranslated).
