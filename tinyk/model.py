@@ -86,6 +86,28 @@ def _check_positive_int(name: str, value: object) -> None:
         raise ValueError(f"ModelConfig.{name}={value}: must be a positive integer")
 
 
+def _refuse_assignment(config: object, name: str, value: object) -> None:
+    raise FrozenInstanceError(
+        f"ModelConfig.{name} cannot be assigned ({name}={value!r}): a config is frozen so "
+        f"that head_dim, n_rep and mlp_hidden_dim always match the fields they are derived "
+        f"from; build a new one with dataclasses.replace(config, {name}={value!r})"
+    )
+
+
+def _refuse_deletion(config: object, name: str) -> None:
+    raise FrozenInstanceError(f"ModelConfig.{name} cannot be deleted: a config is frozen")
+
+
+def _clear_refusals(cls: type) -> type:
+    """A frozen dataclass's own ``__setattr__`` says only "cannot assign to field"; these say
+    what to do instead. (A class body may not define ``__setattr__`` on a frozen dataclass,
+    so they are put on the class as it is made.)"""
+    cls.__setattr__ = _refuse_assignment  # type: ignore[method-assign,assignment]
+    cls.__delattr__ = _refuse_deletion  # type: ignore[method-assign,assignment]
+    return cls
+
+
+@_clear_refusals
 @dataclass(frozen=True)
 class ModelConfig:
     """Every size of the decoder, validated once (course section 05.1).
@@ -189,24 +211,6 @@ class ModelConfig:
         """
         return cls(dim=32, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=vocab_size,
                    hidden_dim=64, max_seq_len=max_seq_len)
-
-
-def _refuse_assignment(config: ModelConfig, name: str, value: object) -> None:
-    raise FrozenInstanceError(
-        f"ModelConfig.{name} cannot be assigned ({name}={value!r}): a config is frozen so "
-        f"that head_dim, n_rep and mlp_hidden_dim always match the fields they are derived "
-        f"from; build a new one with dataclasses.replace(config, {name}={value!r})"
-    )
-
-
-def _refuse_deletion(config: ModelConfig, name: str) -> None:
-    raise FrozenInstanceError(f"ModelConfig.{name} cannot be deleted: a config is frozen")
-
-
-# The frozen dataclass's own __setattr__ says only "cannot assign to field"; this one says
-# what to do instead. (A class body may not define __setattr__ on a frozen dataclass.)
-ModelConfig.__setattr__ = _refuse_assignment  # type: ignore[method-assign,assignment]
-ModelConfig.__delattr__ = _refuse_deletion  # type: ignore[method-assign,assignment]
 
 
 # ---------------------------------------------------------------------------
