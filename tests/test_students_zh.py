@@ -242,3 +242,41 @@ def test_graded_against_the_english_release_a_chinese_notebook_is_not_counted_as
     test = next(c for c in cheat["cells"] if nbgrader(c).get("grade_id") == "ex_05_2_1_test")
     test["source"] = "pass\n"
     assert submission.restore_release(cheat, english, nb.translated)[1] == ["ex_05_2_1_test edited"]
+
+
+def test_a_hints_pseudocode_is_translated_and_real_code_fences_are_not():
+    """A fence with no language (or ``text``) inside a hint's dropdown is pseudocode, one
+    message of the code catalogue; a fence with a language, or outside a dropdown, is code."""
+    from tinyk.chinese_notebooks import pseudocode_blocks, translate_pseudocode
+
+    text = ("Before.\n\n```\nkeep = outside\n```\n\n:::{dropdown} Hint 2 of 2: the steps\n"
+            "Steps:\n\n```\nx = f(y)     B × T\nreturn x cast back\n```\n\n```bash\npython -m keep\n```\n\n"
+            "```text\nthe last step\n```\n:::\n")
+    assert [body for _, _, body in pseudocode_blocks(text)] == ["x = f(y)     B × T\nreturn x cast back",
+                                                                 "the last step"]
+    missing: list[str] = []
+    messages = {"x = f(y)     B × T\nreturn x cast back": "x = f(y)     B × T\n返回转回的 x"}
+    chinese = translate_pseudocode(text, messages, missing, "cell 7")
+    assert chinese == text.replace("return x cast back", "返回转回的 x")
+    assert missing == ["cell 7: 'the last step'"]
+
+
+def test_the_setup_cell_and_the_hints_pseudocode_read_from_the_catalogues():
+    """The setup cell's words come from the interface's catalogue, the hints' pseudocode from
+    the code catalogue: the Chinese notebook shows what they hold."""
+    from tinyk.addresses import SETUP_WORDS, setup_cell_source
+    from tinyk.catalogues import interface_catalogue, translated
+    from tinyk.chinese_notebooks import code_catalogue_path, load_messages
+
+    words = translated(interface_catalogue(ROOT))
+    assert all(CJK.search(words[w]) for w in SETUP_WORDS)
+    chinese = setup_cell_source(course.repository_url(), words.__getitem__)
+    for source in SOURCES:
+        first = next(c for c in _cells(source, course.ZH) if c["cell_type"] == "code")
+        assert source_text(first) == chinese, source.stem
+    messages = load_messages(code_catalogue_path(ROOT, "05_4_gqa"), code=True)
+    hints = [body for body in messages if body.startswith("scores = q @ kᵀ")]
+    assert len(hints) == 1 and "最后一个轴" in messages[hints[0]]
+    gqa = course.student_path(ROOT / "notebooks" / "05_4_gqa.ipynb", language=course.ZH).read_text("utf-8")
+    assert json.dumps(messages[hints[0]].split("\n")[1] + "\n", ensure_ascii=False) in gqa
+    assert "blocked scores" not in gqa

@@ -114,3 +114,22 @@ def test_the_glossary_is_sorted_by_pinyin_and_keeps_its_anchors():
     assert [(t.astext(), t["ids"]) for t in document.findall(nodes.term)] == [
         ("词表（vocabulary）", ["term-Vocabulary"]), ("奈特（nat）", ["term-Nat"]),
         ("批量（batch）", ["term-Batch"]), ("token", ["term-Token"])]
+
+
+def test_a_hints_pseudocode_is_translated_on_the_page_and_code_is_not():
+    """A literal block in a dropdown (a hint's pseudocode) takes its translation from the code
+    catalogue; a code cell's source, an output and a block with a language stay as they are."""
+    messages = load_messages(code_catalogue_path(ROOT, GQA.stem), code=True)
+    english = next(m for m in messages if m.startswith("scores = q @ kᵀ"))
+    page = _page("x = 1  # scores = q @ kᵀ")
+    dropdown = nodes.container(design_component="dropdown")
+    dropdown += nodes.literal_block(english + "\n", english + "\n", language="default")
+    dropdown += nodes.literal_block("python -m tinyk check", "python -m tinyk check", language="bash")
+    dropdown += nodes.literal_block("unknown pseudocode", "unknown pseudocode", language="text")
+    page += dropdown
+    assert pages.translate_pseudocode_blocks(page, messages, "nb.ipynb") == [
+        "nb.ipynb: pseudocode 'unknown pseudocode'"]
+    blocks = [block.astext() for block in page.findall(nodes.literal_block)]
+    assert blocks[2] == messages[english] + "\n" and "被屏蔽的分数" in blocks[2]
+    assert blocks[:2] == ["x = 1  # scores = q @ kᵀ", "# finite: never 0/0"]
+    assert blocks[3:] == ["python -m tinyk check", "unknown pseudocode"]

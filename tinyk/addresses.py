@@ -11,24 +11,37 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from tinyk.checkout import course_root, notebook_paths
 
-__all__ = ["SETUP_TITLE", "address_problems", "pages_url", "repository_url", "setup_cell",
-           "setup_cell_source", "site_url", "write_addresses"]
+__all__ = ["SETUP_COMMENT", "SETUP_NAME", "SETUP_NOT_INSTALLED", "SETUP_TITLE", "SETUP_WORDS",
+           "address_problems", "pages_url", "repository_url", "setup_cell", "setup_cell_source", "site_url",
+           "write_addresses"]
 
 _URL_RULE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+$")
 _CONFIG_URL = re.compile(r"^(  url: )(\S+)\s*$", re.MULTILINE)  # inside repository:
 _CONFIG_SITE = re.compile(r"^(  baseurl: )(\S+)(.*)$", re.MULTILINE)  # inside html:
 _PYPROJECT_URL = re.compile(r'^(Repository = ")([^"]+)(")$', re.MULTILINE)
-SETUP_TITLE = '# @title Setup { display-mode: "form" }'
+# The setup cell's words: its title, its comment, and what it prints outside Colab when tinyk
+# is missing (followed by the repository's address). The Chinese student notebooks take theirs
+# from the interface's catalogue (tinyk.student_markdown.STUDENT_WORDS).
+SETUP_NAME = "Setup"
+SETUP_COMMENT = "In Colab, install the course package from its repository; anywhere else, do nothing."
+SETUP_NOT_INSTALLED = "tinyk is not installed: run `pip install -e .` in a clone of"
+SETUP_WORDS = (SETUP_NAME, SETUP_COMMENT, SETUP_NOT_INSTALLED)
+_FORM = '{ display-mode: "form" }'
+SETUP_TITLE = f"# @title {SETUP_NAME} {_FORM}"
 
 
-def setup_cell_source(url: str) -> str:
-    """The first code cell of every chapter notebook, for the repository at ``url``."""
-    return f'''{SETUP_TITLE}
-# In Colab, install the course package from its repository; anywhere else, do nothing.
+def setup_cell_source(url: str, words: Callable[[str], str] = str) -> str:
+    """The first code cell of every chapter notebook, for the repository at ``url``;
+    ``words(english)``: each of :data:`SETUP_WORDS` in the notebook's language (by default,
+    the English)."""
+    not_installed = words(SETUP_NOT_INSTALLED).replace("\\", "\\\\").replace('"', '\\"')
+    return f'''# @title {words(SETUP_NAME)} {_FORM}
+# {words(SETUP_COMMENT)}
 import importlib.util
 import subprocess
 import sys
@@ -39,7 +52,7 @@ if importlib.util.find_spec("tinyk") is None:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q",
                         f"tinyk @ git+{{COURSE_REPOSITORY}}@main"], check=True)
     else:
-        print("tinyk is not installed: run `pip install -e .` in a clone of", COURSE_REPOSITORY)'''
+        print("{not_installed}", COURSE_REPOSITORY)'''
 
 
 def setup_cell(url: str) -> dict:

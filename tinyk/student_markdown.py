@@ -7,7 +7,8 @@ block. The ids of the site's sections and glossary entries follow Sphinx's rules
 (:func:`heading_anchor`, :func:`term_id`), so that each link lands where the site put it.
 
 The words the student versions add to the sources' (the line under an exercise that links
-to its solution, the admonitions' titles) are written here in English; the Chinese student
+to its solution, the admonitions' titles, the setup cell's, :data:`tinyk.addresses.SETUP_WORDS`)
+are written in English; the Chinese student
 notebooks take theirs from the interface's catalogue, ``locale/zh_CN/interface.po``, keyed by
 the English (:data:`STUDENT_WORDS`).
 """
@@ -17,6 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+
+from tinyk.addresses import SETUP_WORDS
 
 __all__ = ["ADMONITIONS", "CITE", "EXERCISE_HEADING", "STUCK", "STUDENT_WORDS", "TERM", "admonition_title",
            "citation_labels", "heading_anchor", "markdown_for_notebooks", "term_id"]
@@ -41,8 +44,9 @@ def admonition_title(kind: str) -> str:
     return kind.capitalize()
 
 
-# Every English text the student versions add, each a message of the interface's catalogue.
-STUDENT_WORDS = (STUCK, *(admonition_title(kind) for kind in ADMONITIONS))
+# Every English text the student versions add, each a message of the interface's catalogue:
+# the solution link, the admonitions' titles and the setup cell's words.
+STUDENT_WORDS = (STUCK, *(admonition_title(kind) for kind in ADMONITIONS), *SETUP_WORDS)
 
 
 def heading_anchor(heading: str) -> str:

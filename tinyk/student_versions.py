@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tinyk.addresses import SETUP_TITLE, site_url
+from tinyk.addresses import SETUP_TITLE, repository_url, setup_cell_source, site_url
 from tinyk.catalogues import LANGUAGE, interface_catalogue, translated
 from tinyk.checkout import NOTEBOOKS, REGENERATE, STUDENTS, ZH, course_root, notebook_paths, student_path
 from tinyk.exercises import FORM_TITLE, is_solution, source_text
@@ -161,17 +161,22 @@ def _lookup(messages: dict[str, str], found: list[str], where: str) -> Callable[
 
 def _chinese_source(source: Path, root: Path, citations: dict[str, str],
                     interface: dict[str, str]) -> tuple[dict, list[str]]:
-    """The source prepared for students in Chinese (:func:`for_students`): its Markdown and
-    the words the student version adds, translated; and the messages without a translation."""
+    """The source prepared for students in Chinese (:func:`for_students`): its Markdown (the
+    hints' pseudocode from the code catalogue) and the words the student version adds,
+    translated; and the messages without a translation."""
     from tinyk import chinese_notebooks as zh
 
     pages = root / "locale" / LANGUAGE / "LC_MESSAGES" / NOTEBOOKS / f"{source.stem}.po"
+    code = zh.code_catalogue_path(root, source.stem)
     prose, where = zh.load_messages(pages), f"{NOTEBOOKS}/{source.name}"
+    pseudocode = zh.load_messages(code, code=True)
     site = f"{site_url(root)}{ZH}/"
     found: list[str] = []
     absent: list[str] = []
+    hints: list[str] = []
 
     def translate(text: str, i: int) -> str:
+        text = zh.translate_pseudocode(text, pseudocode, hints, f"{where}: cell {i}")
         return zh.translate_markdown(text, prose, found, f"{where}: cell {i}")
 
     page = f"{site}{NOTEBOOKS}/{source.stem}.html"
@@ -179,22 +184,33 @@ def _chinese_source(source: Path, root: Path, citations: dict[str, str],
                             _lookup(interface, absent, where), translate)
     catalogue = interface_catalogue(root).relative_to(root)
     return prepared, [f"{line}: no translation in {pages.relative_to(root)}" for line in found] + \
+        [f"{line}: no translation in {code.relative_to(root)}" for line in hints] + \
         [f"{line}: no translation in {catalogue}" for line in dict.fromkeys(absent)]
 
 
-def _chinese_code(nb: dict, prepared: dict, source: Path, root: Path) -> list[str]:
+def _chinese_code(nb: dict, prepared: dict, source: Path, root: Path,
+                  interface: dict[str, str]) -> list[str]:
     """Put the Chinese Markdown cells of ``prepared`` into the English student version ``nb``
-    and translate its code cells' words, in place; returns the code texts without a translation."""
+    and translate its code cells' words (the setup cell's from ``interface``, the interface's
+    catalogue), in place; returns the code texts without a translation."""
     from tinyk import chinese_notebooks as zh
 
     code = zh.code_catalogue_path(root, source.stem)
     words: dict[str, str] = zh.load_messages(code, code=True)
     found: list[str] = []
+    absent: list[str] = []
+    url = repository_url(root)
     for i, (cell, chinese) in enumerate(zip(nb["cells"], prepared["cells"], strict=True)):
         if cell.get("id") != chinese.get("id"):
             raise ValueError(f"{source.name}: cell {i} of the release is not the source's cell {i}")
         if cell["cell_type"] == "markdown":
             cell["source"] = chinese["source"]
+        elif cell["cell_type"] == "code" and source_text(cell) == setup_cell_source(url):
+            text = setup_cell_source(url, _lookup(interface, absent, f"{NOTEBOOKS}/{source.name}: cell {i}"))
+            if not zh.same_code(text, source_text(cell)):
+                raise ValueError(f"{source.name}: the Chinese setup cell differs from the English beyond its "
+                                 f"words; check their translations in {interface_catalogue(root).name}")
+            cell["source"] = text.splitlines(keepends=True)
         elif cell["cell_type"] == "code" and not source_text(cell).startswith(SETUP_TITLE):
             where = f"{NOTEBOOKS}/{source.name}: cell {i}"
             text = zh.translate_code(source_text(cell), words, found, where)
@@ -202,7 +218,8 @@ def _chinese_code(nb: dict, prepared: dict, source: Path, root: Path) -> list[st
                 raise ValueError(f"{where}: the Chinese code differs from the English beyond its strings "
                                  f"and comments; check its translations in {code.relative_to(root)}")
             cell["source"] = text.splitlines(keepends=True)
-    return [f"{line}: no translation in {code.relative_to(root)}" for line in found]
+    return [f"{line}: no translation in {code.relative_to(root)}" for line in found] + \
+        [f"{line}: no translation in {interface_catalogue(root).relative_to(root)}" for line in absent]
 
 
 def chinese_student_notebooks(english: dict[Path, str], root: Path | None = None,
@@ -222,7 +239,7 @@ def chinese_student_notebooks(english: dict[Path, str], root: Path | None = None
     for source in notebook_paths(root):
         prepared, lacking = _chinese_source(source, root, citations, interface)
         nb = json.loads(english[student_path(source, root)])
-        missing += lacking + _chinese_code(nb, prepared, source, root)
+        missing += lacking + _chinese_code(nb, prepared, source, root, interface)
         out[student_path(source, root, ZH)] = nbformat.writes(nbformat.from_dict(nb)) + "\n"
     return out, missing
 

@@ -12,7 +12,9 @@ the book's extension (``book/_ext/tinyk_book.py``, ``doctree-read``) in the Chin
   execution's outputs and executes nothing. A test's or an error's message stays as the
   code runs it, like the outputs it prints. ``python -m tinyk.translations update`` adds
   the shown comments and docstrings that no student notebook has (a solution's) to the
-  catalogue (:func:`shown_code`).
+  catalogue (:func:`shown_code`). A hint's pseudocode block (a literal block with no
+  language in a dropdown) is translated whole from the same catalogue
+  (:func:`translate_pseudocode_blocks`).
 - **Glossary**: each headword reads Chinese first (its translation,
   :func:`tinyk.catalogues.chinese_headword`), and the entries are sorted by their pinyin
   (:func:`pinyin_key`, from the ``pypinyin`` package), as a Chinese dictionary is. The
@@ -29,9 +31,12 @@ from tinyk.chinese_notebooks import code_catalogue_path, load_messages, translat
 from tinyk.exercises import book_version, source_text
 
 __all__ = ["SHOWN_KINDS", "pinyin_key", "shown_code", "sort_glossaries", "translate_code_cells",
-           "translate_page"]
+           "translate_page", "translate_pseudocode_blocks"]
 
 SHOWN_KINDS = ("comment", "docstring")  # what the Chinese pages translate in the code shown
+# A fence's language on the page when it has none (myst-parser gives it the highlight language)
+# or says ``text``: a hint's pseudocode (tinyk.chinese_notebooks.pseudocode_blocks).
+_NO_LANGUAGE = (None, "", "text", "none", "default", "ipython3", "python3")
 _HIDDEN = {"remove-cell", "remove_cell", "remove-input", "remove_input"}  # cells whose code is not shown
 
 
@@ -66,12 +71,49 @@ def translate_code_cells(doctree, messages: dict[str, str], where: str) -> list[
     return missing
 
 
+def _in_dropdown(node) -> bool:
+    """Whether ``node`` sits in a dropdown (sphinx-design's, as it is when the page is read)."""
+    while node is not None:
+        if node.get("design_component") == "dropdown" or type(node).__name__ == "dropdown_main":
+            return True
+        node = node.parent
+    return False
+
+
+def translate_pseudocode_blocks(doctree, messages: dict[str, str], where: str) -> list[str]:
+    """Translate, in place, every hint's pseudocode block in a page's ``doctree`` (a literal
+    block in a dropdown, outside the code cells) from ``messages``
+    (:func:`tinyk.chinese_notebooks.pseudocode_blocks`); returns those without a translation."""
+    from docutils import nodes
+
+    missing: list[str] = []
+    for block in list(doctree.findall(nodes.literal_block)):
+        parent, in_cell = block.parent, False
+        while parent is not None and not in_cell:
+            in_cell, parent = parent.get("nb_element", "").startswith("cell_code"), parent.parent
+        if in_cell or not _in_dropdown(block) or block.get("language") not in _NO_LANGUAGE:
+            continue
+        text = block.astext()
+        english = text.rstrip("\n")
+        chinese = messages.get(english)
+        if chinese is None:
+            missing.append(f"{where}: pseudocode {english[:70]!r}")
+            continue
+        chinese += text[len(english):]
+        block[:] = [nodes.Text(chinese)]
+        block.rawsource = chinese
+    return missing
+
+
 def translate_page(doctree, root: Path, source: Path) -> tuple[Path, list[str]]:
-    """The code cells of the page read from the notebook ``source`` translated
-    (:func:`translate_code_cells`): returns the catalogue read and the texts it lacks."""
+    """The code cells and the hints' pseudocode of the page read from the notebook ``source``
+    translated (:func:`translate_code_cells`, :func:`translate_pseudocode_blocks`): returns the
+    catalogue read and the texts it lacks."""
     catalogue = code_catalogue_path(root, source.stem)
     where = source.relative_to(root).as_posix() if source.is_relative_to(root) else source.name
-    return catalogue, translate_code_cells(doctree, load_messages(catalogue, code=True), where)
+    messages = load_messages(catalogue, code=True)
+    return catalogue, translate_code_cells(doctree, messages, where) + \
+        translate_pseudocode_blocks(doctree, messages, where)
 
 
 _LETTERS = re.compile(r"[^a-z]")

@@ -12,7 +12,13 @@ from pathlib import Path
 from tinyk.addresses import SETUP_TITLE
 from tinyk.catalogues import LANGUAGE, read_catalogue
 from tinyk.checkout import course_root, notebook_paths
-from tinyk.chinese_notebooks import CODE_FOLDER, code_catalogue_path, code_messages
+from tinyk.chinese_notebooks import (
+    CODE_FOLDER,
+    PSEUDOCODE,
+    code_catalogue_path,
+    code_messages,
+    pseudocode_blocks,
+)
 from tinyk.exercises import source_text
 from tinyk.translations.builds import extract
 from tinyk.translations.outputs import update_outputs
@@ -25,7 +31,8 @@ def code_texts(root: Path | None = None) -> dict[str, list[tuple[str, str]]]:
     """``stem -> [(msgid, kind), ...]``: the code texts of each English student version
     (as ``python -m tinyk.course students`` makes it), in order, each once; then the
     comments and docstrings of the code its chapter page shows that the student version
-    lacks (a solution's: :func:`tinyk.translations.pages.shown_code`)."""
+    lacks (a solution's: :func:`tinyk.translations.pages.shown_code`), and the pseudocode
+    blocks of its hints (:func:`tinyk.chinese_notebooks.pseudocode_blocks`)."""
     from tinyk.student_versions import student_notebooks
 
     root = course_root(root)
@@ -40,10 +47,15 @@ def code_texts(root: Path | None = None) -> dict[str, list[tuple[str, str]]]:
         out[path.stem] = list(found.items())
     for source in notebook_paths(root):
         found = dict(out.get(source.stem, []))
-        for _, code in shown_code(json.loads(source.read_text(encoding="utf-8"))):
+        nb = json.loads(source.read_text(encoding="utf-8"))
+        for _, code in shown_code(nb):
             for msgid, kind in code_messages(code):
                 if kind in SHOWN_KINDS:
                     found.setdefault(msgid, kind)
+        for i, cell in enumerate(nb["cells"]):
+            if cell["cell_type"] == "markdown":
+                for _, _, text in pseudocode_blocks(source_text(cell), f"{source.name}: cell {i}"):
+                    found.setdefault(text, PSEUDOCODE)
         out[source.stem] = list(found.items())
     return out
 
