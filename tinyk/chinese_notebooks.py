@@ -12,10 +12,8 @@ its words replaced, never its code:
   in the page's catalogue, ``locale/zh_CN/LC_MESSAGES/notebooks/<stem>.po``; maths blocks and
   code fences stay as they are. A block without a translation is a problem that names it,
   never English left silently.
-- **Pseudocode**: a fenced block with no language (or ``text``) inside a hint's dropdown is
-  pseudocode a learner reads, not code that runs: each is one message of the notebook's code
-  catalogue (kind ``pseudocode``, :func:`pseudocode_blocks`), translated whole, its layout
-  the translator's. A fence with a language (```` ```bash ````) is code and stays English.
+- **Pseudocode**: a fence with no language (or ``text``) in a hint's dropdown is read, not run:
+  one message of the code catalogue each (:func:`pseudocode_blocks`); other fences stay English.
 - **Code** cells keep every token but string literals and comments. What a learner reads
   there is translated from ``locale/zh_CN/LC_MESSAGES/code/<stem>.po``: comments, docstrings,
   the messages of assertions and of raised errors, and the strings that only flow into those
@@ -46,8 +44,7 @@ __all__ = ["CODE_FOLDER", "KINDS", "PLACEHOLDER", "PSEUDOCODE", "code_catalogue_
 
 CODE_FOLDER = "code"  # under locale/zh_CN/LC_MESSAGES/, one catalogue per notebook
 KINDS = ("comment", "docstring", "message")  # the kinds of code text (:func:`code_messages`)
-PSEUDOCODE = "pseudocode"  # the kind of a hint's pseudocode block in the code catalogue
-_PSEUDOCODE_INFO = ("", "text")  # a fence's language that makes it pseudocode inside a hint
+PSEUDOCODE = "pseudocode"  # the kind of a hint's pseudocode block (fenced as ``` or ```text)
 _WORDS = re.compile(r"[A-Za-z]{2,}")
 _EXTENSIONS = {"colon_fence", "dollarmath", "amsmath", "deflist", "substitution"}  # as _config.yml
 # An f-string's placeholder, ``{got!r}`` or ``{x[0, 0]:.3g}`` (one level of nested braces).
@@ -132,40 +129,36 @@ def translate_markdown(text: str, messages: dict[str, str], missing: list[str], 
 
 
 def pseudocode_blocks(text: str, where: str = "") -> list[tuple[int, str, str]]:
-    """``(first line, indent, text)`` of each pseudocode block of a Markdown cell's MyST
-    ``text``: a fenced block with no language or ``text`` inside a hint's dropdown
-    (``:::{dropdown}``), its lines from 0 and its text without the fence's indent."""
-    lines = text.split("\n")
-    found = []
-    for token in _parser().parse(text):
-        if token.type not in ("fence", "colon_fence") or not token.map or \
-                not token.info.strip().startswith("{dropdown}"):
-            continue
+    """``(first line from 0, indent, text)`` of each pseudocode block of a Markdown cell's MyST:
+    a fenced block with no language or ``text`` inside a hint's dropdown (``:::{dropdown}``)."""
+    lines, found = text.split("\n"), []
+    dropdowns = [t for t in _parser().parse(text) if t.type in ("fence", "colon_fence") and t.map
+                 and t.info.strip().startswith("{dropdown}")]
+    for token in dropdowns:
         for inner in _parser().parse(token.content):
-            if inner.type != "fence" or inner.info.strip() not in _PSEUDOCODE_INFO or not inner.map:
-                continue
-            first = token.map[0] + 1 + inner.map[0] + 1  # the dropdown's and the fence's opening lines
-            fence = lines[first - 1]
-            indent = fence[: len(fence) - len(fence.lstrip())]
-            body = inner.content.rstrip("\n")
-            shown = [indent + ln if ln else ln for ln in body.split("\n")]
-            if lines[first: first + len(shown)] != shown:
-                raise ValueError(f"{where}: cannot place the pseudocode block {body[:40]!r} on its lines")
-            found.append((first, indent, body))
+            if inner.type == "fence" and inner.info.strip() in ("", "text") and inner.map:
+                first = token.map[0] + 1 + inner.map[0] + 1  # the dropdown's and the fence's opening lines
+                indent = re.match(r"\s*", lines[first - 1])[0]
+                body = inner.content.rstrip("\n")
+                if lines[first: first + body.count("\n") + 1] != _indented(body, indent):
+                    raise ValueError(f"{where}: cannot place the pseudocode block {body[:40]!r} on its lines")
+                found.append((first, indent, body))
     return found
+
+
+def _indented(text: str, indent: str) -> list[str]:
+    return [indent + ln if ln else ln for ln in text.split("\n")]
 
 
 def translate_pseudocode(text: str, messages: dict[str, str], missing: list[str], where: str = "") -> str:
     """``text`` (MyST) with each pseudocode block (:func:`pseudocode_blocks`) replaced by its
-    translation in ``messages`` (a code catalogue's); blocks without one are appended to
-    ``missing`` and left as they are."""
+    translation in ``messages`` (a code catalogue's); one without is appended to ``missing``."""
     lines = text.split("\n")
     for first, indent, body in reversed(pseudocode_blocks(text, where)):
-        new = messages.get(body)
-        if new is None:
+        if body not in messages:
             missing.append(f"{where}: {body[:70]!r}")
-            continue
-        lines[first: first + len(body.split("\n"))] = [indent + ln if ln else ln for ln in new.split("\n")]
+        else:
+            lines[first: first + body.count("\n") + 1] = _indented(messages[body], indent)
     return "\n".join(lines)
 
 
