@@ -271,9 +271,9 @@ def test_the_setup_cell_and_the_hints_pseudocode_read_from_the_catalogues():
     words = translated(interface_catalogue(ROOT))
     assert all(CJK.search(words[w]) for w in SETUP_WORDS)
     chinese = setup_cell_source(course.repository_url(), words.__getitem__)
-    for source in SOURCES:
-        first = next(c for c in _cells(source, course.ZH) if c["cell_type"] == "code")
-        assert source_text(first) == chinese, source.stem
+    firsts = {s.stem: source_text(next(c for c in _cells(s, course.ZH) if c["cell_type"] == "code"))
+              for s in SOURCES}
+    assert len(firsts) == len(SOURCES) >= 9 and firsts == dict.fromkeys(firsts, chinese)
     messages = load_messages(code_catalogue_path(ROOT, "05_4_gqa"), code=True)
     hints = [body for body in messages if body.startswith("scores = q @ kᵀ")]
     assert len(hints) == 1 and "最后一个轴" in messages[hints[0]]
