@@ -8,9 +8,8 @@ block. The ids of the site's sections and glossary entries follow Sphinx's rules
 
 The words the student versions add to the sources' (the line under an exercise that links
 to its solution, the admonitions' titles, the setup cell's, :data:`tinyk.addresses.SETUP_WORDS`)
-are written in English; the Chinese student
-notebooks take theirs from the interface's catalogue, ``locale/zh_CN/interface.po``, keyed by
-the English (:data:`STUDENT_WORDS`).
+are written in English; the Chinese student notebooks take theirs from the interface's
+catalogue, ``locale/zh_CN/interface.po``, keyed by the English (:data:`STUDENT_WORDS`).
 """
 
 from __future__ import annotations
