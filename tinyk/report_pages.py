@@ -103,15 +103,18 @@ def _count(report: ClassReport, students: set[str]) -> str:
     return f"{len(students)} ({report.share(len(students))})"
 
 
+def _table_start(heading: str, caption: str, columns: list[str]) -> str:
+    """A table's heading (``h2``, or the page's ``h1`` already made), caption and column
+    headers, up to its body's opening tag."""
+    header = "".join(f'<th scope="col">{c}</th>' for c in columns)
+    return f"{heading}\n<table>\n<caption>{caption}</caption>\n<thead><tr>{header}</tr></thead>\n<tbody>\n"
+
+
 def _notebook_table(report: ClassReport, lang: str) -> str:
     """Per notebook: submitted, full marks, timed out, tampering, the other statuses."""
     w = words(lang)
-    rows = [
-        f"<h2>{w['notebooks']}</h2>\n<table>\n<caption>{w['caption_nb']}</caption>\n<thead><tr>"
-        f'<th scope="col">{w["notebook"]}</th><th scope="col">{w["submitted"]}</th>'
-        f'<th scope="col">{w["full"]}</th><th scope="col">{w["timeout"]}</th>'
-        f'<th scope="col">{w["tampering"]}</th><th scope="col">{w["other"]}</th></tr></thead>\n<tbody>\n',
-    ]
+    rows = [_table_start(f"<h2>{w['notebooks']}</h2>", w["caption_nb"],
+                         [w[k] for k in ("notebook", "submitted", "full", "timeout", "tampering", "other")])]
     for notebook in report.exercises:
         statuses = report.statuses.get(notebook, {})
         submitted = set(report.students) - statuses.get("missing", set())
@@ -156,11 +159,7 @@ def _exercise_section(report: ClassReport, notebook: str, exercise: str, max_poi
 def _student_table(report: ClassReport, lang: str) -> str:
     """Every student, linked to their page, with their total points."""
     w = words(lang)
-    rows = [
-        f"<h2>{w['student_list']}</h2>\n<table>\n<caption>{w['caption_students']}</caption>\n<thead><tr>"
-        f'<th scope="col">{w["student"]}</th><th scope="col">{w["total"]}</th>'
-        f"</tr></thead>\n<tbody>\n"
-    ]
+    rows = [_table_start(f"<h2>{w['student_list']}</h2>", w["caption_students"], [w["student"], w["total"]])]
     for student in report.students:
         theirs = report.by_student[student]
         link = f"students/{page_name(student, lang)}"
@@ -191,12 +190,8 @@ def student_page(
 ) -> str:
     """One student's page: points, status, the mistakes named, the exercise's link. Never the detail."""
     w = words(lang)
-    body = [
-        f"<h1>{w['your_title']}: {html.escape(student)}</h1>\n<table>\n<caption>{w['caption_student']}"
-        f'</caption>\n<thead><tr><th scope="col">{w["exercise"]}</th><th scope="col">{w["points"]}</th>'
-        f'<th scope="col">{w["status"]}</th><th scope="col">{w["mistake"]}</th>'
-        f'<th scope="col">{w["hints"]}</th></tr></thead>\n<tbody>\n'
-    ]
+    body = [_table_start(f"<h1>{w['your_title']}: {html.escape(student)}</h1>", w["caption_student"],
+                         [w[k] for k in ("exercise", "points", "status", "mistake", "hints")])]
     for g in sorted(report.by_student[student], key=lambda g: (g.notebook, g.exercise)):
         status = status_label(g.status, lang)
         if lang == "en" and g.status != "ok":
