@@ -120,6 +120,11 @@ def released(nb: dict, name: str = "notebook") -> dict:
     """``nb`` as nbgrader's release gives it to students (:func:`_release_exporter`): answers
     replaced by nbgrader's stub, hidden tests removed, no outputs. The student notebooks, the
     similarity check's stubs and the book's downloads are all made this one way."""
+    return json.loads(_released_text(nb, name))
+
+
+def _released_text(nb: dict, name: str) -> str:
+    """:func:`released`, as the text nbgrader writes (what ``student/`` holds)."""
     import nbformat
 
     whole = {"metadata": {}, "nbformat": 4, "nbformat_minor": 5, **copy.deepcopy(nb)}
@@ -128,23 +133,18 @@ def released(nb: dict, name: str = "notebook") -> dict:
     node = nbformat.reads(json.dumps(whole), as_version=4)
     resources = {"nbgrader": {"notebook": name, "assignment": STUDENTS}, "unique_key": name}
     text, _ = _release_exporter().from_notebook_node(node, resources=resources)
-    return json.loads(text)
+    return text
 
 
 def student_notebooks(root: Path | None = None) -> dict[Path, str]:
     """Every source's student version, as the text to write at its ``student/`` path."""
-    import nbformat
-
     root = course_root(root)
-    site, exporter, citations = site_url(root), _release_exporter(), citation_labels(root)
+    site, citations = site_url(root), citation_labels(root)
     out = {}
     for source in notebook_paths(root):
         page = f"{site}{NOTEBOOKS}/{source.stem}.html"
         prepared = for_students(json.loads(source.read_text(encoding="utf-8")), page, site, citations)
-        nb = nbformat.reads(json.dumps(prepared), as_version=4)
-        resources = {"nbgrader": {"notebook": source.stem, "assignment": STUDENTS}, "unique_key": source.stem}
-        text, _ = exporter.from_notebook_node(nb, resources=resources)
-        out[student_path(source, root)] = text
+        out[student_path(source, root)] = _released_text(prepared, source.stem)
     return out
 
 
