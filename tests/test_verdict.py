@@ -148,6 +148,35 @@ def test_the_reference_of_the_part_asked_for_is_out_of_reach(sandboxed, route):
     assert error in result.detail, result.detail
 
 
+# Routes to the course's own grouped attention from 05.4.4's answer, through the modules the
+# parts' checks live in and the model's public methods, each with what stops it.
+GQA_ROUTES = {
+    "checks_module": ("from tinyk.part_checks import reference_gqa_attention as gqa_attention\n",
+                      "ImportError: cannot import name 'reference_gqa_attention'"),
+    "checks_globals": ("import tinyk.parts\n"
+                       "gqa_attention = tinyk.parts.check_parts.__globals__['reference_gqa_attention']\n",
+                       "KeyError"),
+    "model_method": ("import tinyk\nfrom tinyk.model import repeat_kv\n"
+                     "_layer = tinyk.Transformer(tinyk.ModelConfig.tiny()).layers[0].attention\n"
+                     "def gqa_attention(q, k, v, mask=None):\n"
+                     "    n = q.shape[1] // k.shape[1]\n"
+                     "    k = repeat_kv(k.transpose(1, 2), n).transpose(1, 2)\n"
+                     "    v = repeat_kv(v.transpose(1, 2), n).transpose(1, 2)\n"
+                     "    return _layer.attention_by_hand(q, k, v, mask)\n",
+                     "NameError: name 'Attention' is not defined"),  # no model to build: Attention is gone
+}
+
+
+@pytest.mark.parametrize("route", GQA_ROUTES)
+def test_the_attention_of_the_package_is_out_of_reach_too(sandboxed, route):
+    """The parts' checks (tinyk.part_checks) hold a reference attention, and the model a public
+    one (Attention.attention_by_hand): neither gives 05.4.4's points."""
+    answer, error = GQA_ROUTES[route]
+    result = _judge(sandboxed, "05_4", "ex_05_4_4_test", answer)
+    assert not result.passed, result.detail
+    assert error in result.detail, result.detail
+
+
 def test_under_the_sandbox_an_answer_may_import_the_packages_other_modules(sandboxed):
     """Only the modules that hold the parts are gone: an honest answer that imports the
     course's plotting and data modules (as the notebooks do) keeps its points."""
