@@ -110,9 +110,52 @@ def test_the_chinese_build_renders_translated_outputs_and_names_a_missing_messag
         assert client.logger.warnings == [
             "cell 0: printed output without a Chinese translation: 'lost words' "
             "(`make translations` adds it to locale/zh_CN/outputs.po)"]
+        outputs.install(None)  # the English build: outputs as they are, streams merged
+        _, shown = NotebookClientBase.code_cell_outputs(client, 0)
+        assert shown == [STREAM, RESULT] and len(client.logger.warnings) == 1
     finally:
-        outputs.install(None)  # the English build: outputs as they are
-    assert NotebookClientBase.code_cell_outputs is original
+        NotebookClientBase.code_cell_outputs = original
+
+
+def _piece(text, name="stdout"):
+    return {"output_type": "stream", "name": name, "text": text}
+
+
+def test_a_print_the_kernel_sent_in_two_pieces_is_one_line_in_both_editions():
+    # One print, "e_0 at position 1 (adjacent):  " then the array, arrived as two outputs on
+    # one run and as one on another: the line is looked up whole either way.
+    catalogue = {"e_0 at position {0} (adjacent): [{1} {2}]": "位置 {0} 的 e_0（相邻配对）：[{1} {2}]"}
+    split = _cell(_piece("e_0 at position 1 (adjacent):"), _piece(" [0.5403 0.8415]\n"),
+                  _piece("warned\n", "stderr"), _piece("8+4=42\n"), FIGURE, _piece("done 1\n"))
+    whole = _cell(_piece("e_0 at position 1 (adjacent): [0.5403 0.8415]\n"), _piece("warned\n", "stderr"),
+                  _piece("8+4=42\n"), FIGURE, _piece("done 1\n"))
+    assert outputs.merged_streams(split["outputs"]) == whole["outputs"]
+    assert split["outputs"][0]["text"] == "e_0 at position 1 (adjacent):"  # a copy
+    assert outputs.translated_outputs(split, catalogue) == outputs.translated_outputs(whole, catalogue)
+    shown, missing = outputs.translated_outputs(split, catalogue)
+    assert shown[0]["text"] == "位置 1 的 e_0（相邻配对）：[0.5403 0.8415]\n"
+    assert missing == ["warned", "done {0}"]
+
+
+def _error(evalue, ename="ValueError"):
+    last = f"\x1b[31m{ename}\x1b[39m\x1b[31m:\x1b[39m {evalue}\n"
+    return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": ["frame", last]}
+
+
+def test_an_errors_message_is_translated_in_its_traceback_and_a_missing_one_named():
+    refusal = "ModelConfig.n_layers=0: must be a positive integer"
+    catalogue = {"ModelConfig.n_layers={0}: must be a positive integer":
+                 "ModelConfig.n_layers={0}：必须是正整数",
+                 "unexpected indent": "unexpected indent"}  # Python's own, kept as printed
+    shown, missing = outputs.translated_outputs(_cell(_error(refusal)), catalogue)
+    assert missing == [] and shown[0]["evalue"] == "ModelConfig.n_layers=0：必须是正整数"
+    assert shown[0]["traceback"] == ["frame", "\x1b[31mValueError\x1b[39m\x1b[31m:\x1b[39m "
+                                              "ModelConfig.n_layers=0：必须是正整数\n"]
+    kept = _cell(_error("unexpected indent", "IndentationError"))
+    assert outputs.translated_outputs(kept, catalogue) == (kept["outputs"], [])
+    assert outputs.translated_outputs(_cell(_error("an untold rule 3")), {})[1] == ["an untold rule {0}"]
+    removed = _cell(_error("an untold rule 3"), tags=["remove-output"])
+    assert outputs.translated_outputs(removed, {}) == (removed["outputs"], [])
 
 
 def _course(tmp_path, messages: dict[str, tuple[str, list[str]]]):

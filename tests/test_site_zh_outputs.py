@@ -87,3 +87,41 @@ def test_the_chinese_pages_print_the_english_pages_lines_in_chinese(pages):
     rope = pages["05_3_rope"]
     assert "largest change of any score under a common shift: 1.64e-14" in rope[1]
     assert "所有位置共同平移时，分数的最大变化：1.64e-14" in rope[0]
+
+
+def _error_messages(page) -> list[str]:
+    """The last line of each error a page shows: ``ValueError: <the message>``."""
+    from bs4 import BeautifulSoup, SoupStrainer
+
+    errors = SoupStrainer("div", class_=re.compile(r"^output traceback\b"))
+    blocks = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser", parse_only=errors).select("pre")
+    return [block.get_text().rstrip("\n").rsplit("\n", 1)[-1] for block in blocks]
+
+
+def _error_problems(zh: list[str], en: list[str], kept: set[str]) -> list[str]:
+    """The errors of a Chinese page whose message is neither Chinese nor, for a kept message
+    (Python's or PyTorch's own), the English page's as it is."""
+    from tinyk.figure_text import message_key
+
+    def kept_message(line: str) -> bool:
+        # A SyntaxError's message is kept with the place Python's str() adds to it, "(<unknown>,
+        # line 6)", which its traceback's last line does not show.
+        key = message_key(line.partition(": ")[2])[0]
+        return key in kept or any(k.startswith(f"{key} (<") for k in kept)
+
+    if len(zh) != len(en):
+        return [f"{len(zh)} errors on the Chinese page, {len(en)} on the English one"]
+    return [f"{e!r} -> {z!r}" for z, e in zip(zh, en, strict=True)
+            if (z != e if kept_message(e) else not _CJK.search(z))]
+
+
+def test_the_errors_the_chinese_pages_show_have_chinese_messages_or_pythons_own():
+    # The package's refusals (ModelConfig's, reshape_for_broadcast's, the attention mask's) in
+    # Chinese; a message Python or PyTorch wrote is kept as the reader's own run prints it.
+    kept = _kept()
+    found = {page.stem: (_error_messages(page), _error_messages(HTML / "notebooks" / page.name))
+             for page in sorted((HTML / "zh" / "notebooks").glob("*.html"))}
+    assert sum(len(en) for _, en in found.values()) >= 12  # 12 errors shown when this was written
+    assert {stem: p for stem, (zh, en) in found.items() if (p := _error_problems(zh, en, kept))} == {}
+    assert "ValueError: ModelConfig.n_layers=0：必须是正整数" in found["05_1_shapes"][0]
+    assert "ValueError: ModelConfig.n_layers=0: must be a positive integer" in found["05_1_shapes"][1]

@@ -22,12 +22,19 @@ letters or more once what is data or code is taken out of it:
   ``false``, ``null``) and numbers.
 
 Every other line (numbers, shapes, tensors, dicts, a JSON report, the sums a model wrote)
-stays as printed, and so does an error's traceback (only streams and text results are
-translated). A progress bar (``training:  42%|████ | 253/600 [...]``) has its description
+stays as printed. An error shows its traceback as printed but its message (``evalue``, the
+words after ``ValueError:``) translated in the same way; a message Python or PyTorch wrote
+(``unexpected indent``) is what the reader's own run prints, and its catalogue entry keeps it
+(``kept:``). A progress bar (``training:  42%|████ | 253/600 [...]``) has its description
 translated and the rest kept. A line with words that is code or data after all (a module
 listing's ``dropout  Dropout`` row, a chat template's text) is translated as itself, and its
 catalogue entry says why in a translator comment that starts with ``kept:`` (``check``
 fails on a message translated as itself without one).
+
+The kernel sends a stream in pieces whose borders fall where its buffer happened to be flushed,
+so one ``print`` may arrive as two outputs on one run and as one on the next: both editions
+render each run of consecutive outputs of one stream joined, as the stream was written
+(:func:`merged_streams`), and the lines are translated after the join.
 
 A line the catalogue lacks stays English and is a warning of the Chinese build that names it
 (the build runs with ``-W``); ``python -m tinyk.translations update`` adds the lines of the
@@ -47,8 +54,8 @@ from tinyk.catalogues import outputs_catalogue, read_catalogue
 from tinyk.checkout import course_root, notebook_paths
 from tinyk.figure_text import fill, message_key, needs_words
 
-__all__ = ["KEPT", "has_words", "install", "output_messages", "printed_texts", "translate_line",
-           "translate_text", "translated_outputs", "update_outputs"]
+__all__ = ["KEPT", "has_words", "install", "merged_streams", "output_messages", "printed_texts",
+           "translate_line", "translate_text", "translated_outputs", "update_outputs"]
 
 KEPT = "kept:"  # a translator comment that starts so explains a message translated as itself
 _DATA = re.compile(r"""(?<![A-Za-z])'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|<[^<>\n]*>""")
@@ -109,32 +116,64 @@ def _text(value: str | list[str]) -> str:
     return "".join(value) if isinstance(value, list) else value
 
 
+def merged_streams(outputs: list[Any]) -> list[Any]:
+    """A copy of ``outputs`` with each run of consecutive outputs of one stream (stdout,
+    stderr) joined into one, its text exactly as written: where the kernel cut a stream in
+    pieces varies from run to run (the module's docstring)."""
+    merged: list[Any] = []
+    for output in copy.deepcopy(list(outputs)):
+        last = merged[-1] if merged else {}
+        same_stream = output.get("name") == last.get("name")
+        if output.get("output_type") == "stream" == last.get("output_type") and same_stream:
+            last["text"] = _text(last["text"]) + _text(output["text"])
+        else:
+            merged.append(output)
+    return merged
+
+
+def _translate_error(output: dict[str, Any], catalogue: Mapping[str, str]) -> list[str]:
+    """Translate, in place, an error output's message and the traceback's last entry that
+    prints it; returns the messages ``catalogue`` lacks."""
+    english = output.get("evalue", "")
+    chinese, missing = translate_text(english, catalogue)
+    traceback = output.get("traceback") or []
+    if chinese != english and traceback and english in traceback[-1]:
+        before, _, after = traceback[-1].rpartition(english)
+        output["evalue"], traceback[-1] = chinese, before + chinese + after
+    return missing
+
+
 def translated_outputs(cell: Mapping[str, Any], catalogue: Mapping[str, str]) -> tuple[list[Any], list[str]]:
-    """(a copy of ``cell``'s outputs with their printed texts in Chinese, the messages
-    ``catalogue`` lacks)."""
-    outputs, missing = copy.deepcopy(list(cell.get("outputs", []))), []
-    for n, field in printed_texts(cell):
+    """(``cell``'s outputs, streams merged (:func:`merged_streams`), with their printed texts
+    and errors' messages in Chinese; the messages ``catalogue`` lacks)."""
+    outputs = merged_streams(cell.get("outputs", []))
+    merged, missing = {**cell, "outputs": outputs}, []
+    for n, field in printed_texts(merged):
         holder = outputs[n] if field == "text" else outputs[n]["data"]
         holder[field], lacking = translate_text(_text(holder[field]), catalogue)
         missing += lacking
+    if not _REMOVED & set(cell.get("metadata", {}).get("tags", [])):
+        for output in outputs:
+            if output.get("output_type") == "error":
+                missing += _translate_error(output, catalogue)
     return outputs, missing
 
 
 def install(catalogue: Mapping[str, str] | None) -> None:
-    """Make myst-nb's notebook client hand the renderer each code cell's outputs translated
-    from ``catalogue`` (the Chinese build), each missing message a warning naming it; with
-    ``None`` (the English build), as they are."""
+    """Make myst-nb's notebook client hand the renderer each code cell's outputs with their
+    streams merged (:func:`merged_streams`, both editions) and, with a ``catalogue`` (the
+    Chinese build), translated, each missing message a warning naming it."""
     from myst_nb.core.execute.base import NotebookClientBase
 
     original = getattr(NotebookClientBase.code_cell_outputs, "tinyk_original",
                        NotebookClientBase.code_cell_outputs)
-    if catalogue is None:
-        NotebookClientBase.code_cell_outputs = original
-        return
 
     def code_cell_outputs(self, cell_index: int) -> tuple[int | None, list[Any]]:
         count, _ = original(self, cell_index)
-        outputs, missing = translated_outputs(self.notebook["cells"][cell_index], catalogue)
+        cell = self.notebook["cells"][cell_index]
+        if catalogue is None:
+            return count, merged_streams(cell.get("outputs", []))
+        outputs, missing = translated_outputs(cell, catalogue)
         for message in dict.fromkeys(missing):
             self.logger.warning(f"cell {cell_index}: printed output without a Chinese translation: "
                                 f"{message!r} (`make translations` adds it to locale/zh_CN/outputs.po)",
