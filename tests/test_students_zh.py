@@ -38,7 +38,8 @@ def test_chinese_version_is_the_english_one_but_for_its_words(source):
     code = [(e, z) for e, z in zip(english, chinese, strict=True) if e["cell_type"] == "code"]
     assert all(same_code(source_text(z), source_text(e)) for e, z in code)
     changed = [z for e, z in code if source_text(z) != source_text(e)]
-    assert changed and all(CJK.search(source_text(z)) for z in changed)
+    # Chinese words, or Chinese punctuation alone (print("tinyk：", ...))
+    assert changed and all(CJK.search(source_text(z)) or "：" in source_text(z) for z in changed)
     assert sum(bool(nbgrader(z)) for z in chinese) == sum(bool(nbgrader(e)) for e in english) > 0
 
 
@@ -109,6 +110,24 @@ def test_code_keeps_its_tokens_and_translates_only_what_is_read():
     assert missing == [] and same_code(chinese, CELL)
     assert '    """``x`` 的平方。\n\n    任意形状。\n    """' in chinese and "# 逐元素" in chinese
     assert '"nine words here"' in chinese and '{8: "你做了加法"}' in chinese
+
+
+def test_what_a_print_writes_is_translated_and_what_it_is_given_is_not():
+    # The literals a print writes are words; a string given to a call inside it, or computed
+    # into a printed value, is data the code needs as it is.
+    cell = ('losses = F.cross_entropy(x, y, reduction="none")\n'
+            'print("tied head:", losses.sum(), f"{n} of {m} heads" + (" (per layer)" if n else ""))\n'
+            'print(tok.decode(tok.encode("Hello there")), ["a list", "of data"])\n')
+    assert code_messages(cell) == [("tied head:", "message"), ("{n} of {m} heads", "message"),
+                                   (" (per layer)", "message")]
+    words = {"tied head:": "共享权重的输出头：", "{n} of {m} heads": "{m} 个头中的 {n} 个",
+             " (per layer)": "（每层）"}
+    missing: list[str] = []
+    chinese = translate_code(cell, words, missing)
+    assert missing == [] and same_code(chinese, cell)
+    assert 'reduction="none"' in chinese and '"Hello there"' in chinese and '"a list"' in chinese
+    assert ('print("共享权重的输出头：", losses.sum(), f"{m} 个头中的 {n} 个" + ("（每层）" if n else ""))'
+            in chinese)
 
 
 def test_a_translation_that_would_change_the_code_is_caught():
@@ -215,6 +234,9 @@ def test_chinese_05_2_runs_top_to_bottom_in_a_kernel(tmp_path, monkeypatch):
     assert [e.ename for e in graded] == ["AssertionError"]
     assert graded[0].evalue == ("(3, 4) 的 r 是平方均值的平方根，即 sqrt((9 + 16) / 2) = 3.5355...，"
                                 "而不是 7.0")
+    printed = "".join(o.get("text", "") for c in code for o in c.outputs if o.output_type == "stream")
+    assert "手算：     r = sqrt(12.5) = 3.535534, y = (0.8485, 1.1314)" in printed
+    assert "gradcheck 通过： True" in printed and "by hand" not in printed
 
 
 def test_graded_against_the_english_release_a_chinese_notebook_is_not_counted_as_edited():

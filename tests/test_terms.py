@@ -58,6 +58,7 @@ def test_a_choice_said_to_come_from_the_seed_quotes_the_seed_saying_it(terms):
     ("This notebook loads the file", "本 notebook 加载这个文件", "notebook"),
     ("ms per generated token", "每生成一个词元的毫秒数", "token"),
     ("**tiny** model", "**tiny** 模型", "tiny"),
+    ("embedding {budget['embedding']:,}", "嵌入 {budget['embedding']:,}", "embedding"),
 ])
 def test_a_wrong_variant_is_named_with_its_term(terms, english, chinese, term):
     found = message_term_problems(english, chinese, terms)
@@ -74,6 +75,8 @@ def test_a_wrong_variant_is_named_with_its_term(terms, english, chinese, term):
     ("Taking apart a small LLaMA-style decoder", "把一个小型 LLaMA 风格解码器拆开"),  # small is 小型
     ("Embedding (词嵌入)", "Embedding (词嵌入)"),  # a glossary headword: its Chinese is checked
     ("Batch (批量)", "批量（batch）"),  # and so is it written Chinese first (“batch” is the English)
+    # an f-string's placeholder is code the translation keeps; the words around it are checked
+    ("embedding {budget['embedding']:,}", "词嵌入 {budget['embedding']:,}"),
 ])
 def test_a_right_rendering_or_an_allowed_context_passes(terms, english, chinese):
     assert message_term_problems(english, chinese, terms) == []

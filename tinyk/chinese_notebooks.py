@@ -16,13 +16,13 @@ its words replaced, never its code:
   one message of the code catalogue each (:func:`pseudocode_blocks`); other fences stay English.
 - **Code** cells keep every token but string literals and comments. What a learner reads
   there is translated from ``locale/zh_CN/LC_MESSAGES/code/<stem>.po``: comments, docstrings,
-  the messages of assertions and of raised errors, and the strings that only flow into those
-  messages (a dictionary of hints, say). :func:`code_messages` extracts them from the English
-  student version (``python -m tinyk.translations update`` writes the catalogue); an f-string's
-  placeholders come through unchanged (``python -m tinyk.translations check`` says so when
-  one does not). nbgrader's metadata stays the English student version's. The Chinese
-  site's code cells show their comments and docstrings from the same catalogue
-  (:mod:`tinyk.translations.pages`).
+  the messages of assertions, of raised errors and of ``print`` calls (a run prints Chinese),
+  and the strings that only flow into those (a dictionary of hints, say). :func:`code_messages`
+  extracts them from the English student version (``python -m tinyk.translations update``
+  writes the catalogue); an f-string's placeholders come through unchanged (``python -m
+  tinyk.translations check`` says so when one does not). nbgrader's metadata stays the
+  English student version's. The Chinese site's code cells show their comments and
+  docstrings from the same catalogue (:mod:`tinyk.translations.pages`).
 """
 
 from __future__ import annotations
@@ -69,9 +69,6 @@ def load_messages(path: Path, *, code: bool = False) -> dict[str, str]:
     from tinyk.catalogues import translated
 
     return {(msgid if code else _key(msgid)): msgstr for msgid, msgstr in translated(path).items()}
-
-
-# ----------------------------------------------------------------------------- Markdown
 
 
 @functools.cache
@@ -162,9 +159,6 @@ def translate_pseudocode(text: str, messages: dict[str, str], missing: list[str]
     return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------- code
-
-
 @dataclass
 class _Text:
     """One message of a code cell: where it is, its text, and how a translation is written."""
@@ -200,14 +194,17 @@ def _loads(node: ast.AST) -> set[str]:
 
 def _message_nodes(tree: ast.Module) -> tuple[list[ast.AST], list[ast.AST]]:
     """(docstrings, message strings) of a cell: an assertion's message, a raised error's
-    arguments, and the values of names that are read only by those (the flow is followed:
-    ``hint = hints.get(got, "...")`` read by a message makes ``hints`` a message's too)."""
+    arguments and the values of names that are read only by those (the flow is followed:
+    ``hint = hints.get(got, "...")`` read by a message makes ``hints`` a message's too), and
+    the strings a ``print`` writes (its arguments' literals, not what it is given computed)."""
     nodes = list(ast.walk(tree))
     docstrings = [n.body[0].value for n in nodes
                   if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                   and ast.get_docstring(n, clean=False) is not None]
     roots: list[ast.AST] = [n.msg for n in nodes if isinstance(n, ast.Assert) and n.msg]
     roots += [n.exc for n in nodes if isinstance(n, ast.Raise) and n.exc]
+    printed = [arg for n in nodes if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "print"
+               for arg in n.args if isinstance(arg, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.IfExp))]
     assigns = [n for n in nodes if isinstance(n, ast.Assign)
                and all(isinstance(t, ast.Name) for t in n.targets)]
     flowing: set[str] = set()
@@ -220,7 +217,7 @@ def _message_nodes(tree: ast.Module) -> tuple[list[ast.AST], list[ast.AST]]:
         if grown <= flowing:
             break
         flowing |= grown
-    strings = [s for c in context for s in _string_nodes(c)]
+    strings = [s for c in context + printed for s in _string_nodes(c)]
     # A dictionary read only through .items() (``for what, wrong in suspects.items()``): its
     # keys are never looked up, so string keys are messages too.
     for a in assigns:

@@ -41,6 +41,7 @@ from tinyk.catalogues import (
     outputs_catalogue,
     read_catalogue,
 )
+from tinyk.chinese_notebooks import PLACEHOLDER
 from tinyk.course import course_root
 
 __all__ = ["TERMS_FILE", "Term", "catalogue_messages", "glossary_problems", "load_terms",
@@ -119,14 +120,15 @@ def load_terms(root: Path | None = None, path: Path | None = None) -> list[Term]
 
 
 def _prose(text: str) -> str:
-    """The words of a message: inline code, maths and link targets out, and a role's target
-    out while its shown text stays (``{term}`shown <target>``` reads as its shown words)."""
+    """The words of a message: inline code, maths, link targets and an f-string's placeholders
+    (``{budget['embedding']:,}``, code the translation keeps) out, and a role's target out
+    while its shown text stays (``{term}`shown <target>``` reads as its shown words)."""
     def shown(role: re.Match[str]) -> str:
         return re.sub(r"\s*<[^<>]+>\s*$", "", role.group(2)) if role.group(1) == "term" else " "
 
     text = ROLE.sub(shown, text)
     text = LINK.sub(lambda m: "]" if m.group(1) else " ", text)
-    return CODE.sub(" ", MATH.sub(" ", text))
+    return PLACEHOLDER.sub(" ", CODE.sub(" ", MATH.sub(" ", text)))
 
 
 def message_term_problems(msgid: str, msgstr: str, terms: list[Term]) -> list[str]:
