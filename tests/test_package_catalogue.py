@@ -1,6 +1,8 @@
-"""The package's own Chinese words (tinyk/locale/zh_CN.po): every catalogued mistake and every
-word of the class report has its Chinese there, a missing one is named by the translations
-check and stops the report, and the modules it serves hold no Chinese of their own."""
+"""The package's own Chinese words (tinyk/locale/zh_CN.po): every catalogued mistake, every
+word of the class report and every message the package says to a learner has its Chinese
+there, a missing one is named by the translations check and stops the report, the catalogue
+reads the same without babel as with it, and the modules it serves hold no Chinese of their
+own."""
 
 from __future__ import annotations
 
@@ -54,7 +56,7 @@ def test_a_missing_or_damaged_word_is_named_by_the_check(damaged):
         "(mistake 05.2.1:sum-not-mean): no Chinese",
         "tinyk/locale/zh_CN.po: 'Most common named mistakes' (class report: mistakes): no Chinese",
         "tinyk/locale/zh_CN.po: 'Scores in exercise {0}: students per score' (class report: chart): "
-        "a number's place ({0}, {1}, ...) differs from the English",
+        "a number's place ({0}, {1}, ...) or a field ({name}) differs from the English",
         "tinyk/locale/zh_CN.po: 'timeout' (class report: the status timeout): marked fuzzy (the English "
         "changed; check the translation)",
         "tinyk/locale/zh_CN.po: 'a label nobody uses': the package uses it nowhere: remove it",
@@ -94,3 +96,47 @@ def test_the_term_base_checks_the_package_catalogue(tmp_path, monkeypatch):
     monkeypatch.setattr(package_catalogue, "PATH", tmp_path / "zh_CN.po")
     assert term_problems(ROOT) == [f"tinyk/locale/zh_CN.po: {english!r}: “K/V heads” is written “K/V 头”, "
                                    f"the term base says “键值头”"]
+
+
+def test_the_catalogue_reads_the_same_without_babel_as_with_it():
+    # A learner's Colab has no babel: the package reads its words with the standard library.
+    with package_catalogue.PATH.open("rb") as f:
+        catalogue = read_po(f)
+    by_babel = {(m.context or "", m.id): m.string for m in catalogue if m.id and m.string and not m.fuzzy}
+    assert package_catalogue.read_words(package_catalogue.PATH.read_text(encoding="utf-8")) == by_babel
+    assert len(by_babel) >= 250
+    odd = ('msgid ""\nmsgstr "header"\n\n#, fuzzy\nmsgid "old"\nmsgstr "旧"\n\nmsgctxt "axis"\n'
+           'msgid "a \\"quoted\\"\\n"\n"line"\nmsgstr ""\n"引\\"号\\"\\n行"\n'
+           '#~ msgid "gone"\n#~ msgstr "没了"\nmsgid "empty"\nmsgstr ""\n')
+    assert package_catalogue.read_words(odd) == {("axis", 'a "quoted"\nline'): '引"号"\n行'}
+
+
+def test_say_speaks_the_learners_language_and_falls_back_to_english(monkeypatch):
+    say = package_catalogue.say
+    message = "ModelConfig.{name}={value}: must be a positive integer"
+    monkeypatch.delenv("TINYK_LANGUAGE", raising=False)
+    assert say(message, name="n_layers", value=0) == "ModelConfig.n_layers=0: must be a positive integer"
+    for language in ("zh_CN", "zh-CN", "zh", " ZH_cn "):
+        monkeypatch.setenv("TINYK_LANGUAGE", language)
+        assert say(message, name="n_layers", value=0) == "ModelConfig.n_layers=0：必须是正整数"
+    assert say("a message nobody translated {n}", n=3) == "a message nobody translated 3"
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    assert say(message, name="dim", value=-1) == "ModelConfig.dim=-1: must be a positive integer"
+
+
+def test_every_message_the_package_says_is_found_and_one_built_in_place_is_named(tmp_path):
+    found, unreadable = package_words.said()
+    assert unreadable == [] and len(found) >= 110
+    assert "tinyk/part_compare.py" in found["{what} differs from tinyk's: {detail}"][0]
+    fused = found["it is PyTorch's fused version of the part"]
+    assert [w.split(":")[0] for w in fused] == ["tinyk/own_work.py"]
+    (tmp_path / "loud.py").write_text(
+        'from tinyk.package_catalogue import noted, say\n'
+        'WHY = noted("a reason given later")\n'
+        'def f(x, why=WHY):\n'
+        '    say(why)\n'
+        '    say(f"built {x} in place")\n'
+        '    return say("x is {x}", x=x) + say("a" + "b")\n')
+    found, unreadable = package_words.said(tmp_path)
+    assert found == {"a reason given later": ["tinyk/loud.py:2"], "x is {x}": ["tinyk/loud.py:6"]}
+    assert sorted(unreadable) == ["tinyk/loud.py:5", "tinyk/loud.py:6"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 import torch
@@ -405,9 +406,10 @@ def test_parts_define_no_forward_pass_of_their_own():
     import tinyk.divergence
     import tinyk.model
     import tinyk.part_checks
+    import tinyk.part_compare
     import tinyk.parts
 
-    modules = (tinyk.parts, tinyk.part_checks, tinyk.divergence)
+    modules = (tinyk.parts, tinyk.part_checks, tinyk.part_compare, tinyk.divergence)
     tree = ast.parse("\n".join(inspect.getsource(m) for m in modules))
     model_classes = {name for name, obj in vars(tinyk.model).items()
                      if isinstance(obj, type) and issubclass(obj, torch.nn.Module)}
@@ -419,3 +421,101 @@ def test_parts_define_no_forward_pass_of_their_own():
     assert forwards == [] and subclasses == [], (forwards, subclasses)
     model = build_model(Transformer(ModelConfig.tiny()), REFERENCE)
     assert type(model) is Transformer and all(type(layer) is DecoderLayer for layer in model.layers)
+
+
+# --- the same feedback in Chinese (TINYK_LANGUAGE=zh_CN, as a Chinese student notebook sets it) ---
+
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_NUMBERS = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+# English prose (what stays English in a Chinese message is code, names, numbers and data).
+_ENGLISH_PHRASE = re.compile(r"(?<![\w.(\[{'`])(?:a|an|the|of|is|are|with|instead|differs|must|yours)"
+                             r"\s+[a-z]+\b")
+
+
+def _both(monkeypatch, run):
+    """``run()``'s text in English, then in Chinese, from the same random state."""
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    torch.manual_seed(0)
+    english = run()
+    monkeypatch.setenv("TINYK_LANGUAGE", "zh_CN")
+    torch.manual_seed(0)
+    return english, run()
+
+
+def _numbers(text) -> list[str]:
+    """The numbers of a message, in any order (Chinese word order may move them)."""
+    return sorted(_NUMBERS.findall(str(text)))
+
+
+def _message(parts):
+    def run():
+        with pytest.raises(PartError) as err:
+            check_parts(parts)
+        return err.value
+    return run
+
+
+@pytest.mark.parametrize("name,wrong,words", WRONG, ids=[f"{w[0]}-{w[2]}" for w in WRONG])
+def test_each_wrong_part_is_named_in_chinese_with_the_same_numbers(monkeypatch, name, wrong, words):
+    english, chinese = _both(monkeypatch, _message({**REFERENCE, name: wrong}))
+    assert (english.part, chinese.part) == (name, name)
+    assert str(chinese).startswith(name) and _CJK.search(chinese.detail), str(chinese)
+    assert _numbers(chinese) == _numbers(english), (str(english), str(chinese))
+    assert _ENGLISH_PHRASE.search(str(english)) and not _ENGLISH_PHRASE.search(str(chinese)), str(chinese)
+    assert words not in str(chinese) or words in ("[0, 1, 0, 1]", "NaN"), str(chinese)
+
+
+@pytest.mark.parametrize("name,wrong,words", WRONG, ids=[f"{w[0]}-{w[2]}" for w in WRONG])
+def test_first_divergence_names_the_wrong_step_in_chinese(base, monkeypatch, name, wrong, words):
+    ids, valid = padded_batch()
+    labels = ids.masked_fill(~valid, -100)
+    english, chinese = _both(monkeypatch, lambda: first_divergence(build_model(base, {name: wrong}), base,
+                                                                   ids, valid, labels))
+    assert bool(chinese) == bool(english) and (not chinese or _CJK.search(chinese)), chinese
+    assert _numbers(chinese) == _numbers(english), (english, chinese)
+    assert not _ENGLISH_PHRASE.search(chinese) and (not english or _ENGLISH_PHRASE.search(english)), chinese
+
+
+def test_the_checkpoint_and_a_borrowed_call_speak_chinese(monkeypatch, capsys):
+    def token_positions(valid):
+        raise NotImplementedError()
+
+    def repeat_kv_borrowed(x, n_rep):
+        from tinyk.model import repeat_kv as theirs
+        return theirs(x, n_rep)
+
+    parts = {**REFERENCE, "token_positions": token_positions}
+    del parts["SwiGLU"]
+    english, chinese = _both(monkeypatch, lambda: (checkpoint(parts), capsys.readouterr().out)[1])
+    lines = [line for line in chinese.splitlines() if line]
+    assert len(lines) == len([line for line in english.splitlines() if line]) >= 12
+    assert all(_CJK.search(line) for line in lines), chinese
+    assert _numbers(chinese) == _numbers(english), (english, chinese)
+    assert _ENGLISH_PHRASE.search(english) and not _ENGLISH_PHRASE.search(chinese), chinese
+    english, chinese = _both(monkeypatch, _message({"repeat_kv": repeat_kv_borrowed}))
+    assert "not allowed here" in str(english) and _CJK.search(chinese.detail), str(chinese)
+    assert "tinyk.model.repeat_kv" in str(chinese) and not _ENGLISH_PHRASE.search(str(chinese))
+
+
+def test_the_models_refusals_in_chinese_are_the_chinese_pages_words(monkeypatch):
+    # What a Chinese learner's run raises is what the Chinese page of 05.1 shows for the same
+    # error (locale/zh_CN/outputs.po translates the English page's printed message).
+    from tinyk.catalogues import outputs_catalogue, translated
+    from tinyk.translations.outputs import translate_line
+
+    page = translated(outputs_catalogue())
+    refused = [dict(dim=30, n_heads=4), dict(dim=36, n_heads=4, n_kv_heads=4),
+               dict(dim=48, n_heads=6, n_kv_heads=4), dict(n_layers=0), dict(dropout=1.0),
+               dict(vocab_size=100, pad_token_id=100), dict(norm_eps=0.0)]
+
+    def refusal(fields):
+        def run():
+            with pytest.raises(ValueError) as err:
+                ModelConfig(**fields)
+            return str(err.value)
+        return run
+
+    for fields in refused:
+        english, chinese = _both(monkeypatch, refusal(fields))
+        assert translate_line(english, page) == (chinese, None), fields
+    assert len(refused) == 7

@@ -3,7 +3,8 @@
 
 Both models run the same batch while every module and seam records what it is given and
 what it returns; the first step, in ``tinyk``'s order, whose value differs at a real token
-is named, with the first entry that differs.
+is named, with the first entry that differs, in the learner's language
+(:func:`tinyk.package_catalogue.say`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import torch
 from torch import Tensor, nn
 
 from tinyk.model import Transformer
-from tinyk.part_checks import first_off
+from tinyk.package_catalogue import say
+from tinyk.part_compare import first_off
 
 __all__ = ["first_divergence"]
 
@@ -67,25 +69,27 @@ def _record_steps(model: Transformer, hook: Callable[[str, nn.Module], None],
                   seam: Callable[[object, str, tuple[str, ...], _Dims], None]) -> None:
     """Put ``hook`` on each of ``model``'s modules and ``seam`` on each seam, in the order
     they run, each with the label a learner reads and the dims that count positions."""
-    seam(model, "token_positions", ("the token positions (token_positions)",), ((1,), (1,)))
-    seam(model, "causal_padding_mask", ("the attention mask (causal_padding_mask)",), ((1,), (2, 3)))
-    hook("the token embeddings", model.tok_embeddings)
+    seam(model, "token_positions", (say("the token positions (token_positions)"),), ((1,), (1,)))
+    seam(model, "causal_padding_mask", (say("the attention mask (causal_padding_mask)"),), ((1,), (2, 3)))
+    hook(say("the token embeddings"), model.tok_embeddings)
     for i, layer in enumerate(model.layers):
-        at = f"layer {i}"
-        hook(f"{at}, the norm before attention (RMSNorm)", layer.attention_norm)
+        at = say("layer {i}", i=i)
+        hook(say("{at}, the norm before attention (RMSNorm)", at=at), layer.attention_norm)
         attention = layer.attention
-        seam(attention, "apply_rope", (f"{at}, attention: q after RoPE (apply_rope)",
-                                       f"{at}, attention: k after RoPE (apply_rope)"), ((1,), (1,)))
-        seam(attention, "repeat_kv", (f"{at}, attention: k or v repeated for the groups (repeat_kv)",),
-             ((1,), (1,)))
-        seam(attention, "attend", (f"{at}, attention: the weighted values (gqa_attention)",), ((2,), (2,)))
-        hook(f"{at}, attention's output", attention)
-        hook(f"{at}, the norm before the MLP (RMSNorm)", layer.ffn_norm)
-        hook(f"{at}, the MLP (SwiGLU)", layer.feed_forward)
-        hook(f"{at}, the layer's output (decoder_block)", layer)
-    hook("the final norm (RMSNorm)", model.norm)
-    hook("the logits", model.output)
-    seam(model, "shifted_loss", ("the loss (shifted_loss)",), ((1,), ()))
+        rotated = (say("{at}, attention: q after RoPE (apply_rope)", at=at),
+                   say("{at}, attention: k after RoPE (apply_rope)", at=at))
+        seam(attention, "apply_rope", rotated, ((1,), (1,)))
+        repeated = say("{at}, attention: k or v repeated for the groups (repeat_kv)", at=at)
+        seam(attention, "repeat_kv", (repeated,), ((1,), (1,)))
+        seam(attention, "attend", (say("{at}, attention: the weighted values (gqa_attention)", at=at),),
+             ((2,), (2,)))
+        hook(say("{at}, attention's output", at=at), attention)
+        hook(say("{at}, the norm before the MLP (RMSNorm)", at=at), layer.ffn_norm)
+        hook(say("{at}, the MLP (SwiGLU)", at=at), layer.feed_forward)
+        hook(say("{at}, the layer's output (decoder_block)", at=at), layer)
+    hook(say("the final norm (RMSNorm)"), model.norm)
+    hook(say("the logits"), model.output)
+    seam(model, "shifted_loss", (say("the loss (shifted_loss)"),), ((1,), ()))
 
 
 def _departure(got: Tensor, ref: Tensor, dims: tuple[int, ...], valid: Tensor | None, atol: float) -> str:
@@ -93,9 +97,9 @@ def _departure(got: Tensor, ref: Tensor, dims: tuple[int, ...], valid: Tensor | 
     tokens when ``valid`` (``B×T``) says which they are (a padded slot may hold any number,
     but not NaN, which the next layer spreads to the real tokens)."""
     if got.shape != ref.shape:
-        return f"shape {tuple(got.shape)} instead of {tuple(ref.shape)}"
+        return say("shape {got} instead of {expected}", got=tuple(got.shape), expected=tuple(ref.shape))
     if got.dtype != ref.dtype:
-        return f"dtype {got.dtype} instead of {ref.dtype}"
+        return say("dtype {got} instead of {expected}", got=got.dtype, expected=ref.dtype)
     if ref.is_floating_point():
         diff = (got.double() - ref.double()).abs()
         off = diff > atol * (1 + ref.double().abs())
@@ -114,9 +118,9 @@ def _departure(got: Tensor, ref: Tensor, dims: tuple[int, ...], valid: Tensor | 
     if diff is None:
         largest = ""
     elif bool(diff[off].isnan().any()):
-        largest = f"NaN in {int(diff[off].isnan().sum())} entries where tinyk has numbers; "
+        largest = say("NaN in {n} entries where tinyk has numbers; ", n=int(diff[off].isnan().sum()))
     else:
-        largest = f"max |difference| {float(diff[off].max()):.3g}; "
+        largest = say("max |difference| {largest:.3g}; ", largest=float(diff[off].max()))
     return largest + first_off(got, ref, off)
 
 
@@ -160,13 +164,22 @@ def first_divergence(model: Transformer, base: Transformer, input_ids: Tensor,
             continue
         # values only the learner's run made on the way (tinyk's fused attention never
         # calls repeat_kv, say): the difference may come from them
-        extra = dict.fromkeys(record[0] for record in mine[:index] if record[0] not in labels_ours)
-        after = f" (after {'; '.join(extra)}, which tinyk's own run does not make)" if extra else ""
+        extra = list(dict.fromkeys(record[0] for record in mine[:index] if record[0] not in labels_ours))
         fed = _departure(their_given, given, in_dims, valid, atol) \
             if given is not None and their_given is not None else ""
-        if fed:  # right or wrong, this step was given something else: the code that calls it differs
-            return (f"{label}{after} is given a different input than in tinyk ({fed}): the code that "
-                    f"calls it differs (in a layer, your decoder_block, if the model runs it)")
-        return f"{label}{after}: {found}"
+        return _named(label, extra, fed, found)
     return ""
+
+
+def _named(step: str, extra: list[str], fed: str, found: str) -> str:
+    """The sentence naming the first step that departs: ``found``, how it departs, or ``fed``,
+    how its input does (right or wrong, it was given something else: the code that calls it
+    differs), after the ``extra`` steps only the learner's run made."""
+    after = say(" (after {steps}, which tinyk's own run does not make)", steps="; ".join(extra)) \
+        if extra else ""
+    if fed:
+        return say("{step}{after} is given a different input than in tinyk ({fed}): the code that calls it "
+                   "differs (in a layer, your decoder_block, if the model runs it)", step=step, after=after,
+                   fed=fed)
+    return say("{step}{after}: {found}", step=step, after=after, found=found)
 

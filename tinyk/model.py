@@ -30,6 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from tinyk.package_catalogue import say
+
 __all__ = [
     "ModelConfig",
     "KVCacheProtocol",
@@ -81,21 +83,21 @@ def swiglu_hidden_dim(dim: int, multiple_of: int, hidden_dim: int | None = None)
 
 def _check_positive_int(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"ModelConfig.{name}={value!r}: must be an int")
+        raise TypeError(say("ModelConfig.{name}={value!r}: must be an int", name=name, value=value))
     if value <= 0:
-        raise ValueError(f"ModelConfig.{name}={value}: must be a positive integer")
+        raise ValueError(say("ModelConfig.{name}={value}: must be a positive integer", name=name,
+                             value=value))
 
 
 def _refuse_assignment(config: object, name: str, value: object) -> None:
-    raise FrozenInstanceError(
-        f"ModelConfig.{name} cannot be assigned ({name}={value!r}): a config is frozen so "
-        f"that head_dim, n_rep and mlp_hidden_dim always match the fields they are derived "
-        f"from; build a new one with dataclasses.replace(config, {name}={value!r})"
-    )
+    raise FrozenInstanceError(say(
+        "ModelConfig.{name} cannot be assigned ({name}={value!r}): a config is frozen so that head_dim, "
+        "n_rep and mlp_hidden_dim always match the fields they are derived from; build a new one with "
+        "dataclasses.replace(config, {name}={value!r})", name=name, value=value))
 
 
 def _refuse_deletion(config: object, name: str) -> None:
-    raise FrozenInstanceError(f"ModelConfig.{name} cannot be deleted: a config is frozen")
+    raise FrozenInstanceError(say("ModelConfig.{name} cannot be deleted: a config is frozen", name=name))
 
 
 def _clear_refusals(cls: type) -> type:
@@ -156,43 +158,35 @@ class ModelConfig:
         if self.hidden_dim is not None:
             _check_positive_int("hidden_dim", self.hidden_dim)
         if self.dim % self.n_heads:
-            raise ValueError(
-                f"ModelConfig.dim={self.dim} is not divisible by n_heads={self.n_heads}: "
-                f"every query head gets d_h = dim / n_heads features, so dim % n_heads must "
-                f"be 0 (it is {self.dim % self.n_heads}); change dim or n_heads"
-            )
+            raise ValueError(say(
+                "ModelConfig.dim={dim} is not divisible by n_heads={n_heads}: every query head gets d_h = "
+                "dim / n_heads features, so dim % n_heads must be 0 (it is {rest}); change dim or n_heads",
+                dim=self.dim, n_heads=self.n_heads, rest=self.dim % self.n_heads))
         head_dim = self.dim // self.n_heads
         if head_dim % 2:
-            raise ValueError(
-                f"ModelConfig.dim={self.dim} with n_heads={self.n_heads} gives "
-                f"head_dim={head_dim}, which is odd: RoPE rotates coordinates in pairs, so "
-                f"head_dim = dim / n_heads must be even; change dim or n_heads"
-            )
+            raise ValueError(say(
+                "ModelConfig.dim={dim} with n_heads={n_heads} gives head_dim={head_dim}, which is odd: RoPE "
+                "rotates coordinates in pairs, so head_dim = dim / n_heads must be even; change dim or "
+                "n_heads", dim=self.dim, n_heads=self.n_heads, head_dim=head_dim))
         if self.n_heads % self.n_kv_heads:
-            raise ValueError(
-                f"ModelConfig.n_kv_heads={self.n_kv_heads} does not divide "
-                f"n_heads={self.n_heads}: grouped-query attention gives each K/V head an "
-                f"equal group of query heads, so n_heads % n_kv_heads must be 0; choose "
-                f"n_kv_heads among the divisors of {self.n_heads}"
-            )
+            raise ValueError(say(
+                "ModelConfig.n_kv_heads={n_kv_heads} does not divide n_heads={n_heads}: grouped-query "
+                "attention gives each K/V head an equal group of query heads, so n_heads % n_kv_heads must "
+                "be 0; choose n_kv_heads among the divisors of {n_heads}", n_kv_heads=self.n_kv_heads,
+                n_heads=self.n_heads))
         if not isinstance(self.norm_eps, (int, float)) or not self.norm_eps > 0:
-            raise ValueError(
-                f"ModelConfig.norm_eps={self.norm_eps!r}: must be > 0 (it keeps RMSNorm "
-                f"from dividing by zero on an all-zero vector)"
-            )
+            raise ValueError(say("ModelConfig.norm_eps={value!r}: must be > 0 (it keeps RMSNorm from "
+                                 "dividing by zero on an all-zero vector)", value=self.norm_eps))
         if not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
-            raise ValueError(
-                f"ModelConfig.dropout={self.dropout!r}: must satisfy 0 <= dropout < 1 "
-                f"(a probability of zeroing an activation)"
-            )
+            raise ValueError(say("ModelConfig.dropout={value!r}: must satisfy 0 <= dropout < 1 (a "
+                                 "probability of zeroing an activation)", value=self.dropout))
         if isinstance(self.pad_token_id, bool) or not isinstance(self.pad_token_id, int) \
                 or not 0 <= self.pad_token_id < self.vocab_size:
-            raise ValueError(
-                f"ModelConfig.pad_token_id={self.pad_token_id!r}: must be an id inside the "
-                f"vocabulary, 0 <= pad_token_id < vocab_size={self.vocab_size}"
-            )
+            raise ValueError(say("ModelConfig.pad_token_id={value!r}: must be an id inside the vocabulary, "
+                                 "0 <= pad_token_id < vocab_size={vocab_size}", value=self.pad_token_id,
+                                 vocab_size=self.vocab_size))
         if not isinstance(self.rope_theta, (int, float)) or not self.rope_theta > 1:
-            raise ValueError(f"ModelConfig.rope_theta={self.rope_theta!r}: must be > 1")
+            raise ValueError(say("ModelConfig.rope_theta={value!r}: must be > 1", value=self.rope_theta))
         object.__setattr__(self, "head_dim", head_dim)
         object.__setattr__(self, "n_rep", self.n_heads // self.n_kv_heads)
         object.__setattr__(self, "mlp_hidden_dim",
@@ -259,8 +253,8 @@ def precompute_freqs_cis(
     Real tables instead of complex numbers follow llama2.c (MIT) and the upstream.
     """
     if dim <= 0 or dim % 2:
-        raise ValueError(f"precompute_freqs_cis: dim={dim} must be a positive even head "
-                         f"width (RoPE rotates pairs of coordinates)")
+        raise ValueError(say("precompute_freqs_cis: dim={dim} must be a positive even head width (RoPE "
+                             "rotates pairs of coordinates)", dim=dim))
     omega = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=dtype) / dim))  # d_h/2
     angles = torch.outer(torch.arange(end, dtype=dtype), omega)  # end × d_h/2
     return torch.cos(angles), torch.sin(angles)
@@ -273,16 +267,16 @@ def reshape_for_broadcast(freqs: Tensor, x: Tensor) -> Tensor:
     ``B×T×d_h/2`` (each row its own positions, e.g. left padding) becomes ``B×T×1×d_h/2``.
     """
     if x.ndim != 4:
-        raise ValueError(f"reshape_for_broadcast: x must be B×T×H×d_h/2, got {tuple(x.shape)}")
+        raise ValueError(say("reshape_for_broadcast: x must be B×T×H×d_h/2, got {shape}",
+                             shape=tuple(x.shape)))
     if freqs.ndim == 2 and freqs.shape == (x.shape[1], x.shape[-1]):
         return freqs.view(1, x.shape[1], 1, x.shape[-1])  # 1×T×1×d_h/2
     if freqs.ndim == 3 and freqs.shape[1:] == (x.shape[1], x.shape[-1]):
         return freqs.unsqueeze(2)  # B×T×1×d_h/2
-    raise ValueError(
-        f"reshape_for_broadcast: table of shape {tuple(freqs.shape)} does not fit "
-        f"x of shape {tuple(x.shape)}; expected (T, d_h/2) = ({x.shape[1]}, {x.shape[-1]}) "
-        f"or (B, T, d_h/2); was the table built from the model width instead of d_h?"
-    )
+    raise ValueError(say(
+        "reshape_for_broadcast: table of shape {table} does not fit x of shape {shape}; expected (T, d_h/2) "
+        "= ({T}, {half}) or (B, T, d_h/2); was the table built from the model width instead of d_h?",
+        table=tuple(freqs.shape), shape=tuple(x.shape), T=x.shape[1], half=x.shape[-1]))
 
 
 def _rotate_adjacent(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
@@ -461,11 +455,10 @@ class Attention(nn.Module):
     def _causal_mask(mask: Tensor | None, T: int, T_k: int, device: torch.device) -> Tensor | None:
         """Check a given mask's shape; without one, draw the triangle that ``is_causal`` can't."""
         if mask is not None and (mask.ndim != 4 or mask.shape[1] != 1 or mask.shape[-2:] != (T, T_k)):
-            raise ValueError(
-                f"mask has shape {tuple(mask.shape)}; expected B×1×T×T_k = (B, 1, {T}, "
-                f"{T_k}), causality and padding together: build it from B×T_k "
-                f"valid-token flags with padding_to_attention(valid, T)"
-            )
+            raise ValueError(say(
+                "mask has shape {shape}; expected B×1×T×T_k = (B, 1, {T}, {T_k}), causality and padding "
+                "together: build it from B×T_k valid-token flags with padding_to_attention(valid, T)",
+                shape=tuple(mask.shape), T=T, T_k=T_k))
         if mask is None and 1 < T < T_k:
             # Queries after a cache are the last T of the T_k keys: the triangle starts at
             # T_k - T. SDPA's is_causal would draw it from the first key (top-left) instead.
@@ -536,8 +529,9 @@ class DecoderLayer(nn.Module):
     def __init__(self, config: ModelConfig, layer_id: int = 0) -> None:
         super().__init__()
         if not isinstance(config, ModelConfig):  # the upstream's order is (layer_id, args)
-            raise TypeError(f"DecoderLayer(config, layer_id): config must be a ModelConfig, got "
-                            f"{type(config).__name__} {config!r} (as Attention(config, layer_id))")
+            raise TypeError(say("DecoderLayer(config, layer_id): config must be a ModelConfig, got {kind} "
+                                "{config!r} (as Attention(config, layer_id))", kind=type(config).__name__,
+                                config=config))
         self.layer_id = layer_id
         self.attention_norm = RMSNorm(config.dim, eps=config.norm_eps)
         self.attention = Attention(config, layer_id)
@@ -598,25 +592,22 @@ def valid_tokens(attention_mask: Tensor, batch: int, key_len: int) -> Tensor:
     model does not apply, and a silent guess would be wrong one way or the other.
     """
     if attention_mask.shape != (batch, key_len):
-        raise ValueError(
-            f"attention_mask has shape {tuple(attention_mask.shape)}; expected (B, T_k) = "
-            f"({batch}, {key_len}): one entry per token, cached tokens included"
-        )
+        raise ValueError(say("attention_mask has shape {shape}; expected (B, T_k) = ({B}, {T_k}): one entry "
+                             "per token, cached tokens included", shape=tuple(attention_mask.shape), B=batch,
+                             T_k=key_len))
     if attention_mask.dtype == torch.bool:
         return attention_mask
     if not attention_mask.is_floating_point():
         if not ((attention_mask == 0) | (attention_mask == 1)).all():
-            raise ValueError("attention_mask of integer dtype must hold only 0 (padding) "
-                             "and 1 (real token)")
+            raise ValueError(say("attention_mask of integer dtype must hold only 0 (padding) and 1 (real "
+                                 "token)"))
         return attention_mask == 1
     blocked = attention_mask == float("-inf")
     if not ((attention_mask == 0) | blocked).all():
-        raise ValueError(
-            "attention_mask is floating point, so it is read as an additive mask: 0 for an "
-            "allowed position, -inf for a blocked one. It holds other values (e.g. 1.0 "
-            "flags or finite biases). Pass valid-token flags as torch.bool or torch.long "
-            "0/1 instead."
-        )
+        raise ValueError(say(
+            "attention_mask is floating point, so it is read as an additive mask: 0 for an allowed position, "
+            "-inf for a blocked one. It holds other values (e.g. 1.0 flags or finite biases). Pass "
+            "valid-token flags as torch.bool or torch.long 0/1 instead."))
     return ~blocked
 
 
@@ -737,28 +728,28 @@ class Transformer(nn.Module):
     def _check_inputs(self, input_ids: Tensor, labels: Tensor | None, cache: KVCacheProtocol | None,
                       logits_to_keep: int, logits_at: Tensor | None, check_ids: bool) -> None:
         if input_ids.ndim != 2 or input_ids.dtype not in (torch.int64, torch.int32):
-            raise ValueError(f"input_ids must be a B×T tensor of integer ids, got shape "
-                             f"{tuple(input_ids.shape)} and dtype {input_ids.dtype}")
+            raise ValueError(say("input_ids must be a B×T tensor of integer ids, got shape {shape} and dtype "
+                                 "{dtype}", shape=tuple(input_ids.shape), dtype=input_ids.dtype))
         B, T = input_ids.shape
         start_pos = cache.length if cache is not None else 0
         if T == 0:
-            raise ValueError("input_ids has length 0: there is nothing to predict from")
+            raise ValueError(say("input_ids has length 0: there is nothing to predict from"))
         if start_pos + T > self.config.max_seq_len:
-            raise ValueError(
-                f"{start_pos + T} tokens ({start_pos} cached + {T} new) exceed "
-                f"max_seq_len={self.config.max_seq_len}; crop the input (generate() does "
-                f"this without a cache) or build the model with a larger max_seq_len"
-            )
+            raise ValueError(say(
+                "{total} tokens ({cached} cached + {T} new) exceed max_seq_len={limit}; crop the input "
+                "(generate() does this without a cache) or build the model with a larger max_seq_len",
+                total=start_pos + T, cached=start_pos, T=T, limit=self.config.max_seq_len))
         if logits_at is not None and logits_at.shape != (B,):
-            raise ValueError(f"logits_at has shape {tuple(logits_at.shape)}; expected ({B},): "
-                             f"one position per row")
+            raise ValueError(say("logits_at has shape {shape}; expected ({B},): one position per row",
+                                 shape=tuple(logits_at.shape), B=B))
         if labels is not None:
             if labels.shape != input_ids.shape:
-                raise ValueError(f"labels has shape {tuple(labels.shape)}; expected the shape "
-                                 f"of input_ids, {tuple(input_ids.shape)} (unshifted)")
+                raise ValueError(say("labels has shape {shape}; expected the shape of input_ids, {expected} "
+                                     "(unshifted)", shape=tuple(labels.shape),
+                                     expected=tuple(input_ids.shape)))
             if (logits_at is not None and T > 1) or 0 < logits_to_keep < T:
-                raise ValueError("labels need logits at every position: use logits_to_keep=0 "
-                                 "and logits_at=None")
+                raise ValueError(say("labels need logits at every position: use logits_to_keep=0 and "
+                                     "logits_at=None"))
         if check_ids:
             check_token_ids(input_ids, self.config.vocab_size)
 
@@ -772,8 +763,8 @@ def check_token_ids(input_ids: Tensor, vocab_size: int) -> None:
     """
     lo, hi = (int(v) for v in torch.aminmax(input_ids))
     if lo < 0 or hi >= vocab_size:
-        raise ValueError(f"input_ids holds ids in [{lo}, {hi}]; the vocabulary is "
-                         f"0..{vocab_size - 1}")
+        raise ValueError(say("input_ids holds ids in [{lo}, {hi}]; the vocabulary is 0..{last}", lo=lo, hi=hi,
+                             last=vocab_size - 1))
 
 
 def causal_lm_loss(logits: Tensor, labels: Tensor, ignore_index: int = -100) -> Tensor:

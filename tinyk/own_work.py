@@ -43,6 +43,8 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
+from tinyk.package_catalogue import noted, say
+
 __all__ = ["BorrowedCall", "run_own", "trusted", "watched", "watching"]
 
 _TINYK = str(Path(__file__).resolve().parent) + "/"
@@ -76,12 +78,23 @@ def _library_roots() -> tuple[str, ...]:
     return tuple(f"{root / name}" for name in ("models/", "modeling_", "activations.py", "pytorch_utils.py"))
 
 
+# Why a call is not the learner's own: said in the learner's language when it is raised, never
+# while the watch runs (a call into the package there would be watched too).
+_OWN = noted("it is the course's own implementation")
+_HUGGING_FACE = noted("it is Hugging Face's implementation")
+_FUSED = noted("it is PyTorch's fused version of the part")
+_ASKED = noted("this exercise asks you to write it yourself")
+_SWITCHED_OFF = noted("the part switched off the check of its own calls")
+
+
 class BorrowedCall(AssertionError):
-    """A part called a reference implementation instead of computing the thing itself."""
+    """A part called a reference implementation instead of computing the thing itself;
+    ``detail``: the message without the part's name, in the learner's language."""
 
     def __init__(self, part: str, call: str, why: str) -> None:
-        super().__init__(f"{part}: calls {call}, which is not allowed here: {why}. Write it "
-                         f"with plain torch operations (matmul, softmax, ...)")
+        self.detail = say("calls {call}, which is not allowed here: {why}. Write it with plain torch "
+                          "operations (matmul, softmax, ...)", call=call, why=say(why))
+        super().__init__(f"{part}: {self.detail}")
         self.part, self.call = part, call
 
 
@@ -111,9 +124,9 @@ class _Watch:
             if filename.startswith(_TINYK) and filename not in _EXEMPT:
                 module = Path(filename).stem
                 name = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
-                self.flag(f"tinyk.{module}.{name}", "it is the course's own implementation")
+                self.flag(f"tinyk.{module}.{name}", _OWN)
             elif filename.startswith(self.libraries):
-                self.flag(f"transformers ({code.co_name})", "it is Hugging Face's implementation")
+                self.flag(f"transformers ({code.co_name})", _HUGGING_FACE)
         return None  # no line events for this frame
 
     def trusted_frame(self, frame: FrameType, event: str, arg: object) -> Any:
@@ -157,13 +170,12 @@ class _FusedFunctions(TorchFunctionMode):
             watch = _ACTIVE[-1]
             name = _fused_name(func)
             if name is not None:
-                watch.flag(name, "it is PyTorch's fused version of the part")
+                watch.flag(name, _FUSED)
             if watch.forbid:
                 label, full = _describe(func)
                 for fn, fn_name in watch.forbid.items():
                     if func is fn or fn.__name__ in label:
-                        watch.flag(fn_name if func is fn else full,
-                                   "this exercise asks you to write it yourself")
+                        watch.flag(fn_name if func is fn else full, _ASKED)
         return func(*args, **(kwargs or {}))
 
 
@@ -198,7 +210,7 @@ def watching(part: str, forbid: tuple[Callable[..., Any], ...] = ()) -> Iterator
     finally:
         _ACTIVE.remove(watch)
     if not still_ours:
-        raise BorrowedCall(part, "sys.settrace", "the part switched off the check of its own calls")
+        raise BorrowedCall(part, "sys.settrace", _SWITCHED_OFF)
     if watch.seen:
         call, why = watch.seen[-1]  # the last: calls made while importing come first
         raise BorrowedCall(part, call, why)

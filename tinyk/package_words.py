@@ -1,12 +1,15 @@
 """Which words the package shows in Chinese, and what its catalogue lacks (course: the
 Chinese edition, the instructors' page): every label of the mistake catalogue
-(:mod:`tinyk.mistakes`) and every word of the class report (:mod:`tinyk.report_words`),
+(:mod:`tinyk.mistakes`), every word of the class report (:mod:`tinyk.report_words`) and
+the message of every ``say("...")`` of the package's source (its feedback to a learner),
 checked against ``tinyk/locale/zh_CN.po`` (:mod:`tinyk.package_catalogue`) by
-``python -m tinyk.translations check``.
+``python -m tinyk.translations check``. A ``say`` whose message is not a plain string (an
+f-string, a name) cannot be looked up, and is a problem too.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -16,19 +19,41 @@ from tinyk.mistakes import CATALOGUE
 from tinyk.package_catalogue import PATH, SHOWN
 from tinyk.report_words import MESSAGES
 
-__all__ = ["needed", "problems"]
+__all__ = ["needed", "problems", "said"]
 
-_PLACE = re.compile(r"\{\d*\}")
+_PLACE = re.compile(r"\{\w*(?:![rsa])?(?::[^{}]*)?\}")
+PACKAGE = Path(__file__).resolve().parent
+
+
+def said(package: Path = PACKAGE) -> tuple[dict[str, list[str]], list[str]]:
+    """(English -> where, for the message of every ``say`` and ``noted`` call of the package's
+    modules; the places of the ``say`` calls given a message built in place, an f-string or a
+    sum, that no catalogue can hold: its fields go in ``{name}`` instead)."""
+    found: dict[str, list[str]] = defaultdict(list)
+    unreadable = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("say", "noted")):
+                continue
+            where = f"tinyk/{path.relative_to(package).as_posix()}:{node.lineno}"
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                found[first.value].append(where)
+            elif not isinstance(first, (ast.Name, ast.Attribute)):
+                unreadable.append(where)
+    return dict(found), unreadable
 
 
 def needed() -> dict[tuple[str, str], list[str]]:
     """(context, English) -> where the package shows it: every label of the mistake
-    catalogue and every word of the class report."""
+    catalogue, every word of the class report and every message it says (:func:`said`)."""
     found: dict[tuple[str, str], list[str]] = defaultdict(list)
     for mistake in CATALOGUE:
         found[("", mistake.en)].append(f"mistake {mistake.id}")
     for key, where in MESSAGES.items():
         found[key].append(where)
+    for english, places in said()[0].items():
+        found[("", english)] += places
     return dict(found)
 
 
@@ -39,7 +64,7 @@ def _message_problem(message, english: str) -> str:
     if message.fuzzy:
         return "marked fuzzy (the English changed; check the translation)"
     if sorted(_PLACE.findall(english)) != sorted(_PLACE.findall(str(message.string))):
-        return "a number's place ({0}, {1}, ...) differs from the English"
+        return "a number's place ({0}, {1}, ...) or a field ({name}) differs from the English"
     return ""
 
 
@@ -50,7 +75,8 @@ def problems(path: Path = PATH) -> list[str]:
     if not Path(path).is_file():
         return [f"{SHOWN}: missing: the package's Chinese words (the mistakes', the class report's)"]
     have = {(m.context or "", str(m.id)): m for m in read_catalogue(path) if m.id}
-    found = []
+    found = [f"{where}: say() is given a message built in place: no catalogue can hold it (put its "
+             f"fields in {{name}})" for where in said()[1]]
     for (context, english), where in needed().items():
         problem = _message_problem(have.get((context, english)), english)
         if problem:

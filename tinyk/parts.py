@@ -66,6 +66,7 @@ from tinyk.divergence import first_divergence
 from tinyk.generation import KVCache, generate
 from tinyk.model import DecoderLayer, ModelConfig, Transformer
 from tinyk.own_work import trusted
+from tinyk.package_catalogue import say
 from tinyk.part_checks import (
     PART_NAMES,
     SECTIONS,
@@ -175,7 +176,8 @@ def _load(new: nn.Module, old: nn.Module, name: str) -> None:
     try:
         new.load_state_dict(old.state_dict(), assign=True)  # the same tensors, not copies
     except RuntimeError as err:
-        raise PartError(name, f"its state_dict does not fit tinyk's {type(old).__name__}: {err}") from None
+        raise PartError(name, say("its state_dict does not fit tinyk's {module}: {error}",
+                                  module=type(old).__name__, error=err)) from None
 
 
 @functools.cache
@@ -246,8 +248,9 @@ def from_notebooks(folder: str | Path = ".", pattern: str = "05_[2-6]_*.ipynb") 
     return found
 
 
-def defined_here(namespace: Mapping[str, Any], where: str = "this notebook") -> Parts:
-    """The parts defined in a notebook's own cells: ``defined_here(globals())``.
+def defined_here(namespace: Mapping[str, Any], where: str | None = None) -> Parts:
+    """The parts defined in a notebook's own cells: ``defined_here(globals())``; ``where``
+    names their origin in the checkpoint's table ("this notebook" by default).
 
     Only objects whose ``__module__`` is the namespace's own (``__main__`` in a kernel)
     count, so a name imported from ``tinyk`` is never taken for the learner's. This is how
@@ -257,13 +260,14 @@ def defined_here(namespace: Mapping[str, Any], where: str = "this notebook") -> 
     home = namespace.get("__name__", "__main__")
     for name in PART_NAMES:
         if name in namespace and getattr(namespace[name], "__module__", None) == home:
-            found[name], found.origin[name] = namespace[name], where
+            found[name], found.origin[name] = namespace[name], where or say("this notebook")
     return found
 
 
 def _broken(name: str, notebook: str, err: Exception) -> Callable[..., Any]:
     def fails(*args: Any, **kwargs: Any) -> Any:
-        raise PartError(name, f"its cell in {notebook} fails to run: {type(err).__name__}: {err}")
+        raise PartError(name, say("its cell in {notebook} fails to run: {error}: {text}", notebook=notebook,
+                                  error=type(err).__name__, text=err))
     return fails
 
 
@@ -271,26 +275,27 @@ def _passing_parts(given: Mapping[str, Any], origin: Mapping[str, str], seed: in
     """Print, part by part, where it comes from and whether it passes alone; return the
     passing ones (:func:`checkpoint`'s table)."""
     passing: dict[str, Any] = {}
-    print(f"{'part':21s} {'section':8s} status")
+    print(say("part                  section  status"))
     for name in PART_NAMES:
-        where = f" (from {origin[name]})" if name in origin else ""
+        where = say(" (from {notebook})", notebook=origin[name]) if name in origin else ""
         if name not in given:
-            status = "not found: tinyk's own is used"
+            status = say("not found: tinyk's own is used")
         else:
             try:
                 check_parts({name: given[name]}, seed=seed)
                 passing[name] = given[name]
-                status = f"yours, agrees with tinyk{where}"
+                status = say("yours, agrees with tinyk{where}", where=where)
             except PartError as err:
-                status = f"yours{where}, NOT used: {str(err).split(': ', 1)[1]}"
+                status = say("yours{where}, NOT used: {detail}", where=where, detail=err.detail)
         print(f"{name:21s} {SECTIONS[name]:8s} {status}")
     missing = [name for name in PART_NAMES if name not in given]
     if missing:
-        print(f"\n{len(missing)} of {len(PART_NAMES)} parts not found ({', '.join(missing)}): the "
-              f"notebooks that define them were not beside this one (a notebook run alone, as on "
-              f"the course's site or in Colab, sees only its own parts), so tinyk's own stand in "
-              f"and checkpoint returns False. Paste your parts into this notebook, or keep your "
-              f"notebooks in its folder, to check yours")
+        print("\n" + say("{missing} of {total} parts not found ({names}): the notebooks that define them "
+                         "were not beside this one (a notebook run alone, as on the course's site or in "
+                         "Colab, sees only its own parts), so tinyk's own stand in and checkpoint returns "
+                         "False. Paste your parts into this notebook, or keep your notebooks in its folder, "
+                         "to check yours", missing=len(missing), total=len(PART_NAMES),
+                         names=", ".join(missing)))
     return passing
 
 
@@ -323,12 +328,13 @@ def checkpoint(parts: Mapping[str, object], base: Transformer | None = None, *, 
         loss_gap = (model(ids, valid, labels=ids).loss - base(ids, valid, labels=ids).loss).abs()
     same_tokens = torch.equal(generate(model, ids, valid, max_new_tokens=5, temperature=0),
                               generate(base, ids, valid, max_new_tokens=5, temperature=0))
-    print(f"\nassembled model ({len(passing)} of {len(PART_NAMES)} parts yours), left-padded batch: "
-          f"max |logit difference| {float(gap):.1e}, loss difference {float(loss_gap):.1e}; "
-          f"greedy tokens with a KV cache {'the same' if same_tokens else 'DIFFERENT'}")
+    print("\n" + say("assembled model ({yours} of {total} parts yours), left-padded batch: max |logit "
+                     "difference| {gap:.1e}, loss difference {loss_gap:.1e}; greedy tokens with a KV cache "
+                     "{tokens}", yours=len(passing), total=len(PART_NAMES), gap=float(gap),
+                     loss_gap=float(loss_gap), tokens=say("the same") if same_tokens else say("DIFFERENT")))
     agrees = float(gap) < 1e-4 and float(loss_gap) < 1e-4 and same_tokens
     if not agrees:
         where = first_divergence(model, base, ids, valid, labels=ids)
-        print(f"first difference: {where}" if where else
-              "first difference: none in one pass over the batch (it is in the cached generation)")
+        print(say("first difference: {where}", where=where) if where else
+              say("first difference: none in one pass over the batch (it is in the cached generation)"))
     return agrees and len(passing) == len(PART_NAMES)

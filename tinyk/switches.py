@@ -8,16 +8,23 @@ instructors", and the book's build).
 - ``TINYK_FIGURES_ZH=1``: the book's executions (``make book``, ``make test``) draw every
   course figure in Chinese too, for the Chinese edition (:mod:`tinyk.figure_text`); Jupyter
   and Colab never set it. Grading wins over it.
+- ``TINYK_LANGUAGE=zh_CN``: the package's feedback to a learner (the parts' checks, the
+  checkpoint, the first divergence, a refused configuration) in Chinese
+  (:func:`tinyk.package_catalogue.say`). The setup cell of each student notebook sets it when
+  it is unset: ``en`` in the English ones, ``zh_CN`` in the Chinese ones (``student/zh/``).
+  The grader sets ``en``: a submission is graded with the release's English tests, and the
+  mistakes it names are found in English messages (:mod:`tinyk.mistakes`).
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["FIGURES_ZH", "GRADING", "figures_in_chinese", "grading_run"]
+__all__ = ["FIGURES_ZH", "GRADING", "LANGUAGE", "feedback_in_chinese", "figures_in_chinese", "grading_run"]
 
 GRADING = "TINYK_GRADING"
 FIGURES_ZH = "TINYK_FIGURES_ZH"
+LANGUAGE = "TINYK_LANGUAGE"
 
 
 def grading_run() -> bool:
@@ -28,3 +35,9 @@ def grading_run() -> bool:
 def figures_in_chinese() -> bool:
     """True when course figures should also be drawn in Chinese (``TINYK_FIGURES_ZH=1``)."""
     return os.environ.get(FIGURES_ZH) == "1"
+
+
+def feedback_in_chinese() -> bool:
+    """True when the package's feedback should be Chinese: ``TINYK_LANGUAGE`` is ``zh_CN``
+    (or another ``zh`` form: ``zh``, ``zh-CN``)."""
+    return os.environ.get(LANGUAGE, "").strip().lower().startswith("zh")
