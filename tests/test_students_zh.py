@@ -205,7 +205,9 @@ def test_the_chinese_site_opens_and_serves_the_chinese_student_notebooks(tmp_pat
 def test_chinese_05_2_runs_top_to_bottom_in_a_kernel(tmp_path, monkeypatch):
     """As a student runs it (test_jupyterlab.py's rules, without the browser): every cell in
     order, a failing cell does not stop the next; the only errors are the unanswered
-    exercises' own, and each unanswered exercise fails. A wrong answer gets its Chinese message."""
+    exercises' own, and each unanswered exercise fails. A wrong answer gets its Chinese message,
+    the notebook prints in Chinese, and the package speaks Chinese in its kernel: the setup cell
+    set TINYK_LANGUAGE (a cell added at the end checks the stub of 05.2's RMSNorm)."""
     import os
 
     import nbformat
@@ -217,11 +219,14 @@ def test_chinese_05_2_runs_top_to_bottom_in_a_kernel(tmp_path, monkeypatch):
                        as_version=4)
     first = next(c for c in nb.cells if nbgrader(c).get("solution"))
     first.source = "def rms(x, eps=0.0):\n    return float(sum(x))  # 错的：没有平方，也没有开方"
+    check = "from tinyk.parts import check_parts\ncheck_parts(RMSNorm=RMSNorm)"
+    nb.cells.append(nbformat.v4.new_code_cell(check))
+    monkeypatch.delenv("TINYK_LANGUAGE", raising=False)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as test_jupyterlab.py's server
     NotebookClient(nb, timeout=300, allow_errors=True,
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
-    code = [c for c in nb.cells if c.cell_type == "code"]
+    *code, added = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count for c in code), "cells that did not run"
     errors = {i: [o for o in c.outputs if o.output_type == "error"] for i, c in enumerate(code)}
     assert [i for i, e in errors.items() if e and not _allowed_to_fail(code[i])] == []
@@ -234,6 +239,9 @@ def test_chinese_05_2_runs_top_to_bottom_in_a_kernel(tmp_path, monkeypatch):
     assert [e.ename for e in graded] == ["AssertionError"]
     assert graded[0].evalue == ("(3, 4) 的 r 是平方均值的平方根，即 sqrt((9 + 16) / 2) = 3.5355...，"
                                 "而不是 7.0")
+    assert [o.evalue for o in added.outputs if o.output_type == "error"] == [
+        "RMSNorm（第 05.2 节）：仍是占位代码（它抛出 NotImplementedError）："
+        "请在第 05.2 节的笔记本中写出它的实现"]
     printed = "".join(o.get("text", "") for c in code for o in c.outputs if o.output_type == "stream")
     assert "手算：     r = sqrt(12.5) = 3.535534, y = (0.8485, 1.1314)" in printed
     assert "gradcheck 通过： True" in printed and "by hand" not in printed
@@ -292,7 +300,7 @@ def test_the_setup_cell_and_the_hints_pseudocode_read_from_the_catalogues():
 
     words = translated(interface_catalogue(ROOT))
     assert all(CJK.search(words[w]) for w in SETUP_WORDS)
-    chinese = setup_cell_source(course.repository_url(), words.__getitem__)
+    chinese = setup_cell_source(course.repository_url(), words.__getitem__, language="zh_CN")
     firsts = {s.stem: source_text(next(c for c in _cells(s, course.ZH) if c["cell_type"] == "code"))
               for s in SOURCES}
     assert len(firsts) == len(SOURCES) >= 9 and firsts == dict.fromkeys(firsts, chinese)
@@ -302,3 +310,39 @@ def test_the_setup_cell_and_the_hints_pseudocode_read_from_the_catalogues():
     gqa = course.student_path(ROOT / "notebooks" / "05_4_gqa.ipynb", language=course.ZH).read_text("utf-8")
     assert json.dumps(messages[hints[0]].split("\n")[1] + "\n", ensure_ascii=False) in gqa
     assert "blocked scores" not in gqa
+
+
+def test_the_setup_cell_sets_the_language_unless_the_grader_did(monkeypatch):
+    """A Chinese notebook's kernel speaks Chinese; a grading kernel (TINYK_LANGUAGE=en, set by
+    the grader) keeps English, the language of the release's tests and of the mistakes' words."""
+    import os
+
+    import torch
+
+    from tinyk import mistakes
+    from tinyk.grading.sandbox import KERNEL_ENV
+    from tinyk.parts import PartError, check_parts
+
+    def setup(language):
+        cells = _cells(ROOT / "notebooks" / "05_6_head_protocol.ipynb", language)
+        exec(source_text(next(c for c in cells if c["cell_type"] == "code")), {})
+        return os.environ["TINYK_LANGUAGE"]
+
+    def token_positions(valid):  # 05.6.2's classic mistake: positions 0..T-1 whatever the padding
+        return torch.arange(valid.shape[1]).expand_as(valid)
+
+    def feedback():
+        with pytest.raises(PartError) as err:
+            check_parts(token_positions=token_positions)
+        return mistakes.match("ex_05_6_2_test", str(err.value)), str(err.value)
+
+    monkeypatch.delenv("TINYK_LANGUAGE", raising=False)
+    assert setup("en") == "en"
+    assert feedback()[0].id == "05.6.2:positions-ignore-padding"
+    monkeypatch.delenv("TINYK_LANGUAGE")
+    assert setup(course.ZH) == "zh_CN"
+    found, said = feedback()
+    assert found is None and CJK.search(said)  # Chinese words: no English mistake's words in them
+    monkeypatch.setenv("TINYK_LANGUAGE", KERNEL_ENV["TINYK_LANGUAGE"])
+    assert setup(course.ZH) == "en"
+    assert feedback()[0].id == "05.6.2:positions-ignore-padding"

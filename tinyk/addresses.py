@@ -16,36 +16,41 @@ from pathlib import Path
 
 from tinyk.checkout import course_root, notebook_paths
 
-__all__ = ["SETUP_COMMENT", "SETUP_NAME", "SETUP_NOT_INSTALLED", "SETUP_TITLE", "SETUP_WORDS",
-           "address_problems", "pages_url", "repository_url", "setup_cell", "setup_cell_source", "site_url",
-           "write_addresses"]
+__all__ = ["SETUP_COMMENT", "SETUP_LANGUAGE", "SETUP_NAME", "SETUP_NOT_INSTALLED", "SETUP_TITLE",
+           "SETUP_WORDS", "address_problems", "pages_url", "repository_url", "setup_cell",
+           "setup_cell_source", "site_url", "write_addresses"]
 
 _URL_RULE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+$")
 _CONFIG_URL = re.compile(r"^(  url: )(\S+)\s*$", re.MULTILINE)  # inside repository:
 _CONFIG_SITE = re.compile(r"^(  baseurl: )(\S+)(.*)$", re.MULTILINE)  # inside html:
 _PYPROJECT_URL = re.compile(r'^(Repository = ")([^"]+)(")$', re.MULTILINE)
-# The setup cell's words: its title, its comment, and what it prints outside Colab when tinyk
+# The setup cell's words: its title, its comments, and what it prints outside Colab when tinyk
 # is missing (followed by the repository's address). The Chinese student notebooks take theirs
 # from the interface's catalogue (tinyk.student_markdown.STUDENT_WORDS).
 SETUP_NAME = "Setup"
 SETUP_COMMENT = "In Colab, install the course package from its repository; anywhere else, do nothing."
 SETUP_NOT_INSTALLED = "tinyk is not installed: run `pip install -e .` in a clone of"
-SETUP_WORDS = (SETUP_NAME, SETUP_COMMENT, SETUP_NOT_INSTALLED)
+SETUP_LANGUAGE = "The language of tinyk's feedback (its checks, its errors): this notebook's."
+SETUP_WORDS = (SETUP_NAME, SETUP_COMMENT, SETUP_NOT_INSTALLED, SETUP_LANGUAGE)
 _FORM = '{ display-mode: "form" }'
 SETUP_TITLE = f"# @title {SETUP_NAME} {_FORM}"
 
 
-def setup_cell_source(url: str, words: Callable[[str], str] = str) -> str:
+def setup_cell_source(url: str, words: Callable[[str], str] = str, language: str = "en") -> str:
     """The first code cell of every chapter notebook, for the repository at ``url``;
-    ``words(english)``: each of :data:`SETUP_WORDS` in the notebook's language (by default,
-    the English)."""
+    ``words(english)``: each of :data:`SETUP_WORDS` in the notebook's ``language`` (by
+    default, the English). The cell sets ``TINYK_LANGUAGE`` to ``language`` unless it is set
+    (:mod:`tinyk.switches`: the grader sets ``en``)."""
     not_installed = words(SETUP_NOT_INSTALLED).replace("\\", "\\\\").replace('"', '\\"')
     return f'''# @title {words(SETUP_NAME)} {_FORM}
-# {words(SETUP_COMMENT)}
 import importlib.util
+import os
 import subprocess
 import sys
 
+# {words(SETUP_LANGUAGE)}
+os.environ.setdefault("TINYK_LANGUAGE", "{language}")
+# {words(SETUP_COMMENT)}
 COURSE_REPOSITORY = "{url}"
 if importlib.util.find_spec("tinyk") is None:
     if "google.colab" in sys.modules:

@@ -206,7 +206,8 @@ def _chinese_code(nb: dict, prepared: dict, source: Path, root: Path,
         if cell["cell_type"] == "markdown":
             cell["source"] = chinese["source"]
         elif cell["cell_type"] == "code" and source_text(cell) == setup_cell_source(url):
-            text = setup_cell_source(url, _lookup(interface, absent, f"{NOTEBOOKS}/{source.name}: cell {i}"))
+            text = setup_cell_source(url, _lookup(interface, absent, f"{NOTEBOOKS}/{source.name}: cell {i}"),
+                                     language="zh_CN")
             if not zh.same_code(text, source_text(cell)):
                 raise ValueError(f"{source.name}: the Chinese setup cell differs from the English beyond its "
                                  f"words; check their translations in {interface_catalogue(root).name}")

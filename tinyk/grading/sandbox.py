@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tinyk.switches import GRADING
+from tinyk.switches import GRADING, LANGUAGE
 
 __all__ = ["INSTALL_BWRAP", "KERNEL_ENV", "Sandbox", "check_sandbox", "require_linux", "sandbox_argv",
            "warn_unsandboxed"]
@@ -30,8 +30,10 @@ INSTALL_BWRAP = ("install bubblewrap (Debian/Ubuntu: 'sudo apt-get install bubbl
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
 # The environment of every process that runs a student's code, sandboxed or not. TINYK_GRADING:
 # sliders render no frames and course figures no PNG (nor their Chinese version, whatever
-# TINYK_FIGURES_ZH says); MPLBACKEND=agg: pyplot shows nothing.
-KERNEL_ENV = {GRADING: "1", "MPLBACKEND": "agg"}
+# TINYK_FIGURES_ZH says); TINYK_LANGUAGE=en: the package's feedback in English, the language
+# of the release's tests and of the mistakes' words, whatever language a notebook's setup cell
+# asks for (it sets only an unset one); MPLBACKEND=agg: pyplot shows nothing.
+KERNEL_ENV = {GRADING: "1", LANGUAGE: "en", "MPLBACKEND": "agg"}
 
 
 def require_linux() -> None:
