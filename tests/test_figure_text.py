@@ -8,6 +8,7 @@ import base64
 import io
 import os
 import warnings
+from pathlib import Path
 
 import pytest
 from PIL import Image
@@ -154,6 +155,59 @@ def test_a_sliders_chinese_view_has_chinese_labels_and_frames(monkeypatch, catal
     assert "<p>12 个头中的 3 个</p>" in metadata["tinyk"]["zh"]["text/html"]
 
 
+def _learner(monkeypatch, language):
+    monkeypatch.delenv(figure_text.ENV, raising=False)  # a kernel of Jupyter or Colab, not the book's
+    monkeypatch.setenv("TINYK_LANGUAGE", language)
+
+
+def test_a_chinese_learners_kernel_draws_figures_and_sliders_in_chinese(monkeypatch, catalogue):
+    _cjk_font_or_skip()
+    _learner(monkeypatch, "zh_CN")
+    fig, _ = _panel()
+    chinese = Image.open(io.BytesIO(fig._repr_png_()))
+    assert chinese.text["Description"].startswith("图：300 步后的损失")
+    assert fig.describe().startswith("Figure: Loss after 300 steps")  # the figure itself unchanged
+    assert fig._repr_mimebundle_() == ({}, {})  # no second, book-only copy
+
+    def draw(position):
+        _, ax = figure()
+        ax.plot([0, position])
+        return label(ax, f"Rotation at position {position}", "pair index", "angle").figure
+
+    view = slider(draw, position=Choice([0, 4], label="position t"))
+    shown = view._repr_mimebundle_()[0]["text/html"]
+    assert 'aria-label="位置 t"' in shown and shown.count('alt="图：位置 ') == 2
+    assert view.widget.children[0].description == "位置 t"  # the live widget, as Jupyter shows it
+    _learner(monkeypatch, "en")
+    english = Image.open(io.BytesIO(fig._repr_png_()))
+    assert english.text["Description"].startswith("Figure: Loss after 300 steps")
+    assert english.tobytes() != chinese.tobytes()
+    english_view = slider(draw, position=Choice([0, 4], label="position t"))
+    assert 'aria-label="position t"' in english_view._repr_mimebundle_()[0]["text/html"]
+
+
+def test_without_a_chinese_font_a_learners_figure_stays_english(monkeypatch, catalogue):
+    # Empty boxes would be worse than English words: no font, no translation.
+    _learner(monkeypatch, "zh_CN")
+    monkeypatch.setattr(figure_text, "chinese_font", lambda: None)
+    fig, _ = _panel()
+    assert Image.open(io.BytesIO(fig._repr_png_())).text["Description"].startswith("Figure: Loss after")
+    with pytest.raises(RuntimeError, match="needs a Chinese font"):
+        figure_text._cjk_families()
+
+
+def test_the_figures_catalogue_ships_with_the_package_and_reads_without_babel():
+    from babel.messages.pofile import read_po
+
+    import tinyk
+
+    assert figure_text.CATALOGUE.parent.parent == Path(tinyk.__file__).parent
+    with figure_text.CATALOGUE.open("rb") as f:
+        by_babel = {m.id: m.string for m in read_po(f) if m.id and m.string and not m.fuzzy}
+    figure_text._catalogue.cache_clear()
+    assert figure_text._catalogue() == by_babel and len(by_babel) >= 100
+
+
 def test_the_figure_catalogue_check_catches_a_lost_number(tmp_path, monkeypatch):
     from babel.messages.catalog import Catalog
     from babel.messages.pofile import write_po
@@ -168,7 +222,7 @@ def test_the_figure_catalogue_check_catches_a_lost_number(tmp_path, monkeypatch)
     path = tmp_path / "figures.po"
     with path.open("wb") as f:
         write_po(f, catalog)
-    monkeypatch.setattr(figure_text, "catalogue_path", lambda root=None: path)
+    monkeypatch.setattr(figure_text, "catalogue_path", lambda: path)
     monkeypatch.setattr(checks, "course_root", lambda root=None: tmp_path)
     found = translations.figure_problems()
     assert found == [

@@ -7,6 +7,7 @@ own."""
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 from babel.messages.pofile import read_po, write_po
@@ -122,6 +123,11 @@ def test_say_speaks_the_learners_language_and_falls_back_to_english(monkeypatch)
     assert say("a message nobody translated {n}", n=3) == "a message nobody translated 3"
     monkeypatch.setenv("TINYK_LANGUAGE", "en")
     assert say(message, name="dim", value=-1) == "ModelConfig.dim=-1: must be a positive integer"
+    # A learner's Colab has no babel: the words are read without it.
+    monkeypatch.setitem(sys.modules, "babel", None)
+    monkeypatch.setenv("TINYK_LANGUAGE", "zh_CN")
+    package_catalogue._translations.cache_clear()
+    assert say(message, name="n_layers", value=0) == "ModelConfig.n_layers=0：必须是正整数"
 
 
 def test_every_message_the_package_says_is_found_and_one_built_in_place_is_named(tmp_path):

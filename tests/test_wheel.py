@@ -127,8 +127,13 @@ def test_wheel_has_the_package_and_no_course_files(wheel_env):
     run = _run([str(python), "-m", "tinyk.grading", "validate", "--no-run"], cwd=work, env=env)
     assert run.returncode == 2 and "no tinyk course checkout" in run.stderr and "--source" in run.stderr
 
-    # The class report needs only the gradebook: its Chinese comes with the package.
+    # The class report needs only the gradebook: its Chinese comes with the package, as do a
+    # Chinese learner's feedback and figures.
     assert (Path(lines[0]).parent / "locale" / "zh_CN.po").is_file()
+    assert (Path(lines[0]).parent / "locale" / "figures_zh_CN.po").is_file()
+    refused = _run([str(python), "-c", "from tinyk import ModelConfig; ModelConfig(n_layers=0)"], cwd=work,
+                   env={**env, "TINYK_LANGUAGE": "zh_CN"})
+    assert "ValueError: ModelConfig.n_layers=0：必须是正整数" in refused.stderr, refused.stderr
     (work / "grades.csv").write_text("student,notebook,exercise,points,max_points,status,detail\n"
                                      "ann,05_3_rope,ex_05_3_2_test,0,3,ok,x; mistake 05.3.2:crops-table\n")
     run = _run([str(python), "-m", "tinyk.grading", "report", "grades.csv", "--out", "report"],

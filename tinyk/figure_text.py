@@ -1,4 +1,5 @@
-"""The words in the course's figures, in Chinese for the book's Chinese edition.
+"""The words in the course's figures, in Chinese for the book's Chinese edition and for a
+Chinese learner's kernel.
 
 The book runs each notebook once for both editions (the execution cache), so a figure's
 Chinese version must be drawn in that same run. When ``TINYK_FIGURES_ZH=1`` is set (``make
@@ -7,15 +8,22 @@ every pre-rendered slider draws itself a second time with its words translated: 
 English output is unchanged, and the Chinese one travels in the output's metadata
 (``metadata["tinyk"]["zh"]``), where the Chinese build takes it from.
 
-The translations are the course's catalogue ``locale/zh_CN/figures.po`` (gettext, like
-the pages'). Numbers are not part of a message: ``"loss after 300 steps"`` is looked up as
-``"loss after {0} steps"``, and its Chinese, with ``{0}`` where Chinese word order puts the
-number (before the words for "steps" and "loss"), gets the number back. A
-figure string without a translation stays English and is listed in the metadata
-(``missing``); the Chinese build fails on it, naming the string, and ``make translations``
-adds it to the catalogue. Only words are translated: titles, axis labels, legends, text
-placed on the axes, slider labels and the text of HTML calculators; tick labels are data
-(token strings, numbers) and stay as they are.
+A kernel of a Chinese student notebook (``TINYK_LANGUAGE=zh_CN``, set by its setup cell)
+shows every course figure and slider frame in Chinese instead, when it finds a font that
+draws Chinese (:data:`CJK_FAMILIES`; without one, the figure stays English rather than
+showing empty boxes).
+
+The translations are the catalogue ``tinyk/locale/figures_zh_CN.po`` (gettext, like the
+pages'), shipped inside the package and read with the standard library, so a learner's
+Colab needs no course checkout (:func:`tinyk.package_catalogue.read_words`). Numbers are
+not part of a message: ``"loss after 300 steps"`` is looked up as ``"loss after {0}
+steps"``, and its Chinese, with ``{0}`` where Chinese word order puts the number (before
+the words for "steps" and "loss"), gets the number back. A figure string without a
+translation stays English and is listed in the metadata (``missing``); the Chinese build
+fails on it, naming the string, and ``make translations`` adds it to the catalogue. Only
+words are translated: titles, axis labels, legends, text placed on the axes, slider labels
+and the text of HTML calculators; tick labels are data (token strings, numbers) and stay as
+they are.
 """
 
 from __future__ import annotations
@@ -29,13 +37,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tinyk.switches import FIGURES_ZH, figures_in_chinese
+from tinyk.switches import FIGURES_ZH, feedback_in_chinese, figures_in_chinese
 
-__all__ = ["ENV", "CJK_FAMILY", "enabled", "fill", "message_key", "needs_words", "translate",
-           "translate_html", "in_chinese", "catalogue_path", "collecting"]
+__all__ = ["ENV", "CATALOGUE", "CJK_FAMILIES", "CJK_FAMILY", "catalogue_path", "chinese_font", "collecting",
+           "enabled", "fill", "for_the_learner", "in_chinese", "message_key", "needs_words", "translate",
+           "translate_html"]
 
 ENV = FIGURES_ZH  # the switch (tinyk.switches)
-CJK_FAMILY = "Noto Sans CJK SC"  # Debian's fonts-noto-cjk (make cjk-fonts installs it)
+CATALOGUE = Path(__file__).resolve().parent / "locale" / "figures_zh_CN.po"
+CJK_FAMILY = "Noto Sans CJK SC"  # Debian's fonts-noto-cjk (make cjk-fonts installs it): the book's
+# The fonts that draw Chinese, the first found used: the book's, then those of other systems.
+CJK_FAMILIES = (CJK_FAMILY, "Source Han Sans SC", "Microsoft YaHei", "SimHei", "PingFang SC",
+                "Hiragino Sans GB", "WenQuanYi Zen Hei", "Noto Sans SC")
 _NUMBER = re.compile(r"(?<![A-Za-z_\d.])[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?")
 _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 _MATH = re.compile(r"\$[^$]*\$")
@@ -49,19 +62,24 @@ def enabled() -> bool:
     return figures_in_chinese()
 
 
-def catalogue_path(root: Path | None = None) -> Path:
-    """``locale/zh_CN/figures.po`` of the course checkout."""
-    from tinyk.checkout import course_root
+def for_the_learner() -> bool:
+    """True when a figure shows itself in Chinese to the learner: in a Chinese notebook's
+    kernel (``TINYK_LANGUAGE=zh_CN``), not in the book's run, with a Chinese font at hand."""
+    return feedback_in_chinese() and not enabled() and chinese_font() is not None
 
-    return course_root(root) / "locale" / "zh_CN" / "figures.po"
+
+def catalogue_path() -> Path:
+    """The figures' catalogue, ``tinyk/locale/figures_zh_CN.po`` (:data:`CATALOGUE`)."""
+    return CATALOGUE
 
 
 @functools.cache
 def _catalogue() -> dict[str, str]:
     # Without the file every string is reported missing, and the Chinese build names them.
-    from tinyk.catalogues import translated
+    from tinyk.package_catalogue import read_words
 
-    return translated(catalogue_path())
+    text = CATALOGUE.read_text(encoding="utf-8") if CATALOGUE.is_file() else ""
+    return {english: chinese for (_, english), chinese in read_words(text).items()}
 
 
 def message_key(text: str) -> tuple[str, list[str]]:
@@ -125,11 +143,10 @@ def collecting() -> Iterator[set[str]]:
 
 
 @functools.cache
-def _cjk_families() -> list[str]:
-    """The font families for Chinese figure text: matplotlib's default, falling back to Noto
-    Sans CJK SC glyph by glyph. Registers the font with matplotlib when its font list (cached
-    from before the font was installed) does not have it."""
-    import matplotlib
+def chinese_font() -> str | None:
+    """The first of :data:`CJK_FAMILIES` that matplotlib can draw with, or None. Noto Sans CJK
+    SC is registered with matplotlib when its font list (cached from before the font was
+    installed) does not have it."""
     from matplotlib import font_manager
 
     if CJK_FAMILY not in {f.name for f in font_manager.fontManager.ttflist}:
@@ -137,10 +154,20 @@ def _cjk_families() -> list[str]:
                                text=True, check=False).stdout if shutil.which("fc-list") else ""
         for line in sorted({ln.split(":")[0].strip() for ln in files.splitlines() if ln.strip()}):
             font_manager.fontManager.addfont(line)
-    if CJK_FAMILY not in {f.name for f in font_manager.fontManager.ttflist}:
-        raise RuntimeError(f"Chinese figure text needs the font {CJK_FAMILY!r}: install Debian's "
-                           f"fonts-noto-cjk (`make cjk-fonts`, or apt-get install fonts-noto-cjk)")
-    return [*matplotlib.rcParams["font.sans-serif"][:1], CJK_FAMILY]
+    names = {f.name for f in font_manager.fontManager.ttflist}
+    return next((family for family in CJK_FAMILIES if family in names), None)
+
+
+def _cjk_families() -> list[str]:
+    """The font families for Chinese figure text: matplotlib's default, falling back to the
+    Chinese font glyph by glyph."""
+    import matplotlib
+
+    font = chinese_font()
+    if font is None:
+        raise RuntimeError(f"Chinese figure text needs a Chinese font, such as {CJK_FAMILY!r}: install "
+                           f"Debian's fonts-noto-cjk (`make cjk-fonts`, or apt-get install fonts-noto-cjk)")
+    return [*matplotlib.rcParams["font.sans-serif"][:1], font]
 
 
 def _words_of(fig: Any) -> list[Any]:

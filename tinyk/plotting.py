@@ -48,8 +48,8 @@ class CourseFigure(Figure):
     panel's title and axis labels) in its ``Description`` field; the book's extension puts
     it on the page's ``<img>`` when the cell gives no ``mystnb.image.alt`` of its own.
     When the book executes the notebook (``TINYK_FIGURES_ZH=1``), the output's metadata also
-    holds the figure drawn with Chinese words, for the Chinese edition
-    (:mod:`tinyk.figure_text`).
+    holds the figure drawn with Chinese words, for the Chinese edition; in a Chinese student
+    notebook's kernel, the PNG itself is drawn with them (:mod:`tinyk.figure_text`).
     """
 
     alt_text: str | None = None
@@ -76,6 +76,9 @@ class CourseFigure(Figure):
     def _repr_png_(self) -> bytes | None:
         if grading_run():  # in the grader's kernels nobody looks at figures: no PNG, no cost
             return None
+        if self._tinyk_language == "en" and figure_text.for_the_learner():  # a Chinese notebook's kernel
+            with figure_text.in_chinese(self):
+                return self._repr_png_()
         buffer = io.BytesIO()
         self.savefig(buffer, format="png", metadata={"Description": self.describe()})
         return buffer.getvalue()

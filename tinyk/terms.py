@@ -162,16 +162,16 @@ def message_term_problems(msgid: str, msgstr: str, terms: list[Term]) -> list[st
 
 def catalogue_messages(root: Path | None = None) -> list[tuple[str, str, str]]:
     """``(catalogue, msgid, msgstr)`` of every message of the Chinese edition: every ``.po``
-    under ``locale/zh_CN/LC_MESSAGES`` (named relative to it), ``figures.po``, ``outputs.po``,
-    ``interface.po`` and the package's own words (``tinyk/locale/zh_CN.po``: the mistakes', the
-    class report's)."""
+    under ``locale/zh_CN/LC_MESSAGES`` (named relative to it), ``outputs.po``, ``interface.po``,
+    and the package's own: its figures' words (``tinyk/locale/figures_zh_CN.po``) and the rest
+    (``tinyk/locale/zh_CN.po``: the mistakes', the class report's, its feedback's)."""
     from tinyk import package_catalogue
     from tinyk.figure_text import catalogue_path
 
     root = course_root(root)
     base = root / "locale" / LANGUAGE / "LC_MESSAGES"
     out = []
-    for path in [*catalogues(root), catalogue_path(root), outputs_catalogue(root), interface_catalogue(root),
+    for path in [*catalogues(root), catalogue_path(), outputs_catalogue(root), interface_catalogue(root),
                  package_catalogue.PATH]:
         catalogue = read_catalogue(path)  # a missing file has no message
         name = (path.relative_to(base).as_posix() if path.is_relative_to(base)

@@ -113,12 +113,14 @@ class SliderView:
         self.frames_zh: list[str] = []  # the Chinese edition's, in the book's run only
         self.missing_zh: set[str] = set()
         self.widget = None
+        # A Chinese learner's kernel: its frames and labels in Chinese (tinyk.figure_text).
+        self.learner_zh = figure_text.for_the_learner()
         if grading_run():  # nobody looks at the frames: draw nothing, cost nothing
             return
         with figure_text.collecting() as missing:
             for combo in combos:
                 result = draw(**dict(zip(names, combo, strict=True)))
-                self.frames.append(_render(result))
+                self.frames.append(_render_in_chinese(result) if self.learner_zh else _render(result))
                 if figure_text.enabled():  # the book's run: the Chinese edition's frames too
                     self.frames_zh.append(_render_in_chinese(result))
         self.missing_zh = missing
@@ -133,7 +135,7 @@ class SliderView:
         for i, (name, choice) in enumerate(self.choices.items()):
             labels = [_fmt(v) for v in choice.values]  # values are data, like tick labels
             title = choice.label or name
-            title = figure_text.translate(title) if zh else title
+            title = figure_text.translate(title) if zh or self.learner_zh else title
             k = list(choice.values).index(choice.default)
             sizes.append(len(labels))
             start.append(k)
@@ -157,6 +159,9 @@ class SliderView:
                 f'<div class="tinyk-slider-frames">{frames}</div><script>{script}</script></div>')
 
     # -- the live view ---------------------------------------------------------------
+    def _label(self, words: str) -> str:
+        return figure_text.translate(words) if self.learner_zh else words
+
     def _live_widget(self) -> Any:
         try:
             import ipywidgets as widgets
@@ -165,14 +170,15 @@ class SliderView:
             return None
         sliders = {name: widgets.SelectionSlider(
             options=[(_fmt(v), v) for v in choice.values], value=choice.default,
-            description=choice.label or name, continuous_update=False,
+            description=self._label(choice.label or name), continuous_update=False,
             style={"description_width": "initial"}) for name, choice in self.choices.items()}
         out = widgets.Output()
 
         def redraw(_change: object = None) -> None:
             with out:
                 out.clear_output(wait=True)
-                display(HTML(_render(self.draw(**{n: s.value for n, s in sliders.items()}))))
+                result = self.draw(**{n: s.value for n, s in sliders.items()})
+                display(HTML(_render_in_chinese(result) if self.learner_zh else _render(result)))
 
         for s in sliders.values():
             s.observe(redraw, names="value")

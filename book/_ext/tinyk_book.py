@@ -239,7 +239,7 @@ def _chinese_figures(app) -> None:
             missing |= untranslated
         for text in sorted(missing):
             self.logger.warning(f"{where}: figure text without a Chinese translation: {text!r} "
-                                f"(`make translations` adds it to locale/zh_CN/figures.po)",
+                                f"(`make translations` adds it to tinyk/locale/figures_zh_CN.po)",
                                 subtype="figure_text", line=data.line)
         return rendered
 

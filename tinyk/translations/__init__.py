@@ -26,7 +26,7 @@ the code the Chinese site's chapter pages show, solutions included
 (:mod:`~tinyk.translations.pages`).
 
 The words inside figures are not page prose: they are drawn when a notebook executes.
-Their catalogue is ``locale/zh_CN/figures.po`` (:mod:`tinyk.figure_text`); ``update``
+Their catalogue is ``tinyk/locale/figures_zh_CN.po`` (:mod:`tinyk.figure_text`); ``update``
 adds the ones the last ``make book`` lacked, and ``check`` checks it like the others.
 
 What the notebooks print is rendered from the same execution too, translated line by line on

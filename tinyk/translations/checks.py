@@ -99,14 +99,14 @@ def interface_problems(root: Path | None = None) -> list[str]:
 
 def figure_problems(root: Path | None = None) -> list[str]:
     """Every untranslated, fuzzy or damaged message of the figures' catalogue
-    (``locale/zh_CN/figures.po``): a number's place ``{0}`` or maths must come through."""
+    (``tinyk/locale/figures_zh_CN.po``): a number's place ``{0}`` or maths must come through."""
     from tinyk.figure_text import catalogue_path
 
     def maths(msgid: str, msgstr: str, _message: object) -> str:
         same = sorted(MATH.findall(msgid)) == sorted(MATH.findall(msgstr))
         return "" if same else "maths differs from the English"
 
-    return _catalogue_problems(catalogue_path(course_root(root)),
+    return _catalogue_problems(catalogue_path(),
                                ": run `make translations` after `make book`", (_number_places, maths))
 
 

@@ -137,13 +137,14 @@ def figure_messages(root: Path | None = None) -> set[str]:
 
 
 def update_figures(root: Path | None = None) -> int:
-    """Add the figure words :func:`figure_messages` finds to ``figures.po``, untranslated;
+    """Add the figure words :func:`figure_messages` finds to the figures' catalogue
+    (``tinyk/locale/figures_zh_CN.po``), untranslated;
     returns how many were added."""
     from babel.messages.pofile import write_po
 
     from tinyk.figure_text import catalogue_path
 
-    path = catalogue_path(course_root(root))
+    path = catalogue_path()
     catalogue = read_catalogue(path)
     new = sorted(m for m in figure_messages(root) if m not in catalogue)
     for message in new:
@@ -168,7 +169,7 @@ def update(root: Path | None = None) -> int:
         print(f"{untranslated} code text(s) to translate in locale/{LANGUAGE}/LC_MESSAGES/{CODE_FOLDER}/")
     added = update_figures(root)
     if added:
-        print(f"{added} new figure message(s) in locale/{LANGUAGE}/figures.po")
+        print(f"{added} new figure message(s) in tinyk/locale/figures_zh_CN.po")
     added = update_outputs(root)
     if added:
         print(f"{added} new printed-output message(s) in locale/{LANGUAGE}/outputs.po")
