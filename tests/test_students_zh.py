@@ -208,10 +208,13 @@ def test_chinese_05_2_runs_top_to_bottom_in_a_kernel(tmp_path, monkeypatch):
     exercises' own, and each unanswered exercise fails. A wrong answer gets its Chinese message,
     the notebook prints in Chinese, and the package speaks Chinese in its kernel: the setup cell
     set TINYK_LANGUAGE (a cell added at the end checks the stub of 05.2's RMSNorm)."""
+    import base64
+    import io
     import os
 
     import nbformat
     from nbclient import NotebookClient
+    from PIL import Image
 
     from tests.test_jupyterlab import _allowed_to_fail
 
@@ -240,11 +243,17 @@ def test_chinese_05_2_runs_top_to_bottom_in_a_kernel(tmp_path, monkeypatch):
     assert graded[0].evalue == ("(3, 4) 的 r 是平方均值的平方根，即 sqrt((9 + 16) / 2) = 3.5355...，"
                                 "而不是 7.0")
     assert [o.evalue for o in added.outputs if o.output_type == "error"] == [
-        "RMSNorm（第 05.2 节）：仍是占位代码（它抛出 NotImplementedError）："
+        "RMSNorm（第 05.2 节）：仍是占位代码（它引发 NotImplementedError）："
         "请在第 05.2 节的笔记本中写出它的实现"]
     printed = "".join(o.get("text", "") for c in code for o in c.outputs if o.output_type == "stream")
     assert "手算：     r = sqrt(12.5) = 3.535534, y = (0.8485, 1.1314)" in printed
     assert "gradcheck 通过： True" in printed and "by hand" not in printed
+    # Its figures too (a Chinese font is at hand here): the PNG's alt text, the slider's frames.
+    shown = [o.data for c in code for o in c.outputs if o.output_type in ("display_data", "execute_result")]
+    pngs = [Image.open(io.BytesIO(base64.b64decode(d["image/png"]))) for d in shown if "image/png" in d]
+    assert pngs and all(CJK.search(png.text["Description"]) for png in pngs)
+    alts = [alt for d in shown if "text/html" in d for alt in re.findall(r'alt="([^"]*)"', d["text/html"])]
+    assert alts and all(CJK.search(alt) for alt in alts), alts
 
 
 def test_graded_against_the_english_release_a_chinese_notebook_is_not_counted_as_edited():

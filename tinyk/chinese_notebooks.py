@@ -183,6 +183,8 @@ def _string_nodes(node: ast.AST):
     elif isinstance(node, ast.Call):
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             yield from _string_nodes(arg)
+    elif isinstance(node, (ast.GeneratorExp, ast.ListComp)):  # next((f"..." for ...), "")
+        yield from _string_nodes(node.elt)
     elif isinstance(node, (ast.BinOp, ast.Tuple, ast.List)):
         for child in ast.iter_child_nodes(node):
             yield from _string_nodes(child)
