@@ -130,6 +130,15 @@ def test_what_a_print_writes_is_translated_and_what_it_is_given_is_not():
             in chinese)
 
 
+def test_a_message_built_in_a_generator_is_found():
+    # 05.5's SwiGLU test: the hint is the first suspect that matches, worded in a generator.
+    cell = ('suspects = {"relu instead of silu": 1}\n'
+            'hint = next((f"it looks like {what}" for what, wrong in suspects.items() if wrong == got), "")\n'
+            'assert got == 0, f"differs by {got}: {hint}"\n')
+    assert code_messages(cell) == [("relu instead of silu", "message"), ("it looks like {what}", "message"),
+                                   ("differs by {got}: {hint}", "message")]
+
+
 def test_a_translation_that_would_change_the_code_is_caught():
     with pytest.raises(AssertionError, match="3 的平方是 9，而不是 9：别的错误"):
         exec(translate_code(CELL, {"3 squared is 9, not {got}: {hint}": "3 的平方是 9，而不是 {got}：{hint}",
