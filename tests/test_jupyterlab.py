@@ -1,7 +1,7 @@
 """The student notebooks live, as a student runs them: JupyterLab in a real browser.
 
 A JupyterLab server runs on 127.0.0.1 (its own config, runtime and workspace folders, a
-random token) over a temporary copy of ``student/``; Debian's Chromium, driven by
+random token) over a temporary copy of ``student/`` (``student/zh/`` included); Debian's Chromium, driven by
 Playwright as in ``test_browser.py``, loads JupyterLab once per worker and opens the
 student notebooks in it one after another (each alone in the main area, with a kernel of
 its own, shut down after it). In each it runs every cell in order (a failing cell does not
@@ -11,12 +11,20 @@ exercises' own (their answer and test cells) and the cells that show an error on
 (tagged ``raises-exception``). Every request leaving localhost is blocked and must not
 happen.
 
+Each notebook runs once, in one of its two versions: the Chinese one (``student/zh/``) for
+four of the nine, the English one for the others. The two versions have the same code
+token for token (``tests/test_students_zh.py``), so each notebook's code runs here once, and
+each language's strings, printed words and figures are seen live: a Chinese notebook's
+kernel speaks Chinese (its setup cell sets ``TINYK_LANGUAGE``), which the test checks in
+what its cells print.
+
 Runs in the ``site`` stage of ``make test``, where make installs Chromium.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -38,8 +46,11 @@ pytestmark = pytest.mark.site
 # groups of about equal run time (this group took 89 s here, the other 96 s), and each
 # worker starts a JupyterLab server of its own.
 _FIRST_GROUP = {"05_10_real_weights", "05_4_gqa", "05_2_rmsnorm", "05_6_head_protocol"}
-SOURCES = [pytest.param(p, marks=pytest.mark.xdist_group(f"jupyterlab-{int(p.stem not in _FIRST_GROUP)}"))
+_IN_CHINESE = {"05_1_shapes", "05_3_rope", "05_6_head_protocol", "05_10_real_weights"}  # student/zh/
+SOURCES = [pytest.param(p, marks=pytest.mark.xdist_group(f"jupyterlab-{int(p.stem not in _FIRST_GROUP)}"),
+                        id=f"zh-{p.stem}" if p.stem in _IN_CHINESE else p.stem)
            for p in course.notebook_paths()]
+_CJK = re.compile(r"[\u3400-\u9fff]")
 SHOTS = course.ROOT / "artifacts" / "jupyterlab"
 
 # Runs every cell of the open notebook in order, each one awaited, whatever the last one did.
@@ -177,14 +188,16 @@ def _allowed_to_fail(cell: dict) -> bool:
         "raises-exception" in meta.get("tags", [])
 
 
-@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("source", SOURCES)
 def test_student_notebook_runs_in_jupyterlab_and_its_sliders_move(jupyterlab_page, source):
     page = jupyterlab_page.page
+    chinese = source.stem in _IN_CHINESE
+    path = f"zh/{source.name}" if chinese else source.name
     try:
-        jupyterlab_page.open(source.name)
+        jupyterlab_page.open(path)
         # alone: no other document open (JupyterLab's launcher may come back when the main area empties)
         assert page.evaluate("Array.from(window.jupyterapp.shell.widgets('main')).filter(w => w.context)"
-                             ".map(w => w.context.path)") == [source.name]
+                             ".map(w => w.context.path)") == [path]
         count = page.evaluate(_RUN_EVERY_CELL)
         cells = page.evaluate(_CELLS)
         assert len(cells) == count > 5
@@ -203,6 +216,11 @@ def test_student_notebook_runs_in_jupyterlab_and_its_sliders_move(jupyterlab_pag
             raised = errors[cell["id"]] + (errors[test["id"]] if test else [])
             assert raised, f"{source.name}: exercise {cell['id']} left unanswered raised nothing"
         assert not page.get_by_text("Error displaying widget").count()
+        # What the cells print is in the notebook's language (a Chinese kernel speaks Chinese).
+        printed = ["".join(o.get("text", "")) for c in code for o in c["outputs"]
+                   if o["output_type"] == "stream"]
+        in_chinese = [text for text in printed if _CJK.search(text)]
+        assert len(in_chinese) >= 2 if chinese else (printed and in_chinese == []), (path, printed[:5])
 
         boxes = page.locator(".widget-vbox:has(.widget-output):has(.widget-slider)")
         expected = sum("".join(c["source"]).count("slider(") for c in _source_cells(source))
@@ -231,7 +249,7 @@ def test_student_notebook_runs_in_jupyterlab_and_its_sliders_move(jupyterlab_pag
                 _wait_for_text(readout, lambda text, v=before_value: text == v, "readout did not move back")
                 _wait_for_change(figure, after, f"{name} did not redraw when moved back")
         SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / f"{source.stem}.png"))
+        page.screenshot(path=str(SHOTS / f"{'zh-' if chinese else ''}{source.stem}.png"))
         assert jupyterlab_page.outside == [], "requests outside localhost"
     finally:
         jupyterlab_page.close()

@@ -208,11 +208,16 @@ def _now() -> str:
 
 def test_a_notebook_opened_alone_runs_the_parts_pasted_into_it(wheel_env, wheel_kernel, monkeypatch):
     """Colab opens one notebook at a time: 05.6 alone in an empty folder, with the parts of
-    05.2 to 05.5 pasted into its paste cell, checks those parts as the learner's own."""
+    05.2 to 05.5 pasted into its paste cell, checks those parts as the learner's own. The
+    notebook is the Chinese student version (what the Chinese site's Colab button opens) with
+    its exercises answered: its setup cell makes the installed package speak Chinese, from the
+    catalogue inside the wheel."""
     import nbformat
     from nbclient import NotebookClient
 
+    from tinyk.chinese_notebooks import code_catalogue_path, load_messages
     from tinyk.exercises import book_version, is_solution, source_text
+    from tinyk.package_catalogue import say
     from tinyk.parts import PART_NAMES
 
     pasted = []
@@ -225,14 +230,27 @@ def test_a_notebook_opened_alone_runs_the_parts_pasted_into_it(wheel_env, wheel_
     assert len(pasted) >= 7, "the seven parts of 05.2 to 05.5"
     _, work = wheel_env
     monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.delenv("TINYK_LANGUAGE", raising=False)
     monkeypatch.setenv("JUPYTER_PATH", str(wheel_kernel))
     folder = work / "alone"
     folder.mkdir()
-    nb = nbformat.read(ROOT / "notebooks" / "05_6_head_protocol.ipynb", as_version=4)
+    source = ROOT / "notebooks" / "05_6_head_protocol.ipynb"
+    answers = {c["id"]: source_text(c) for c in book_version(json.loads(source.read_text()))["cells"]
+               if is_solution(c)}
+    nb = nbformat.read(course.student_path(source, language=course.ZH), as_version=4)
+    answered = [c for c in nb.cells if is_solution(c) and c.get("id") in answers]
+    for cell in answered:
+        cell.source = answers[cell["id"]]
+    assert len(answered) == len(answers) >= 3
     paste = next(c for c in nb.cells if c.get("id") == "c47-paste")
     paste.source = "\n\n".join(pasted)
     NotebookClient(nb, kernel_name="tinyk-wheel", timeout=300,
                    resources={"metadata": {"path": str(folder)}}).execute()
     report = "".join(o.get("text", "") for o in next(c for c in nb.cells if c.get("id") == "c48").outputs)
-    assert "not found" not in report and report.count("yours, agrees with tinyk (from this notebook)") == 10
-    assert report.rstrip().endswith("every part yours and the model agrees: True"), report
+    monkeypatch.setenv("TINYK_LANGUAGE", "zh_CN")  # the words the kernel says, said here
+    here = say(" (from {notebook})", notebook=say("this notebook"))
+    agrees = say("yours, agrees with tinyk{where}", where=here)
+    words = load_messages(code_catalogue_path(ROOT, source.stem), code=True)
+    every = words["every part yours and the model agrees:"]
+    assert say("not found: tinyk's own is used") not in report and report.count(agrees) == 10, report
+    assert report.rstrip().endswith(f"{every} True"), report
