@@ -3,8 +3,9 @@ Chinese edition, the instructors' page): every label of the mistake catalogue
 (:mod:`tinyk.mistakes`), every word of the class report (:mod:`tinyk.report_words`) and
 the message of every ``say("...")`` of the package's source (its feedback to a learner),
 checked against ``tinyk/locale/zh_CN.po`` (:mod:`tinyk.package_catalogue`) by
-``python -m tinyk.translations check``. A ``say`` whose message is not a plain string (an
-f-string, a name) cannot be looked up, and is a problem too.
+``python -m tinyk.translations check``. A ``say`` given a message built in place (an
+f-string, a sum) cannot be looked up, and is a problem too; a message said from a name is
+marked where it is written, with ``noted("...")``.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from tinyk.report_words import MESSAGES
 __all__ = ["needed", "problems", "said"]
 
 _PLACE = re.compile(r"\{\w*(?:![rsa])?(?::[^{}]*)?\}")
-PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parent
 
 
-def said(package: Path = PACKAGE) -> tuple[dict[str, list[str]], list[str]]:
+def said(package: Path = _PACKAGE) -> tuple[dict[str, list[str]], list[str]]:
     """(English -> where, for the message of every ``say`` and ``noted`` call of the package's
     modules; the places of the ``say`` calls given a message built in place, an f-string or a
     sum, that no catalogue can hold: its fields go in ``{name}`` instead)."""

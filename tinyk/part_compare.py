@@ -69,6 +69,8 @@ def call_part(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> A
 
 
 def as_tensor(name: str, got: object, what: str) -> Tensor:
+    """``got``, when it is a tensor; else a :class:`PartError` naming the part, ``what`` it
+    returned and its type (the build track, 05.2 to 05.6)."""
     if not isinstance(got, Tensor):
         raise PartError(name, say("{what} must be a torch.Tensor, got {got}", what=what,
                                   got=type(got).__name__))
