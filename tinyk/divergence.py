@@ -175,7 +175,7 @@ def _named(step: str, extra: list[str], fed: str, found: str) -> str:
     """The sentence naming the first step that departs: ``found``, how it departs, or ``fed``,
     how its input does (right or wrong, it was given something else: the code that calls it
     differs), after the ``extra`` steps only the learner's run made."""
-    after = say(" (after {steps}, which tinyk's own run does not make)", steps="; ".join(extra)) \
+    after = say(" (after {steps}, which tinyk's own run does not make)", steps=say("; ").join(extra)) \
         if extra else ""
     if fed:
         return say("{step}{after} is given a different input than in tinyk ({fed}): the code that calls it "

@@ -295,7 +295,7 @@ def _passing_parts(given: Mapping[str, Any], origin: Mapping[str, str], seed: in
                          "Colab, sees only its own parts), so tinyk's own stand in and checkpoint returns "
                          "False. Paste your parts into this notebook, or keep your notebooks in its folder, "
                          "to check yours", missing=len(missing), total=len(PART_NAMES),
-                         names=", ".join(missing)))
+                         names=say(", ").join(missing)))
     return passing
 
 
