@@ -120,7 +120,7 @@ class SliderView:
         with figure_text.collecting() as missing:
             for combo in combos:
                 result = draw(**dict(zip(names, combo, strict=True)))
-                self.frames.append(_render_in_chinese(result) if self.learner_zh else _render(result))
+                self.frames.append(self._frame(result))
                 if figure_text.enabled():  # the book's run: the Chinese edition's frames too
                     self.frames_zh.append(_render_in_chinese(result))
         self.missing_zh = missing
@@ -162,6 +162,9 @@ class SliderView:
     def _label(self, words: str) -> str:
         return figure_text.translate(words) if self.learner_zh else words
 
+    def _frame(self, result: Figure | str) -> str:
+        return _render_in_chinese(result) if self.learner_zh else _render(result)
+
     def _live_widget(self) -> Any:
         try:
             import ipywidgets as widgets
@@ -177,8 +180,7 @@ class SliderView:
         def redraw(_change: object = None) -> None:
             with out:
                 out.clear_output(wait=True)
-                result = self.draw(**{n: s.value for n, s in sliders.items()})
-                display(HTML(_render_in_chinese(result) if self.learner_zh else _render(result)))
+                display(HTML(self._frame(self.draw(**{n: s.value for n, s in sliders.items()}))))
 
         for s in sliders.values():
             s.observe(redraw, names="value")
