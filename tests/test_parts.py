@@ -519,3 +519,28 @@ def test_the_models_refusals_in_chinese_are_the_chinese_pages_words(monkeypatch)
         english, chinese = _both(monkeypatch, refusal(fields))
         assert translate_line(english, page) == (chinese, None), fields
     assert len(refused) == 7
+
+
+def test_the_nan_hint_leads_to_a_passing_part_and_never_to_a_refused_call():
+    # What the message says to do, done: the blocked scores filled with a finite value, the
+    # blocked weights zeroed. The fused attention it must not suggest is refused here.
+    with pytest.raises(PartError) as err:
+        check_parts(gqa_attention=nan_attention)
+    assert "finite value" in str(err.value) and "scaled_dot_product_attention" not in str(err.value)
+
+    def as_the_hint_says(q, k, v, mask=None):
+        n_rep = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(n_rep, 1), v.repeat_interleave(n_rep, 1)
+        if mask is None:
+            mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool).tril(k.shape[2] - q.shape[2])
+        scores = (q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])).float()
+        weights = scores.masked_fill(~mask, torch.finfo(scores.dtype).min).softmax(-1).masked_fill(~mask, 0.0)
+        return (weights @ v.float()).to(q.dtype)
+
+    assert check_parts(gqa_attention=as_the_hint_says) == ["gqa_attention"]
+
+    def fused(q, k, v, mask=None):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+
+    with pytest.raises(PartError, match="not allowed here"):
+        check_parts(gqa_attention=fused)

@@ -182,9 +182,8 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         got_t = as_tensor(name, got, what)
         if masked and got_t.shape == expected.shape and torch.isnan(got_t).any():
             raise PartError(name, say("{what}: a query row with no allowed key gives NaN; it must give zeros "
-                                      "(-inf everywhere in a row softmaxes to 0/0: use a finite fill value "
-                                      "and zero the blocked weights, or a boolean mask in "
-                                      "scaled_dot_product_attention)", what=what))
+                                      "(-inf everywhere in a row softmaxes to 0/0: fill the blocked scores "
+                                      "with a finite value, then zero the blocked weights)", what=what))
         compare(name, got_t, expected, what, atol=1e-5 if dtype == torch.float32 else 2e-2, hints=hints)
 
 
