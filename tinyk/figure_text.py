@@ -78,7 +78,8 @@ def _catalogue() -> dict[str, str]:
     # Without the file every string is reported missing, and the Chinese build names them.
     from tinyk.package_catalogue import read_words
 
-    text = CATALOGUE.read_text(encoding="utf-8") if CATALOGUE.is_file() else ""
+    path = catalogue_path()
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
     return {english: chinese for (_, english), chinese in read_words(text).items()}
 
 

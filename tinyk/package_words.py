@@ -11,18 +11,17 @@ marked where it is written, with ``noted("...")``.
 from __future__ import annotations
 
 import ast
-import re
 from collections import defaultdict
 from pathlib import Path
 
 from tinyk.catalogues import read_catalogue
+from tinyk.chinese_notebooks import placeholders
 from tinyk.mistakes import CATALOGUE
 from tinyk.package_catalogue import PATH, SHOWN
 from tinyk.report_words import MESSAGES
 
 __all__ = ["needed", "problems", "said"]
 
-_PLACE = re.compile(r"\{\w*(?:![rsa])?(?::[^{}]*)?\}")
 _PACKAGE = Path(__file__).resolve().parent
 
 
@@ -64,7 +63,7 @@ def _message_problem(message, english: str) -> str:
         return "no Chinese"
     if message.fuzzy:
         return "marked fuzzy (the English changed; check the translation)"
-    if sorted(_PLACE.findall(english)) != sorted(_PLACE.findall(str(message.string))):
+    if placeholders(english) != placeholders(str(message.string)):
         return "a number's place ({0}, {1}, ...) or a field ({name}) differs from the English"
     return ""
 
