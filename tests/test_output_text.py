@@ -207,6 +207,13 @@ def test_update_adds_the_lines_of_the_newest_execution_in_the_cache(tmp_path):
     (tmp_path / "notebooks" / "05_1_x.ipynb").write_text(json.dumps(nbformat.v4.new_notebook()))
     assert outputs.output_messages(tmp_path) == {"{0} of {1} prompts completed": ["05_1_x"],
                                                   "same tensor: {0}": ["05_1_x"]}  # not the older run's
-    assert outputs.update_outputs(tmp_path) == 1 and outputs.update_outputs(tmp_path) == 0
+    catalogue = path.read_text()
+    path.write_text(catalogue + '\nmsgid "no page prints this {0}"\nmsgstr "没有页面打印它 {0}"\n')
+    assert outputs.update_outputs(tmp_path) == (1, 1) and outputs.update_outputs(tmp_path) == (0, 0)
+    assert "no page prints this" not in path.read_text() and "same tensor: {0}" in path.read_text()
+    # A notebook without a run in the cache: what it prints is unknown, so nothing is removed.
+    (tmp_path / "notebooks" / "05_2_y.ipynb").write_text(json.dumps(nbformat.v4.new_notebook()))
+    path.write_text(catalogue + '\nmsgid "no page prints this {0}"\nmsgstr "没有页面打印它 {0}"\n')
+    assert outputs.update_outputs(tmp_path) == (1, 0) and "no page prints this" in path.read_text()
     assert "#. 05_1_x\n" in path.read_text() and output_problems(tmp_path) == [
         "outputs.po: '{0} of {1} prompts completed': untranslated"]

@@ -18,6 +18,7 @@ import pytest
 from tinyk import course
 from tinyk.chinese_notebooks import code_messages, placeholders, same_code, translate_code, translate_markdown
 from tinyk.exercises import nbgrader, source_text
+from tinyk.plotting import column
 from tinyk.translations import code_problems
 
 ROOT = course.ROOT
@@ -137,6 +138,36 @@ def test_a_message_built_in_a_generator_is_found():
             'assert got == 0, f"differs by {got}: {hint}"\n')
     assert code_messages(cell) == [("relu instead of silu", "message"), ("it looks like {what}", "message"),
                                    ("differs by {got}: {hint}", "message")]
+
+
+def test_the_labels_a_loop_only_writes_out_are_words_and_its_keys_are_not():
+    # A label flows through a loop variable into a print, a figure's legend or the key a result
+    # is stored under; a string that is also looked up, compared or given to a call is code.
+    cell = ('for name, cfg in [("tiny experiment", 1), ("upstream default", 2)]:\n'
+            '    print(f"{column(name, 17)} {cfg}")\n'
+            'for part in ("embedding", "mlp"):\n'
+            '    print(f"{part}: {budget[part]}")\n'
+            'for name, scheme in [("no rescaling", "none")]:\n'
+            '    if scheme == "none":\n'
+            '        variants[name] = 1\n'
+            '    plt.plot([1], label=name)\n'
+            'for kind, m in [("adjacent layout", 1)]:\n'
+            '    losses[kind] = m\n'
+            'print(losses["adjacent layout"])\n'
+            'for word in ["hello there"]:\n'
+            '    print(tok.encode(word))\n'
+            'print("your parts: " + ", ".join(parts))\n')
+    assert code_messages(cell) == [("tiny experiment", "message"), ("upstream default", "message"),
+                                   ("no rescaling", "message"), ("your parts: ", "message"),
+                                   (", ", "message")]
+    words = {"tiny experiment": "小实验", "upstream default": "上游默认配置", "no rescaling": "不缩放",
+             "your parts: ": "你的部件：", ", ": "、"}
+    missing: list[str] = []
+    chinese = translate_code(cell, words, missing)
+    assert missing == [] and same_code(chinese, cell) and 'print("你的部件：" + "、".join(parts))' in chinese
+    # The Chinese labels line up: a Chinese character takes two columns of the table.
+    assert [column(label, 17) + "|" for label in ("tiny experiment", "小实验", "上游默认配置")] == [
+        "tiny experiment  |", "小实验           |", "上游默认配置     |"]
 
 
 def test_a_translation_that_would_change_the_code_is_caught():

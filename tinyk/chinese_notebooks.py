@@ -38,6 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tinyk.message_flow import SEPARATORS, message_nodes
+
 __all__ = ["CODE_FOLDER", "KINDS", "PLACEHOLDER", "PSEUDOCODE", "code_catalogue_path", "code_messages",
            "load_messages", "placeholders", "pseudocode_blocks", "same_code", "stripped", "translate_code",
            "translate_markdown", "translate_pseudocode"]
@@ -170,70 +172,6 @@ class _Text:
     render: Callable[[str], str]
 
 
-def _string_nodes(node: ast.AST):
-    """The string literals of a message expression, not those it tests or looks up with."""
-    if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
-        yield node
-    elif isinstance(node, ast.Dict):
-        for value in node.values:
-            yield from _string_nodes(value)
-    elif isinstance(node, ast.IfExp):
-        yield from _string_nodes(node.body)
-        yield from _string_nodes(node.orelse)
-    elif isinstance(node, ast.Call):
-        for arg in [*node.args, *(k.value for k in node.keywords)]:
-            yield from _string_nodes(arg)
-    elif isinstance(node, (ast.GeneratorExp, ast.ListComp)):  # next((f"..." for ...), "")
-        yield from _string_nodes(node.elt)
-    elif isinstance(node, (ast.BinOp, ast.Tuple, ast.List)):
-        for child in ast.iter_child_nodes(node):
-            yield from _string_nodes(child)
-
-
-def _loads(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _message_nodes(tree: ast.Module) -> tuple[list[ast.AST], list[ast.AST]]:
-    """(docstrings, message strings) of a cell: an assertion's message, a raised error's
-    arguments and the values of names that are read only by those (the flow is followed:
-    ``hint = hints.get(got, "...")`` read by a message makes ``hints`` a message's too), and
-    the strings a ``print`` writes (its arguments' literals, not what it is given computed)."""
-    nodes = list(ast.walk(tree))
-    docstrings = [n.body[0].value for n in nodes
-                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                  and ast.get_docstring(n, clean=False) is not None]
-    roots: list[ast.AST] = [n.msg for n in nodes if isinstance(n, ast.Assert) and n.msg]
-    roots += [n.exc for n in nodes if isinstance(n, ast.Raise) and n.exc]
-    printed = [arg for n in nodes if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "print"
-               for arg in n.args if isinstance(arg, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.IfExp))]
-    assigns = [n for n in nodes if isinstance(n, ast.Assign)
-               and all(isinstance(t, ast.Name) for t in n.targets)]
-    flowing: set[str] = set()
-    while True:
-        context = roots + [a.value for a in assigns if {t.id for t in a.targets} <= flowing]
-        inside = {id(n) for c in context for n in ast.walk(c)}
-        elsewhere = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-                     and id(n) not in inside}
-        grown = set().union(*(_loads(c) for c in context)) - elsewhere
-        if grown <= flowing:
-            break
-        flowing |= grown
-    strings = [s for c in context + printed for s in _string_nodes(c)]
-    # A dictionary read only through .items() (``for what, wrong in suspects.items()``): its
-    # keys are never looked up, so string keys are messages too.
-    for a in assigns:
-        names = {t.id for t in a.targets}
-        if not (names <= flowing and isinstance(a.value, ast.Dict)):
-            continue
-        uses = [n for n in nodes if isinstance(n, ast.Name) and n.id in names]
-        via_items = [n for n in nodes if isinstance(n, ast.Attribute) and n.attr == "items"
-                     and isinstance(n.value, ast.Name) and n.value.id in names]
-        if len(uses) == len(a.targets) + len(via_items):  # its own targets, then .items() only
-            strings += [k for k in a.value.keys if k is not None and next(_string_nodes(k), None) is k]
-    return docstrings, strings
-
-
 def _columns(source_lines: list[str], line: int, byte_col: int) -> int:
     """ast's byte offset on a line as a character offset (tokenize's)."""
     return len(source_lines[line - 1].encode("utf-8")[:byte_col].decode("utf-8"))
@@ -296,13 +234,14 @@ def code_texts(source: str) -> list[_Text]:
             elif _WORDS.search(body) and not body.startswith(("noqa", "type:")):
                 texts.append(_Text(tok.start, tok.end, body, "comment", lambda s: f"# {s}"))
     strings = [t for t in tokens if t.type == tokenize.STRING]
-    docstrings, messages = _message_nodes(tree)
+    docstrings, messages = message_nodes(tree)
     for node, kind in [*((n, "docstring") for n in docstrings), *((n, "message") for n in messages)]:
         start = (node.lineno, _columns(source_lines, node.lineno, node.col_offset))
         end = (node.end_lineno, _columns(source_lines, node.end_lineno, node.end_col_offset))
         parts = [t for t in strings if start <= t.start and t.end <= end]
         texts.append(_string_text(parts, start, end, kind, isinstance(node, ast.JoinedStr), source_lines))
-    return [t for t in texts if t is not None and _WORDS.search(PLACEHOLDER.sub(" ", t.msgid))]
+    return [t for t in texts if t is not None
+            and (_WORDS.search(PLACEHOLDER.sub(" ", t.msgid)) or t.msgid in SEPARATORS)]
 
 
 def _string_text(parts: list[tokenize.TokenInfo], start, end, kind: str, formatted: bool,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import functools
 import io
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from matplotlib.figure import Figure
 from tinyk import figure_text
 from tinyk.switches import grading_run
 
-__all__ = ["STYLE", "COLORS", "CourseFigure", "figure", "label", "plot_attention_mask",
+__all__ = ["STYLE", "COLORS", "CourseFigure", "column", "figure", "label", "plot_attention_mask",
            "decoder_layer_diagram"]
 
 COLORS = ["#1f5fa8", "#d1495b", "#2a9d8f", "#e9a23b", "#6a4c93", "#6c757d"]
@@ -114,6 +115,18 @@ def label(ax: Axes, title: str, xlabel: str, ylabel: str) -> Axes:
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     return ax
+
+
+def column(text: str, width: int) -> str:
+    """``text`` left-aligned in a printed table's column ``width`` characters wide, as a
+    terminal shows it: a Chinese character takes two columns (``f"{text:{width}s}"`` counts it
+    as one), so the Chinese notebooks' tables line up too.
+
+    >>> column("tiny", 6) + "|"
+    'tiny  |'
+    """
+    shown = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+    return text + " " * max(0, width - shown)
 
 
 def plot_attention_mask(mask: object, title: str, key_labels: Sequence[str] | None = None,

@@ -214,18 +214,25 @@ def output_messages(root: Path | None = None) -> dict[str, list[str]]:
     return found
 
 
-def update_outputs(root: Path | None = None) -> int:
+def update_outputs(root: Path | None = None) -> tuple[int, int]:
     """Add the printed lines :func:`output_messages` finds to ``outputs.po``, untranslated,
-    each with the notebooks that print it as a comment; returns how many were added."""
+    each with the notebooks that print it as a comment, and remove the lines no page prints
+    any more (only when the cache holds a run of every chapter notebook: a partial cache does
+    not show what the others print); returns (added, removed)."""
     from babel.messages.pofile import write_po
 
-    path = outputs_catalogue(course_root(root))
+    root = course_root(root)
+    path = outputs_catalogue(root)
     catalogue = read_catalogue(path)
     found = output_messages(root)
     new = sorted(m for m in found if m not in catalogue)
     for message in new:
         catalogue.add(message, auto_comments=[", ".join(found[message])])
-    if new:
+    complete = {p.stem for p in notebook_paths(root)} <= set(_executed_notebooks(root))
+    gone = [m.id for m in catalogue if complete and m.id and m.id not in found]
+    for message in gone:
+        catalogue.delete(message)
+    if new or gone:
         with path.open("wb") as f:
             write_po(f, catalogue, width=100, omit_header=False)
-    return len(new)
+    return len(new), len(gone)

@@ -170,9 +170,10 @@ def update(root: Path | None = None) -> int:
     added = update_figures(root)
     if added:
         print(f"{added} new figure message(s) in tinyk/locale/figures_zh_CN.po")
-    added = update_outputs(root)
-    if added:
-        print(f"{added} new printed-output message(s) in locale/{LANGUAGE}/outputs.po")
+    added, removed = update_outputs(root)
+    if added or removed:
+        print(f"{added} new printed-output message(s) in locale/{LANGUAGE}/outputs.po, "
+              f"{removed} no page prints any more removed")
     return 0
 
 
