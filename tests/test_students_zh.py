@@ -395,3 +395,7 @@ def test_the_setup_cell_sets_the_language_unless_the_grader_did(monkeypatch):
     monkeypatch.setenv("TINYK_LANGUAGE", KERNEL_ENV["TINYK_LANGUAGE"])
     assert setup(course.ZH) == "en"
     assert feedback()[0].id == "05.6.2:positions-ignore-padding"
+    # A submission that switches the language itself, inside the grader's kernel: grading wins.
+    monkeypatch.setenv("TINYK_GRADING", KERNEL_ENV["TINYK_GRADING"])
+    monkeypatch.setenv("TINYK_LANGUAGE", "zh_CN")
+    assert feedback()[0].id == "05.6.2:positions-ignore-padding"

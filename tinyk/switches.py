@@ -12,8 +12,9 @@ instructors", and the book's build).
   checkpoint, the first divergence, a refused configuration) in Chinese
   (:func:`tinyk.package_catalogue.say`). The setup cell of each student notebook sets it when
   it is unset: ``en`` in the English ones, ``zh_CN`` in the Chinese ones (``student/zh/``).
-  The grader sets ``en``: a submission is graded with the release's English tests, and the
-  mistakes it names are found in English messages (:mod:`tinyk.mistakes`).
+  The grader sets ``en``, and under ``TINYK_GRADING`` the feedback is English whatever the
+  language says: a submission is graded with the release's English tests, and the mistakes
+  it names are found in English messages (:mod:`tinyk.mistakes`).
 """
 
 from __future__ import annotations
@@ -39,5 +40,7 @@ def figures_in_chinese() -> bool:
 
 def feedback_in_chinese() -> bool:
     """True when the package's feedback should be Chinese: ``TINYK_LANGUAGE`` is ``zh_CN``
-    (or another ``zh`` form: ``zh``, ``zh-CN``)."""
-    return os.environ.get(LANGUAGE, "").strip().lower().startswith("zh")
+    (or another ``zh`` form: ``zh``, ``zh-CN``), outside a grading run. Grading wins: a
+    submission that sets the language itself is still answered in English, the words the
+    grader names its mistakes by."""
+    return os.environ.get(LANGUAGE, "").strip().lower().startswith("zh") and not grading_run()
