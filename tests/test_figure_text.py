@@ -34,6 +34,8 @@ CATALOGUE = {
     "Figure: {panels}": "图：{panels}",
     "{first}; {then}": "{first}；{then}",
     "Figure": "图",
+    "query heads": "查询头",
+    "K/V heads": "键值头",
 }
 
 
@@ -102,6 +104,27 @@ def test_a_figure_in_chinese_and_back_exactly(catalogue):
     assert [t.get_text() for t in figure_text._words_of(fig)] == before
     assert ax.title.get_fontfamily() == family
     assert fig.describe() == "Figure: Loss after 300 steps (loss (nats) against step)"
+
+
+def test_word_ticks_are_translated_and_data_ticks_are_not(catalogue):
+    # Categories named in words on an axis (05.4's "K/V heads"/"query heads"): the Chinese
+    # figure shows them in Chinese, drawn with the CJK font, and gives them back afterwards;
+    # a word tick without a translation is reported like a title would be.
+    from tinyk.plotting import word_ticks
+
+    _cjk_font_or_skip()
+    fig, ax = _panel()
+    word_ticks(ax.yaxis, [0, 1], ["K/V heads", "query heads"])
+    with figure_text.in_chinese(fig):
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["键值头", "查询头"]
+        assert figure_text.CJK_FAMILY in ax.get_yticklabels()[0].get_fontfamily()
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["the", "cat", "sat"]  # data stay
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["K/V heads", "query heads"]
+    assert figure_text.CJK_FAMILY not in ax.get_yticklabels()[0].get_fontfamily()
+    word_ticks(ax.yaxis, [0, 1], ["K/V heads", "value heads"])
+    with figure_text.collecting() as missing, figure_text.in_chinese(fig):
+        pass
+    assert missing == {"value heads"}
 
 
 def test_chinese_text_is_drawn_without_a_missing_glyph(catalogue):

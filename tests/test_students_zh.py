@@ -10,6 +10,7 @@ of ``test_students.py``, run on both folders.)
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 
@@ -399,3 +400,18 @@ def test_the_setup_cell_sets_the_language_unless_the_grader_did(monkeypatch):
     monkeypatch.setenv("TINYK_GRADING", KERNEL_ENV["TINYK_GRADING"])
     monkeypatch.setenv("TINYK_LANGUAGE", "zh_CN")
     assert feedback()[0].id == "05.6.2:positions-ignore-padding"
+
+
+@pytest.mark.parametrize("middle", ["14,563", "[1, 5, 2]", "{x[0, 0]:.3g}"])
+def test_a_long_translated_message_is_wrapped_between_words_not_inside_a_number_or_a_list(middle):
+    # The Chinese of a wrapped English message is wrapped again, near 100 columns: never
+    # inside 14,563, [1, 5, 2] or a placeholder, so the learner reads the test cell unbroken.
+    head = "assert got == want, (\n    \"the budget holds \"\n    f\"{x[0, 0]:.3g} tokens\")\n"
+    # The middle is where an even split would cut; the placeholder must come through.
+    chinese = "预算" * 16 + middle + "容纳" * 16 + ("" if "{" in middle else "：{x[0, 0]:.3g}")
+    translated = translate_code(head, {"the budget holds {x[0, 0]:.3g} tokens": chinese}, [])
+    assert same_code(translated, head)
+    pieces = [ast.literal_eval(line.strip().rstrip(")").lstrip("f")) for line in translated.splitlines()[1:]
+              if line.strip().startswith(("f\"", "\""))]
+    assert len(pieces) == 2 and "".join(pieces) == chinese
+    assert any(middle in p for p in pieces)

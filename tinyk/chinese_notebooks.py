@@ -15,14 +15,16 @@ its words replaced, never its code:
 - **Pseudocode**: a fence with no language (or ``text``) in a hint's dropdown is read, not run:
   one message of the code catalogue each (:func:`pseudocode_blocks`); other fences stay English.
 - **Code** cells keep every token but string literals and comments. What a learner reads
-  there is translated from ``locale/zh_CN/LC_MESSAGES/code/<stem>.po``: comments, docstrings,
-  the messages of assertions, of raised errors and of ``print`` calls (a run prints Chinese),
-  and the strings that only flow into those (a dictionary of hints, say). :func:`code_messages`
-  extracts them from the English student version (``python -m tinyk.translations update``
-  writes the catalogue); an f-string's placeholders come through unchanged (``python -m
-  tinyk.translations check`` says so when one does not). nbgrader's metadata stays the
-  English student version's. The Chinese site's code cells show their comments and
-  docstrings from the same catalogue (:mod:`tinyk.translations.pages`).
+  there is translated from ``locale/zh_CN/LC_MESSAGES/code/<stem>.po``: comments, docstrings
+  (every one: a docstring of symbols only still takes Chinese punctuation), the messages of
+  assertions, of raised errors and of ``print`` calls (a run prints Chinese), and the strings
+  that only flow into those (a dictionary of hints, a loop's printed labels:
+  :mod:`tinyk.message_flow`). :func:`code_messages` extracts them from the English student
+  version (``python -m tinyk.translations update`` writes the catalogue); an f-string's
+  placeholders come through unchanged (``python -m tinyk.translations check`` says so when
+  one does not). nbgrader's metadata stays the English student version's. The Chinese site's
+  code cells show their comments and docstrings from the same catalogue
+  (:mod:`tinyk.translations.pages`).
 """
 
 from __future__ import annotations
@@ -193,16 +195,18 @@ def _width(ch: str) -> int:
 def _split(text: str, width: int) -> list[str]:
     """``text`` in pieces of about equal width, each at most about ``width`` (a CJK character
     counts two), broken after punctuation where one is near, never inside an f-string
-    placeholder, an escape sequence, a word or a number."""
+    placeholder, ASCII brackets (a list, a shape), an escape sequence, a word or a number
+    (``14,563``)."""
     total = sum(map(_width, text))
     if total <= width:
         return [text]
     allowed, depth, at, widths = {}, 0, 0, []  # break position -> width before it; preferred?
     for i, ch in enumerate(text):
         if i and depth == 0 and text[i - 1] != "\\" and ch not in "{}" and \
-                not (re.match(r"[\w.]", text[i - 1], re.A) and re.match(r"[\w.]", ch, re.A)):
+                not (re.match(r"[\w.]", text[i - 1], re.A) and re.match(r"[\w.]", ch, re.A)) and \
+                not re.match(r"\d,\d", text[i - 2: i + 1]):
             allowed[i] = text[i - 1] in _AFTER
-        depth += (ch == "{") - (ch == "}")
+        depth = max(0, depth + (ch in "{[(") - (ch in "}])"))
         at += _width(ch)
         widths.append(at)
     pieces, start, done = [], 0, 0
@@ -240,8 +244,9 @@ def code_texts(source: str) -> list[_Text]:
         end = (node.end_lineno, _columns(source_lines, node.end_lineno, node.end_col_offset))
         parts = [t for t in strings if start <= t.start and t.end <= end]
         texts.append(_string_text(parts, start, end, kind, isinstance(node, ast.JoinedStr), source_lines))
-    return [t for t in texts if t is not None
-            and (_WORDS.search(PLACEHOLDER.sub(" ", t.msgid)) or t.msgid in SEPARATORS)]
+    # Words to translate; a separator; a docstring, even one of symbols only (its punctuation).
+    return [t for t in texts if t is not None and (_WORDS.search(PLACEHOLDER.sub(" ", t.msgid))
+                                                   or t.msgid in SEPARATORS or t.kind == "docstring")]
 
 
 def _string_text(parts: list[tokenize.TokenInfo], start, end, kind: str, formatted: bool,

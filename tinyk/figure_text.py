@@ -22,8 +22,9 @@ the words for "steps" and "loss"), gets the number back. A figure string without
 translation stays English and is listed in the metadata (``missing``); the Chinese build
 fails on it, naming the string, and ``make translations`` adds it to the catalogue. Only
 words are translated: titles, axis labels, legends, text placed on the axes, slider labels
-and the text of HTML calculators; tick labels are data (token strings, numbers) and stay as
-they are.
+and the text of HTML calculators. Tick labels are data (token strings, numbers) and stay as
+they are, except on an axis whose ticks name categories in words
+(:func:`tinyk.plotting.word_ticks`).
 """
 
 from __future__ import annotations
@@ -39,11 +40,12 @@ from typing import Any
 
 from tinyk.switches import FIGURES_ZH, feedback_in_chinese, figures_in_chinese
 
-__all__ = ["ENV", "CATALOGUE", "CJK_FAMILIES", "CJK_FAMILY", "catalogue_path", "chinese_font", "collecting",
-           "enabled", "fill", "for_the_learner", "in_chinese", "message_key", "needs_words", "translate",
-           "translate_html"]
+__all__ = ["ENV", "CATALOGUE", "CJK_FAMILIES", "CJK_FAMILY", "WORD_TICKS", "catalogue_path", "chinese_font",
+           "collecting", "enabled", "fill", "for_the_learner", "in_chinese", "message_key", "needs_words",
+           "translate", "translate_html"]
 
 ENV = FIGURES_ZH  # the switch (tinyk.switches)
+WORD_TICKS = "tinyk_word_ticks"  # an axis's attribute: (ticks, labels) when its labels are words
 CATALOGUE = Path(__file__).resolve().parent / "locale" / "figures_zh_CN.po"
 CJK_FAMILY = "Noto Sans CJK SC"  # Debian's fonts-noto-cjk (make cjk-fonts installs it): the book's
 # The fonts that draw Chinese, the first found used: the book's, then those of other systems.
@@ -190,16 +192,24 @@ def _words_of(fig: Any) -> list[Any]:
 def in_chinese(fig: Any) -> Iterator[Any]:
     """Inside the block, ``fig``'s words are Chinese, drawn with a CJK font; afterwards the
     figure is exactly as it was."""
-    families = _cjk_families()
+    from matplotlib import rcParams
+
+    families, english = _cjk_families(), rcParams["font.family"]
     saved = [(t, t.get_text(), t.get_fontproperties().copy()) for t in _words_of(fig)]
+    word_axes = [(axis, *getattr(axis, WORD_TICKS)) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+                 if getattr(axis, WORD_TICKS, None) is not None]
     fig._tinyk_language = "zh"
     try:
         for text, words, _ in saved:
             text.set_text(translate(words))
             text.set_fontfamily(families)
+        for axis, ticks, labels in word_axes:
+            axis.set_ticks(ticks, [translate(label) for label in labels], fontfamily=families)
         yield fig
     finally:
         for text, words, font in saved:
             text.set_text(words)
             text.set_fontproperties(font)
+        for axis, ticks, labels in word_axes:
+            axis.set_ticks(ticks, labels, fontfamily=english)
         fig._tinyk_language = "en"

@@ -22,7 +22,7 @@ from tinyk import figure_text
 from tinyk.switches import grading_run
 
 __all__ = ["STYLE", "COLORS", "CourseFigure", "column", "figure", "label", "plot_attention_mask",
-           "decoder_layer_diagram"]
+           "decoder_layer_diagram", "word_ticks"]
 
 COLORS = ["#1f5fa8", "#d1495b", "#2a9d8f", "#e9a23b", "#6a4c93", "#6c757d"]
 
@@ -115,6 +115,14 @@ def label(ax: Axes, title: str, xlabel: str, ylabel: str) -> Axes:
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     return ax
+
+
+def word_ticks(axis: Any, ticks: Sequence[float], labels: Sequence[str]) -> None:
+    """Ticks at ``ticks`` labelled with words that name categories (``["K/V heads", "query
+    heads"]``), not data: the figure's Chinese version translates them like its title
+    (:mod:`tinyk.figure_text`), where other tick labels (tokens, numbers) stay as they are."""
+    axis.set_ticks(ticks, labels)
+    setattr(axis, figure_text.WORD_TICKS, (list(ticks), list(labels)))
 
 
 def column(text: str, width: int) -> str:
