@@ -220,7 +220,8 @@ def test_a_missing_code_translation_or_student_word_is_named(tmp_path):
 
 
 def test_the_chinese_site_opens_and_serves_the_chinese_student_notebooks(tmp_path):
-    """The book's extension, in each edition: the Colab button and the download."""
+    """The book's extension, in each edition: the Colab button, the download, and the link to the
+    other edition, whose tooltip names it in both languages (full-width brackets on a Chinese page)."""
     import importlib.util
     from types import SimpleNamespace
 
@@ -240,6 +241,10 @@ def test_the_chinese_site_opens_and_serves_the_chinese_student_notebooks(tmp_pat
         book._publish_student_notebooks(app, None)
         published = tmp_path / language / "_sources" / "notebooks" / "05_2_rmsnorm.ipynb"
         assert published.read_bytes() == (ROOT / folder / "05_2_rmsnorm.ipynb").read_bytes()
+    _, to_chinese = book._other_edition(app, "en")
+    _, to_english = book._other_edition(app, "zh")
+    assert 'title="中文版 (Chinese edition)"' in to_chinese, to_chinese
+    assert 'title="English edition（英文版）"' in to_english, to_english
 
 
 @pytest.mark.slow
