@@ -12,13 +12,19 @@ three checks run on that load:
   most of axe's time, its contrast check of each);
 - at 390 px, the width of a phone (the viewport is narrowed after the audit), no page's
   main column scrolls sideways, and no code cell's text is cut off.
+
+The class report's pages (``python -m tinyk.grading report``: the class page and a student's
+page, in English and in Chinese) get the same three checks on the same browsers, served
+from the folder the report writes; they need no built site. A planted page (an image with no
+text alternative, pale text) shows the audit fails where it should.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.test_browser import HTML, browser, site_url  # noqa: F401  (fixtures)
+from tests.test_browser import HTML, browser, served, site_url  # noqa: F401  (fixtures)
+from tinyk import roster
 
 pytestmark = pytest.mark.site
 NOT_AUDITED = {"genindex.html", "search.html"}  # Sphinx's generated pages: offline check only
@@ -41,9 +47,9 @@ EDITION_PAGES = [pytest.param(p, marks=pytest.mark.xdist_group(
     "accessibility-zh" if p.startswith("zh/") else "accessibility")) for p in ALL_PAGES] or ["index.html"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def built_site():
-    if not (HTML / "index.html").exists():
+@pytest.fixture(autouse=True)
+def built_site(request):
+    if "report_url" not in request.fixturenames and not (HTML / "index.html").exists():
         pytest.fail(f"no built site at {HTML}: run `make book` (or `make test`) first")
 
 _PHONE_CHECK = """() => {
@@ -61,35 +67,100 @@ def test_the_offline_check_covers_both_editions():
     assert sum(p.startswith("zh/") for p in ALL_PAGES) * 2 == len(ALL_PAGES)
 
 
-@pytest.mark.parametrize("path", EDITION_PAGES)
-def test_page_loads_offline_passes_axe_and_fits_a_phone(browser, site_url, axe, path):  # noqa: F811
+def _load_and_audit(browser, axe, base: str, path: str, scope: dict | None = None,  # noqa: F811
+                    audited: bool = True) -> dict:
+    """Load ``base/path`` once with every request off ``base`` blocked and recorded; unless not
+    ``audited``, run axe-core (within ``scope``), then narrow to a phone's width and measure
+    what overflows."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     outside, errors = [], []
-    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(site_url)
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(base)
                else (outside.append(r.request.url), r.abort()))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
-        page.goto(f"{site_url}/{path}", wait_until="networkidle")
+        page.goto(f"{base}/{path}", wait_until="networkidle")
         # What the page itself did: axe's own requests come after (it fetches stylesheets
         # again, one of them by a wrong relative address that answers 404).
         left, failed = list(outside), list(errors)
-        audited = path.rsplit("/", 1)[-1] not in NOT_AUDITED
-        scope = {"exclude": [["div.highlight"]]} if path.startswith("zh/") else None
         violations = axe.run(page, context=scope).response["violations"] if audited else []
         page.set_viewport_size({"width": 390, "height": 844})
         overflow = page.evaluate(_PHONE_CHECK) if audited else {"wide": 0, "cut": []}
     finally:
         context.close()
-    assert left == [], f"{path}: requests outside localhost: {left[:3]}"
-    assert failed == [], f"{path}: console errors: {failed[:3]}"
-    bad = [(v["id"], v["impact"], len(v["nodes"]), v["nodes"][0]["html"][:160])
-           for v in violations if v["impact"] in ("serious", "critical")]
-    assert not bad, f"{path}: " + "; ".join(f"{i} ({impact}, {n} nodes, e.g. {html})"
-                                          for i, impact, n, html in bad)
-    assert overflow["wide"] <= 1, f"{path}: at 390 px the main column scrolls by {overflow['wide']} px"
-    assert not overflow["cut"], f"{path}: code cut off at 390 px, e.g. {overflow['cut'][:2]}"
+    serious = [(v["id"], v["impact"], len(v["nodes"]), v["nodes"][0]["html"][:160])
+               for v in violations if v["impact"] in ("serious", "critical")]
+    return {"outside": left, "errors": failed, "serious": serious, **overflow}
+
+
+def _assert_clean(path: str, audit: dict) -> None:
+    assert audit["outside"] == [], f"{path}: requests outside localhost: {audit['outside'][:3]}"
+    assert audit["errors"] == [], f"{path}: console errors: {audit['errors'][:3]}"
+    assert not audit["serious"], f"{path}: " + "; ".join(f"{i} ({impact}, {n} nodes, e.g. {html})"
+                                                     for i, impact, n, html in audit["serious"])
+    assert audit["wide"] <= 1, f"{path}: at 390 px the main column scrolls by {audit['wide']} px"
+    assert not audit["cut"], f"{path}: code cut off at 390 px, e.g. {audit['cut'][:2]}"
+
+
+@pytest.mark.parametrize("path", EDITION_PAGES)
+def test_page_loads_offline_passes_axe_and_fits_a_phone(browser, site_url, axe, path):  # noqa: F811
+    scope = {"exclude": [["div.highlight"]]} if path.startswith("zh/") else None
+    audited = path.rsplit("/", 1)[-1] not in NOT_AUDITED
+    _assert_clean(path, _load_and_audit(browser, axe, site_url, path, scope, audited))
+
+
+# The class report: the class page and the page of the student with the odd name, each in
+# both languages; English on one worker's browser, Chinese on the other's.
+_ODD = roster.student_id('Zoë, "Z" <script>')
+REPORT_PAGES = [pytest.param(p, marks=pytest.mark.xdist_group("accessibility-zh" if ".zh." in p
+                                                              else "accessibility"))
+                for p in ("index.html", "index.zh.html", f"students/{_ODD}.html", f"students/{_ODD}.zh.html")]
+
+
+@pytest.fixture(scope="module")
+def report_folder(tmp_path_factory):
+    """The class report of test_class_report's synthetic class (40 students), with links to
+    each exercise on the course site, as ``python -m tinyk.grading report`` writes it."""
+    import csv
+
+    from tests.test_class_report import _class
+    from tinyk import grading
+    from tinyk.class_report import write_report
+    from tinyk.course import NOTEBOOKS, course_root
+    from tinyk.course import site_url as course_site
+
+    folder = tmp_path_factory.mktemp("class-report")
+    with (folder / "grades.csv").open("w", newline="", encoding="utf-8") as f:
+        csv.writer(f, lineterminator="\n").writerows([grading.FIELDS, *_class()])
+    root = course_root()
+    write_report(folder / "grades.csv", folder / "out", root / NOTEBOOKS, course_site(root))
+    return folder / "out"
+
+
+@pytest.fixture(scope="module")
+def report_url(report_folder):
+    with served(report_folder) as url:
+        yield url
+
+
+@pytest.mark.parametrize("path", REPORT_PAGES)
+def test_class_report_page_loads_offline_passes_axe_and_fits_a_phone(browser, axe, report_url, path):  # noqa: F811
+    _assert_clean(path, _load_and_audit(browser, axe, report_url, path))
+
+
+@pytest.mark.xdist_group("accessibility")
+def test_the_audit_fails_a_report_page_with_an_unlabelled_image_and_pale_text(
+        browser, axe, report_folder, report_url):  # noqa: F811
+    from tinyk.report_pages import page
+
+    chart = '<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"><rect width="9" height="9"/></svg>'
+    (report_folder / "chart.svg").write_text(chart, encoding="utf-8")
+    body = '<h1>Planted</h1>\n<img src="chart.svg">\n<p style="color:#bbb">pale words on white</p>\n'
+    planted = page("en", "Planted", body, "index.zh.html")
+    (report_folder / "planted.html").write_text(planted, encoding="utf-8")
+    found = {rule for rule, *_ in _load_and_audit(browser, axe, report_url, "planted.html")["serious"]}
+    assert {"image-alt", "color-contrast"} <= found, found
 
 
 def test_every_figure_has_alt_text_in_words():

@@ -7,6 +7,7 @@ blocked and counted, and the count must be zero. Screenshots of each chapter pag
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
@@ -65,15 +66,24 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+@contextlib.contextmanager
+def served(folder: Path):
+    """The address of ``folder`` served over HTTP on localhost, for as long as the block runs."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             functools.partial(_QuietHandler, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
 @pytest.fixture(scope="module")
 def site_url():
     if not (HTML / "index.html").exists():
         pytest.fail(f"no built site at {HTML}: run `make book` (or `make test`) first")
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                             functools.partial(_QuietHandler, directory=str(HTML)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with served(HTML) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -6,30 +6,38 @@ One row per student of the roster, one column per notebook: the student's points
 notebook (the sum over its exercises), out of the notebook's maximum (the sum of their
 ``max_points``). The roster is a CSV with the columns ``folder`` (the student's folder or
 file name in the submissions, as in ``grades.csv``) and ``lms_id`` (the student's identifier
-in the LMS), and optionally ``name``, ``email`` and ``section``. A student graded but not
-on the roster, or on the roster but not graded, is listed on stderr and makes the exit
-status 1; the roster's ungraded students are written with empty cells, never left out.
+in the LMS), and optionally ``name``, ``first_name``, ``last_name``, ``email`` and
+``section``. A student graded but not on the roster, or on the roster but not graded, is
+listed on stderr and makes the exit status 1; the roster's ungraded students are written
+with empty cells, never left out.
 
 The formats, as their documentation describes the import (UTF-8 CSV, a header row, fields
-with commas or quotes in double quotes, RFC 4180):
+with commas or quotes in double quotes, lines ending in CRLF, RFC 4180); the sources and a
+small example file of each are in ``tests/fixtures/lms/``, which the tests compare with:
 
 - ``canvas``: the Gradebook's CSV, as Canvas exports it for editing and importing again:
   the columns ``Student``, ``ID``, ``SIS User ID``, ``SIS Login ID``, ``Section``, then one
   column per assignment, a new column creating a new assignment, and a ``Points Possible``
-  row under the header. ``ID`` is Canvas's user id (the roster's ``lms_id``). Sources:
-  Canvas Instructor Guide, "How do I import grades in the Gradebook?"; Ohio State's guide
-  "Import a CSV file to Carmen Grades" (teaching.resources.osu.edu), which lists the
-  required columns Student Name or Student ID or SIS User ID, SIS Login ID, Section, and
-  the assignment columns.
-- ``moodle``: Moodle's CSV grade import (Grades > Import > CSV file) maps columns by hand
-  in its preview; its documentation's tip is to map the ``ID number`` column to
-  ``useridnumber`` (or ``Email address`` to ``useremail``). Columns: ``ID number`` (the
-  roster's ``lms_id``), ``Email address``, ``Full name``, then one column per notebook, each
-  mapped to a grade item whose maximum is the notebook's. Source: MoodleDocs, "Grade import".
+  row under the header, written as Canvas's export writes it (``    Points Possible``, four
+  spaces first). ``ID`` is Canvas's user id (the roster's ``lms_id``); ``Student`` is
+  ``last_name, first_name`` when the roster has both (Canvas's sortable name), else
+  ``name``. Sources: Ohio State's guide "Import a CSV file to Carmen Grades"
+  (teaching.resources.osu.edu), which lists the columns Student Name or Student ID or SIS
+  User ID, SIS Login ID, Section, and the assignment columns; Canvas's gradebook exporter.
+- ``moodle``: Moodle's CSV grade import (Grades > Import > CSV file) reads the layout of
+  Moodle's own grade export and maps columns by hand in its preview; its documentation's
+  tip is to map the ``ID number`` column to ``useridnumber`` (or ``Email address`` to
+  ``useremail``). Columns, as the export's: ``First name``, ``Last name``, ``ID number``
+  (the roster's ``lms_id``), ``Institution``, ``Department`` (both empty), ``Email
+  address``, then one column per notebook, each mapped to a grade item whose maximum is the
+  notebook's. Without ``first_name`` in the roster, ``First name`` holds ``name``. Source:
+  MoodleDocs, "Grade import".
 - ``gradescope``: Gradescope identifies a student by the email address of its roster
-  (whose columns are a name and ``Email``, unique per student); the file has ``Name``,
-  ``Email`` (the roster's ``lms_id``), ``SID``, then one score column per notebook. Source:
-  Gradescope Help, "Adding students and staff".
+  (whose columns are a name and ``Email``, unique per student, and optionally ``SID``); the
+  file has ``Name``, ``Email`` (the roster's ``lms_id``), ``SID``, then one score column per
+  notebook. Gradescope documents no CSV import of scores: the identifying columns are its
+  roster's, the score columns are for a script or for reading. Source: Gradescope Help,
+  "Adding Students and Staff".
 """
 
 from __future__ import annotations
@@ -47,6 +55,8 @@ from tinyk.gradebook import GradesError, read_grades
 __all__ = ["FORMATS", "Export", "Student", "export", "export_main", "read_roster"]
 
 FORMATS = ("canvas", "moodle", "gradescope")
+NAME_PARTS = ("first_name", "last_name")
+CANVAS_POINTS_POSSIBLE = "    Points Possible"  # the second row's first field, as Canvas exports it
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,17 @@ class Student:
     name: str = ""
     email: str = ""
     section: str = ""
+    first_name: str = ""
+    last_name: str = ""
+
+    def full_name(self) -> str:
+        """``name``, else ``first_name last_name``, else the folder's name."""
+        return self.name or " ".join(n for n in (self.first_name, self.last_name) if n) or self.folder
+
+    def sortable_name(self) -> str:
+        """Canvas's ``Student``: ``last_name, first_name`` when both are known."""
+        both = self.first_name and self.last_name
+        return f"{self.last_name}, {self.first_name}" if both else self.full_name()
 
 
 @dataclass
@@ -77,8 +98,9 @@ def _key(name: str) -> str:
 
 
 def read_roster(path: Path) -> list[Student]:
-    """The roster CSV: ``folder`` and ``lms_id`` required in every row, ``name``, ``email``,
-    ``section`` optional; a folder or an lms_id listed twice is an error."""
+    """The roster CSV: ``folder`` and ``lms_id`` required in every row, ``name``,
+    ``first_name``, ``last_name``, ``email``, ``section`` optional; a folder or an lms_id
+    listed twice is an error."""
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except (FileNotFoundError, UnicodeDecodeError) as err:
@@ -87,7 +109,7 @@ def read_roster(path: Path) -> list[Student]:
     missing = [c for c in ("folder", "lms_id") if c not in (reader.fieldnames or [])]
     if missing:
         raise GradesError(f"roster {path}: the header lacks {missing}; a roster has folder, lms_id and "
-                          f"optionally name, email, section")
+                          f"optionally name, first_name, last_name, email, section")
     students, folders, ids = [], set(), set()
     for number, row in enumerate(reader, 2):
         if None in row or any(v is None for v in row.values()):
@@ -102,8 +124,8 @@ def read_roster(path: Path) -> list[Student]:
             raise GradesError(f"roster {path} line {number}: lms_id {lms_id!r} is listed twice")
         folders.add(folder)
         ids.add(lms_id)
-        students.append(Student(folder, lms_id, row.get("name", "").strip(), row.get("email", "").strip(),
-                                row.get("section", "").strip()))
+        optional = {k: (row.get(k) or "").strip() for k in ("name", "email", "section", *NAME_PARTS)}
+        students.append(Student(folder, lms_id, **optional))
     return students
 
 
@@ -129,14 +151,16 @@ def export(grades_csv: Path, roster_csv: Path, fmt: str) -> Export:
 
     if fmt == "canvas":
         rows = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *notebooks],
-                ["Points Possible", "", "", "", "", *totals]]
-        rows += [[s.name or s.folder, s.lms_id, "", "", s.section, *scores(s)] for s in roster]
+                [CANVAS_POINTS_POSSIBLE, "", "", "", "", *totals]]
+        rows += [[s.sortable_name(), s.lms_id, "", "", s.section, *scores(s)] for s in roster]
     elif fmt == "moodle":
-        rows = [["ID number", "Email address", "Full name", *notebooks]]
-        rows += [[s.lms_id, s.email, s.name or s.folder, *scores(s)] for s in roster]
+        rows = [["First name", "Last name", "ID number", "Institution", "Department", "Email address",
+                 *notebooks]]
+        rows += [[s.first_name or s.full_name(), s.last_name if s.first_name else "", s.lms_id, "", "",
+                  s.email, *scores(s)] for s in roster]
     else:
         rows = [["Name", "Email", "SID", *notebooks]]
-        rows += [[s.name or s.folder, s.lms_id, "", *scores(s)] for s in roster]
+        rows += [[s.full_name(), s.lms_id, "", *scores(s)] for s in roster]
     return Export(rows, unknown, missing, len(roster), notebooks)
 
 

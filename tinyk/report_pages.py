@@ -22,6 +22,7 @@ __all__ = ["class_page", "histogram", "in_language", "page", "page_name", "stude
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:1rem auto;padding:0 1rem;color:#111}
 table{border-collapse:collapse;margin:.5rem 0}th,td{border:1px solid #999;padding:.2rem .5rem;text-align:left}
 caption{text-align:left;font-weight:bold;padding:.3rem 0}figure{margin:.5rem 0}a{color:#0645ad}
+div.table{overflow-x:auto;max-width:100%}svg{max-width:100%;height:auto}
 svg text{font-size:11px;fill:#111}"""
 
 
@@ -103,18 +104,26 @@ def _count(report: ClassReport, students: set[str]) -> str:
     return f"{len(students)} ({report.share(len(students))})"
 
 
-def _table_start(heading: str, caption: str, columns: list[str]) -> str:
+def _table_start(heading: str, caption: str, columns: list[str], ident: str) -> str:
     """A table's heading (``h2``, or the page's ``h1`` already made), caption and column
-    headers, up to its body's opening tag."""
+    headers, up to its body's opening tag. The table sits in a region of its own that scrolls
+    sideways when the screen is narrower than the table (a phone), so the page itself never
+    does; the region takes the keyboard focus, to be scrolled with the arrow keys, and is
+    named by the table's caption."""
     header = "".join(f'<th scope="col">{c}</th>' for c in columns)
-    return f"{heading}\n<table>\n<caption>{caption}</caption>\n<thead><tr>{header}</tr></thead>\n<tbody>\n"
+    return (f'{heading}\n<div class="table" role="region" tabindex="0" aria-labelledby="{ident}">\n<table>\n'
+            f'<caption id="{ident}">{caption}</caption>\n<thead><tr>{header}</tr></thead>\n<tbody>\n')
+
+
+_TABLE_END = "</tbody>\n</table>\n</div>\n"
 
 
 def _notebook_table(report: ClassReport, lang: str) -> str:
     """Per notebook: submitted, full marks, timed out, tampering, the other statuses."""
     w = words(lang)
     rows = [_table_start(f"<h2>{w['notebooks']}</h2>", w["caption_nb"],
-                         [w[k] for k in ("notebook", "submitted", "full", "timeout", "tampering", "other")])]
+                         [w[k] for k in ("notebook", "submitted", "full", "timeout", "tampering", "other")],
+                         "table-notebooks")]
     for notebook in report.exercises:
         statuses = report.statuses.get(notebook, {})
         submitted = set(report.students) - statuses.get("missing", set())
@@ -130,7 +139,7 @@ def _notebook_table(report: ClassReport, lang: str) -> str:
             f"<td>{_count(report, statuses.get('tampering', set()))}</td>"
             f"<td>{html.escape(others)}</td></tr>\n"
         )
-    rows.append("</tbody>\n</table>\n")
+    rows.append(_TABLE_END)
     return "".join(rows)
 
 
@@ -159,7 +168,8 @@ def _exercise_section(report: ClassReport, notebook: str, exercise: str, max_poi
 def _student_table(report: ClassReport, lang: str) -> str:
     """Every student, linked to their page, with their total points."""
     w = words(lang)
-    rows = [_table_start(f"<h2>{w['student_list']}</h2>", w["caption_students"], [w["student"], w["total"]])]
+    rows = [_table_start(f"<h2>{w['student_list']}</h2>", w["caption_students"], [w["student"], w["total"]],
+                         "table-students")]
     for student in report.students:
         theirs = report.by_student[student]
         link = f"students/{page_name(student, lang)}"
@@ -167,7 +177,7 @@ def _student_table(report: ClassReport, lang: str) -> str:
             f'<tr><th scope="row"><a href="{html.escape(link)}">{html.escape(student)}</a></th>'
             f"<td>{sum(r.points for r in theirs):g} / {sum(r.max_points for r in theirs):g}</td></tr>\n"
         )
-    rows.append("</tbody>\n</table>\n")
+    rows.append(_TABLE_END)
     return "".join(rows)
 
 
@@ -191,7 +201,8 @@ def student_page(
     """One student's page: points, status, the mistakes named, the exercise's link. Never the detail."""
     w = words(lang)
     body = [_table_start(f"<h1>{w['your_title']}: {html.escape(student)}</h1>", w["caption_student"],
-                         [w[k] for k in ("exercise", "points", "status", "mistake", "hints")])]
+                         [w[k] for k in ("exercise", "points", "status", "mistake", "hints")],
+                         "table-points")]
     for g in sorted(report.by_student[student], key=lambda g: (g.notebook, g.exercise)):
         status = status_label(g.status, lang)
         if lang == "en" and g.status != "ok":
@@ -205,5 +216,5 @@ def student_page(
             f"<td>{g.points:g} / {g.max_points:g}</td><td>{html.escape(status)}</td>"
             f"<td>{html.escape(named)}</td><td>{cell}</td></tr>\n"
         )
-    body.append("</tbody>\n</table>\n")
+    body.append(_TABLE_END)
     return "".join(body)
