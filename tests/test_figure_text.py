@@ -30,6 +30,7 @@ CATALOGUE = {
     "KV cache": "KV 缓存",
     # the alt text's own sentence (tinyk.plotting.CourseFigure.describe)
     "{y} against {x}": "{y} 对 {x}",
+    "x axis: {x}": "横轴：{x}",
     "{title} ({axes})": "{title}（{axes}）",
     "Figure: {panels}": "图：{panels}",
     "{first}; {then}": "{first}；{then}",
@@ -125,6 +126,15 @@ def test_word_ticks_are_translated_and_data_ticks_are_not(catalogue):
     with figure_text.collecting() as missing, figure_text.in_chinese(fig):
         pass
     assert missing == {"value heads"}
+
+
+def test_the_alt_text_names_the_one_axis_a_panel_labels(catalogue):
+    _cjk_font_or_skip()
+    fig, ax = figure()
+    label(ax, "Loss after 300 steps", "step", "")
+    assert fig.describe() == "Figure: Loss after 300 steps (x axis: step)"
+    with figure_text.in_chinese(fig):
+        assert fig.describe() == "图：300 步后的损失（横轴：步）"
 
 
 def test_chinese_text_is_drawn_without_a_missing_glyph(catalogue):

@@ -65,7 +65,12 @@ class CourseFigure(Figure):
         panels = []
         for ax in self.axes:
             title, x, y = ax.get_title(), ax.get_xlabel(), ax.get_ylabel()
-            axes = words("{y} against {x}").format(y=y, x=x) if x and y else x or y
+            if x and y:
+                axes = words("{y} against {x}").format(y=y, x=x)
+            elif x or y:  # one axis named: say which
+                axes = words("x axis: {x}").format(x=x) if x else words("y axis: {y}").format(y=y)
+            else:
+                axes = ""
             panels.append(words("{title} ({axes})").format(title=title, axes=axes) if title and axes
                           else title or axes)
         panels = [p for p in panels if p]
