@@ -194,3 +194,37 @@ def test_the_gettext_builder_extracts_every_piece_of_a_quiz(scratch_book):
         [c.explanation.split("\n\n")[0] for c in quiz.choices]
     assert set(pieces) <= messages, set(pieces) - messages
     assert "2" not in messages and not any(m.startswith(":answer:") for m in messages)
+
+
+def test_the_numbers_and_facts_the_chapter_quizzes_state():
+    """05.2: RMSNorm of (3, 4), the mean of its outputs, the length-1 distractor, float16's
+    overflow and output dtype; 05.3: tables from d refused, and pairs from d turn faster; 05.4: a
+    finite fill gives uniform weights where -inf gives NaN."""
+    import torch
+
+    import tinyk
+
+    norm = tinyk.RMSNorm(2, eps=0.0)
+    y = norm(torch.tensor([3.0, 4.0])).detach()
+    assert torch.allclose(y, torch.tensor([0.8485, 1.1314]), atol=1e-4) and round(float(y.mean()), 2) == 0.99
+    assert torch.allclose(torch.tensor([3.0, 4.0]) / 5, torch.tensor([0.6, 0.8]))
+    assert float((y**2).mean()) == pytest.approx(1.0) and float(y.norm()) == pytest.approx(2**0.5)
+    big = torch.full((1, 4), 300.0, dtype=torch.float16)
+    assert torch.isinf(big.pow(2).mean(-1)).all() and torch.finfo(torch.float16).max == 65504
+    out = tinyk.RMSNorm(4).half()(big)
+    assert out.dtype == torch.float16 and torch.isfinite(out).all()
+
+    d, d_h = 64, 16
+    cos_d, sin_d = tinyk.precompute_freqs_cis(d, 5)
+    with pytest.raises(ValueError, match=r"\(5, 32\).*\(1, 5, 4, 8\)"):
+        tinyk.apply_rotary_emb(torch.randn(1, 5, 4, d_h), torch.randn(1, 5, 2, d_h), cos_d, sin_d)
+    cos_h, _ = tinyk.precompute_freqs_cis(d_h, 5)
+    assert torch.allclose(cos_d[:, 0], cos_h[:, 0])  # the first pair turns at 1 radian a position either way
+    faster = torch.acos(cos_d[1, 1 : d_h // 2]) > torch.acos(cos_h[1, 1:])
+    assert faster.all()
+
+    scores = torch.randn(4)
+    blocked = torch.zeros(4, dtype=torch.bool)
+    uniform = torch.softmax(scores.masked_fill(~blocked, torch.finfo(torch.float32).min), -1)
+    assert torch.allclose(uniform, torch.full((4,), 0.25))
+    assert torch.isnan(torch.softmax(scores.masked_fill(~blocked, float("-inf")), -1)).all()
