@@ -223,8 +223,9 @@ def test_a_quiz_explains_the_choice_made_in_both_editions(page, site_url, path):
     radios.nth(wrong).focus()  # the keyboard: arrows move the choice, the button is reachable
     page.keyboard.press("ArrowDown")
     assert not radios.nth(wrong).is_checked()
+    # What the page did: axe's own requests come after (test_accessibility says why one fails).
+    assert page.external_requests == [] and page.console_errors == []
     scope = {"include": [[f"#{quiz.get_attribute('id')}"]]}
     violations = Axe().run(page, context=scope).response["violations"]
     assert [(v["id"], [n["html"][:300] for n in v["nodes"]]) for v in violations
             if v["impact"] in ("serious", "critical")] == []
-    assert page.external_requests == [] and page.console_errors == []
