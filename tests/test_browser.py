@@ -11,6 +11,7 @@ import contextlib
 import functools
 import http.server
 import json
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -179,3 +180,62 @@ def test_chapter_page_in_a_real_browser(page, site_url, path):
     else:
         assert colab == []
 
+
+
+def expected_quizzes(page_path: str) -> int:
+    """How many concept checks the page's source notebook holds (``:::{quiz}``)."""
+    source = ROOT / Path(page_path.removeprefix("zh/")).with_suffix(".ipynb")
+    if not source.exists():
+        return 0
+    from tinyk.exercises import source_text
+
+    cells = json.loads(source.read_text(encoding="utf-8"))["cells"]
+    return sum(line.startswith(":::{quiz}") for c in cells if c["cell_type"] == "markdown"
+               for line in source_text(c).splitlines())
+
+
+@pytest.mark.parametrize("path", ["notebooks/05_2_rmsnorm.html", "zh/notebooks/05_2_rmsnorm.html"])
+def test_a_quiz_explains_the_choice_made_in_both_editions(page, site_url, path):
+    """Nothing chosen, a wrong choice, the right one: each answered in the page, offline, in the
+    page's language; axe finds nothing serious in an answered quiz."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    from tinyk.catalogues import interface_catalogue, translated
+    from tinyk.quiz import VERDICTS
+
+    zh = translated(interface_catalogue(ROOT)) if path.startswith("zh/") else {}
+
+    def word(english: str) -> str:
+        return zh.get(english, english)
+
+    page.goto(f"{site_url}/{path}", wait_until="networkidle")
+    page.wait_for_selector(".tinyk-quiz mjx-container", state="attached", timeout=15_000)
+    quizzes = page.locator(".tinyk-quiz")
+    assert quizzes.count() == expected_quizzes(path) >= 2
+    quiz = quizzes.first
+    feedback = quiz.locator(".tinyk-quiz-feedback")
+    assert feedback.inner_text() == ""
+    quiz.locator(".tinyk-quiz-check").click()
+    assert feedback.inner_text().strip() == word("Choose an answer first.")
+    radios = quiz.locator("input[type=radio]")
+    right = [radios.nth(i).get_attribute("data-correct") for i in range(radios.count())].index("true")
+    wrong = (right + 1) % radios.count()
+    for choice, verdict in ((wrong, VERDICTS["wrong"]), (right, VERDICTS["right"])):
+        quiz.locator(f"label[for={radios.nth(choice).get_attribute('id')}]").click()  # a click on the words
+        assert radios.nth(choice).is_checked()
+        quiz.locator(".tinyk-quiz-check").click()
+        explanation = quiz.locator(".tinyk-quiz-explanation").nth(choice).text_content().strip()
+        shown = feedback.text_content()
+        assert shown.startswith(word(verdict)) and explanation and explanation in shown, (verdict, shown)
+        if zh:
+            assert re.search(r"[\u4e00-\u9fff]", explanation), f"an English explanation on {path}"
+    assert quiz.get_attribute("data-state") == "right"
+    radios.nth(wrong).focus()  # the keyboard: arrows move the choice, the button is reachable
+    page.keyboard.press("ArrowDown")
+    assert not radios.nth(wrong).is_checked()
+    # What the page did: axe's own requests come after (test_accessibility says why one fails).
+    assert page.external_requests == [] and page.console_errors == []
+    scope = {"include": [[f"#{quiz.get_attribute('id')}"]]}
+    violations = Axe().run(page, context=scope).response["violations"]
+    assert [(v["id"], [n["html"][:300] for n in v["nodes"]]) for v in violations
+            if v["impact"] in ("serious", "critical")] == []

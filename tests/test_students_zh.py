@@ -206,7 +206,7 @@ def test_a_missing_code_translation_or_student_word_is_named(tmp_path):
     english = {course.student_path(p, root): course.student_path(p).read_text(encoding="utf-8")
                for p in SOURCES}
     chinese, missing = course.chinese_student_notebooks(english, root)
-    assert missing == ["notebooks/05_2_rmsnorm.ipynb: cell 21: 'return a float': "
+    assert missing == ["notebooks/05_2_rmsnorm.ipynb: cell 22: 'return a float': "
                        "no translation in locale/zh_CN/LC_MESSAGES/code/05_2_rmsnorm.po"] + [
         f"notebooks/{stem}.ipynb: 'Warning': no translation in locale/zh_CN/interface.po"
         for stem in ("05_4_gqa", "05_5_swiglu_layer", "05_6_head_protocol", "05_9_text_vs_file")]

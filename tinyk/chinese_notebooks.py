@@ -39,12 +39,17 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tinyk.message_flow import SEPARATORS, message_nodes
+from tinyk.quiz import split_options
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 __all__ = ["CODE_FOLDER", "KINDS", "PLACEHOLDER", "PSEUDOCODE", "code_catalogue_path", "code_messages",
-           "load_messages", "placeholders", "pseudocode_blocks", "same_code", "stripped", "translate_code",
-           "translate_markdown", "translate_pseudocode"]
+           "load_messages", "myst_parser", "placeholders", "pseudocode_blocks", "same_code", "stripped",
+           "translate_code", "translate_markdown", "translate_pseudocode"]
 
 CODE_FOLDER = "code"  # under locale/zh_CN/LC_MESSAGES/, one catalogue per notebook
 KINDS = ("comment", "docstring", "message")  # the kinds of code text (:func:`code_messages`)
@@ -76,7 +81,9 @@ def load_messages(path: Path, *, code: bool = False) -> dict[str, str]:
 
 
 @functools.cache
-def _parser():
+def myst_parser() -> MarkdownIt:
+    """The book's Markdown parser (markdown-it with MyST and ``_config.yml``'s extensions), as
+    Sphinx's gettext builder reads a page's blocks."""
     from markdown_it.renderer import RendererHTML
     from myst_parser.config.main import MdParserConfig
     from myst_parser.parsers.mdit import create_md_parser
@@ -89,7 +96,7 @@ def translate_markdown(text: str, messages: dict[str, str], missing: list[str], 
     ``messages`` (:func:`load_messages`); blocks without one are appended to ``missing``
     and left as they are."""
     lines = text.split("\n")
-    tokens = _parser().parse(text)
+    tokens = myst_parser().parse(text)
     edits: list[tuple[int, int, list[str]]] = []  # (first line, end line, new lines)
 
     def translated(content: str) -> str:
@@ -119,10 +126,13 @@ def translate_markdown(text: str, messages: dict[str, str], missing: list[str], 
             opening = lines[start]
             if title.strip():
                 opening = opening[: opening.rindex(title.strip())] + translated(title.strip())
-            body = translate_markdown(token.content.rstrip("\n"), messages, missing, where)
+            # A directive's options (``:answer: 2``) are not prose: they stay as they are.
+            _, content, n_options = split_options(token.content.rstrip("\n"))
+            options = token.content.split("\n")[:n_options]
+            body = translate_markdown(content, messages, missing, where)
             closed = end - start >= 2 and lines[end - 1].strip().startswith(("```", ":::"))
             indent = opening[: len(opening) - len(opening.lstrip())]
-            body_lines = [indent + ln if ln else ln for ln in body.split("\n")]
+            body_lines = [indent + ln if ln else ln for ln in [*options, *body.split("\n")]]
             edits.append((start, end - 1 if closed else end, [opening, *body_lines]))
     for start, end, new in sorted(edits, reverse=True):
         lines[start:end] = new
@@ -133,10 +143,10 @@ def pseudocode_blocks(text: str, where: str = "") -> list[tuple[int, str, str]]:
     """``(first line from 0, indent, text)`` of each pseudocode block of a Markdown cell's MyST:
     a fenced block with no language or ``text`` inside a hint's dropdown (``:::{dropdown}``)."""
     lines, found = text.split("\n"), []
-    dropdowns = [t for t in _parser().parse(text) if t.type in ("fence", "colon_fence") and t.map
+    dropdowns = [t for t in myst_parser().parse(text) if t.type in ("fence", "colon_fence") and t.map
                  and t.info.strip().startswith("{dropdown}")]
     for token in dropdowns:
-        for inner in _parser().parse(token.content):
+        for inner in myst_parser().parse(token.content):
             if inner.type == "fence" and inner.info.strip() in ("", "text") and inner.map:
                 first = token.map[0] + 1 + inner.map[0] + 1  # the dropdown's and the fence's opening lines
                 indent = re.match(r"\s*", lines[first - 1])[0]

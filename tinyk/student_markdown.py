@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tinyk.addresses import SETUP_WORDS
+from tinyk.quiz import QUIZ_DIRECTIVE, SHOW_ANSWERS, VERDICTS, quiz_markdown
 
 __all__ = ["ADMONITIONS", "CITE", "EXERCISE_HEADING", "STUCK", "STUDENT_WORDS", "TERM", "admonition_title",
            "citation_labels", "heading_anchor", "markdown_for_notebooks", "term_id"]
@@ -44,8 +45,10 @@ def admonition_title(kind: str) -> str:
 
 
 # Every English text the student versions add, each a message of the interface's catalogue:
-# the solution link, the admonitions' titles and the setup cell's words.
-STUDENT_WORDS = (STUCK, *(admonition_title(kind) for kind in ADMONITIONS), *SETUP_WORDS)
+# the solution link, the admonitions' titles, the setup cell's words and a quiz's (its verdicts
+# are the site's words too).
+STUDENT_WORDS = (STUCK, *(admonition_title(kind) for kind in ADMONITIONS), *SETUP_WORDS, SHOW_ANSWERS,
+                 *VERDICTS.values())
 
 
 def heading_anchor(heading: str) -> str:
@@ -84,11 +87,12 @@ def markdown_for_notebooks(text: str, site: str, citations: dict[str, str],
                            words: Callable[[str], str] | None = None) -> str:
     """A source's Markdown as Jupyter and Colab show it, which know no MyST: a glossary
     term becomes a link to its entry on the site, a citation a link to the references
-    page, an admonition (```` ```{warning} ````) a quoted paragraph with its title, and a
-    dropdown (a hint, ``:::{dropdown} Title``) a collapsed ``<details>`` block.
+    page, an admonition (```` ```{warning} ````) a quoted paragraph with its title, a
+    dropdown (a hint, ``:::{dropdown} Title``) a collapsed ``<details>`` block, and a quiz
+    (``:::{quiz}``, :mod:`tinyk.quiz`) numbered choices with their explanations in another.
 
-    ``words(english)``: an admonition's title in the notebook's language (by default, the
-    English as it is)."""
+    ``words(english)``: an admonition's title or a quiz's verdict in the notebook's language
+    (by default, the English as it is)."""
     glossary, references = f"{site}book/glossary.html", f"{site}book/references.html"
     words = words or str  # str(english) is the English
 
@@ -112,5 +116,6 @@ def markdown_for_notebooks(text: str, site: str, citations: dict[str, str],
         title, body = m.group(1).strip(), m.group(2).strip("\n")
         return f"<details>\n<summary>{title}</summary>\n\n{body}\n\n</details>"
 
+    text = QUIZ_DIRECTIVE.sub(lambda m: quiz_markdown(m.group(1), words), text)
     text = _DROPDOWN.sub(dropdown, text)
     return _ADMONITION.sub(admonition, CITE.sub(cite, TERM.sub(term, text)))

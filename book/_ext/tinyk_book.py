@@ -44,6 +44,12 @@
     site's root, Chinese under ``zh/``; ``tinyk.translations``);
   - in the Chinese edition, the solution toggles' words and accessible names and the
     navigation's part captions are Chinese too.
+- ``quiz`` directive (:mod:`tinyk.quiz`): a concept check, rendered as a fieldset of radio
+  buttons with the question as its legend, a "Check answer" button and a live region that
+  shows the verdict and the chosen choice's explanation (``book/_static/tinyk-quiz.js``, no
+  kernel). The question, choices and explanations are paragraphs of the page, so the gettext
+  builder extracts them and the Chinese edition translates them; the button's and the verdicts'
+  words are elements' whole texts, translated from the interface's catalogue.
 - ``build-finished``: every notebook's copy is overwritten with its student version: the
   committed ``student/NAME.ipynb`` that Colab opens (``student/zh/NAME.ipynb`` in the Chinese
   edition), or (for a notebook without one) nbgrader's release of it
@@ -57,8 +63,12 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import ClassVar
 
+from docutils import nodes
+from docutils.parsers.rst import directives
 from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
 
 import tinyk
 from tinyk.course import NOTEBOOKS, REGENERATE, STUDENTS, ZH
@@ -187,7 +197,6 @@ def _publish_student_notebooks(app, exception):
 
 
 def _alt_text_from_png(app, doctree, docname):
-    from docutils import nodes
     from PIL import Image
 
     for image in doctree.findall(nodes.image):
@@ -268,6 +277,136 @@ def _chinese_page(app, doctree):
             _LOG.warning(f"{line}: no translation in {catalogue.name} (run `make translations`)")
 
 
+class quiz(nodes.General, nodes.Element):
+    """A concept check: its question, then its choices (``quiz_id``: the radios' name)."""
+
+
+class quiz_question(nodes.paragraph):
+    """The question: a paragraph (a message of the page's catalogue), shown as the legend."""
+
+
+class quiz_choice(nodes.General, nodes.Element):
+    """One choice (``quiz_id``, ``number`` from 1, ``correct``): its text, then its explanation."""
+
+
+class quiz_choice_text(nodes.paragraph):
+    """A choice's text: a paragraph, shown as its radio button's label."""
+
+
+class quiz_explanation(nodes.General, nodes.Element):
+    """Why a choice is right or wrong (blocks), shown in the feedback when it is chosen."""
+
+
+# The quiz's words, each an element's whole text, so that the Chinese edition translates them
+# from interface.po like the theme's (_interface_zh); the verdicts are the student notebooks' too.
+QUIZ_CHECK, QUIZ_NONE = "Check answer", "Choose an answer first."
+
+
+class QuizDirective(SphinxDirective):
+    """``:::{quiz}`` with ``:answer: N``: see :mod:`tinyk.quiz` for the body's form."""
+
+    has_content = True
+    option_spec: ClassVar[dict] = {"answer": directives.unchanged_required}
+
+    def run(self) -> list[nodes.Node]:
+        from tinyk.quiz import parse_quiz
+
+        where = f"{self.env.docname}: the quiz at line {self.lineno}"
+        try:
+            parsed = parse_quiz("\n".join(self.content), self.options.get("answer"), where)
+        except ValueError as error:
+            raise self.error(str(error)) from None
+        quiz_id = f"tinyk-quiz-{self.env.new_serialno('tinyk-quiz') + 1}"
+        node = quiz(quiz_id=quiz_id, ids=[quiz_id])
+        node += self._paragraph(parsed.question, 0, quiz_question)
+        for number, choice in enumerate(parsed.choices, 1):
+            item = quiz_choice(quiz_id=quiz_id, number=number, correct=number == parsed.answer)
+            item += self._paragraph(choice.text, choice.line, quiz_choice_text)
+            explanation = quiz_explanation()
+            self._parse(choice.explanation, choice.explanation_line, explanation)
+            item += explanation
+            node += item
+        return [node]
+
+    def _parse(self, text: str, line: int, into: nodes.Element) -> None:
+        from docutils.statemachine import StringList
+
+        self.state.nested_parse(StringList(text.split("\n"), self.get_source_info()[0]),
+                                self.content_offset + line, into)
+
+    def _paragraph(self, text: str, line: int, cls: type[nodes.paragraph]) -> nodes.paragraph:
+        holder = nodes.container()
+        self._parse(text, line, holder)
+        if len(holder.children) != 1 or not isinstance(holder[0], nodes.paragraph):
+            raise self.error(f"{self.env.docname}: the quiz at line {self.lineno}: {text[:40]!r} "
+                             f"must be one paragraph")
+        paragraph = holder[0]
+        out = cls(paragraph.rawsource, "", *paragraph.children, **paragraph.attributes)
+        out.source, out.line = paragraph.source, paragraph.line
+        return out
+
+
+def _visit_quiz(self, node: quiz) -> None:
+    self.body.append(f'<div class="tinyk-quiz" id="{node["quiz_id"]}"><fieldset>')
+
+
+def _depart_quiz(self, node: quiz) -> None:
+    import html
+
+    from tinyk.quiz import VERDICTS
+
+    words = [("none", QUIZ_NONE), *VERDICTS.items()]
+    self.body.append(
+        f'</fieldset><button type="button" class="tinyk-quiz-check btn btn-sm">{QUIZ_CHECK}</button>'
+        '<div class="tinyk-quiz-feedback" role="status" aria-live="polite"></div>'
+        + "".join(f'<p class="tinyk-quiz-word" data-word="{key}" hidden>{html.escape(text)}</p>'
+                  for key, text in words)
+        + "</div>\n")
+
+
+def _visit_quiz_question(self, node: quiz_question) -> None:
+    self.body.append('<legend class="tinyk-quiz-question">')
+
+
+def _depart_quiz_question(self, node: quiz_question) -> None:
+    self.body.append("</legend>")
+
+
+def _visit_quiz_choice(self, node: quiz_choice) -> None:
+    import html
+
+    choice = f'{node["quiz_id"]}-{node["number"]}'
+    correct = "true" if node["correct"] else "false"
+    # A label that is only maths ($(-1, 1)$) gives the radio button no accessible name once
+    # MathJax has typeset it: its TeX, which reads as the numbers, names it instead.
+    text = next(iter(node.findall(quiz_choice_text)), None)
+    only_maths = text is not None and all(isinstance(c, nodes.math) or not c.astext().strip()
+                                          for c in text.children)
+    name = f' aria-label="{html.escape(text.astext(), quote=True)}"' if only_maths else ""
+    self.body.append(f'<div class="tinyk-quiz-choice"><input type="radio" name="{node["quiz_id"]}" '
+                     f'id="{choice}" value="{node["number"]}" data-correct="{correct}"{name}>')
+
+
+def _depart_quiz_choice(self, node: quiz_choice) -> None:
+    self.body.append("</div>")
+
+
+def _visit_quiz_choice_text(self, node: quiz_choice_text) -> None:
+    self.body.append(f'<label for="{node.parent["quiz_id"]}-{node.parent["number"]}">')
+
+
+def _depart_quiz_choice_text(self, node: quiz_choice_text) -> None:
+    self.body.append("</label>")
+
+
+def _visit_quiz_explanation(self, node: quiz_explanation) -> None:
+    self.body.append('<div class="tinyk-quiz-explanation" hidden>')
+
+
+def _depart_quiz_explanation(self, node: quiz_explanation) -> None:
+    self.body.append("</div>")
+
+
 _HTML_FIXES = (
     ('<summary><span class="toctree-toggle" role="presentation">',
      '<summary aria-label="Show or hide the sections of this entry">'
@@ -288,11 +427,13 @@ def _interface_zh(app) -> list[tuple[re.Pattern[str], str]]:
     import html
 
     from tinyk.catalogues import interface_catalogue, read_catalogue
+    from tinyk.quiz import VERDICTS
     from tinyk.student_markdown import STUDENT_WORDS
 
+    site_words = set(VERDICTS.values())  # a quiz's verdicts: the student notebooks' and the site's
     words = {str(m.id): str(m.string) for m in read_catalogue(interface_catalogue(Path(app.srcdir)))
-             if m.id and m.string and m.id not in STUDENT_WORDS  # those are the student notebooks'
-             and m.id not in _LANGUAGE_LINK}  # and the language link's
+             if m.id and m.string and (m.id not in STUDENT_WORDS or m.id in site_words)  # those are
+             and m.id not in _LANGUAGE_LINK}  # the student notebooks', and the language link's
     fixes = []
     for english, chinese in words.items():
         old, new = html.escape(english, quote=True), html.escape(chinese, quote=True)
@@ -409,6 +550,13 @@ def setup(app):
     app.connect("doctree-read", _chinese_page)
     app.connect("doctree-resolved", _alt_text_from_png)
     app.add_css_file("tinyk.css")
+    app.add_js_file("tinyk-quiz.js", loading_method="defer")
+    app.add_directive("quiz", QuizDirective)
+    app.add_node(quiz, html=(_visit_quiz, _depart_quiz))
+    app.add_node(quiz_question, html=(_visit_quiz_question, _depart_quiz_question))
+    app.add_node(quiz_choice, html=(_visit_quiz_choice, _depart_quiz_choice))
+    app.add_node(quiz_choice_text, html=(_visit_quiz_choice_text, _depart_quiz_choice_text))
+    app.add_node(quiz_explanation, html=(_visit_quiz_explanation, _depart_quiz_explanation))
     app.connect("source-read", _read_as_book)
     app.connect("env-get-outdated", _outdated_when_package_changes)
     app.connect("html-page-context", _link_source, priority=400)  # before the theme's buttons
