@@ -1,5 +1,6 @@
-"""The recipes of the instructors' page (section "Many students, many machines"), taken from
-the page itself: the Slurm job array runs on a one-node Slurm started here.
+"""The two recipes of the instructors' page (section "Many students, many machines"), taken
+from the page itself: the Slurm job array runs on a one-node Slurm started here, and the
+Kubernetes indexed Job is validated against Kubernetes' schema and the Job API's rules.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import csv
 import json
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -20,10 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.optional import missing
+from tests.optional import missing, need
 from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
 from tinyk import grading
 from tinyk.course import ROOT
+from tinyk.grading.cli import parser
 from tinyk.student_versions import released
 
 PAGE = ROOT / "book" / "instructors.md"
@@ -225,3 +228,58 @@ def test_the_pages_slurm_array_grades_in_shards_that_merge_into_one_runs_csv(slu
 def _students(path: Path) -> set[str]:
     with path.open() as f:
         return {r["student"] for r in csv.DictReader(f)}
+
+
+# ---------------------------------------------------------------- Kubernetes, validated
+
+def _job_problems(job: dict) -> list[str]:
+    """What is wrong with the page's Job: Kubernetes' schema of batch/v1 Job, strict (no field
+    it does not know; kubernetes-validate, from the API's OpenAPI description), then the Job
+    API's rules that the schema leaves out, and that the shard count is the completions'."""
+    kubernetes_validate = need("kubernetes_validate")
+    try:
+        kubernetes_validate.validate(job, kubernetes_validate.utils.latest_version(), strict=True)
+    except kubernetes_validate.ValidationError as err:
+        return [f"schema: {'.'.join(map(str, err.path))}: {err.message}"]
+    spec, pod = job["spec"], job["spec"]["template"]["spec"]
+    problems = []
+    # The API server's validation of a Job (pkg/apis/batch/validation): the completion mode is
+    # NonIndexed or Indexed (this recipe needs Indexed); a Job's pods restart Never or OnFailure
+    # (the pod default, Always, is refused)
+    if spec.get("completionMode") != "Indexed":
+        problems.append(f"spec.completionMode {spec.get('completionMode')!r}: JOB_COMPLETION_INDEX "
+                        f"needs 'Indexed'")
+    if pod.get("restartPolicy") not in ("Never", "OnFailure"):
+        problems.append(f"spec.template.spec.restartPolicy {pod.get('restartPolicy')!r}: a Job's pods need "
+                        f"'Never' or 'OnFailure'")
+    for container in pod["containers"]:
+        argv = shlex.split(container["command"][-1].replace("$JOB_COMPLETION_INDEX", "0"))
+        assert argv[:4] == ["python", "-m", "tinyk.grading", "grade"], argv
+        args = parser().parse_args(argv[3:])
+        if args.shard != (0, spec.get("completions")):
+            problems.append(f"container {container['name']}: --shard {args.shard}: N must be "
+                            f"spec.completions ({spec.get('completions')})")
+    return problems
+
+
+def test_the_pages_kubernetes_job_is_valid():
+    import yaml
+
+    assert _job_problems(yaml.safe_load(page_block("yaml", "kind: Job"))) == []
+
+
+@pytest.mark.parametrize(("old", "new", "problem"), [
+    ("completionMode: Indexed", "completionMode: Indexd", "spec.completionMode 'Indexd'"),
+    ("      restartPolicy: Never\n", "", "restartPolicy None"),
+    ("completionMode", "completionMod", "Additional properties are not allowed ('completionMod'"),
+    ("completions: 4", "completions: four", "schema: spec.completions: 'four' is not of type"),
+    ("- name: grade\n        image", "- image", "spec.template.spec.containers.0: 'name' is a required"),
+    ("completions: 4", "completions: 3", "N must be spec.completions (3)"),
+])
+def test_a_planted_error_in_the_kubernetes_job_is_found(old, new, problem):
+    import yaml
+
+    text = page_block("yaml", "kind: Job")
+    assert old in text
+    problems = _job_problems(yaml.safe_load(text.replace(old, new, 1)))
+    assert len(problems) == 1 and problem in problems[0], problems
