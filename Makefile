@@ -136,10 +136,11 @@ bubblewrap:
 	  else echo "bubblewrap is missing: run 'sudo apt-get install bubblewrap'"; exit 1; fi; }
 
 # The instructors' Slurm job array runs on a one-node Slurm that its test starts as root
-# (tests/test_job_arrays.py); without root the test skips, so nothing is needed then.
+# (tests/test_job_arrays.py); without root the test skips, so nothing is needed then. Its
+# basic plugins are enough: the recommended ones (HDF5, InfluxDB, ROCm...) would add 33 packages.
 slurm:
 	@command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq slurm-wlm munge; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq --no-install-recommends slurm-wlm munge; \
 	  else echo "Slurm not installed: its test needs root and skips ('sudo apt-get install slurm-wlm munge')"; fi; }
 
 clean:
