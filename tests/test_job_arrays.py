@@ -62,8 +62,8 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 MailProg=/bin/true
 ReturnToService=2
-# sbatch --wait looks at the job every 2 s while MinJobAge is 4 s (it backs off up to 32 s
-# between looks when the finished job's record is kept longer, 300 s by default)
+# sbatch --wait looks at the job every 2 s while MinJobAge is 4 s; with the default, 300 s,
+# it waits 2 s, then 8 s, then 32 s between looks
 MinJobAge=4
 StateSaveLocation={base}/state
 SlurmdSpoolDir={base}/spool
