@@ -12,7 +12,7 @@ export PATH := $(BIN):$(PATH)
 # (tinyk.figure_text); Jupyter and Colab never set it.
 BOOK_RUN := TINYK_FIGURES_ZH=1
 
-.PHONY: book test quick setup lint lint-ruff lint-course lint-translations actionlint students translations unit notebooks site-build site-check chromium cjk-fonts node bubblewrap clean
+.PHONY: book test quick setup lint lint-ruff lint-course lint-translations actionlint students translations unit notebooks site-build site-check chromium cjk-fonts node bubblewrap slurm clean
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -92,7 +92,7 @@ $(ACTIONLINT):
 # another program) on two cores with two spinning OpenMP threads each ran a training test
 # 5x slower than alone (277 s against about 50 s, measured under a CPU-bound neighbour).
 # TINYK_REQUIRE_ALL=1: no test may skip for a missing part (tests/optional.py), actionlint included.
-unit: $(STAMP) bubblewrap cjk-fonts node $(ACTIONLINT)
+unit: $(STAMP) bubblewrap slurm cjk-fonts node $(ACTIONLINT)
 	OMP_NUM_THREADS=1 TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m "not site and not notebook" -n 2 --dist loadgroup --durations=15 tests
 
 # Two notebooks at a time, one per core (05.10, the longest, is collected first).
@@ -134,6 +134,14 @@ bubblewrap:
 	@command -v bwrap >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap; \
 	  else echo "bubblewrap is missing: run 'sudo apt-get install bubblewrap'"; exit 1; fi; }
+
+# The instructors' Slurm job array runs on a one-node Slurm that its test starts as root
+# (tests/test_job_arrays.py); without root the test skips, so nothing is needed then. Its
+# basic plugins are enough: the recommended ones (HDF5, InfluxDB, ROCm...) would add 33 packages.
+slurm:
+	@command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq --no-install-recommends slurm-wlm munge; \
+	  else echo "Slurm not installed: its test needs root and skips ('sudo apt-get install slurm-wlm munge')"; fi; }
 
 clean:
 	rm -rf _build

@@ -19,6 +19,7 @@ INSTALL = {
     "nbgrader": "pip install -e '.[instructor]'",
     "onnxscript": "pip install -e '.[web]'",
     "onnxruntime": "pip install -e '.[web]'",
+    "kubernetes_validate": "pip install kubernetes-validate",
 }
 
 
