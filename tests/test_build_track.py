@@ -85,12 +85,18 @@ def test_each_exercise_offers_two_or_three_hints_in_order(exercise):
 
 @pytest.mark.parametrize("source", notebook_paths(), ids=lambda p: p.stem)
 def test_student_notebooks_collapse_each_hint(source):
-    """Jupyter and Colab show each hint as a collapsed <details> block, no MyST left."""
+    """Jupyter and Colab show each hint, and each concept check's answers, as a collapsed
+    <details> block, no MyST left."""
+    from tinyk.quiz import QUIZ_DIRECTIVE
+
     cells = json.loads(source.read_text())["cells"]
-    expected = sum(len(HINT.findall(source_text(c))) for c in cells if c["cell_type"] == "markdown")
+    markdown = [source_text(c) for c in cells if c["cell_type"] == "markdown"]
+    expected = sum(len(HINT.findall(m)) for m in markdown)
+    quizzes = sum(len(QUIZ_DIRECTIVE.findall(m)) for m in markdown)
     student = json.loads(student_path(source).read_text())["cells"]
     text = "\n".join(source_text(c) for c in student if c["cell_type"] == "markdown")
-    assert len(STUDENT_HINT.findall(text)) == expected and text.count("<details>") == expected
+    assert len(STUDENT_HINT.findall(text)) == expected and text.count("<details>") == expected + quizzes
+    assert ":::" not in text and "{quiz}" not in text
     assert expected > 0 or not _exercises(cells)
 
 

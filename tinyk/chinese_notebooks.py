@@ -30,7 +30,6 @@ its words replaced, never its code:
 from __future__ import annotations
 
 import ast
-import functools
 import io
 import re
 import textwrap
@@ -39,23 +38,19 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tinyk.message_flow import SEPARATORS, message_nodes
+from tinyk.myst import myst_parser
 from tinyk.quiz import split_options
 
-if TYPE_CHECKING:
-    from markdown_it import MarkdownIt
-
 __all__ = ["CODE_FOLDER", "KINDS", "PLACEHOLDER", "PSEUDOCODE", "code_catalogue_path", "code_messages",
-           "load_messages", "myst_parser", "placeholders", "pseudocode_blocks", "same_code", "stripped",
+           "load_messages", "placeholders", "pseudocode_blocks", "same_code", "stripped",
            "translate_code", "translate_markdown", "translate_pseudocode"]
 
 CODE_FOLDER = "code"  # under locale/zh_CN/LC_MESSAGES/, one catalogue per notebook
 KINDS = ("comment", "docstring", "message")  # the kinds of code text (:func:`code_messages`)
 PSEUDOCODE = "pseudocode"  # the kind of a hint's pseudocode block (fenced as ``` or ```text)
 _WORDS = re.compile(r"[A-Za-z]{2,}")
-_EXTENSIONS = {"colon_fence", "dollarmath", "amsmath", "deflist", "substitution"}  # as _config.yml
 # An f-string's placeholder, ``{got!r}`` or ``{x[0, 0]:.3g}`` (one level of nested braces).
 PLACEHOLDER = re.compile(r"(?<!\{)\{(?!\{)[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
 _LINE = 100  # the width a long translated message is wrapped to, where its English was wrapped
@@ -78,17 +73,6 @@ def load_messages(path: Path, *, code: bool = False) -> dict[str, str]:
     from tinyk.catalogues import translated
 
     return {(msgid if code else _key(msgid)): msgstr for msgid, msgstr in translated(path).items()}
-
-
-@functools.cache
-def myst_parser() -> MarkdownIt:
-    """The book's Markdown parser (markdown-it with MyST and ``_config.yml``'s extensions), as
-    Sphinx's gettext builder reads a page's blocks."""
-    from markdown_it.renderer import RendererHTML
-    from myst_parser.config.main import MdParserConfig
-    from myst_parser.parsers.mdit import create_md_parser
-
-    return create_md_parser(MdParserConfig(enable_extensions=_EXTENSIONS), RendererHTML)
 
 
 def translate_markdown(text: str, messages: dict[str, str], missing: list[str], where: str = "") -> str:

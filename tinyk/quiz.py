@@ -92,7 +92,7 @@ def parse_quiz(body: str, answer: int | str | None, where: str = "quiz") -> Quiz
     except ValueError:
         raise ValueError(f"{where}: :answer: is {answer!r}; it must be the number of the right choice "
                          f"(1 for the first)") from None
-    from tinyk.chinese_notebooks import myst_parser
+    from tinyk.myst import myst_parser
 
     lines = body.split("\n")
     tokens = myst_parser().parse(body)
