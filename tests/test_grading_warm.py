@@ -24,10 +24,11 @@ from unittest import mock
 
 import pytest
 
-from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
+from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _cell, _drill
 from tinyk import grading
 from tinyk.grading import runner
 from tinyk.grading.sandbox import Sandbox
+from tinyk.warm_kernel import imported_modules
 
 pytestmark = pytest.mark.slow  # nbgrader starts a kernel per notebook graded
 MARKER = ["sleep", f"3031.{os.getpid()}"]  # names this run's leftover, as in test_grading_sandbox
@@ -100,6 +101,14 @@ def _second(nb: dict, back: bool = False) -> dict:
     return json.loads(text)
 
 
+def _importing(nb: dict) -> dict:
+    """The drill with a first code cell that imports torch and tinyk: the warm server imports
+    them too (it imports what the released notebooks import), so the attack patches modules
+    that the next kernel inherits from the server."""
+    nb["cells"].insert(1, {**_cell("code", "import torch\nimport tinyk"), "id": "imports"})
+    return nb
+
+
 def _markers() -> list[int]:
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -117,8 +126,8 @@ def warm_course(tmp_path_factory):
     base = tmp_path_factory.mktemp("warm")
     source = base / "source"
     source.mkdir()
-    (source / "n1_first.ipynb").write_text(json.dumps(_drill()))
-    (source / "n2_second.ipynb").write_text(json.dumps(_second(_drill())))
+    (source / "n1_first.ipynb").write_text(json.dumps(_importing(_drill())))
+    (source / "n2_second.ipynb").write_text(json.dumps(_second(_importing(_drill()))))
     notebooks = [source / "n1_first.ipynb", source / "n2_second.ipynb"]
     first, second = (json.loads(p.read_text()) for p in grading.release(base / "release", notebooks))
     subs = base / "submissions"
@@ -170,8 +179,8 @@ def test_without_a_warm_server_kernels_start_cold_and_it_is_said(warm_course, wa
     alone = base / "alone-only"
     alone.mkdir()
     shutil.copytree(subs / "alone", alone / "alone")
-    monkeypatch.setattr(Sandbox, "server_argv",
-                        lambda self, fd: [sys.executable, "-c", "print('cold: simulated, no server')"])
+    fake = [sys.executable, "-c", "print('cold: simulated, no server')"]
+    monkeypatch.setattr(Sandbox, "server_argv", lambda self, fd, modules: fake)
     rows, said = _grade(base, alone, notebooks[1:], "cold.csv")
     assert said.count("warm kernels unavailable (simulated, no server): kernels start cold") == 1
     assert rows == {k: v for k, v in warm_run[0].items() if k[0] == "alone" and k[1] == "n2_second"}
@@ -187,3 +196,6 @@ def test_the_cold_kernels_switch_writes_a_kernelspec_without_the_launcher(tmp_pa
     assert warm[1:4] == ["-I", "-S", str(Path(runner.__file__).with_name("kernel_launcher.py"))]
     assert warm[4:7] == [str(tmp_path / "b" / "warm" / "kernels.sock"), "{connection_file}", "--"]
     assert [a.replace(str(tmp_path / "b"), str(tmp_path / "a")) for a in warm[7:]] == cold
+    # the server imports what the released notebooks import: here, what the warm batch's import
+    assert imported_modules([_importing(_drill()), {"cells": [_cell("code", "%time x = 1\nfrom a.b import c")]}]) \
+        == ["torch", "tinyk", "a.b"]

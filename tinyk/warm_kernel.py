@@ -2,16 +2,16 @@
 IPython's kernel once, and forks a fresh kernel for each notebook (course section "For
 instructors", the sandbox).
 
-    python -m tinyk.warm_kernel FD SOCKET SCRATCH RUNTIME
+    python -m tinyk.warm_kernel FD SOCKET SCRATCH RUNTIME [MODULE ...]
 
 It runs inside the student's bubblewrap sandbox, as their kernels did (same folders, same
 environment, same memory limit). It accepts on the listening Unix socket ``FD``, which the
 grader bound at ``SOCKET`` (in a folder of its own) before starting it: a launcher never finds
-it missing, and once this process ends nothing listens there. It imports the modules every
-chapter notebook imports, checks that it is one thread (a fork copies only the calling
-thread) and that a nested user namespace can be made here, makes itself non-dumpable (no
-process of the same user can trace it or read its memory), prints ``warm`` (or ``cold:
-<why>``) on stdout and serves :mod:`tinyk.grading.kernel_launcher`.
+it missing, and once this process ends nothing listens there. It imports IPython's kernel and
+each ``MODULE`` (those the graded notebooks import, :func:`imported_modules`), checks that it
+is one thread (a fork copies only the calling thread) and that a nested user namespace can be
+made here, makes itself non-dumpable (no process of the same user can trace it or read its
+memory), prints ``warm`` (or ``cold: <why>``) on stdout and serves :mod:`tinyk.grading.kernel_launcher`.
 
 Each request (a connection file in ``RUNTIME``) forks a monitor that makes a new user, mount
 and process namespace and forks the namespace's first process; that one mounts a private
@@ -39,14 +39,35 @@ import sys
 import traceback
 from pathlib import Path
 
-__all__ = ["PRELOAD", "main"]
+__all__ = ["KERNEL", "imported_modules", "main"]
 
-# what the chapter notebooks import (their import cells), IPython's kernel first, as in a kernel
-PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "numpy", "torch", "torch.nn.functional",
-           "matplotlib.pyplot", "matplotlib.ticker", "tinyk", "tinyk.checks", "tinyk.data", "tinyk.model",
-           "tinyk.own_work", "tinyk.parts", "tinyk.plotting", "tinyk.source", "tinyk.tracing",
-           "tinyk.training", "tinyk.upstream")
-# not transformers (1.4 s) nor gguf: one notebook each imports them, once per student either way
+KERNEL = ("ipykernel.kernelapp", "ipykernel.ipkernel")  # imported first, as in a kernel
+
+
+def imported_modules(notebooks: list[dict]) -> list[str]:
+    """The absolute modules the code cells of ``notebooks`` import (``import a.b``, ``from
+    a.b import c``: ``a.b``), in order of first appearance; a cell that is not Python
+    (magics, shell lines) is read without those lines, or skipped."""
+    import ast
+
+    found: dict[str, None] = {}
+    for nb in notebooks:
+        for cell in nb.get("cells", []):
+            if cell.get("cell_type") != "code":
+                continue
+            source = cell.get("source", "")
+            lines = [ln for ln in ("".join(source) if isinstance(source, list) else source).splitlines()
+                     if not ln.lstrip().startswith(("%", "!"))]
+            try:
+                tree = ast.parse("\n".join(lines))
+            except (SyntaxError, ValueError):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    found.update(dict.fromkeys(alias.name for alias in node.names))
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    found[node.module] = None
+    return list(found)
 
 _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 1, 2, 4, 4096, 16384, 1 << 18
@@ -207,13 +228,13 @@ def _probe() -> str | None:
     return None if code == 0 else "no nested user namespace here (see the server's log)"
 
 
-def _prepare() -> str | None:
-    """Import what the notebooks import, check it can fork kernels; why not, if it cannot."""
-    for name in PRELOAD:
+def _prepare(modules: list[str]) -> str | None:
+    """Import IPython's kernel and ``modules``, check it can fork kernels; why not, if it cannot."""
+    for name in [*KERNEL, *modules]:
         try:
             importlib.import_module(name)
-        except ImportError:
-            pass  # an optional one: the notebook that needs it fails the same way
+        except Exception:  # the notebook that imports it fails the same way, in its kernel
+            pass
     threads = os.listdir("/proc/self/task")
     if len(threads) != 1:
         return f"the server runs {len(threads)} threads after its imports (a fork copies one)"
@@ -224,10 +245,10 @@ def _prepare() -> str | None:
 def main(argv: list[str] | None = None) -> int:
     """Serve kernels on the socket (section "For instructors"); see the module's docstring."""
     fd, *paths = argv or sys.argv[1:]
-    path, scratch, runtime = (Path(a) for a in paths)
+    path, scratch, runtime = (Path(a) for a in paths[:3])
     listener = socket.socket(fileno=int(fd))  # launchers wait in its queue while the imports run
     try:
-        why = _prepare()
+        why = _prepare(paths[3:])
     except Exception as err:
         why = f"{type(err).__name__}: {err}"
     print("warm" if why is None else f"cold: {why}", flush=True)

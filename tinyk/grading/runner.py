@@ -156,22 +156,29 @@ def _say_cold(why: str) -> None:
 
 
 @contextmanager
-def warm_server(sandbox: Sandbox | None, limits: Limits) -> Iterator[None]:
+def warm_server(sandbox: Sandbox | None, limits: Limits, release: Path | None = None) -> Iterator[None]:
     """The student's warm server (:mod:`tinyk.warm_kernel`) running in their sandbox, within the
-    same memory limit as their kernels, for the time of the block; then it is ended, with
+    same memory limit as their kernels, having imported what the notebooks in ``release`` (the
+    released ones, never a student's) import, for the time of the block; then it is ended, with
     everything it started. A server that cannot serve warm kernels says why (once a run, on
     stderr), and the kernelspec's launcher starts cold ones."""
     if sandbox is None or sandbox.warm is None:
         yield
         return
+    import json
     import socket
 
+    from tinyk.warm_kernel import imported_modules
+
+    modules = imported_modules([json.loads(p.read_text()) for p in sorted(release.glob("*.ipynb"))]
+                               if release is not None else [])
     with tempfile.TemporaryFile("w+") as log, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
         listener.bind(str(sandbox.socket))
         listener.listen(16)
         fd = listener.fileno()
-        proc = subprocess.Popen(sandbox.server_argv(fd), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                preexec_fn=_memory_limit(limits), start_new_session=True, pass_fds=(fd,))
+        proc = subprocess.Popen(sandbox.server_argv(fd, modules), stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=log, preexec_fn=_memory_limit(limits), start_new_session=True,
+                                pass_fds=(fd,))
         listener.close()  # the server's alone: when it ends, a launcher's connect fails at once
         try:
             yield
@@ -203,7 +210,7 @@ def autograde(course: Path, sid: str, limits: Limits, sandbox: Sandbox | None) -
     left running, even when the total time limit raised ``TimeoutExpired``."""
     notebooks = len(list((course / "submitted" / sid / ASSIGNMENT).glob("*.ipynb")))
     try:
-        with warm_server(sandbox, limits):
+        with warm_server(sandbox, limits, course / "release" / ASSIGNMENT):
             return run_nbgrader(["autograde", ASSIGNMENT, f"--student={sid}", "--force"], course, limits,
                                 timeout=total_limit(limits, notebooks), sandbox=sandbox)
     finally:

@@ -157,9 +157,10 @@ class Sandbox:
         assert self.warm is not None
         return self.warm / "kernels.sock"
 
-    def server_argv(self, fd: int) -> list[str]:
-        """The warm server's command line, accepting on the listening socket ``fd``: in the
-        sandbox, its socket's folder bound too."""
+    def server_argv(self, fd: int, modules: Sequence[str] = ()) -> list[str]:
+        """The warm server's command line, accepting on the listening socket ``fd`` and
+        importing ``modules``: in the sandbox, its socket's folder bound too."""
         assert self.warm is not None
-        return [*sandbox_argv(self.scratch, self.runtime, self.threads, [self.warm]), sys.executable, "-m",
-                "tinyk.warm_kernel", str(fd), str(self.socket), str(self.scratch), str(self.runtime)]
+        command = ["-m", "tinyk.warm_kernel", str(fd), str(self.socket), str(self.scratch), str(self.runtime)]
+        return [*sandbox_argv(self.scratch, self.runtime, self.threads, [self.warm]), sys.executable,
+                *command, *modules]
