@@ -197,5 +197,5 @@ def test_the_cold_kernels_switch_writes_a_kernelspec_without_the_launcher(tmp_pa
     assert warm[4:7] == [str(tmp_path / "b" / "warm" / "kernels.sock"), "{connection_file}", "--"]
     assert [a.replace(str(tmp_path / "b"), str(tmp_path / "a")) for a in warm[7:]] == cold
     # the server imports what the released notebooks import: here, what the warm batch's import
-    assert imported_modules([_importing(_drill()), {"cells": [_cell("code", "%time x = 1\nfrom a.b import c")]}]) \
-        == ["torch", "tinyk", "a.b"]
+    magic = {"cells": [_cell("code", "%time x = 1\nfrom a.b import c")]}
+    assert imported_modules([_importing(_drill()), magic]) == ["torch", "tinyk", "a.b"]
