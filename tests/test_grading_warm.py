@@ -25,7 +25,7 @@ from unittest import mock
 import pytest
 
 from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _cell, _drill
-from tinyk import grading
+from tinyk import grading, warm_kernel
 from tinyk.grading import runner
 from tinyk.grading.sandbox import Sandbox
 from tinyk.warm_kernel import imported_modules
@@ -41,6 +41,7 @@ vars(tinyk).update(apply_rotary_emb=lambda *args, **kwargs: 'planted')
 assert torch.allclose(torch.zeros(1), torch.ones(1))
 open('/tmp/planted-by-the-first-notebook', 'w').write('x')
 subprocess.Popen({MARKER!r}, start_new_session=True)
+WARM_KERNEL = {str(Path(warm_kernel.__file__).resolve()).encode()!r}
 def cmdline(pid):
     try:
         return open(f'/proc/{{pid}}/cmdline', 'rb').read()
@@ -49,7 +50,7 @@ def cmdline(pid):
 # the server and the kernels' monitors (forks of it, as this kernel and its parent are)
 OWN = [os.readlink('/proc/self'), open('/proc/self/stat').read().rsplit(')', 1)[1].split()[1]]
 SERVER = [pid for pid in os.listdir('/proc') if pid.isdigit() and pid not in OWN
-          and cmdline(pid).split(b'\\0')[1:3] == [b'-m', b'tinyk.warm_kernel']]
+          and cmdline(pid).split(b'\\0')[2:3] == [WARM_KERNEL]]
 REACHED = glob.glob(os.path.join(os.getcwd(), '..', 'warm', '*'))  # its socket
 libc = ctypes.CDLL(None, use_errno=True)
 for pid in SERVER:
@@ -168,7 +169,7 @@ def test_a_notebook_after_an_attack_starts_as_clean_as_alone(warm_course, warm_r
     for (_, _, exercise), (points, status, detail) in rows.items():
         # the attacker's kernel found the server and reached nothing (else its answer raised
         # there, and the detail says so); the second notebook found nothing of the first
-        assert (points, status, detail) == (full[exercise], "ok", "")
+        assert (points, status, detail) == (full[exercise], "ok", ""), (exercise, detail)
     assert {k[1:]: v for k, v in rows.items() if k[0] == "attacker"} == \
         {k[1:]: v for k, v in rows.items() if k[0] == "alone"}
     assert json.loads((warm_course[0] / "left").read_text()) == []  # nothing left running

@@ -2,7 +2,7 @@
 IPython's kernel once, and forks a fresh kernel for each notebook (course section "For
 instructors", the sandbox).
 
-    python -m tinyk.warm_kernel FD SOCKET SCRATCH RUNTIME [MODULE ...]
+    python -P tinyk/warm_kernel.py FD SOCKET SCRATCH RUNTIME [MODULE ...]
 
 It runs inside the student's bubblewrap sandbox, as their kernels did (same folders, same
 environment, same memory limit). It accepts on the listening Unix socket ``FD``, which the
@@ -244,6 +244,7 @@ def _prepare(modules: list[str]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve kernels on the socket (section "For instructors"); see the module's docstring."""
+    sys.path.insert(0, os.getcwd())  # as a kernel started with -m has it
     fd, *paths = argv or sys.argv[1:]
     path, scratch, runtime = (Path(a) for a in paths[:3])
     listener = socket.socket(fileno=int(fd))  # launchers wait in its queue while the imports run

@@ -161,6 +161,8 @@ class Sandbox:
         """The warm server's command line, accepting on the listening socket ``fd`` and
         importing ``modules``: in the sandbox, its socket's folder bound too."""
         assert self.warm is not None
-        command = ["-m", "tinyk.warm_kernel", str(fd), str(self.socket), str(self.scratch), str(self.runtime)]
+        # by its path, with -P: not as tinyk.warm_kernel, whose package's import would import torch
+        script = str(Path(__file__).resolve().parent.parent / "warm_kernel.py")
+        command = ["-P", script, str(fd), str(self.socket), str(self.scratch), str(self.runtime)]
         return [*sandbox_argv(self.scratch, self.runtime, self.threads, [self.warm]), sys.executable,
                 *command, *modules]
