@@ -1,7 +1,7 @@
 """Grading throughput: N synthetic students over every chapter notebook with exercises.
 
     python benchmarks/bench_grading.py [--students 2] [--jobs 2] [--notebook NAME ...] [--no-sandbox]
-                                       [--threads 1] [--compare-threads 2]
+                                       [--threads 1] [--compare-threads 2] [--compare-cold]
 
 Each synthetic student submits every notebook: even-numbered students with the source's
 solutions pasted into the released copy (full marks), odd-numbered ones the untouched
@@ -13,6 +13,11 @@ but wrong grading does not count.
 ``--compare-threads N`` grades the same submissions a second time with ``N`` CPU threads
 per kernel (the grader's ``--threads``; torch's own default is one per core) and prints
 the ratio of the two throughputs, measured side by side in one run.
+
+``--compare-cold`` grades the same submissions a second time with ``--cold-kernels`` (each
+notebook's kernel started cold in its sandbox, the grader as it was before warm kernels) and
+prints how many times as many student-notebooks per minute the warm kernels grade, points
+checked in both runs.
 
 ``--grader`` names the grader's module (default ``tinyk.grading``): an older copy of it,
 saved under another name on ``PYTHONPATH``, is measured the same way. On a shared machine,
@@ -56,6 +61,8 @@ def main() -> None:
                         help="CPU threads per kernel (the grader's --threads)")
     parser.add_argument("--compare-threads", type=int, default=None, metavar="N",
                         help="grade again with N threads per kernel and print the ratio")
+    parser.add_argument("--compare-cold", action="store_true",
+                        help="grade again with cold kernels (--cold-kernels) and print the ratio")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
 
@@ -82,11 +89,13 @@ def main() -> None:
                             cell["source"] = solutions[gid]
                 (folder / f"{name}.ipynb").write_text(json.dumps(nb))
         runs = []
-        for threads in [args.threads] + ([args.compare_threads] if args.compare_threads else []):
-            out = Path(tmp) / f"grades-{threads}.csv"
+        settings = [(args.threads, False)] + ([(args.compare_threads, False)] if args.compare_threads else [])
+        settings += [(args.threads, True)] if args.compare_cold else []
+        for threads, cold in settings:
+            out = Path(tmp) / f"grades-{threads}{'-cold' if cold else ''}.csv"
             cmd = [*grader, "grade", str(subs), "--out", str(out), "--threads", str(threads),
                    "--jobs", str(args.jobs), "--total-timeout", str(args.total_timeout), *notebook_args,
-                   *(["--no-sandbox"] if args.no_sandbox else [])]
+                   *(["--no-sandbox"] if args.no_sandbox else []), *(["--cold-kernels"] if cold else [])]
             start = time.monotonic()
             done = subprocess.run(cmd, capture_output=True, text=True, env=env)
             seconds = time.monotonic() - start
@@ -100,20 +109,25 @@ def main() -> None:
                 raise SystemExit(f"{len(wrong)} row(s) graded wrongly, e.g. {wrong[0]}")
             count = args.students * len(names)
             figures = {"students": args.students, "notebooks": len(names), "student_notebooks": count,
-                       "jobs": args.jobs, "threads": threads, "grader": args.grader,
+                       "jobs": args.jobs, "threads": threads, "grader": args.grader, "cold_kernels": cold,
                        "no_sandbox": args.no_sandbox, "seconds": round(seconds, 1),
                        "student_notebooks_per_minute": round(60 * count / seconds, 2),
                        "seconds_per_student_notebook": round(seconds / count, 2)}
             runs.append(figures)
             print(f"{count} student-notebooks ({args.students} students x {len(names)} notebooks, "
-                  f"{args.jobs} jobs, {threads} thread(s) per kernel, "
+                  f"{args.jobs} jobs, {threads} thread(s) per kernel, {'cold' if cold else 'warm'} kernels, "
                   f"{args.grader}{' --no-sandbox' if args.no_sandbox else ''}) in {seconds:.1f} s: "
                   f"{figures['student_notebooks_per_minute']:.2f} per minute, "
                   f"{figures['seconds_per_student_notebook']:.2f} s per student-notebook")
-    if len(runs) == 2:
+    if args.compare_threads:
         ratio = runs[1]["seconds"] / runs[0]["seconds"]
         print(f"{runs[0]['threads']} thread(s) per kernel grades {ratio:.2f}x as fast as "
               f"{runs[1]['threads']}")
+    if args.compare_cold:
+        warm, cold = runs[0], runs[-1]
+        print(f"warm kernels grade {cold['seconds'] / warm['seconds']:.2f}x as many student-notebooks per "
+              f"minute as cold kernels ({warm['student_notebooks_per_minute']:.2f} against "
+              f"{cold['student_notebooks_per_minute']:.2f}), points checked in both runs")
     if args.json:
         args.json.write_text(json.dumps(runs if len(runs) > 1 else runs[0], indent=1) + "\n")
 

@@ -111,7 +111,8 @@ class _Job:
 def _to_do(batch: Batch, parts: Path, sandbox: bool) -> list[_Job]:
     """The students not graded yet with these files and this course (by their part's
     fingerprint); those whose tests alone changed, to regrade in those exercises only."""
-    course = course_base(batch.notebooks, json.dumps([asdict(batch.limits), sandbox]))
+    setting = {k: v for k, v in asdict(batch.limits).items() if k != "warm_kernels"}  # same grades either way
+    course = course_base(batch.notebooks, json.dumps([setting, sandbox]))
     tests = test_digests(batch.notebooks)
     todo = []
     for entry in batch.entries:

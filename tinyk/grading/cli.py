@@ -30,6 +30,9 @@ def _add_grade(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     g.add_argument("--memory-mb", type=int, default=Limits.memory_mb)
     g.add_argument("--threads", type=int, default=Limits.threads,
                    help="CPU threads per kernel (default 1: the --jobs kernels share the cores)")
+    g.add_argument("--cold-kernels", action="store_true",
+                   help="start each notebook's kernel cold in the sandbox instead of forking it from "
+                        "the student's warm server (slower; the same grades)")
     g.add_argument("--shard", type=parse_shard, default=None, metavar="K/N",
                    help="grade only shard K of N (K from 0 to N-1), chosen by a hash of the student's "
                         "name; join the shards' CSVs with 'merge'")
@@ -103,7 +106,8 @@ def _grade(args: argparse.Namespace) -> int:
     if args.threads < 1:
         print(f"--threads must be 1 or more, got {args.threads}", file=sys.stderr)
         return 2
-    limits = Limits(args.cell_timeout, args.total_timeout, args.memory_mb, args.threads)
+    limits = Limits(args.cell_timeout, args.total_timeout, args.memory_mb, args.threads,
+                    warm_kernels=not args.cold_kernels)
     rows = grade(args.submissions, args.out, args.notebook, source=args.source, limits=limits,
                  jobs=args.jobs, sandbox=not args.no_sandbox, shard=args.shard)
     students = {r.student for r in rows}

@@ -10,7 +10,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from tinyk.grading.chapter import ASSIGNMENT
 from tinyk.grading.sandbox import KERNEL_ENV, Sandbox, check_sandbox, require_linux, warn_unsandboxed
 
 __all__ = ["Limits", "autograde", "communicate", "end_leftovers", "preflight", "require_nbgrader",
-           "run_nbgrader", "total_limit"]
+           "run_nbgrader", "total_limit", "warm_server"]
 
 
 @dataclass
@@ -33,6 +35,9 @@ class Limits:
     total_timeout: int = 600
     memory_mb: int = 8192  # address space (RLIMIT_AS): a torch kernel reserves far more than it uses
     threads: int = 1
+    # each kernel forked from the student's warm server (tinyk.warm_kernel) rather than started
+    # cold; the grades are the same either way, so a run's fingerprint leaves it out
+    warm_kernels: bool = True
 
 
 def require_nbgrader() -> None:
@@ -138,6 +143,63 @@ def end_leftovers(course: Path, sid: str) -> None:
             pass
 
 
+_SAID: set[str] = set()  # why kernels started cold, each said once a run
+_SAID_LOCK = threading.Lock()
+
+
+def _say_cold(why: str) -> None:
+    with _SAID_LOCK:
+        if why not in _SAID:
+            _SAID.add(why)
+            print(f"warm kernels unavailable ({why}): kernels start cold, as with --cold-kernels",
+                  file=sys.stderr)
+
+
+@contextmanager
+def warm_server(sandbox: Sandbox | None, limits: Limits, release: Path | None = None) -> Iterator[None]:
+    """The student's warm server (:mod:`tinyk.warm_kernel`) running in their sandbox, within the
+    same memory limit as their kernels, having imported what the notebooks in ``release`` (the
+    released ones, never a student's) import, for the time of the block; then it is ended, with
+    everything it started. A server that cannot serve warm kernels says why (once a run, on
+    stderr), and the kernelspec's launcher starts cold ones."""
+    if sandbox is None or sandbox.warm is None:
+        yield
+        return
+    import json
+    import socket
+
+    from tinyk.warm_kernel import imported_modules
+
+    modules = imported_modules([json.loads(p.read_text()) for p in sorted(release.glob("*.ipynb"))]
+                               if release is not None else [])
+    with tempfile.TemporaryFile("w+") as log, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(sandbox.socket))
+        listener.listen(16)
+        fd = listener.fileno()
+        proc = subprocess.Popen(sandbox.server_argv(fd, modules), stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=log, preexec_fn=_memory_limit(limits), start_new_session=True,
+                                pass_fds=(fd,))
+        listener.close()  # the server's alone: when it ends, a launcher's connect fails at once
+        try:
+            yield
+        finally:
+            ended = proc.poll()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # the server and whatever it still runs
+            except ProcessLookupError:  # ended, and nothing of its group is left
+                pass
+            proc.wait()
+            log.seek(0)
+            lines = log.read().splitlines()
+            cold = [line.removeprefix("cold: ") for line in lines if line.startswith("cold: ")]
+            if lines[:1] != ["warm"]:
+                _say_cold(cold[0] if cold else f"the server ended: {' '.join(lines)[-300:]}")
+            elif cold:
+                _say_cold(f"a kernel could not be forked: {cold[0]}")
+            elif ended is not None:
+                _say_cold(f"the server ended while grading, status {ended}")
+
+
 def total_limit(limits: Limits, notebooks: int) -> int:
     """Seconds for a student's whole autograde: ``total_timeout`` per notebook."""
     return limits.total_timeout * max(1, notebooks)
@@ -148,7 +210,8 @@ def autograde(course: Path, sid: str, limits: Limits, sandbox: Sandbox | None) -
     left running, even when the total time limit raised ``TimeoutExpired``."""
     notebooks = len(list((course / "submitted" / sid / ASSIGNMENT).glob("*.ipynb")))
     try:
-        return run_nbgrader(["autograde", ASSIGNMENT, f"--student={sid}", "--force"], course, limits,
-                            timeout=total_limit(limits, notebooks), sandbox=sandbox)
+        with warm_server(sandbox, limits, course / "release" / ASSIGNMENT):
+            return run_nbgrader(["autograde", ASSIGNMENT, f"--student={sid}", "--force"], course, limits,
+                                timeout=total_limit(limits, notebooks), sandbox=sandbox)
     finally:
         end_leftovers(course, sid)

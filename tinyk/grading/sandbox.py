@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,13 +94,14 @@ def _sandbox_env(threads: int) -> dict[str, str]:
     return env
 
 
-def sandbox_argv(scratch: Path, runtime: Path, threads: int = 1) -> list[str]:
+def sandbox_argv(scratch: Path, runtime: Path, threads: int = 1, also: Sequence[Path] = ()) -> list[str]:
     """The bubblewrap command line a kernel starts under (its own command follows it).
 
     Read-only: the system folders, the Python installation and environment, the tinyk package.
     Writable: ``scratch`` (its working folder), ``runtime`` (its connection file and the Unix
-    sockets of its channels), a private /tmp. Every namespace unshared: no network (its own
-    empty loopback), its own processes, which all end when the kernel ends.
+    sockets of its channels), the folders ``also`` (the warm server's socket folder), a private
+    /tmp. Every namespace unshared: no network (its own empty loopback), its own processes,
+    which all end when the kernel ends.
     """
     argv = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
             "--clearenv", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
@@ -110,7 +112,7 @@ def sandbox_argv(scratch: Path, runtime: Path, threads: int = 1) -> list[str]:
             argv += ["--ro-bind", name, name]
     for folder in _python_dirs():
         argv += ["--ro-bind", str(folder), str(folder)]
-    for folder in (scratch, runtime):
+    for folder in (scratch, runtime, *also):
         argv += ["--bind", str(folder), str(folder)]
     for name, value in sorted(_sandbox_env(threads).items()):
         argv += ["--setenv", name, value]
@@ -121,23 +123,46 @@ def sandbox_argv(scratch: Path, runtime: Path, threads: int = 1) -> list[str]:
 class Sandbox:
     """Where one student's kernels run: a kernelspec (under ``jupyter``) that starts them under
     bubblewrap, their ``scratch`` folder, and the ``runtime`` folder of their connection files
-    and channel sockets."""
+    and channel sockets. With ``warm`` (the folder of the warm server's socket), the
+    kernelspec asks the student's warm server (:mod:`tinyk.warm_kernel`) for each kernel, and
+    starts a cold one in the sandbox when it cannot have one."""
 
     jupyter: Path
     scratch: Path
     runtime: Path
+    threads: int = 1
+    warm: Path | None = None
 
     @classmethod
-    def create(cls, base: Path, threads: int = 1) -> Sandbox:
-        """The folders and kernelspec of a new sandbox under ``base``."""
-        box = cls(base / "jupyter", base / "scratch", base / "run")
-        for folder in (box.scratch, box.runtime):
+    def create(cls, base: Path, threads: int = 1, warm: bool = False) -> Sandbox:
+        """The folders and kernelspec of a new sandbox under ``base`` (warm kernels with ``warm``)."""
+        box = cls(base / "jupyter", base / "scratch", base / "run", threads, base / "warm" if warm else None)
+        for folder in (box.scratch, box.runtime, *([box.warm] if box.warm else [])):
             folder.mkdir(parents=True)
         spec = box.jupyter / "kernels" / "python3"
         spec.mkdir(parents=True)
         argv = [*sandbox_argv(box.scratch, box.runtime, threads), sys.executable, "-m", "ipykernel_launcher",
                 "-f", "{connection_file}"]
+        if box.warm is not None:
+            argv = [sys.executable, "-I", "-S", str(Path(__file__).with_name("kernel_launcher.py")),
+                    str(box.socket), "{connection_file}", "--", *argv]
         # bwrap does not pass signals on: an interrupt (after a cell timeout) goes as a message
         (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Python 3 (sandboxed)",
                                                       "language": "python", "interrupt_mode": "message"}))
         return box
+
+    @property
+    def socket(self) -> Path:
+        """The warm server's Unix socket."""
+        assert self.warm is not None
+        return self.warm / "kernels.sock"
+
+    def server_argv(self, fd: int, modules: Sequence[str] = ()) -> list[str]:
+        """The warm server's command line, accepting on the listening socket ``fd`` and
+        importing ``modules``: in the sandbox, its socket's folder bound too."""
+        assert self.warm is not None
+        # by its path, with -P: not as tinyk.warm_kernel, whose package's import would import torch
+        script = str(Path(__file__).resolve().parent.parent / "warm_kernel.py")
+        command = ["-P", script, str(fd), str(self.socket), str(self.scratch), str(self.runtime)]
+        return [*sandbox_argv(self.scratch, self.runtime, self.threads, [self.warm]), sys.executable,
+                *command, *modules]
