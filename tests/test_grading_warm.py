@@ -166,6 +166,7 @@ def test_a_notebook_after_an_attack_starts_as_clean_as_alone(warm_course, warm_r
     rows, said = warm_run
     assert "warm kernel" not in said  # every kernel was forked from a live warm server
     full = {"a_test": 2.0, "b_test": 1.0, "c_test": 2.0, "d_test": 1.0}
+    assert len(rows) == 2 * len(full)  # both students, every exercise
     for (_, _, exercise), (points, status, detail) in rows.items():
         # the attacker's kernel found the server and reached nothing (else its answer raised
         # there, and the detail says so); the second notebook found nothing of the first
