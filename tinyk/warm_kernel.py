@@ -16,7 +16,8 @@ memory), prints ``warm`` (or ``cold: <why>``) on stdout and serves :mod:`tinyk.g
 Each request (a connection file in ``RUNTIME``) forks a monitor that makes a new user, mount
 and process namespace and forks the namespace's first process; that one mounts a private
 /tmp over the sandbox's, hides this socket's folder behind an empty read-only one, binds the
-scratch and runtime folders back, and forks the kernel: no capabilities (none to gain by
+sandbox's folders inside /tmp back (scratch, runtime, and the Python environment when it
+lives there), and forks the kernel: no capabilities (none to gain by
 running a program either), ``random``, numpy and torch seeded anew as in a new process,
 ipykernel's app started on the connection file. The kernel's code starts with the modules
 imported and nothing else of an earlier notebook's: whatever it patches, writes to /tmp or
@@ -32,6 +33,7 @@ import importlib
 import json
 import os
 import random
+import re
 import select
 import signal
 import socket
@@ -114,18 +116,31 @@ def _new_namespaces() -> None:
     _prctl(_PR_SET_DUMPABLE, 0)
 
 
-def _private_folders(scratch: Path, runtime: Path, hidden: Path) -> None:
-    """A private /tmp; ``hidden`` (this server's socket folder) behind an empty read-only
-    tmpfs; ``scratch`` and ``runtime`` bound back where they were."""
+def _mounts_under_tmp() -> list[Path]:
+    """The sandbox's mount points inside /tmp (its binds there: the scratch and runtime
+    folders, and the Python environment and the package when they live under /tmp),
+    shallowest first, from /proc/self/mountinfo (whose paths escape spaces as ``\\040``)."""
+    points = set()
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), line.split()[4])
+        if point.startswith("/tmp/"):
+            points.add(Path(point))
+    return sorted(points, key=lambda p: (len(p.parts), str(p)))
+
+
+def _private_folders(hidden: Path) -> None:
+    """A private /tmp, with the sandbox's mounts inside it bound back where they were;
+    ``hidden`` (this server's socket folder) behind an empty read-only tmpfs, or gone with
+    the old /tmp."""
     _mount("none", "/", None, _MS_REC | _MS_PRIVATE)
-    fds = [os.open(folder, os.O_RDONLY | os.O_DIRECTORY) for folder in (scratch, runtime)]
+    kept = [p for p in _mounts_under_tmp() if p != hidden and hidden not in p.parents]
+    fds = [os.open(folder, os.O_RDONLY | os.O_DIRECTORY) for folder in kept]
     _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
     if hidden.exists():  # not under /tmp
         _mount("tmpfs", str(hidden), "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_RDONLY, "mode=0555")
-    for folder, fd in zip((scratch, runtime), fds, strict=True):
-        if not folder.is_dir():
-            folder.mkdir(parents=True)
-            _mount(f"/proc/self/fd/{fd}", str(folder), None, _MS_BIND | _MS_REC)
+    for folder, fd in zip(kept, fds, strict=True):
+        folder.mkdir(parents=True, exist_ok=True)
+        _mount(f"/proc/self/fd/{fd}", str(folder), None, _MS_BIND | _MS_REC)  # read-only stays so
         os.close(fd)
 
 
@@ -145,10 +160,10 @@ def _kernel(connection_file: str, scratch: Path) -> None:
     kernelapp.IPKernelApp.launch_instance(argv=["-f", connection_file])
 
 
-def _first(connection_file: str, scratch: Path, runtime: Path, hidden: Path) -> int:
+def _first(connection_file: str, scratch: Path, hidden: Path) -> int:
     """The namespace's first process: its folders, then the kernel as its child, reaping
     every orphan until the kernel ends; the kernel's exit status."""
-    _private_folders(scratch, runtime, hidden)
+    _private_folders(hidden)
     pid = os.fork()
     if pid == 0:
         try:
@@ -168,7 +183,7 @@ def _first(connection_file: str, scratch: Path, runtime: Path, hidden: Path) -> 
             return os.waitstatus_to_exitcode(status)
 
 
-def _monitor(conn: socket.socket, connection_file: str, scratch: Path, runtime: Path, hidden: Path) -> None:
+def _monitor(conn: socket.socket, connection_file: str, scratch: Path, hidden: Path) -> None:
     """One kernel's monitor: its namespaces, its first process; the exit status to the
     launcher, or the namespace killed when the launcher's connection closes."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -185,7 +200,7 @@ def _monitor(conn: socket.socket, connection_file: str, scratch: Path, runtime: 
         try:
             conn.close()
             _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-            code = _first(connection_file, scratch, runtime, hidden)
+            code = _first(connection_file, scratch, hidden)
         except BaseException:
             traceback.print_exc()
         finally:
@@ -271,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             code = 0
             try:
                 listener.close()
-                _monitor(conn, str(connection_file), scratch, runtime, path.parent)
+                _monitor(conn, str(connection_file), scratch, path.parent)
             except BaseException:
                 traceback.print_exc()
                 code = 1
