@@ -44,7 +44,7 @@ from tinyk.myst import myst_parser
 from tinyk.quiz import split_options
 
 __all__ = ["CODE_FOLDER", "KINDS", "PLACEHOLDER", "PSEUDOCODE", "code_catalogue_path", "code_messages",
-           "load_messages", "placeholders", "pseudocode_blocks", "same_code", "stripped",
+           "display_width", "load_messages", "placeholders", "pseudocode_blocks", "same_code", "stripped",
            "translate_code", "translate_markdown", "translate_pseudocode"]
 
 CODE_FOLDER = "code"  # under locale/zh_CN/LC_MESSAGES/, one catalogue per notebook
@@ -182,8 +182,9 @@ _PREFIX = re.compile(r"^([A-Za-z]*)('''|\"\"\"|'|\")")
 _AFTER = "\uff0c\uff1b\uff1a\u3002\u3001\uff09,;: "
 
 
-def _width(ch: str) -> int:
-    return 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+def display_width(text: str) -> int:
+    """The columns a terminal gives ``text``: a wide (Chinese) character takes two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 def _split(text: str, width: int) -> list[str]:
@@ -191,7 +192,7 @@ def _split(text: str, width: int) -> list[str]:
     counts two), broken after punctuation where one is near, never inside an f-string
     placeholder, ASCII brackets (a list, a shape), an escape sequence, a word or a number
     (``14,563``)."""
-    total = sum(map(_width, text))
+    total = display_width(text)
     if total <= width:
         return [text]
     allowed, depth, at, widths = {}, 0, 0, []  # break position -> width before it; preferred?
@@ -201,7 +202,7 @@ def _split(text: str, width: int) -> list[str]:
                 not re.match(r"\d,\d", text[i - 2: i + 1]):
             allowed[i] = text[i - 1] in _AFTER
         depth = max(0, depth + (ch in "{[(") - (ch in "}])"))
-        at += _width(ch)
+        at += display_width(ch)
         widths.append(at)
     pieces, start, done = [], 0, 0
     count = -(-total // width)

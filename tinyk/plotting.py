@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import functools
 import io
-import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from tinyk import figure_text
+from tinyk.chinese_notebooks import display_width
 from tinyk.switches import grading_run
 
 __all__ = ["STYLE", "COLORS", "CourseFigure", "column", "figure", "label", "plot_attention_mask",
@@ -138,8 +138,7 @@ def column(text: str, width: int) -> str:
     >>> column("tiny", 6) + "|"
     'tiny  |'
     """
-    shown = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-    return text + " " * max(0, width - shown)
+    return text + " " * max(0, width - display_width(text))
 
 
 def plot_attention_mask(mask: object, title: str, key_labels: Sequence[str] | None = None,
