@@ -1,8 +1,12 @@
-"""Shared by the tests: a random model whose continuations depend on the whole prompt."""
+"""Shared by the tests: a random model whose continuations depend on the whole prompt, and
+the processes a hostile submission leaves running."""
 
 from __future__ import annotations
 
 import math
+import os
+import time
+from pathlib import Path
 
 import torch
 
@@ -21,3 +25,27 @@ def varied_weights(model: Transformer) -> Transformer:
             if p.ndim == 2 and not name.startswith("tok_embeddings"):
                 p.normal_(0, 1 / math.sqrt(p.shape[1]))
     return model.eval()
+
+
+def processes_running(argv: list[str]) -> list[int]:
+    """Live processes whose command line starts with ``argv`` (the marked ``sleep`` a hostile
+    submission leaves behind: its argument names the test run)."""
+    wanted = [a.encode() for a in argv]
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:len(wanted)] == wanted:
+                found.append(int(pid))
+        except OSError:  # gone meanwhile, or not ours to read
+            pass
+    return found
+
+
+def processes_left(argv: list[str]) -> list[int]:
+    """:func:`processes_running` once a kill or a sandbox's teardown had time to land: it
+    reaches the processes within microseconds, but not synchronously; 60 s is a margin of
+    many thousand times."""
+    deadline = time.monotonic() + 60
+    while processes_running(argv) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return processes_running(argv)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import processes_left, processes_running
 from tinyk import grading
 from tinyk.course import ROOT, notebook_paths
 from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN, book_version, nbgrader, source_text
@@ -545,27 +546,6 @@ def _stripped_lines(nb: dict) -> set[str]:
 MARKER = ["sleep", f"3011.{os.getpid()}"]
 
 
-def _marker_processes() -> list[int]:
-    """Live processes running ``sleep 3011.<pid>``, started by the slow submission."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2] == [m.encode() for m in MARKER]:
-                found.append(int(pid))
-        except OSError:  # gone meanwhile
-            pass
-    return found
-
-
-def _markers_after_teardown() -> list[int]:
-    """The markers still alive once the kill had time to land (it is not synchronous; 60 s is
-    a margin of many thousand times)."""
-    deadline = time.monotonic() + 60
-    while _marker_processes() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return _marker_processes()
-
-
 @pytest.fixture
 def stopped_on_signal(monkeypatch):
     """The slow student's run ends as if past the total limit, but on an event, not a clock:
@@ -577,7 +557,7 @@ def stopped_on_signal(monkeypatch):
     def communicate(proc, timeout):
         if "autograde" in proc.args and "--student=slow_student" in proc.args:
             while proc.poll() is None and not seen:
-                seen.extend(_marker_processes())
+                seen.extend(processes_running(MARKER))
                 time.sleep(0.1)
             raise subprocess.TimeoutExpired(proc.args, timeout)
         return real(proc, timeout)
@@ -604,7 +584,7 @@ def test_total_time_limit_leaves_nothing_of_the_submission_running(slow_batch, s
     subs, notebooks, limits = slow_batch
     rows = grading.grade(subs, subs.parent / "grades.csv", notebooks, limits=limits, jobs=2, progress=False)
     assert stopped_on_signal  # the submission's background process was running when time ran out
-    assert _markers_after_teardown() == []  # neither the kernel nor the process it started is left
+    assert processes_left(MARKER) == []  # neither the kernel nor the process it started is left
     slow = [r for r in rows if r.student == "slow_student"]
     assert {(r.status, r.points) for r in slow} == {("timeout", 0.0)}
     assert "ran past 600 s" in slow[0].detail
@@ -619,7 +599,7 @@ def test_feedback_survives_a_submission_past_the_time_limit(slow_batch, stopped_
     assert stopped_on_signal
     assert list((out / "prompt_one").glob("*.html"))
     assert not (out / "slow_student").exists()
-    assert _markers_after_teardown() == []
+    assert processes_left(MARKER) == []
 
 
 @SHARED_BATCH

@@ -18,12 +18,12 @@ import sysconfig
 import tempfile
 import textwrap
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 import tinyk
+from tests.helpers import processes_left, processes_running
 from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
 from tinyk import grading
 from tinyk.grading.sandbox import sandbox_argv
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.slow  # nbgrader starts a kernel per notebook graded
 ROOT = Path(tinyk.__file__).resolve().parent.parent  # the checkout the grader runs from
 # The process the "survive" attack leaves behind: its duration names this test run, so that
 # another run of the suite on the same machine neither finds nor kills it.
-MARKER = [b"sleep", f"3021.{os.getpid()}".encode()]
+MARKER = ["sleep", f"3021.{os.getpid()}"]
 PLANTED = [ROOT / "planted_by_student.txt", Path(tinyk.__file__).parent / "planted_by_student.py"]
 
 
@@ -64,36 +64,15 @@ def _attacks(source: Path, subs: Path, port: int) -> dict[str, str]:
                           f"open({str(PLANTED[0])!r}, 'w').write('x')\nGOT = True"),
         "tamper_package": f"open({str(PLANTED[1])!r}, 'w').write('pwned = True')\nGOT = True",
         "survive": ("import subprocess\n"
-                    f"subprocess.Popen({[m.decode() for m in MARKER]!r}, cwd='/', start_new_session=True)\n"
+                    f"subprocess.Popen({MARKER!r}, cwd='/', start_new_session=True)\n"
                     "GOT = True"),
     }
-
-
-def _markers() -> list[int]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2] == MARKER:
-                found.append(int(pid))
-        except OSError:
-            pass
-    return found
-
-
-def _markers_after_teardown() -> list[int]:
-    """The markers still alive once a sandbox's teardown had time to finish: the kernel's
-    process namespace ends with it, and the kill reaches its processes within microseconds,
-    but not synchronously; 60 s is a margin of many thousand times."""
-    deadline = time.monotonic() + 60
-    while _markers() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return _markers()
 
 
 def _clean_up() -> None:
     for path in PLANTED:
         path.unlink(missing_ok=True)
-    for pid in _markers():
+    for pid in processes_running(MARKER):
         os.kill(pid, signal.SIGKILL)
 
 
@@ -132,7 +111,7 @@ def _run(tmp: Path, sandbox: bool) -> dict:
                 "statuses": {r.status for r in rows},
                 "planted": [p.name for p in [subs / "planted.txt", *PLANTED] if p.exists()],
                 "connections": list(connections),
-                "survivors": _markers_after_teardown() if sandbox else _markers()}
+                "survivors": processes_left(MARKER) if sandbox else processes_running(MARKER)}
     finally:
         server.close()
         _clean_up()

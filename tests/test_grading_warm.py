@@ -24,6 +24,7 @@ from unittest import mock
 
 import pytest
 
+from tests.helpers import processes_running
 from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _cell, _drill
 from tinyk import grading, warm_kernel
 from tinyk.grading import runner
@@ -110,17 +111,6 @@ def _importing(nb: dict) -> dict:
     return nb
 
 
-def _markers() -> list[int]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2] == [m.encode() for m in MARKER]:
-                found.append(int(pid))
-        except OSError:
-            pass
-    return found
-
-
 @pytest.fixture(scope="session")
 def warm_course(tmp_path_factory):
     """Two notebooks and two students: one whose first notebook attacks, one honest."""
@@ -156,7 +146,7 @@ def warm_run(warm_course):
     try:
         return _grade(base, subs, notebooks, "warm.csv")
     finally:
-        left = _markers()
+        left = processes_running(MARKER)
         for pid in left:
             os.kill(pid, signal.SIGKILL)
         (base / "left").write_text(json.dumps(left))
