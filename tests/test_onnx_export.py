@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import sys
 
 import numpy as np
 import pytest
@@ -19,7 +20,11 @@ from tinyk.course import ROOT
 from tinyk.data import CharTokenizer
 from tinyk.model import ModelConfig, Transformer, apply_rotary_emb
 from tinyk.onnx_export import DecoderForExport, export_course_model, input_names, main, output_names
+from tinyk.playground import EXAMPLE_PROMPT, encode, example_run, write_example
 from tinyk.training import trained_course_model
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from tinyk_playground import ORT_FILES
 
 need("onnxscript")
 ort = need("onnxruntime")
@@ -275,9 +280,13 @@ def test_the_book_build_serves_the_files_from_static_and_reuses_them(exported, t
                         status=None, warning=None, freshenv=True)
     app.build()
     served = build / "html" / "_static" / "models"
-    assert sorted(p.name for p in served.iterdir()) == ["tiny.json", "tiny.onnx"]
+    assert sorted(p.name for p in served.iterdir()) == ["tiny-example.json", "tiny.json", "tiny.onnx"]
     assert (served / "tiny.onnx").read_bytes() == (out / "tiny.onnx").read_bytes()
+    before["tiny-example.json"] = (out / "tiny-example.json").stat().st_mtime_ns  # written once, here
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
+    # The playground's runtime, from the npm package that make installs into .tools.
+    assert sorted(p.name for p in (build / "html" / "_static" / "ort").iterdir()) == sorted(ORT_FILES)
+    (out / "tiny-example.json").unlink()  # the other tests see the CLI's two files
 
 
 def test_a_changed_stamp_exports_again(exported, tmp_path, monkeypatch):
@@ -304,3 +313,81 @@ def test_the_sizes_the_module_states():
     assert "at 64 tokens are 128 KB" in doc and "would be 71 MB per call, one layer 2.4 MB" in doc
     assert onnx_export.default_attention_layers(2) == (0, 1)
     assert onnx_export.default_attention_layers(30) == (15,)  # SmolLM2: the middle layer
+
+
+def test_the_playgrounds_example_is_tinyks_run(exported, model):
+    """What the playground page shows without WebAssembly (and the browser test's reference):
+    ONNX Runtime's run of the page's first prompt, equal to tinyk's, and tinyk's greedy answer."""
+    out, _ = exported
+    manifest = json.loads((out / "tiny.json").read_text(encoding="utf-8"))
+    example = example_run(out / "tiny.onnx", manifest)
+    ids = torch.tensor([encode(manifest, EXAMPLE_PROMPT)])
+    assert example["ids"] == ids[0].tolist() == CharTokenizer().encode(EXAMPLE_PROMPT).tolist()
+    with torch.no_grad():
+        logits = model(ids).logits[0]
+        attention = torch.stack(attention_by_hand(model, ids))[:, 0]  # N×H_q×T×T
+        greedy = generate(model, ids, max_new_tokens=4, temperature=0)[0].tolist()
+    assert np.abs(np.array(example["logits"]) - logits.numpy()).max() <= TOL
+    assert np.abs(np.array(example["attention"]) - attention.numpy()).max() <= TOL
+    assert example["generated"] == greedy and CharTokenizer().decode(greedy) == "7+3\n"
+    T = ids.shape[1]
+    omega = 10000.0 ** (-np.arange(0, 8, 2) / 8)
+    wrapped = np.angle(np.exp(1j * np.arange(T)[:, None] * omega))
+    assert np.abs(np.angle(np.exp(1j * (np.array(example["rope_angles"]) - wrapped)))).max() <= 1e-5
+    assert example["rope_positions"] == list(range(T)) and example["cache_length"] == T
+    with pytest.raises(ValueError, match=r"text\[2\]='x' is not in the model's vocabulary"):
+        encode(manifest, "3+x=")
+
+
+def test_what_the_playground_page_states(exported, model):
+    """Every number of book/playground.md, computed."""
+    from tinyk import count_parameters
+    from tinyk.playground import generate as page_generate
+    from tinyk.training import COURSE_RUN
+
+    out, session = exported
+    manifest = json.loads((out / "tiny.json").read_text(encoding="utf-8"))
+    page = " ".join((ROOT / "book" / "playground.md").read_text(encoding="utf-8").split())
+    c = model.config
+    sizes = (c.n_layers, c.dim, c.n_heads, c.n_kv_heads, c.head_dim, count_parameters(model))
+    assert sizes == (2, 32, 4, 2, 8, 19008)
+    assert ("2 layers, a width of 32, 4 query heads sharing 2 key/value heads of 8 dimensions, and "
+            "19,008 parameters") in page and "Its 13 tokens" in page and c.vocab_size == 13
+    example = example_run(out / "tiny.onnx", manifest)
+    tokens = [manifest["tokenizer"]["vocab"][i] for i in example["ids"]]
+    last = np.array(example["attention"][0])[:, -1]  # layer 0, every head, the last query (=)
+    assert tokens[-1] == "=" and (last.argmax(-1) == tokens.index("7")).all()
+    assert last.max(-1).min() > 0.95 and "above 0.95 of the weight in each of the 4 heads" in page
+
+    def correct(prefix: str) -> int:
+        vocab = manifest["tokenizer"]["vocab"]
+        def answer(a: int, b: int) -> str:
+            ids = page_generate(session, manifest, encode(manifest, f"{prefix}{a}+{b}="), 4)
+            return "".join(vocab[i] for i in ids)
+
+        return sum(answer(a, b) == f"{b}+{a}\n" for a in range(10) for b in range(10))
+
+    assert (correct(""), correct("1+2=2+1\n")) == (44, 100)
+    assert ("completes 44 of the 100 prompts `a+b=` correctly this way, and all 100 after an example "
+            "line") in page
+    assert EXAMPLE_PROMPT == "1+2=2+1\n3+7=" and "an example line, then `3+7=`" in page
+    assert (COURSE_RUN["block_size"], c.max_seq_len) == (32, 64)
+    assert "trained on windows of 32 tokens" in page and "`max_seq_len`, 64 tokens" in page
+
+
+def test_the_playgrounds_example_is_written_again_only_for_a_new_model(exported, tmp_path, monkeypatch):
+    from tinyk import playground
+
+    out, _ = exported
+    copy = tmp_path / "models"
+    shutil.copytree(out, copy)
+    calls = []
+    real = playground.example_run
+    monkeypatch.setattr(playground, "example_run", lambda *a, **k: calls.append(a) or real(*a, **k))
+    path = write_example(copy)
+    write_example(copy)
+    assert len(calls) == 1 and json.loads(path.read_text(encoding="utf-8"))["prompt"] == EXAMPLE_PROMPT
+    manifest = json.loads((copy / "tiny.json").read_text(encoding="utf-8"))
+    (copy / "tiny.json").write_text(json.dumps({**manifest, "stamp": "a newer model"}), encoding="utf-8")
+    write_example(copy)
+    assert len(calls) == 2 and json.loads(path.read_text(encoding="utf-8"))["stamp"] == "a newer model"

@@ -19,7 +19,7 @@ CHINESE = ("{term}`RMSNorm <RMSNorm, root mean square normalisation (均方根�
 
 def test_every_message_is_translated_and_keeps_what_is_not_prose():
     assert translations.problems() == []
-    assert len(translations.catalogues()) == 16 + len(course.notebook_paths())  # pages, then code
+    assert len(translations.catalogues()) == 17 + len(course.notebook_paths())  # pages, then code
 
 
 def test_a_faithful_translation_passes():

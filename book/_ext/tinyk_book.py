@@ -50,6 +50,9 @@
   kernel). The question, choices and explanations are paragraphs of the page, so the gettext
   builder extracts them and the Chinese edition translates them; the button's and the verdicts'
   words are elements' whole texts, translated from the interface's catalogue.
+- ``playground`` directive (``tinyk_playground``, set up from here): the 05.7 model, run in the
+  page by ONNX Runtime Web (``book/_static/tinyk-playground.js``); its words are written in the
+  page's language by the directive, so the interface pass below leaves them alone.
 - ``build-finished``: every notebook's copy is overwritten with its student version: the
   committed ``student/NAME.ipynb`` that Colab opens (``student/zh/NAME.ipynb`` in the Chinese
   edition), or (for a notebook without one) nbgrader's release of it
@@ -87,7 +90,7 @@ _SHORT_ERRORS = {"cell_type": "code", "execution_count": None, "outputs": [],
 
 # Modules no notebook runs: the ONNX export changes no output (nor do the packages below
 # tinyk, the Chinese edition's catalogue tools and grading, which the hash does not read).
-_NOT_RUN = {"onnx_export.py"}
+_NOT_RUN = {"onnx_export.py", "playground.py"}
 
 
 def package_hash() -> str:
@@ -426,6 +429,8 @@ _INTERFACE_ATTRIBUTES = ("title", "aria-label", "placeholder", "alt", "data-bs-t
 def _interface_zh(app) -> list[tuple[re.Pattern[str], str]]:
     import html
 
+    from tinyk_playground import WORDS as PLAYGROUND_WORDS  # written in Chinese by its directive
+
     from tinyk.catalogues import interface_catalogue, read_catalogue
     from tinyk.quiz import VERDICTS
     from tinyk.student_markdown import STUDENT_WORDS
@@ -433,7 +438,8 @@ def _interface_zh(app) -> list[tuple[re.Pattern[str], str]]:
     site_words = set(VERDICTS.values())  # a quiz's verdicts: the student notebooks' and the site's
     words = {str(m.id): str(m.string) for m in read_catalogue(interface_catalogue(Path(app.srcdir)))
              if m.id and m.string and (m.id not in STUDENT_WORDS or m.id in site_words)  # those are
-             and m.id not in _LANGUAGE_LINK}  # the student notebooks', and the language link's
+             and m.id not in _LANGUAGE_LINK  # the student notebooks', and the language link's
+             and m.id not in PLAYGROUND_WORDS}
     fixes = []
     for english, chinese in words.items():
         old, new = html.escape(english, quote=True), html.escape(chinese, quote=True)
@@ -534,9 +540,11 @@ def _add_course_model(app):
     if app.builder.format != "html" or not app.config.tinyk_course_model:
         return  # the gettext builder of the Chinese edition's catalogues needs no model
     from tinyk.onnx_export import export_course_model
+    from tinyk.playground import write_example
 
     static = Path(app.doctreedir).parent / "web-static"  # _build/web-static, shared by both editions
     export_course_model(static / "models", reuse=True)
+    write_example(static / "models")  # what the playground shows without WebAssembly
     app.config.html_static_path.append(str(static))
 
 
@@ -552,6 +560,7 @@ def setup(app):
     app.add_css_file("tinyk.css")
     app.add_js_file("tinyk-quiz.js", loading_method="defer")
     app.add_directive("quiz", QuizDirective)
+    app.setup_extension("tinyk_playground")
     app.add_node(quiz, html=(_visit_quiz, _depart_quiz))
     app.add_node(quiz_question, html=(_visit_quiz_question, _depart_quiz_question))
     app.add_node(quiz_choice, html=(_visit_quiz_choice, _depart_quiz_choice))

@@ -1,0 +1,208 @@
+"""The ``playground`` directive: the 05.7 model, live in the reader's browser (both editions).
+
+``:::{playground}`` (optionally ``:show: tokens next generate attention cache rope``, any of
+them, in that order) writes the playground's controls and panels into the page, with no
+kernel: ``book/_static/tinyk-playground.js`` loads ONNX Runtime Web from the site's own
+``_static/ort/`` and the model's graph from ``_static/models/`` (:mod:`tinyk.onnx_export`),
+runs it on what the reader types, and draws each panel. Without WebAssembly, the panels show
+the example run computed when the book was built (``tiny-example.json``,
+:mod:`tinyk.playground`).
+
+The words of the controls and of the script's messages are :data:`WORDS`, English. The
+Chinese edition writes them from ``locale/zh_CN/interface.po`` as the page is built (a word
+without a translation is a warning, so ``-W`` fails), and the script reads its messages from
+hidden elements of the page, so it holds no language of its own. They are written here, not
+replaced in the finished HTML as the theme's words are: ``greedy`` or ``Layer`` may also be a
+name in a page's code.
+
+``builder-inited``: ONNX Runtime Web's loader and WebAssembly files (the npm package
+``onnxruntime-web``, which ``make`` installs into ``.tools``) are copied into
+``_build/web-static/ort/``, which both editions serve as ``_static/ort/``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import shutil
+from pathlib import Path
+from typing import ClassVar
+
+from docutils import nodes
+from sphinx.errors import ExtensionError
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+_LOG = logging.getLogger(__name__)
+PARTS = ("tokens", "next", "generate", "attention", "cache", "rope")
+# What the site serves of onnxruntime-web: the loader for WebAssembly only, and the module and
+# binary it loads (SIMD, with threads where the page is cross-origin isolated).
+ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
+ORT_PACKAGE = Path(__file__).resolve().parents[2] / ".tools" / "node_modules" / "onnxruntime-web"
+
+# The script's messages: {name} is filled in by the script (the same names in each language).
+MESSAGES = {
+    "loading": "Loading the model\u2026",
+    "ready": "Ready: the model runs in this page. Edit the prompt and press Run.",
+    "running": "Running\u2026",
+    "static": "WebAssembly is not available in this browser: the panels show the run of the first "
+              "prompt computed when the book was built.",
+    "failed": "The model could not be loaded ({error}): the panels show the run of the first prompt "
+              "computed when the book was built.",
+    "unknown": "{char} (character {position}) is not one of the model's tokens: it knows the digits, "
+               "+, = and the line break.",
+    "empty": "Type at least one token.",
+    "too-long": "The model reads at most {max} tokens; this text has {count}.",
+    "full": "The text has reached the model's {max} tokens.",
+    "heatmap": "Attention weights of layer {layer}, query head {head}: a row per query position, a "
+               "column per key position.",
+    "strongest": "The last token, {token}, attends most to {key} at position {position} ({weight}).",
+    "gqa": "Query head {head} reads K/V head {kv}, shared by query heads {group}.",
+    "masked": "Grey: masked, a later token (the causal mask).",
+    "cache-gqa": "GQA, {kv} K/V heads: {bytes} bytes",
+    "cache-mha": "One K/V head per query head, {heads}: {bytes} bytes",
+    "cache-rule": "{tokens} tokens \u00d7 2 (K and V) \u00d7 {layers} layers \u00d7 {kv} heads "
+                  "\u00d7 {dh} numbers \u00d7 4 bytes",
+    "rope": "Pair {pair} turns by \u03c9 = {omega} radians per position: the token at position t by "
+            "t\u00b7\u03c9, shown in (\u2212\u03c0, \u03c0].",
+    "generated": "generated",
+    "separator": ", ",  # between the query heads of a group
+}
+# The controls' and panels' words.
+LABELS = {
+    "prompt": "Prompt", "run": "Run", "tokens": "Tokens", "next": "The next token: its 10 most likely",
+    "token": "Token", "probability": "Probability", "generate": "Generation",
+    "decoding": "Decoding", "greedy": "greedy: the most likely token",
+    "sampled": "sampled at the temperature",
+    "temperature": "Temperature", "count": "New tokens", "step": "One token", "go": "Generate",
+    "reset": "Back to the prompt", "attention": "Attention weights", "layer": "Layer",
+    "head": "Query head", "cache": "The KV cache", "rope": "RoPE angles", "pair": "Pair index i",
+    "position": "Position", "angle": "Angle (radians)",
+}
+WORDS = (*MESSAGES.values(), *LABELS.values())
+
+
+class PlaygroundDirective(SphinxDirective):
+    """``:::{playground}`` with an optional ``:show:`` (see the module)."""
+
+    has_content = False
+    option_spec: ClassVar[dict] = {"show": str}
+
+    def run(self) -> list[nodes.Node]:
+        shown = (self.options.get("show") or " ".join(PARTS)).split()
+        unknown = [p for p in shown if p not in PARTS]
+        if unknown or not shown:
+            raise self.error(f"{self.env.docname}: playground :show: {' '.join(shown)!r}: each part must "
+                             f"be one of {', '.join(PARTS)}")
+        words = self._words()
+        serial = self.env.new_serialno("tinyk-playground") + 1
+        page = playground_html(f"tinyk-pg-{serial}", shown, words, self._data())
+        return [nodes.raw("", page, format="html")]
+
+    def _data(self) -> str:
+        """The manifest and the example run as JSON for the page (``""`` for a builder that
+        writes no HTML, such as the Chinese edition's gettext builder)."""
+        if self.env.app.builder.format != "html":
+            return ""
+        models = Path(self.env.app.doctreedir).parent / "web-static" / "models"
+        data = {}
+        for key, name in (("manifest", "tiny.json"), ("example", "tiny-example.json")):
+            path = models / name
+            if not path.is_file():
+                raise self.error(f"{self.env.docname}: the playground needs {path}, which the build "
+                                 f"writes when tinyk_course_model is on")
+            self.env.note_dependency(str(path))
+            data[key] = json.loads(path.read_text(encoding="utf-8"))
+        return json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
+
+    def _words(self) -> dict[str, str]:
+        if not str(self.config.language or "en").startswith("zh"):
+            return {w: w for w in WORDS}
+        from tinyk.catalogues import interface_catalogue, translated
+
+        catalogue = interface_catalogue(Path(self.env.srcdir))
+        self.env.note_dependency(str(catalogue))
+        zh = translated(catalogue)
+        for word in WORDS:
+            if word not in zh:
+                _LOG.warning(f"{catalogue.name} has no translation of the playground's {word!r}",
+                             location=self.get_location())
+        return {w: zh.get(w, w) for w in WORDS}
+
+
+def playground_html(pid: str, shown: list[str], words: dict[str, str], data: str) -> str:
+    """The playground's HTML: controls and empty panels, filled in by the script, and ``data``
+    (JSON: the model's manifest and the example run)."""
+    def w(key: str) -> str:
+        return html.escape(words[LABELS[key]])
+
+    select = ('<label for="{pid}-{name}">{label}</label> '
+              '<select id="{pid}-{name}" class="tinyk-pg-{name}"></select>')
+    panels = {
+        "tokens": f'<ol class="tinyk-pg-tokenlist" aria-label="{w("tokens")}"></ol>',
+        "next": (f'<table class="tinyk-pg-next"><thead><tr><th scope="col">{w("token")}</th>'
+                 f'<th scope="col">{w("probability")}</th></tr></thead><tbody></tbody></table>'),
+        "generate": (
+            f'<div class="tinyk-pg-controls"><label for="{pid}-decoding">{w("decoding")}</label> '
+            f'<select id="{pid}-decoding" class="tinyk-pg-decoding">'
+            f'<option value="greedy">{w("greedy")}</option>'
+            f'<option value="sampled">{w("sampled")}</option></select> '
+            f'<label for="{pid}-temperature">{w("temperature")}</label> <input type="range" '
+            f'id="{pid}-temperature" class="tinyk-pg-temperature" min="0.1" max="2" step="0.1" value="1"> '
+            f'<output for="{pid}-temperature" class="tinyk-pg-temperature-value">1.0</output> '
+            f'<label for="{pid}-count">{w("count")}</label> <input type="number" id="{pid}-count" '
+            f'class="tinyk-pg-count" min="1" max="64" value="4"></div>'
+            '<div class="tinyk-pg-controls">'
+            f'<button type="button" class="btn btn-sm tinyk-pg-step">{w("step")}'
+            f'</button> <button type="button" class="btn btn-sm tinyk-pg-go">{w("go")}</button> '
+            f'<button type="button" class="btn btn-sm tinyk-pg-reset">{w("reset")}</button></div>'
+            '<p class="tinyk-pg-text"></p>'),
+        "attention": (
+            '<div class="tinyk-pg-controls">' + select.format(pid=pid, name="layer", label=w("layer"))
+            + " " + select.format(pid=pid, name="head", label=w("head")) + "</div>"
+            '<p class="tinyk-pg-gqa"></p><div class="tinyk-pg-heatmap"></div>'
+            '<p class="tinyk-pg-strongest"></p><p class="tinyk-pg-masked"></p>'),
+        "cache": '<div class="tinyk-pg-cachebars"></div><p class="tinyk-pg-cacherule"></p>',
+        "rope": (
+            '<div class="tinyk-pg-controls">' + select.format(pid=pid, name="pair", label=w("pair"))
+            + "</div>"
+            '<p class="tinyk-pg-omega"></p><div class="tinyk-pg-circle"></div>'
+            f'<table class="tinyk-pg-angles"><thead><tr><th scope="col">{w("position")}</th>'
+            f'<th scope="col">{w("token")}</th><th scope="col">{w("angle")}</th></tr></thead>'
+            "<tbody></tbody></table>"),
+    }
+    figures = "".join(f'<figure class="tinyk-pg-panel" data-part="{part}"><figcaption>{w(part)}'
+                      f"</figcaption>{panels[part]}</figure>" for part in shown)
+    hidden = "".join(f'<span class="tinyk-pg-word" data-word="{key}" hidden>{html.escape(words[text])}</span>'
+                     for key, text in MESSAGES.items())
+    return (f'<div class="tinyk-playground" id="{pid}" data-model="tiny" data-parts="{" ".join(shown)}">'
+            f'<form class="tinyk-pg-form"><label for="{pid}-prompt">{w("prompt")}</label>'
+            f'<textarea id="{pid}-prompt" class="tinyk-pg-prompt" rows="2" spellcheck="false" '
+            f'autocomplete="off"></textarea><button type="submit" class="btn btn-sm tinyk-pg-run">{w("run")}'
+            f'</button></form><p class="tinyk-pg-status" role="status" aria-live="polite">'
+            f'{html.escape(words[MESSAGES["loading"]])}</p>{figures}{hidden}'
+            f'<script type="application/json" class="tinyk-pg-data">{data}</script></div>\n')
+
+
+def copy_runtime(app) -> None:
+    """ONNX Runtime Web's files into ``_build/web-static/ort/`` (served as ``_static/ort/``)."""
+    if app.builder.format != "html" or not app.config.tinyk_course_model:
+        return
+    package = ORT_PACKAGE
+    missing = [name for name in ORT_FILES if not (package / "dist" / name).is_file()]
+    if missing:
+        raise ExtensionError(f"onnxruntime-web is not installed in {package.parent} (missing {missing}): "
+                             f"`make book` installs it (npm)")
+    out = Path(app.doctreedir).parent / "web-static" / "ort"
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ORT_FILES:
+        source, target = package / "dist" / name, out / name
+        if not target.exists() or target.stat().st_size != source.stat().st_size:
+            shutil.copyfile(source, target)
+
+
+def setup(app):
+    app.add_directive("playground", PlaygroundDirective)
+    app.add_js_file("tinyk-playground.js", loading_method="defer")
+    app.connect("builder-inited", copy_runtime)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

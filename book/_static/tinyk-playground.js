@@ -1,0 +1,458 @@
+// The playground (the book's playground directive, book/_ext/tinyk_playground.py): the 05.7 model
+// runs in this page with ONNX Runtime Web, served from the site's own _static/ort/ (no request
+// leaves the site). The page holds the model's manifest and the run of its first prompt computed
+// when the book was built (tinyk.playground): without WebAssembly the panels show that run. The
+// words are the page's (hidden elements), so the Chinese edition's are Chinese.
+"use strict";
+(() => {
+  const playgrounds = document.querySelectorAll(".tinyk-playground");
+  if (playgrounds.length === 0) {
+    return;
+  }
+  const STATIC = new URL("./", document.currentScript.src);
+  const SVG = "http://www.w3.org/2000/svg";
+  let runtime = null; // one ONNX Runtime session per page, shared by its playgrounds
+
+  function loadScript(url) {
+    return new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = url;
+      script.onload = resolve;
+      script.onerror = () => reject(new Error(`${url} did not load`));
+      document.head.append(script);
+    });
+  }
+
+  function loadSession(manifest) {
+    if (runtime === null) {
+      runtime = (async () => {
+        if (typeof WebAssembly !== "object") {
+          return null;
+        }
+        await loadScript(new URL("ort/ort.wasm.min.js", STATIC).href);
+        const ort = window.ort;
+        ort.env.wasm.wasmPaths = new URL("ort/", STATIC).href;
+        // Threads need a cross-origin isolated page; a static site is usually not one.
+        ort.env.wasm.numThreads = self.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
+        ort.env.logLevel = "error";
+        return ort.InferenceSession.create(new URL(`models/${manifest.onnx}`, STATIC).href,
+          { executionProviders: ["wasm"] });
+      })();
+    }
+    return runtime;
+  }
+
+  const fill = (text, values) => text.replace(/\{(\w+)\}/g, (all, name) => (name in values ? values[name] : all));
+  const shown = (token) => (token === "\n" ? "\u21b5" : token);
+
+  function element(tag, attributes = {}, text = null, namespace = null) {
+    const node = namespace ? document.createElementNS(namespace, tag) : document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes)) {
+      node.setAttribute(name, value);
+    }
+    if (text !== null) {
+      node.textContent = text;
+    }
+    return node;
+  }
+
+  function softmax(logits, temperature) {
+    const scaled = Array.from(logits, (x) => x / temperature);
+    const top = Math.max(...scaled);
+    const exps = scaled.map((x) => Math.exp(x - top));
+    const total = exps.reduce((a, b) => a + b, 0);
+    return exps.map((x) => x / total);
+  }
+
+  // One graph call: ids (batch 1) after the cached tokens of `past` (a previous call's outputs).
+  async function runGraph(session, config, ids, past) {
+    const ort = window.ort;
+    const cached = past ? past.present_key_0.dims[1] : 0;
+    const feeds = {
+      input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, ids.length]),
+      attention_mask: new ort.Tensor("int64", new BigInt64Array(cached + ids.length).fill(1n),
+        [1, cached + ids.length]),
+    };
+    for (let i = 0; i < config.n_layers; i++) {
+      for (const kind of ["key", "value"]) {
+        feeds[`past_${kind}_${i}`] = past ? past[`present_${kind}_${i}`]
+          : new ort.Tensor("float32", new Float32Array(0), [1, 0, config.n_kv_heads, config.head_dim]);
+      }
+    }
+    return session.run(feeds);
+  }
+
+  // A call's outputs as the page shows them, the shape of the build's example run.
+  function view(ids, out) {
+    const rows = (data, n, width) => Array.from({ length: n }, (_, i) => Array.from(data.subarray(i * width, (i + 1) * width)));
+    const [layers, , heads, queries, keys] = out.attention.dims;
+    const attention = rows(out.attention.data, layers * heads * queries, keys);
+    const pairs = out.rope_angles.dims[2];
+    const vocab = out.logits.dims[2];
+    return {
+      ids,
+      logits: rows(out.logits.data, ids.length, vocab),
+      attention: Array.from({ length: layers }, (_, l) => Array.from({ length: heads },
+        (_, h) => attention.slice((l * heads + h) * queries, (l * heads + h + 1) * queries))),
+      rope_angles: rows(out.rope_angles.data, ids.length, pairs),
+      rope_positions: Array.from(out.rope_positions.data, Number),
+      cache_length: out.present_key_0.dims[1],
+    };
+  }
+
+  class Playground {
+    constructor(root) {
+      this.root = root;
+      this.data = JSON.parse(root.querySelector(".tinyk-pg-data").textContent);
+      this.manifest = this.data.manifest;
+      this.config = this.manifest.config;
+      this.vocab = this.manifest.tokenizer.vocab;
+      this.words = {};
+      for (const word of root.querySelectorAll(".tinyk-pg-word")) {
+        this.words[word.dataset.word] = word.textContent;
+      }
+      this.q = (selector) => root.querySelector(selector);
+      this.prompt = this.q(".tinyk-pg-prompt");
+      this.prompt.value = this.data.example.prompt;
+      this.promptIds = [];
+      this.generated = [];
+      this.shown = null; // the view of the whole text
+      this.next = null; // the next token's logits, from the KV-cached call
+      this.past = null;
+      this.session = null;
+      this.fillSelects();
+      this.listen();
+      root.tinykPlayground = this;
+      this.ready = this.start();
+    }
+
+    say(key, values = {}) {
+      this.q(".tinyk-pg-status").textContent = fill(this.words[key], values);
+    }
+
+    fillSelects() {
+      const options = (selector, values, label = (v) => String(v)) => {
+        const select = this.q(selector);
+        if (select) {
+          select.replaceChildren(...values.map((v) => element("option", { value: String(v) }, label(v))));
+        }
+      };
+      options(".tinyk-pg-layer", this.manifest.attention_layers);
+      options(".tinyk-pg-head", [...Array(this.config.n_heads).keys()]);
+      options(".tinyk-pg-pair", [...Array(this.config.head_dim / 2).keys()]);
+    }
+
+    listen() {
+      this.q(".tinyk-pg-form").addEventListener("submit", (event) => {
+        event.preventDefault();
+        this.busy(() => this.run());
+      });
+      this.prompt.addEventListener("keydown", (event) => { // Ctrl+Enter runs; Enter is a line break
+        if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+          event.preventDefault();
+          this.busy(() => this.run());
+        }
+      });
+      const on = (selector, type, action) => {
+        const control = this.q(selector);
+        if (control) {
+          control.addEventListener(type, action);
+        }
+      };
+      on(".tinyk-pg-step", "click", () => this.busy(() => this.generate(1)));
+      on(".tinyk-pg-go", "click", () => this.busy(() => this.generate(this.count())));
+      on(".tinyk-pg-reset", "click", () => this.busy(() => this.run()));
+      on(".tinyk-pg-temperature", "input", () => this.draw());
+      on(".tinyk-pg-decoding", "change", () => this.draw());
+      for (const selector of [".tinyk-pg-layer", ".tinyk-pg-head", ".tinyk-pg-pair"]) {
+        on(selector, "change", () => this.draw());
+      }
+    }
+
+    count() {
+      const value = Number(this.q(".tinyk-pg-count").value);
+      return Number.isInteger(value) && value >= 1 ? Math.min(value, this.config.max_seq_len) : 1;
+    }
+
+    async start() {
+      this.root.dataset.state = "loading";
+      try {
+        this.session = await loadSession(this.manifest);
+      } catch (error) {
+        this.showExample("failed", { error: error.message || String(error) });
+        return;
+      }
+      if (this.session === null) {
+        this.showExample("static");
+        return;
+      }
+      await this.run();
+      if (this.root.dataset.state === "ready") {
+        this.say("ready");
+      }
+    }
+
+    showExample(key, values = {}) {
+      const example = this.data.example;
+      this.promptIds = example.ids;
+      this.generated = example.generated;
+      this.shown = example;
+      this.next = example.logits[example.logits.length - 1];
+      for (const control of this.root.querySelectorAll("textarea, input[type=number], button, .tinyk-pg-decoding")) {
+        control.disabled = true;
+      }
+      this.root.dataset.state = "static";
+      this.say(key, values);
+      this.draw();
+    }
+
+    async busy(action) {
+      if (this.session === null || this.root.dataset.state === "busy") {
+        return;
+      }
+      this.root.dataset.state = "busy";
+      this.root.setAttribute("aria-busy", "true");
+      try {
+        await action();
+      } finally {
+        this.root.removeAttribute("aria-busy");
+        if (this.root.dataset.state === "busy") {
+          this.root.dataset.state = "ready";
+        }
+      }
+    }
+
+    encode(text) {
+      const ids = [];
+      for (const [position, char] of [...text].entries()) {
+        const id = this.vocab.indexOf(char);
+        if (id < 0) {
+          return { error: ["unknown", { char: JSON.stringify(char), position: position + 1 }] };
+        }
+        ids.push(id);
+      }
+      if (ids.length === 0) {
+        return { error: ["empty", {}] };
+      }
+      if (ids.length > this.config.max_seq_len) {
+        return { error: ["too-long", { max: this.config.max_seq_len, count: ids.length }] };
+      }
+      return { ids };
+    }
+
+    async run() {
+      const { ids, error } = this.encode(this.prompt.value);
+      if (error) {
+        this.root.dataset.state = "invalid";
+        this.say(...error);
+        return;
+      }
+      this.say("running");
+      this.promptIds = ids;
+      this.generated = [];
+      this.past = await runGraph(this.session, this.config, ids, null);
+      this.shown = view(ids, this.past);
+      this.next = this.shown.logits[ids.length - 1];
+      this.root.dataset.state = "ready";
+      this.say("ready");
+      this.draw();
+    }
+
+    choose() {
+      if (this.q(".tinyk-pg-decoding")?.value !== "sampled") {
+        return this.next.indexOf(Math.max(...this.next)); // the lowest id on a tie, as torch.argmax
+      }
+      const p = softmax(this.next, this.temperature());
+      let r = Math.random();
+      for (const [id, share] of p.entries()) {
+        r -= share;
+        if (r < 0) {
+          return id;
+        }
+      }
+      return p.length - 1;
+    }
+
+    async generate(n) {
+      for (let i = 0; i < n; i++) {
+        const all = [...this.promptIds, ...this.generated];
+        if (all.length >= this.config.max_seq_len) {
+          this.say("full", { max: this.config.max_seq_len });
+          return;
+        }
+        const token = this.choose();
+        this.generated.push(token);
+        // The KV cache: only the new token goes through the model; the keys and values of the
+        // earlier ones come from the previous call.
+        this.past = await runGraph(this.session, this.config, [token], this.past);
+        this.next = Array.from(this.past.logits.data.subarray(0, this.config.vocab_size));
+        // The panels show the whole text's attention and angles: one call without the cache.
+        const ids = [...all, token];
+        this.shown = view(ids, await runGraph(this.session, this.config, ids, null));
+        this.shown.cache_length = this.past.present_key_0.dims[1];
+        this.draw();
+        await new Promise((resolve) => setTimeout(resolve, 0)); // let the page draw each token
+      }
+    }
+
+    temperature() {
+      const control = this.q(".tinyk-pg-temperature");
+      return control ? Number(control.value) : 1;
+    }
+
+    draw() {
+      const output = this.q(".tinyk-pg-temperature-value");
+      if (output) {
+        output.textContent = this.temperature().toFixed(1);
+      }
+      const parts = { tokens: this.drawTokens, next: this.drawNext, generate: this.drawText,
+        attention: this.drawAttention, cache: this.drawCache, rope: this.drawRope };
+      for (const part of this.root.dataset.parts.split(" ")) {
+        parts[part].call(this);
+      }
+    }
+
+    drawTokens() {
+      const ids = this.shown.ids;
+      this.q(".tinyk-pg-tokenlist").replaceChildren(...ids.map((id, i) => {
+        const item = element("li", { class: i >= this.promptIds.length ? "tinyk-pg-generated" : "" });
+        item.append(element("span", { class: "tinyk-pg-chip" }, shown(this.vocab[id])),
+          element("span", { class: "tinyk-pg-id" }, String(id)));
+        return item;
+      }));
+    }
+
+    drawNext() {
+      const p = softmax(this.next, this.temperature());
+      const order = [...p.keys()].sort((a, b) => p[b] - p[a] || a - b).slice(0, 10);
+      this.q(".tinyk-pg-next tbody").replaceChildren(...order.map((id) => {
+        const row = element("tr");
+        const share = element("td");
+        share.append(element("span", { class: "tinyk-pg-bar", style: `width: ${(100 * p[id]).toFixed(1)}%`,
+          "aria-hidden": "true" }), element("span", {}, p[id].toFixed(3)));
+        row.append(element("td", { class: "tinyk-pg-chip-cell" }, shown(this.vocab[id])), share);
+        return row;
+      }));
+    }
+
+    drawText() {
+      const text = this.q(".tinyk-pg-text");
+      const words = (ids) => ids.map((id) => shown(this.vocab[id])).join("");
+      text.replaceChildren(element("span", {}, words(this.promptIds)));
+      if (this.generated.length > 0) {
+        text.append(element("mark", { title: this.words.generated }, words(this.generated)));
+      }
+    }
+
+    drawAttention() {
+      const layerIndex = this.q(".tinyk-pg-layer").selectedIndex;
+      const head = Number(this.q(".tinyk-pg-head").value);
+      const layer = this.manifest.attention_layers[layerIndex];
+      const weights = this.shown.attention[layerIndex][head]; // T×T of the whole text
+      const tokens = this.shown.ids.map((id) => shown(this.vocab[id]));
+      const n = tokens.length;
+      const cell = Math.max(8, Math.min(26, Math.floor(360 / n)));
+      const margin = cell >= 12 ? 18 : 4;
+      const size = margin + n * cell;
+      const svg = element("svg", { width: size, height: size, viewBox: `0 0 ${size} ${size}`, role: "img",
+        "aria-label": fill(this.words.heatmap, { layer, head }) }, null, SVG);
+      for (let i = 0; i < n; i++) {
+        if (margin > 4) {
+          svg.append(element("text", { x: margin - 4, y: margin + i * cell + cell * 0.7, "text-anchor": "end",
+            class: "tinyk-pg-axis" }, tokens[i], SVG));
+          svg.append(element("text", { x: margin + i * cell + cell / 2, y: margin - 5, "text-anchor": "middle",
+            class: "tinyk-pg-axis" }, tokens[i], SVG));
+        }
+        for (let j = 0; j < n; j++) {
+          const masked = j > i;
+          const w = weights[i][j];
+          const rect = element("rect", { x: margin + j * cell, y: margin + i * cell, width: cell - 1, height: cell - 1,
+            fill: masked ? "#d4d4d4" : `hsl(215, 75%, ${(97 - 62 * w).toFixed(1)}%)`, "data-weight": w }, null, SVG);
+          rect.append(element("title", {}, masked ? `${i} \u2192 ${j}: \u2014` : `${i} \u2192 ${j}: ${w.toFixed(3)}`, SVG));
+          svg.append(rect);
+        }
+      }
+      this.q(".tinyk-pg-heatmap").replaceChildren(svg);
+      const last = weights[n - 1];
+      const key = last.indexOf(Math.max(...last));
+      this.q(".tinyk-pg-strongest").textContent = fill(this.words.strongest, { token: tokens[n - 1],
+        key: tokens[key], position: key, weight: last[key].toFixed(3) });
+      this.q(".tinyk-pg-masked").textContent = this.words.masked;
+      this.drawGroups(head);
+    }
+
+    drawGroups(head) {
+      const { n_heads: heads, n_kv_heads: kvHeads } = this.config;
+      const rep = heads / kvHeads;
+      const kv = Math.floor(head / rep);
+      const group = [...Array(rep).keys()].map((i) => kv * rep + i);
+      const box = 34;
+      const width = heads * (box + 8);
+      const svg = element("svg", { width, height: 78, viewBox: `0 0 ${width} 78`, "aria-hidden": "true",
+        class: "tinyk-pg-groups" }, null, SVG);
+      for (let h = 0; h < heads; h++) {
+        const x = h * (box + 8);
+        const k = Math.floor(h / rep);
+        const kx = (k * rep + (rep - 1) / 2) * (box + 8);
+        svg.append(element("line", { x1: x + box / 2, y1: 22, x2: kx + box / 2, y2: 56,
+          class: k === kv ? "tinyk-pg-chosen" : "" }, null, SVG));
+        svg.append(element("rect", { x, y: 2, width: box, height: 20, rx: 3,
+          class: h === head ? "tinyk-pg-chosen" : "" }, null, SVG));
+        svg.append(element("text", { x: x + box / 2, y: 16, "text-anchor": "middle" }, `q${h}`, SVG));
+      }
+      for (let k = 0; k < kvHeads; k++) {
+        const x = (k * rep + (rep - 1) / 2) * (box + 8);
+        svg.append(element("rect", { x, y: 56, width: box, height: 20, rx: 3,
+          class: k === kv ? "tinyk-pg-chosen" : "" }, null, SVG));
+        svg.append(element("text", { x: x + box / 2, y: 70, "text-anchor": "middle" }, `kv${k}`, SVG));
+      }
+      const text = this.q(".tinyk-pg-gqa");
+      text.replaceChildren(element("span", {}, fill(this.words.gqa, { head, kv, group: group.join(this.words.separator) })), svg);
+    }
+
+    drawCache() {
+      const { n_layers: layers, n_heads: heads, n_kv_heads: kv, head_dim: dh } = this.config;
+      const tokens = this.shown.cache_length;
+      const bytes = (h) => tokens * 2 * layers * h * dh * 4;
+      const bar = (key, values, share) => {
+        const row = element("div", { class: "tinyk-pg-cacherow" });
+        row.append(element("span", { class: "tinyk-pg-bar", style: `width: ${(50 * share).toFixed(1)}%`,
+          "aria-hidden": "true" }), element("span", {}, fill(this.words[key], values)));
+        return row;
+      };
+      this.q(".tinyk-pg-cachebars").replaceChildren(
+        bar("cache-gqa", { kv, bytes: bytes(kv).toLocaleString("en") }, kv / heads),
+        bar("cache-mha", { heads, bytes: bytes(heads).toLocaleString("en") }, 1));
+      this.q(".tinyk-pg-cacherule").textContent = fill(this.words["cache-rule"], { tokens, layers, kv, dh });
+    }
+
+    drawRope() {
+      const pair = Number(this.q(".tinyk-pg-pair").value);
+      const { rope_theta: theta, head_dim: dh } = this.config;
+      const omega = theta ** (-2 * pair / dh);
+      this.q(".tinyk-pg-omega").textContent = fill(this.words.rope, { pair, omega: omega.toPrecision(4) });
+      const angles = this.shown.rope_angles.map((row) => row[pair]);
+      const positions = this.shown.rope_positions;
+      const tokens = this.shown.ids.map((id) => shown(this.vocab[id]));
+      const svg = element("svg", { width: 180, height: 180, viewBox: "-90 -90 180 180", "aria-hidden": "true" }, null, SVG);
+      svg.append(element("circle", { cx: 0, cy: 0, r: 70, class: "tinyk-pg-unit" }, null, SVG));
+      for (const [t, angle] of angles.entries()) {
+        const x = 70 * Math.cos(angle);
+        const y = -70 * Math.sin(angle);
+        svg.append(element("line", { x1: 0, y1: 0, x2: x, y2: y, class: "tinyk-pg-arrow" }, null, SVG));
+        svg.append(element("text", { x: x * 1.15, y: y * 1.15 + 4, "text-anchor": "middle" }, String(positions[t]), SVG));
+      }
+      this.q(".tinyk-pg-circle").replaceChildren(svg);
+      this.q(".tinyk-pg-angles tbody").replaceChildren(...angles.map((angle, t) => {
+        const row = element("tr");
+        row.append(element("td", {}, String(positions[t])), element("td", {}, tokens[t]),
+          element("td", {}, angle.toFixed(4)));
+        return row;
+      }));
+    }
+  }
+
+  for (const root of playgrounds) {
+    new Playground(root);
+  }
+})();
