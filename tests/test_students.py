@@ -120,6 +120,20 @@ def test_markdown_for_notebooks_turns_roles_and_admonitions_into_plain_markdown(
         course.markdown_for_notebooks("{cite}`nobody2020`", "https://x.io/", citations)
 
 
+@pytest.mark.parametrize("language", course.LANGUAGES)
+def test_the_live_model_becomes_a_link_to_its_page_in_jupyter_and_colab(language):
+    """The site's playground runs only on the site: each student notebook that has one links to
+    the playground page of its own edition, once per playground."""
+    site = course.site_url(ROOT) + ("zh/" if language != "en" else "")
+    link = f"({site}book/playground.html)"
+    embeds = {p.stem: _markdown(p).count(":::{playground}") for p in SOURCES}
+    links = {p.stem: _markdown(course.student_path(p, language=language)).count(link) for p in SOURCES}
+    assert links == embeds and sum(embeds.values()) == 3, (links, embeds)
+    plain = course.markdown_for_notebooks("A.\n\n:::{playground}\n:show: rope\n:::\n\nB.", "https://x.io/c/", {})
+    assert plain == ("A.\n\n" + student_markdown.LIVE.format(url="https://x.io/c/book/playground.html")
+                     + "\n\nB.")
+
+
 def test_every_glossary_link_of_a_notebook_names_an_entry():
     from tinyk.catalogues import glossary_terms
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from tinyk.addresses import SETUP_WORDS
 from tinyk.quiz import QUIZ_DIRECTIVE, SHOW_ANSWERS, VERDICTS, quiz_markdown
 
-__all__ = ["ADMONITIONS", "CITE", "EXERCISE_HEADING", "STUCK", "STUDENT_WORDS", "TERM", "admonition_title",
+__all__ = ["ADMONITIONS", "CITE", "EXERCISE_HEADING", "LIVE", "PLAYGROUND", "STUCK", "STUDENT_WORDS", "TERM",
+           "admonition_title",
            "citation_labels", "heading_anchor", "markdown_for_notebooks", "term_id"]
 
 # An exercise's heading in a notebook's markdown; its id on the site: heading_anchor().
@@ -36,6 +37,11 @@ _DROPDOWN = re.compile(r"^:::\{dropdown\}[ \t]*([^\n]*)\n(.*?)^:::[ \t]*$", re.M
 
 # The line under an exercise's prompt that links to its solution ({url}: the solution's address).
 STUCK = "Stuck? [The solution on the course site]({url}) waits behind a toggle."
+# The book's live model (``:::{playground}``, book/_ext/tinyk_playground.py) runs in the site's
+# pages only: a notebook links to its page instead ({url}).
+PLAYGROUND = re.compile(r"^:::\{playground\}[^\n]*\n(.*?)^:::[ \t]*$", re.M | re.S)
+LIVE = ("Live on the course site: [the 05.7 model in your browser]({url}) computes this for any prompt "
+        "you type.")
 
 
 def admonition_title(kind: str) -> str:
@@ -47,7 +53,7 @@ def admonition_title(kind: str) -> str:
 # Every English text the student versions add, each a message of the interface's catalogue:
 # the solution link, the admonitions' titles, the setup cell's words and a quiz's (its verdicts
 # are the site's words too).
-STUDENT_WORDS = (STUCK, *(admonition_title(kind) for kind in ADMONITIONS), *SETUP_WORDS, SHOW_ANSWERS,
+STUDENT_WORDS = (STUCK, LIVE, *(admonition_title(kind) for kind in ADMONITIONS), *SETUP_WORDS, SHOW_ANSWERS,
                  *VERDICTS.values())
 
 
@@ -88,8 +94,9 @@ def markdown_for_notebooks(text: str, site: str, citations: dict[str, str],
     """A source's Markdown as Jupyter and Colab show it, which know no MyST: a glossary
     term becomes a link to its entry on the site, a citation a link to the references
     page, an admonition (```` ```{warning} ````) a quoted paragraph with its title, a
-    dropdown (a hint, ``:::{dropdown} Title``) a collapsed ``<details>`` block, and a quiz
-    (``:::{quiz}``, :mod:`tinyk.quiz`) numbered choices with their explanations in another.
+    dropdown (a hint, ``:::{dropdown} Title``) a collapsed ``<details>`` block, a quiz
+    (``:::{quiz}``, :mod:`tinyk.quiz`) numbered choices with their explanations in another, and
+    the live model (``:::{playground}``) a link to its page on the site (:data:`LIVE`).
 
     ``words(english)``: an admonition's title or a quiz's verdict in the notebook's language
     (by default, the English as it is)."""
@@ -117,5 +124,6 @@ def markdown_for_notebooks(text: str, site: str, citations: dict[str, str],
         return f"<details>\n<summary>{title}</summary>\n\n{body}\n\n</details>"
 
     text = QUIZ_DIRECTIVE.sub(lambda m: quiz_markdown(m.group(1), words), text)
+    text = PLAYGROUND.sub(lambda m: words(LIVE).format(url=f"{site}book/playground.html"), text)
     text = _DROPDOWN.sub(dropdown, text)
     return _ADMONITION.sub(admonition, CITE.sub(cite, TERM.sub(term, text)))
