@@ -122,6 +122,7 @@
       this.session = null;
       this.fillSelects();
       this.listen();
+      this.runGraph = (ids, past) => runGraph(this.session, this.config, ids, past); // one call of the graph
       root.tinykPlayground = this;
       this.ready = this.start();
     }

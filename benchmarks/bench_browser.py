@@ -1,0 +1,146 @@
+"""The live model in Chromium (the playground page) against tinyk in PyTorch, on this CPU.
+
+    python benchmarks/bench_browser.py [--tokens 48] [--rounds 3]
+
+Needs the built site (``make book``) and Chromium. Everything compared is measured in this
+one run, the contenders alternating so that a slow moment of a busy machine hits both:
+
+1. decode speed of the 05.7 model: greedy tokens per second with the KV cache, one token
+   per call, in the page (ONNX Runtime Web, WebAssembly, one thread: a static site is not
+   cross-origin isolated) and in PyTorch (``tinyk.generate``, one thread), the same prompt
+   and the same tokens (checked); the ratio browser / PyTorch (the issue's goal for SmolLM2:
+   at least 0.5);
+2. time to first token with the model cached by the browser: a reload of the page until its
+   first prompt has run, then Run on a 40-token prompt until its next-token table is shown;
+3. bytes the page downloads: the runtime (loader, module, WebAssembly) and the model.
+
+SmolLM2 is not on the site yet, so its lines are not printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+PAGE = "book/playground.html"
+PROMPT_40 = "1+2=2+1\n3+4=4+3\n5+6=6+5\n7+8=8+7\n9+0=0+9\n"  # 40 tokens
+
+# One greedy decode of n tokens in the page, with the cache, timed by the page's own clock.
+DECODE = """async ([text, n]) => {
+  const p = document.querySelector('.tinyk-playground').tinykPlayground;
+  const ids = [...text].map((c) => p.vocab.indexOf(c));
+  const t0 = performance.now();
+  let out = await p.runGraph(ids, null);
+  const tokens = [];
+  for (let i = 0; i < n; i++) {
+    const logits = out.logits.data;
+    const row = Array.from(logits.subarray(logits.length - p.config.vocab_size));
+    tokens.push(row.indexOf(Math.max(...row)));
+    if (i + 1 < n) {
+      out = await p.runGraph([tokens[i]], out);
+    }
+  }
+  return {tokens, seconds: (performance.now() - t0) / 1000};
+}"""
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def pytorch_decode(model, ids: list[int], n: int) -> tuple[list[int], float]:
+    import torch
+
+    from tinyk import generate
+
+    prompt = torch.tensor([ids])
+    start = time.perf_counter()
+    out = generate(model, prompt, max_new_tokens=n, temperature=0)
+    return out[0].tolist(), time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=48, help="tokens decoded per round (default 48)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each contender (default 3)")
+    args = parser.parse_args(argv)
+    if not (HTML / PAGE).exists():
+        print(f"no built site at {HTML / PAGE}: run `make book` first", file=sys.stderr)
+        return 2
+    import torch
+    from playwright.sync_api import sync_playwright
+
+    from tinyk.data import VOCAB
+    from tinyk.training import trained_course_model
+
+    torch.set_num_threads(1)
+    model = trained_course_model().eval()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(HTML)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/{PAGE}"
+    prompt = "1+2=2+1\n3+7="
+    ids = [VOCAB.index(c) for c in prompt]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        page = browser.new_page()
+        sizes: dict[str, int] = {}
+
+
+        def measure(response) -> None:
+            if response.ok:
+                sizes[response.url] = len(response.body())
+
+        page.on("response", measure)
+        page.goto(url, wait_until="networkidle")
+        page.wait_for_function("document.querySelector('.tinyk-playground').dataset.state === 'ready'",
+                               timeout=120_000)
+        page.remove_listener("response", measure)
+        runtime = sum(v for k, v in sizes.items() if "/_static/ort/" in k)
+        weights = sum(v for k, v in sizes.items() if k.endswith(".onnx"))
+        browser_times, torch_times = [], []
+        for _ in range(args.rounds):
+            got = page.evaluate(DECODE, [prompt, args.tokens])
+            tokens, seconds = pytorch_decode(model, ids, args.tokens)
+            if got["tokens"] != tokens:
+                print(f"the page's tokens differ from tinyk's: {got['tokens']} vs {tokens}", file=sys.stderr)
+                return 1
+            browser_times.append(got["seconds"])
+            torch_times.append(seconds)
+        ttft = []
+        for _ in range(args.rounds):
+            start = time.perf_counter()
+            page.reload(wait_until="load")
+            page.wait_for_function("document.querySelector('.tinyk-playground').dataset.state === 'ready'")
+            loaded = time.perf_counter() - start
+            page.fill(".tinyk-pg-prompt", PROMPT_40)
+            start = time.perf_counter()
+            page.click(".tinyk-pg-run")
+            page.wait_for_function(f"document.querySelector('.tinyk-playground').tinykPlayground.shown.ids.length"
+                                   f" === {len(PROMPT_40)}")
+            ttft.append((loaded, time.perf_counter() - start))
+        browser.close()
+    server.shutdown()
+    b, t = statistics.median(browser_times), statistics.median(torch_times)
+    print(f"1. decode, 05.7 model, {args.tokens} greedy tokens with the KV cache, one thread, "
+          f"median of {args.rounds}:")
+    print(f"   Chromium (ONNX Runtime Web): {args.tokens / b:8.0f} tokens/s")
+    print(f"   PyTorch (tinyk.generate):    {args.tokens / t:8.0f} tokens/s")
+    print(f"   ratio Chromium / PyTorch:    {t / b:8.2f}   (same tokens: checked)")
+    load, run = statistics.median(x[0] for x in ttft), statistics.median(x[1] for x in ttft)
+    print(f"2. time to first token, model cached by the browser: page reload to the first prompt's "
+          f"run {load:.2f} s; Run on a {len(PROMPT_40)}-token prompt {run:.3f} s")
+    print(f"3. bytes downloaded: runtime {runtime:,} (loader, module, WebAssembly), model {weights:,}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
