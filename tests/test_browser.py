@@ -324,6 +324,12 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
     page.wait_for_function(f"{state}.root.dataset.state === 'invalid'")
     status = page.locator(".tinyk-pg-status").inner_text()
     assert '"x"' in status and "3" in status, status
+    page.evaluate(f"() => {{ {state}.session.run = () => Promise.reject(new Error('out of memory')); }}")
+    page.locator(".tinyk-pg-prompt").fill("2+2=")
+    page.locator(".tinyk-pg-run").click()
+    page.wait_for_function(f"{state}.root.dataset.state === 'ready'")
+    status = page.locator(".tinyk-pg-status").inner_text()
+    assert "(out of memory)" in status or "\uff08out of memory\uff09" in status, status
     assert page.external_requests == [] and page.console_errors == []
     violations = Axe().run(page, context={"include": [[".tinyk-playground"]]}).response["violations"]
     assert [(v["id"], [n["html"][:200] for n in v["nodes"]]) for v in violations
@@ -354,3 +360,20 @@ def test_without_webassembly_the_playground_shows_the_build_run(browser, site_ur
         assert [u for u in requested if "/ort/" in u or u.endswith(".onnx")] == [] and errors == []
     finally:
         context.close()
+
+
+def test_a_chapters_playground_loads_the_runtime_only_when_the_reader_comes_to_it(page, site_url):
+    """05.6 embeds the live model near its end: the runtime is fetched once it nears the screen."""
+    requested = []
+    page.on("request", lambda r: requested.append(r.url))
+    page.goto(f"{site_url}/notebooks/05_6_head_protocol.html", wait_until="networkidle")
+    playground = page.locator(".tinyk-playground")
+    assert playground.count() == 1 and playground.get_attribute("data-parts") == "tokens next generate"
+    assert [u for u in requested if "/_static/ort/" in u or u.endswith(".onnx")] == []
+    playground.scroll_into_view_if_needed()
+    _playground_ready(page)
+    assert playground.get_attribute("data-state") == "ready"
+    assert sorted({u.rsplit("/", 1)[1] for u in requested if "/_static/ort/" in u}) == [
+        "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm", "ort.wasm.min.js"]
+    assert page.locator(".tinyk-pg-next tbody tr").count() == 10
+    assert page.external_requests == [] and page.console_errors == []

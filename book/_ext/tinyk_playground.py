@@ -52,6 +52,7 @@ MESSAGES = {
     "unknown": "{char} (character {position}) is not one of the model's tokens: it knows the digits, "
                "+, = and the line break.",
     "empty": "Type at least one token.",
+    "error": "The model could not run ({error}).",
     "too-long": "The model reads at most {max} tokens; this text has {count}.",
     "full": "The text has reached the model's {max} tokens.",
     "heatmap": "Attention weights of layer {layer}, query head {head}: a row per query position, a "

@@ -124,7 +124,21 @@
       this.listen();
       this.runGraph = (ids, past) => runGraph(this.session, this.config, ids, past); // one call of the graph
       root.tinykPlayground = this;
-      this.ready = this.start();
+      // The runtime (14 MB, cached by the browser) is fetched when the playground comes near
+      // the screen, not for a reader who never scrolls to it.
+      this.ready = new Promise((resolve) => {
+        if (!("IntersectionObserver" in window)) {
+          resolve(this.start());
+          return;
+        }
+        const watch = new IntersectionObserver((entries) => {
+          if (entries.some((entry) => entry.isIntersecting)) {
+            watch.disconnect();
+            resolve(this.start());
+          }
+        }, { rootMargin: "400px" });
+        watch.observe(root);
+      });
     }
 
     say(key, values = {}) {
@@ -215,6 +229,9 @@
       this.root.setAttribute("aria-busy", "true");
       try {
         await action();
+      } catch (error) {
+        this.root.dataset.state = "ready"; // the previous text and panels stay
+        this.say("error", { error: error.message || String(error) });
       } finally {
         this.root.removeAttribute("aria-busy");
         if (this.root.dataset.state === "busy") {
