@@ -115,7 +115,7 @@ def _notebook_quizzes() -> dict[str, list[str]]:
 
 def test_the_chapter_quizzes_parse_and_spread_their_answers():
     quizzes = _notebook_quizzes()
-    assert {"05_2_rmsnorm", "05_3_rope", "05_4_gqa"} <= set(quizzes)
+    assert sorted(quizzes) == sorted(path.stem for path in notebook_paths())  # every section has its checks
     for stem, bodies in quizzes.items():
         assert 2 <= len(bodies) <= 4, stem
         parsed = [parse_quiz(split_options(b)[1], split_options(b)[0].get("answer"), stem) for b in bodies]
@@ -225,3 +225,62 @@ def test_the_numbers_and_facts_the_chapter_quizzes_state():
     uniform = torch.softmax(scores.masked_fill(~blocked, torch.finfo(torch.float32).min), -1)
     assert torch.allclose(uniform, torch.full((4,), 0.25))
     assert torch.isnan(torch.softmax(scores.masked_fill(~blocked, float("-inf")), -1)).all()
+
+
+def test_the_numbers_and_facts_the_later_quizzes_state():
+    """05.1: the layers' shape, the three refused configurations, the attention count; 05.5:
+    the SwiGLU width for d = 32 and its cost, the blocks' weights; 05.6: the tied count; 05.7:
+    the three loss levels; 05.10: SmolLM2's cache, keys only and expanded (from its sizes,
+    without loading the file). What only a run prints (the growth exponents, the stream's norm,
+    the init's statistics, the generated text, the losses of SmolLM2) the site test asserts on
+    the built pages (tests/test_site.py, KEY_NUMBERS)."""
+    import torch
+    from torch import nn
+
+    import tinyk
+    from tinyk import (
+        ModelConfig,
+        Transformer,
+        count_parameters,
+        count_parameters_naive,
+        kv_cache_bytes,
+        parameter_budget,
+        swiglu_hidden_dim,
+    )
+    from tinyk.data import ENTROPY_FLOOR, FORMAT_ONLY_LOSS, synthetic_text, unigram_entropy
+    from tinyk.tracing import trace_shapes
+
+    tiny = ModelConfig.tiny()
+    torch.manual_seed(0)
+    records = {r.name: r.output for r in trace_shapes(Transformer(tiny), torch.randint(0, 13, (2, 5)))}
+    assert (tiny.dim, tiny.mlp_hidden_dim, tiny.vocab_size) == (32, 64, 13)
+    assert records["layers.0"] == records["layers.1"] == (2, 5, 32) and records["output"] == (2, 5, 13)
+    refused = [(dict(dim=30, n_heads=4), "not divisible"),
+               (dict(dim=36, n_heads=4, n_kv_heads=4), "head_dim=9, which is odd"),
+               (dict(dim=48, n_heads=6, n_kv_heads=4), "does not divide")]
+    for kwargs, rule in refused:
+        with pytest.raises(ValueError, match=rule):
+            ModelConfig(**kwargs)
+    assert ModelConfig(dim=48, n_heads=6, n_kv_heads=6).head_dim == 8  # even: rule 3 is what fails with 4
+    upstream = ModelConfig.upstream_default()
+    assert (upstream.dim, upstream.n_heads, upstream.n_kv_heads, upstream.head_dim) == (768, 16, 8, 48)
+    assert parameter_budget(upstream)["attention"] == 1_769_472 == 3 * 768**2 < 4 * 768**2
+
+    assert int(8 * 32 / 3) == 85 and f"{8 * 32 / 3:.2f}" == "85.33"
+    assert swiglu_hidden_dim(32, 64) == 128 and 3 * 32 * 128 / (8 * 32**2) == 1.5  # 50% over the budget
+    relu = nn.Sequential(nn.Linear(16, 64, bias=False), nn.ReLU(), nn.Linear(64, 16, bias=False))
+    swiglu = tinyk.MLP(16, swiglu_hidden_dim(16, multiple_of=1))
+    assert count_parameters(relu) == 2_048 and count_parameters(swiglu) == 2_016
+
+    model = Transformer(tiny)
+    assert (count_parameters(model), count_parameters_naive(model)) == (19_008, 19_424) and 13 * 32 == 416
+
+    text = synthetic_text(n_lines=3000, seed=0)
+    levels = (unigram_entropy(text), FORMAT_ONLY_LOSS, ENTROPY_FLOOR)
+    assert [round(v, 2) for v in levels] == [2.36, 1.15, 0.58]
+    assert {len(line) for line in text.split("\n")[:-1]} == {7}  # 8 symbols with the newline
+
+    smollm2 = ModelConfig(dim=576, n_layers=30, n_heads=9, n_kv_heads=3, vocab_size=49152, hidden_dim=1536)
+    cache = kv_cache_bytes(smollm2, 2048)
+    assert [f"{b / 1e6:.1f}" for b in (cache, cache / 2, kv_cache_bytes(smollm2, 2048, expanded=True))] == [
+        "94.4", "47.2", "283.1"]
