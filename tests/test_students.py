@@ -129,7 +129,8 @@ def test_the_live_model_becomes_a_link_to_its_page_in_jupyter_and_colab(language
     embeds = {p.stem: _markdown(p).count(":::{playground}") for p in SOURCES}
     links = {p.stem: _markdown(course.student_path(p, language=language)).count(link) for p in SOURCES}
     assert links == embeds and sum(embeds.values()) == 3, (links, embeds)
-    plain = course.markdown_for_notebooks("A.\n\n:::{playground}\n:show: rope\n:::\n\nB.", "https://x.io/c/", {})
+    embed = "A.\n\n:::{playground}\n:show: rope\n:::\n\nB."
+    plain = course.markdown_for_notebooks(embed, "https://x.io/c/", {})
     assert plain == ("A.\n\n" + student_markdown.LIVE.format(url="https://x.io/c/book/playground.html")
                      + "\n\nB.")
 
