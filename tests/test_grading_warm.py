@@ -3,10 +3,12 @@ server starts as clean as a cold one, whatever the student's previous notebook d
 grading falls back to cold kernels, saying so, when the server cannot serve.
 
 A student's first notebook attacks: it patches ``torch.allclose`` and a tinyk function,
-writes /tmp, leaves a process running, and tries to kill, trace and read the memory of the
-warm server, which it can see in /proc, and to reach its socket. Their second notebook
-checks, in its kernel, that none of it is there; its rows must equal those of a student who
-submitted the same second notebook after an honest first one. Speed is measured in
+writes /tmp, /dev/shm and its working folder, leaves a process running, and tries to kill,
+trace and read the memory of the warm server, which it can see in /proc, and to reach its
+socket. Their second notebook checks, in its kernel, that none of it is there, and its answer
+is wrong in the verdict's run of the answers (tinyk.answers, in the same sandbox) if any of
+it is there, or anything in that run's working folder; its rows must equal those of a student
+who submitted the same second notebook after an honest first one. Speed is measured in
 ``benchmarks/bench_grading.py --compare-cold``, not here.
 """
 
@@ -40,7 +42,9 @@ import torch, tinyk
 vars(torch).update(allclose=lambda *args, **kwargs: True)  # past the grader's screen of patches
 vars(tinyk).update(apply_rotary_emb=lambda *args, **kwargs: 'planted')
 assert torch.allclose(torch.zeros(1), torch.ones(1))
-open('/tmp/planted-by-the-first-notebook', 'w').write('x')
+for planted in ['/tmp/planted-by-the-first-notebook', '/dev/shm/planted-by-the-first-notebook',
+                'planted-by-the-first-notebook']:  # the last in its working folder
+    open(planted, 'w').write('x')
 subprocess.Popen({MARKER!r}, start_new_session=True)
 WARM_KERNEL = {str(Path(warm_kernel.__file__).resolve()).encode()!r}
 def cmdline(pid):
@@ -83,11 +87,16 @@ LEFT = [name for name, found in [
     ('allclose', torch.allclose(torch.zeros(1), torch.ones(1))),
     ('tinyk', tinyk.apply_rotary_emb.__name__ != 'apply_rotary_emb'),
     ('tmp', os.path.exists('/tmp/planted-by-the-first-notebook')),
+    ('shm', os.path.exists('/dev/shm/planted-by-the-first-notebook')),
     ('process', {[m.encode() for m in MARKER]!r} in [cmdline(p) for p in os.listdir('/proc') if p.isdigit()]),
 ] if found]
-if 'IPython' in sys.modules:  # in the kernel (the verdict's run of the answers is not a kernel)
+if 'IPython' in sys.modules:  # in the kernel
     assert not LEFT, LEFT
-""" + SOLUTION_A
+""" + SOLUTION_A + """
+if 'IPython' not in sys.modules and (LEFT or os.listdir('.')):  # in the verdict's run of the answers,
+    def double(x):  # whose working folder starts empty too: a wrong answer if anything is left
+        return 0
+"""
 
 
 _RENAMED = [("a_solution", "c_solution"), ("a_test", "c_test"), ("b_solution", "d_solution"),

@@ -8,14 +8,21 @@ its real test cell (visible and hidden asserts); one learner's process serves th
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
+import io
 import json
+import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
+from tests.helpers import processes_left, processes_running
+from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
 from tinyk import course, verdict
 from tinyk.exercises import is_solution, nbgrader
 
@@ -121,6 +128,97 @@ def sandboxed(tmp_path_factory):
     box = verdict.AnswerServer(sandbox_argv(scratch, runtime), timeout=60)
     yield box
     box.close()
+
+
+# A student's first notebook leaves things behind in the verdict's run of its answers; the
+# second notebook's answer is wrong if it finds any of them. The sleep's argument names this run.
+LEFTOVER = ["sleep", f"3041.{os.getpid()}"]
+LEAVES = f"""
+import ctypes, os, subprocess
+for path in ['/tmp/left-by-notebook-1', '/dev/shm/left-by-notebook-1', 'left-by-notebook-1',
+             '/tmp/.tinyk-answers/tinyk/left_by_notebook_1.py']:  # the last in the package's copy
+    try:
+        open(path, 'w').write('x')
+    except OSError as err:
+        print('not written:', path, err)
+libc = ctypes.CDLL(None, use_errno=True)
+libc.umount2(b'/tmp', 2)  # the sandbox's own /tmp under this notebook's, if it could
+libc.mount(None, b'/tmp/.tinyk-answers', None, 32 | 4096, None)  # the package's copy writable again
+subprocess.Popen({LEFTOVER!r}, start_new_session=True)
+""" + SOLUTION_A
+FINDS = f"""
+import os
+def cmdline(pid):
+    try:
+        return open(f'/proc/{{pid}}/cmdline', 'rb').read().split(b'\\0')[:2]
+    except OSError:
+        return []
+LEFT = [name for name, found in [
+    ('tmp', os.path.exists('/tmp/left-by-notebook-1')),
+    ('shm', os.path.exists('/dev/shm/left-by-notebook-1')),
+    ('working folder', os.listdir('.')),
+    ('package', os.path.exists('/tmp/.tinyk-answers/tinyk/left_by_notebook_1.py')),
+    ('process', {[m.encode() for m in LEFTOVER]!r} in map(cmdline, filter(str.isdigit, os.listdir('/proc')))),
+] if found]
+def double(x):
+    return LEFT or 2 * x
+"""
+
+
+def _two_notebooks(server: verdict.AnswerServer) -> tuple[list[verdict.Verdict], list[verdict.Verdict]]:
+    """The verdicts of a first notebook that leaves things behind and of a second that looks for them."""
+    source = _drill()
+    first = verdict.judge(source, _answer(source, LEAVES, SOLUTION_B), server)
+    return first, verdict.judge(source, _answer(source, FINDS, SOLUTION_B), server)
+
+
+def test_each_notebooks_answers_start_clean_under_the_sandbox(sandboxed):
+    """Under the sandbox, each notebook's answers run in namespaces of their own: the second
+    notebook finds nothing of the first's files (/tmp, /dev/shm, its working folder, the
+    package's copy, which is read-only) nor its process, which ended before the second
+    notebook started; both keep full marks, as an honest student's would."""
+    try:
+        first, second = _two_notebooks(sandboxed)
+        assert processes_running(LEFTOVER) == []  # killed with the first notebook's namespaces
+    finally:
+        for pid in processes_running(LEFTOVER):
+            os.kill(pid, 9)
+    assert sandboxed.shared == ""
+    assert [(v.grade_id, v.passed, v.detail) for v in first + second] == \
+        [("a_test", True, ""), ("b_test", True, "")] * 2
+
+
+def _bwrap_can_disable_userns() -> bool:
+    done = subprocess.run([shutil.which("bwrap") or "bwrap", "--help"], capture_output=True, text=True)
+    return "--disable-userns" in done.stdout
+
+
+def test_without_nested_namespaces_the_notebooks_share_one_sandbox_and_it_is_said(tmp_path):
+    """Where the sandbox cannot make namespaces within it (bubblewrap's --disable-userns), the
+    notebooks' answers share the learner's process's, as the second notebook finds, and the
+    grader says so once a run."""
+    from tinyk.grading import runner, scoring
+    from tinyk.grading.sandbox import sandbox_argv
+
+    if shutil.which("bwrap") is None or not _bwrap_can_disable_userns():
+        pytest.skip("bubblewrap 0.8 or newer is not installed (make test installs it)")
+    (tmp_path / "scratch").mkdir()
+    (tmp_path / "run").mkdir()
+    prefix = sandbox_argv(tmp_path / "scratch", tmp_path / "run")
+    box = verdict.AnswerServer([*prefix[:-1], "--unshare-user", "--disable-userns", "--"], timeout=60)
+    said = io.StringIO()
+    try:
+        with mock.patch.object(runner, "_SAID", set()), contextlib.redirect_stderr(said):
+            first, second = _two_notebooks(box)
+            scoring.say_shared(box)
+            scoring.say_shared(box)
+    finally:
+        box.close()
+        assert processes_left(LEFTOVER) == []  # ended with the sandbox
+    assert box.shared.startswith("no nested namespaces here: ")
+    assert said.getvalue().count("a clean start for each notebook's verdict unavailable (no nested") == 1
+    assert [v.passed for v in first] == [True, True]
+    assert [v.passed for v in second] == [False, True]  # it found what the first left
 
 
 # Routes to the course's own RMSNorm from 05.2.2's answer, each with the error that stops it.

@@ -5,7 +5,9 @@ Part of the verdict outside the student's process (:mod:`tinyk.verdict`). An
 the package's folder hidden), sends it requests and reads its replies: length-prefixed
 frames, each read back as data (``torch.load(weights_only=True)``) within a deadline and a
 size limit, so that a learner's process that stalls, floods or forges a reply ends its own
-exercise and never the grader.
+exercise and never the grader. Under the sandbox, :meth:`AnswerServer.notebook` gives each
+notebook's answers a clean start: new namespaces, a private /tmp, nothing an earlier
+notebook's answers left running.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ class AnswerServer:
         self.callbacks: list[Any] = []  # the test's functions that the learner's code may call
         self.log = tempfile.TemporaryFile()  # the student's prints: a file, never a pipe
         self.library: Path | None = None  # the copy of the package the sandboxed process loads
+        self.in_notebook = False  # the exercises sent run in a notebook's own namespaces
+        # why the notebooks share the learner's process's namespaces ("" while each has its own;
+        # None until the process has started; once said, for the rest of the server's life)
+        self.shared: str | None = None
 
     def start(self) -> None:
         """Start the learner's process now (else at the first request), and wait until it is ready."""
@@ -60,10 +66,48 @@ class AnswerServer:
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                          preexec_fn=_memory_limit(self.memory_mb), start_new_session=True)
             # its start (importing torch) is not the learner's time: a limit of its own
-            if self._frame(max(self.timeout, _START_TIMEOUT)) != ("ready",):
+            ready = self._frame(max(self.timeout, _START_TIMEOUT))
+            if not (type(ready) is tuple and len(ready) == 2 and ready[0] == "ready"
+                    and type(ready[1]) is str):
                 self.close()
                 raise AnswerFailed("the answer's process did not start", ended=True)
+            self.shared = self.shared or ready[1]
+            if self.in_notebook:
+                self._enter()
         return self.proc
+
+    def notebook(self) -> None:
+        """The next exercises are a new notebook's: under the sandbox, they run in new
+        namespaces of their own (a private /tmp and /dev/shm, new empty writable folders), and
+        whatever the previous notebook's answers left there, files or running processes, is
+        gone (:mod:`tinyk.answers`). Where that cannot be, :attr:`shared` says why."""
+        self.leave()
+        self.in_notebook = True
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self._enter()
+            except AnswerFailed:
+                self.close()  # the next request starts a new process, in a new notebook
+
+    def leave(self) -> None:
+        """End the current notebook's namespaces, and every process still running there."""
+        if self.in_notebook and not self.shared and self.proc is not None and self.proc.poll() is None:
+            try:
+                self.send(("leave",))
+            except AnswerFailed:
+                pass  # ended, with all it ran
+        self.in_notebook = False
+
+    def _enter(self) -> None:
+        """Ask the running learner's process for the notebook's namespaces, and wait until
+        they are made."""
+        if self.shared:
+            return
+        self.send(("notebook",))
+        reply = self.receive()
+        if reply[0] != "ok":
+            why = reply[-1] if reply[0] == "err" else reply[0]
+            self.shared = f"a notebook's namespaces could not be made: {why}"
 
     def _argv(self) -> list[str]:
         """The learner's process's command line. Under bubblewrap (a ``prefix`` that ends
@@ -72,13 +116,15 @@ class AnswerServer:
         of the course is left there to read."""
         if self.prefix[-1:] != ["--"]:
             return [*self.prefix, sys.executable, "-I", answers.__file__]
+        # the folders the sandbox lets it write: each notebook gets new empty ones
+        writable = [self.prefix[i + 2] for i, arg in enumerate(self.prefix[:-2]) if arg == "--bind"]
         if self.library is not None:
             shutil.rmtree(self.library, ignore_errors=True)
         self.library = Path(tempfile.mkdtemp(prefix="tinyk-answers-"))
         shutil.copytree(PACKAGE, self.library / "tinyk", ignore=shutil.ignore_patterns("__pycache__"))
         hide = ["--tmpfs", str(PACKAGE), "--bind", str(self.library), _LIBRARY]
         script = f"{_LIBRARY}/tinyk/answers.py"
-        return [*self.prefix[:-1], *hide, "--", sys.executable, "-I", script, _LIBRARY]
+        return [*self.prefix[:-1], *hide, "--", sys.executable, "-I", script, _LIBRARY, *writable]
 
     def close(self) -> None:
         """End the learner's process and every process of its session (an exercise's child

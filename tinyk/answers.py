@@ -23,6 +23,13 @@ fails there. What stays within reach is an object the answer finds in memory thr
 another (a model's layer, the garbage collector): calling it is what
 :mod:`tinyk.own_work`'s watch reports.
 
+Each notebook starts clean, under the grader's sandbox: its exercises' children fork from a
+process of its own, in new user, mount, process and IPC namespaces, with a private /tmp and
+/dev/shm, new empty writable folders and the package's copy read-only; when the grader moves
+on to the next notebook, that process ends, and every process the notebook's answers left
+running ends with it (:func:`_notebook`). Where a sandbox cannot make namespaces within it,
+the notebooks share this process's, and the first reply says why.
+
 Frames on both pipes: an 8-byte length, then the payload. Requests are pickles (they come
 from the grader); replies are ``torch.save`` payloads (read back with ``weights_only``).
 Whatever the student's code prints goes to stderr; a child that corrupts its replies only
@@ -37,6 +44,7 @@ import os
 import pickle
 import re
 import shutil
+import signal
 import struct
 import sys
 import traceback
@@ -355,31 +363,105 @@ def _load(library: str | None) -> None:
         shutil.rmtree(folder)  # no compiled copy of them either
 
 
+def _serve_exercise(request: tuple, requests: BinaryIO, out: BinaryIO) -> None:
+    """Fork the exercise's child, wait until it ends, then say so (``("done",)``)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            parts = request[3] if len(request) > 3 else []  # the parts whose reference is withheld
+            prepare = request[4] if len(request) > 4 else []  # the models the test assembles
+            _exercise(request[1], request[2], parts, requests, out, prepare)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.waitpid(pid, 0)
+    _reply(out, ("done",))
+
+
+def _fresh(library: str, writable: list[str]) -> Callable[[], None]:
+    """A notebook's folders, in its new mount namespace: a private /tmp and /dev/shm, each of
+    the sandbox's ``writable`` folders a new empty one, the package's copy (``library``)
+    bound back read-only (:func:`tinyk.warm_kernel.private_folders`)."""
+    from pathlib import Path
+
+    from tinyk.warm_kernel import private_folders
+
+    return lambda: private_folders(empty=[Path(f) for f in writable], read_only=[Path(library)])
+
+
+def _notebook(requests: BinaryIO, out: BinaryIO, folders: Callable[[], None]) -> None:
+    """In a fork of the main process: new user, mount, process and IPC namespaces for one
+    notebook's answers, with its ``folders``, no capability left, and a process 1 that only
+    waits (``sleep``, started without copying this process); says so (or why not), then
+    forks the child of each of the notebook's exercises, until the grader asks it to leave.
+    Then it kills that process 1, and with it the kernel kills every process left in the
+    namespace; its end waits for them."""
+    from tinyk.warm_kernel import drop_capabilities, new_namespaces
+
+    try:
+        here = os.getcwd()
+        new_namespaces(ipc=True)
+        folders()
+        os.chdir(here)  # the new empty working folder
+        drop_capabilities()
+        sleep = shutil.which("sleep")
+        if sleep is None:
+            raise OSError("no 'sleep' program to be the namespace's process 1")
+        first = os.posix_spawn(sleep, ["sleep", "infinity"], {})
+    except OSError as err:
+        _reply(out, ("err", "OSError", f"{err}"[:300]))
+        return
+    try:
+        _reply(out, ("ok", ("v", None)))
+        while (frame := read_frame(requests)) is not None:
+            request = pickle.loads(frame)
+            if request[0] == "leave":
+                break
+            if request[0] == "exercise":
+                _serve_exercise(request, requests, out)
+    finally:
+        os.kill(first, signal.SIGKILL)
+        os.waitpid(first, 0)
+
+
 def main() -> None:
-    """Serve exercises until the grader closes the pipe."""
+    """Serve exercises until the grader closes the pipe (arguments: the package's copy, then
+    the sandbox's writable folders, made new and empty for each notebook)."""
     requests = os.fdopen(os.dup(0), "rb", buffering=0)  # unbuffered: parent and child share it
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # the student's prints go to stderr, never into a reply
     sys.stdin = open(os.devnull)  # the learner's input() reads nothing
-    _load(sys.argv[1] if len(sys.argv) > 1 else None)
-    _reply(out, ("ready",))
+    library, writable = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else (None, [])
+    _load(library)
+    folders = None
+    if library is None:
+        why = "no sandbox"
+    else:
+        from tinyk.warm_kernel import probe
+
+        folders = _fresh(library, writable)
+        why = probe(ipc=True, folders=folders) or ""
+    _reply(out, ("ready", why))  # "": each notebook can have namespaces of its own
     while (frame := read_frame(requests)) is not None:
         request = pickle.loads(frame)
-        if request[0] != "exercise":
-            continue
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                parts = request[3] if len(request) > 3 else []  # the parts whose reference is withheld
-                prepare = request[4] if len(request) > 4 else []  # the models the test assembles
-                _exercise(request[1], request[2], parts, requests, out, prepare)
-            except BaseException:
+        if request[0] == "notebook" and (folders is None or why):
+            _reply(out, ("err", "OSError", why))
+        elif request[0] == "notebook":
+            pid = os.fork()
+            if pid == 0:
                 code = 1
-            finally:
-                os._exit(code)
-        os.waitpid(pid, 0)
-        _reply(out, ("done",))
+                try:
+                    _notebook(requests, out, folders)
+                    code = 0
+                except BaseException:
+                    traceback.print_exc()
+                finally:
+                    os._exit(code)
+            os.waitpid(pid, 0)
+        elif request[0] == "exercise":
+            _serve_exercise(request, requests, out)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ and the feedback), but the points of every exercise are decided here, in a proce
 code of the student's ever runs:
 
 - the student's answer cells run in :mod:`tinyk.answers`, a plain interpreter in the same
-  sandbox with no IPython, one fresh child process per exercise;
+  sandbox with no IPython, one fresh child process per exercise, and each notebook's in new
+  namespaces of its own (a private /tmp, no process of an earlier notebook's answers);
 - each exercise's test cell, visible and hidden asserts, runs here, in this process, with
   the names the answer cells bind standing for their values: plain data as it is (numbers,
   lists, tensors rebuilt from bytes), a function or a module as a :class:`Remote` whose
@@ -166,11 +167,14 @@ def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
     ``source`` (the instructor's notebook, hidden tests included); the answers run in
     ``server`` (a new one without a sandbox when None). ``skip``: exercises not to run again,
     each with why it failed already (a timeout in the kernel's run: it would only time out
-    again). ``only``: the test cells (grade_ids) to judge, when not all of them."""
+    again). ``only``: the test cells (grade_ids) to judge, when not all of them. The
+    notebook's answers start clean in ``server``: nothing an earlier notebook's answers wrote
+    or left running there is left (:meth:`AnswerServer.notebook`)."""
     own = server is None
     server = server or AnswerServer()
     skip = skip or {}
     try:
+        server.notebook()
         return [Verdict(grade_id, False, skip[grade_id]) if grade_id in skip
                 else _run_test(server, grade_id, answer, test, parts)
                 for grade_id, answer, test, parts in _exercises(source, submitted)
@@ -178,6 +182,8 @@ def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
     finally:
         if own:
             server.close()
+        else:
+            server.leave()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,15 +15,16 @@ memory), prints ``warm`` (or ``cold: <why>``) on stdout and serves :mod:`tinyk.g
 
 Each request (a connection file in ``RUNTIME``) forks a monitor that makes a new user, mount
 and process namespace and forks the namespace's first process; that one mounts a private
-/tmp over the sandbox's, hides this socket's folder behind an empty read-only one, binds the
-sandbox's folders inside /tmp back (scratch, runtime, and the Python environment when it
-lives there), and forks the kernel: no capabilities (none to gain by
-running a program either), ``random``, numpy and torch seeded anew as in a new process,
-ipykernel's app started on the connection file. The kernel's code starts with the modules
-imported and nothing else of an earlier notebook's: whatever it patches, writes to /tmp or
-leaves running dies with its namespace, and this process is outside its namespace (it cannot
-name it, signal it or trace it). The monitor reports the kernel's exit status to the launcher
-and kills the namespace when the launcher's connection closes (Jupyter killed the launcher).
+/tmp and /dev/shm over the sandbox's (and makes /dev read-only), hides this socket's folder
+behind an empty read-only one, binds the sandbox's folders inside /tmp back (scratch,
+runtime, and the Python environment when it lives there), and forks the kernel: no
+capabilities (none to gain by running a program either), ``random``, numpy and torch seeded
+anew as in a new process, ipykernel's app started on the connection file. The kernel's code
+starts with the modules imported and nothing else of an earlier notebook's: whatever it
+patches, writes to /tmp or /dev/shm or leaves running dies with its namespace, and this
+process is outside its namespace (it cannot name it, signal it or trace it). The monitor
+reports the kernel's exit status to the launcher and kills the namespace when the launcher's
+connection closes (Jupyter killed the launcher).
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ import signal
 import socket
 import sys
 import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["KERNEL", "imported_modules", "main"]
+__all__ = ["KERNEL", "imported_modules", "main", "drop_capabilities", "new_namespaces", "private_folders",
+           "probe"]
 
 KERNEL = ("ipykernel.kernelapp", "ipykernel.ipkernel")  # imported first, as in a kernel
 
@@ -71,8 +74,12 @@ def imported_modules(notebooks: list[dict]) -> list[str]:
                     found[node.module] = None
     return list(found)
 
-_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 1, 2, 4, 4096, 16384, 1 << 18
+_CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWUSER, _CLONE_NEWPID = 0x00020000, 0x08000000, 0x10000000, 0x20000000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND = 1, 2, 4, 32, 4096
+_MS_REC, _MS_PRIVATE = 16384, 1 << 18
+# the flags a read-only bind remount keeps (statvfs's ST_* equal MS_*: nosuid, nodev, noexec,
+# the atime ones): leaving out one that the parent namespace set would be refused
+_MS_KEPT = 2 | 4 | 8 | 1024 | 2048 | 4096
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_SET_SECUREBITS = 1, 4, 24, 28
 _SECURE_NOROOT = 0b111111  # NOROOT, NO_SETUID_FIXUP, KEEP_CAPS, each locked: root gains nothing by exec
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -93,7 +100,7 @@ def _mount(source: str, target: str, kind: str | None, flags: int, data: str | N
                        ctypes.c_ulong(flags), data.encode() if data else None), f"mount {target}")
 
 
-def _drop_capabilities() -> None:
+def drop_capabilities() -> None:
     """No capability left, nor any to gain by running a program (an empty bounding set, root
     without its privileges): the kernel cannot unmount what hides the sandbox's /tmp."""
     _prctl(_PR_SET_SECUREBITS, _SECURE_NOROOT)
@@ -105,11 +112,13 @@ def _drop_capabilities() -> None:
     _check(_LIBC.capset(header, data), "capset")
 
 
-def _new_namespaces() -> None:
-    """A new user (same ids), mount and process namespace for the next child."""
+def new_namespaces(ipc: bool = False) -> None:
+    """A new user (same ids), mount and process namespace for the next child (and, with
+    ``ipc``, System V IPC and POSIX message queues of its own)."""
     uid, gid = os.getuid(), os.getgid()
     _prctl(_PR_SET_DUMPABLE, 1)  # a non-dumpable process cannot write its own id maps
-    _check(_LIBC.unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID), "unshare")
+    flags = _CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | (_CLONE_NEWIPC if ipc else 0)
+    _check(_LIBC.unshare(flags), "unshare")
     Path("/proc/self/setgroups").write_text("deny")
     Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
     Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
@@ -128,26 +137,44 @@ def _mounts_under_tmp() -> list[Path]:
     return sorted(points, key=lambda p: (len(p.parts), str(p)))
 
 
-def _private_folders(hidden: Path) -> None:
-    """A private /tmp, with the sandbox's mounts inside it bound back where they were;
-    ``hidden`` (this server's socket folder) behind an empty read-only tmpfs, or gone with
-    the old /tmp."""
+def _read_only(folder: Path) -> None:
+    """Remount the mount at ``folder`` read-only, keeping its other flags."""
+    kept = os.statvfs(folder).f_flag & _MS_KEPT
+    _mount("none", str(folder), None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | kept)
+
+
+def private_folders(hidden: Sequence[Path] = (), empty: Sequence[Path] = (),
+                    read_only: Sequence[Path] = ()) -> None:
+    """In a new mount namespace: a private /tmp and /dev/shm, /dev read-only, the sandbox's
+    mounts inside /tmp bound back where they were (those in ``read_only`` read-only), except
+    the folders ``hidden`` (behind an empty read-only tmpfs, or gone with the old /tmp) and
+    ``empty`` (a new empty tmpfs each, writable), and what lies inside them."""
     _mount("none", "/", None, _MS_REC | _MS_PRIVATE)
-    kept = [p for p in _mounts_under_tmp() if p != hidden and hidden not in p.parents]
+    dropped = [*hidden, *empty]
+    kept = [p for p in _mounts_under_tmp() if not any(p == d or d in p.parents for d in dropped)]
     fds = [os.open(folder, os.O_RDONLY | os.O_DIRECTORY) for folder in kept]
     _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
-    if hidden.exists():  # not under /tmp
-        _mount("tmpfs", str(hidden), "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_RDONLY, "mode=0555")
     for folder, fd in zip(kept, fds, strict=True):
         folder.mkdir(parents=True, exist_ok=True)
         _mount(f"/proc/self/fd/{fd}", str(folder), None, _MS_BIND | _MS_REC)  # read-only stays so
         os.close(fd)
+    for folder in hidden:
+        if folder.exists():  # not under /tmp
+            _mount("tmpfs", str(folder), "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_RDONLY, "mode=0555")
+    for folder in empty:
+        folder.mkdir(parents=True, exist_ok=True)
+        _mount("tmpfs", str(folder), "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
+    for folder in read_only:
+        _read_only(folder)
+    if Path("/dev/shm").is_dir():
+        _mount("tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777")
+        _read_only(Path("/dev"))
 
 
 def _kernel(connection_file: str, scratch: Path) -> None:
     """The kernel: a notebook's process, from here on as a fresh one would be."""
     os.chdir(scratch)
-    _drop_capabilities()
+    drop_capabilities()
     import numpy
     import torch
 
@@ -163,7 +190,7 @@ def _kernel(connection_file: str, scratch: Path) -> None:
 def _first(connection_file: str, scratch: Path, hidden: Path) -> int:
     """The namespace's first process: its folders, then the kernel as its child, reaping
     every orphan until the kernel ends; the kernel's exit status."""
-    _private_folders(hidden)
+    private_folders(hidden=[hidden])
     pid = os.fork()
     if pid == 0:
         try:
@@ -189,7 +216,7 @@ def _monitor(conn: socket.socket, connection_file: str, scratch: Path, hidden: P
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # ends with the server
     try:
-        _new_namespaces()
+        new_namespaces()
         pid = os.fork()
     except OSError as err:
         print(f"cold: {err}", flush=True)  # for the grader, which says it
@@ -226,21 +253,31 @@ def _monitor(conn: socket.socket, connection_file: str, scratch: Path, hidden: P
             return
 
 
-def _probe() -> str | None:
-    """Why a kernel cannot start warm here (None if it can): new namespaces, a private /tmp."""
+def probe(ipc: bool = False, folders: Callable[[], None] | None = None) -> str | None:
+    """Why a fork cannot get new namespaces here (None if it can): user, mount and process
+    ones (and IPC ones, with ``ipc``), then its folders (``folders``, else a private /tmp),
+    then no capabilities."""
+    read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
+        os.close(read)
         try:
-            _new_namespaces()
-            _mount("none", "/", None, _MS_REC | _MS_PRIVATE)
-            _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
-            _drop_capabilities()
+            new_namespaces(ipc)
+            if folders is None:
+                _mount("none", "/", None, _MS_REC | _MS_PRIVATE)
+                _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
+            else:
+                folders()
+            drop_capabilities()
             os._exit(0)
         except BaseException as err:
-            os.write(2, f"warm kernels: {err}\n".encode())
+            os.write(write, str(err).encode()[:1000])
             os._exit(3)
+    os.close(write)
+    with os.fdopen(read, "rb") as said:
+        why = said.read().decode(errors="replace")
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    return None if code == 0 else "no nested user namespace here (see the server's log)"
+    return None if code == 0 else f"no nested namespaces here: {why or f'status {code}'}"
 
 
 def _prepare(modules: list[str]) -> str | None:
@@ -254,7 +291,7 @@ def _prepare(modules: list[str]) -> str | None:
     if len(threads) != 1:
         return f"the server runs {len(threads)} threads after its imports (a fork copies one)"
     _prctl(_PR_SET_DUMPABLE, 0)
-    return _probe()
+    return probe()
 
 
 def main(argv: list[str] | None = None) -> int:

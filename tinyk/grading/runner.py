@@ -20,7 +20,7 @@ from tinyk.grading.chapter import ASSIGNMENT
 from tinyk.grading.sandbox import KERNEL_ENV, Sandbox, check_sandbox, require_linux, warn_unsandboxed
 
 __all__ = ["Limits", "autograde", "communicate", "end_leftovers", "preflight", "require_nbgrader",
-           "run_nbgrader", "total_limit", "warm_server"]
+           "run_nbgrader", "say_once", "total_limit", "warm_server"]
 
 
 @dataclass
@@ -143,16 +143,20 @@ def end_leftovers(course: Path, sid: str) -> None:
             pass
 
 
-_SAID: set[str] = set()  # why kernels started cold, each said once a run
+_SAID: set[str] = set()  # what the grader fell back to and why (cold kernels, ...), each said once a run
 _SAID_LOCK = threading.Lock()
 
 
-def _say_cold(why: str) -> None:
+def say_once(message: str) -> None:
+    """Print ``message`` on stderr, once a run (what the grader falls back to, and why)."""
     with _SAID_LOCK:
-        if why not in _SAID:
-            _SAID.add(why)
-            print(f"warm kernels unavailable ({why}): kernels start cold, as with --cold-kernels",
-                  file=sys.stderr)
+        if message not in _SAID:
+            _SAID.add(message)
+            print(message, file=sys.stderr)
+
+
+def _say_cold(why: str) -> None:
+    say_once(f"warm kernels unavailable ({why}): kernels start cold, as with --cold-kernels")
 
 
 @contextmanager

@@ -12,15 +12,19 @@ import json
 import threading
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tinyk.exercises import is_test, nbgrader
 from tinyk.grading.chapter import ASSIGNMENT, Notebook
 from tinyk.grading.rules import Finding, Row, Status, cell_problem, points_of_test, rows_for, with_verdict
-from tinyk.grading.runner import Limits
+from tinyk.grading.runner import Limits, say_once
 from tinyk.grading.sandbox import Sandbox, sandbox_argv
 from tinyk.roster import student_id
 
-__all__ = ["VERDICT_LOCK", "answers_prefix", "judge", "read_rows", "rescore"]
+if TYPE_CHECKING:  # imports torch: only when grading
+    from tinyk.answer_server import AnswerServer
+
+__all__ = ["VERDICT_LOCK", "answers_prefix", "judge", "read_rows", "rescore", "say_shared"]
 
 VERDICT_LOCK = threading.Lock()  # one test cell at a time in the grader's process: seeds, stdout, the watch
 
@@ -76,7 +80,16 @@ def _verdicts(pairs: list[tuple[Notebook, Path]], prefix: list[str], limits: Lim
                                                       timed_out.get(nb.name))]
                     for nb, path in pairs]
     finally:
+        say_shared(server)
         server.close()
+
+
+def say_shared(server: AnswerServer) -> None:
+    """Say once a run, on stderr, when a sandboxed learner's process could not give each
+    notebook namespaces of its own (:meth:`~tinyk.answer_server.AnswerServer.notebook`)."""
+    if server.prefix and server.shared:
+        say_once(f"a clean start for each notebook's verdict unavailable ({server.shared}): a "
+                 f"student's answers share one sandbox across their notebooks in the verdict")
 
 
 def _timed_out(course: Path, sid: str, nb: Notebook) -> dict[str, str]:
