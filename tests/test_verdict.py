@@ -394,7 +394,7 @@ def test_a_model_the_grader_cannot_load_is_named_as_its_failure(monkeypatch):
 
     import torch
 
-    from tinyk import answers
+    from tinyk import answer_wire, answers
 
     def missing():
         raise FileNotFoundError("SmolLM2-135M-Instruct.Q4_1.gguf not found")
@@ -402,7 +402,7 @@ def test_a_model_the_grader_cannot_load_is_named_as_its_failure(monkeypatch):
     monkeypatch.setitem(answers.PREPARED, "smollm2", (answers.PREPARED["smollm2"][0], missing))
     out = io.BytesIO()
     answers._exercise(["x = 1\n"], ["x"], [], io.BytesIO(), out, ["smollm2"])
-    reply = torch.load(io.BytesIO(answers.read_frame(io.BytesIO(out.getvalue()))), weights_only=True)
+    reply = torch.load(io.BytesIO(answer_wire.read_frame(io.BytesIO(out.getvalue()))), weights_only=True)
     assert reply[0] == "err" and reply[2].startswith("the grader could not load smollm2"), reply
     assert "FileNotFoundError: SmolLM2-135M-Instruct.Q4_1.gguf not found" in reply[2]
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from tinyk import answers
+from tinyk import answer_wire, answers
 from tinyk.remote import AnswerFailed, decode, detached_args, request_args
 
 __all__ = ["PACKAGE", "AnswerFailed", "AnswerServer"]
@@ -144,7 +144,7 @@ class AnswerServer:
         """Send one request (starting the learner's process if it is not running)."""
         proc = self._start()
         try:
-            answers.write_frame(proc.stdin, pickle.dumps(request))  # type: ignore[arg-type]
+            answer_wire.write_frame(proc.stdin, pickle.dumps(request))  # type: ignore[arg-type]
         except OSError as err:
             self.close()
             raise AnswerFailed(f"the answer's process has ended ({err.strerror})", ended=True) from err
@@ -155,7 +155,7 @@ class AnswerServer:
         assert proc is not None and proc.stdout is not None
         reader = _Deadline(proc.stdout.fileno(), timeout)
         try:
-            frame = answers.read_frame(reader, _REPLY_LIMIT)  # type: ignore[arg-type]
+            frame = answer_wire.read_frame(reader, _REPLY_LIMIT)  # type: ignore[arg-type]
         except TimeoutError:
             self.close()
             raise AnswerFailed(f"no answer within {timeout:g} s (the per-cell time limit)",

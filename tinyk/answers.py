@@ -30,30 +30,25 @@ on to the next notebook, that process ends, and every process the notebook's ans
 running ends with it (:func:`_notebook`). Where a sandbox cannot make namespaces within it,
 the notebooks share this process's, and the first reply says why.
 
-Frames on both pipes: an 8-byte length, then the payload. Requests are pickles (they come
-from the grader); replies are ``torch.save`` payloads (read back with ``weights_only``).
-Whatever the student's code prints goes to stderr; a child that corrupts its replies only
-fails its own exercises.
+The wire (frames, markers, replies) is :mod:`tinyk.answer_wire`; the objects of an exercise and
+the requests on them, :mod:`tinyk.answer_objects`. They are imported once the package is on
+the path (:func:`_load`): this script imports nothing of it before. Whatever the student's
+code prints goes to stderr; a child that corrupts its replies only fails its own exercises.
 """
 
 from __future__ import annotations
 
 import glob
-import io
 import os
 import pickle
 import re
 import shutil
 import signal
-import struct
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
-REF = "\x00ref"  # a request's reference to a handle: (REF, id)
-ARG = "\x00arg"  # a tensor argument that needs its gradient: (ARG, index)
-CALLBACK = "\x00cb"  # a function of the test's, which runs on the grader's side: (CALLBACK, id)
 # The modules of the package that hold its versions of the parts (the model, the upstream's
 # copy, the parts' checks and the model built from them): imported once, then their files
 # deleted. The package's other modules stay on disk, to be imported when an answer asks for one.
@@ -75,194 +70,6 @@ REFERENCES: dict[str, tuple[str, ...]] = {
     "shifted_loss": ("causal_lm_loss",),
 }
 _DEFINES = re.compile(r"^(?:def|class)\s+(\w+)", re.M)
-
-
-def _read_exactly(stream: BinaryIO, size: int) -> bytes:
-    parts, left = [], size
-    while left:
-        part = stream.read(left)
-        if not part:
-            break
-        parts.append(part)
-        left -= len(part)
-    return b"".join(parts)
-
-
-def read_frame(stream: BinaryIO, limit: int = 2**40) -> bytes | None:
-    """One frame's payload, or None at the end of the stream (or past ``limit`` bytes)."""
-    head = _read_exactly(stream, 8)
-    if len(head) < 8:
-        return None
-    (size,) = struct.unpack("<Q", head)
-    if size > limit:
-        return None
-    data = _read_exactly(stream, size)
-    return data if len(data) == size else None
-
-
-def write_frame(stream: BinaryIO, payload: bytes) -> None:
-    stream.write(struct.pack("<Q", len(payload)) + payload)
-    stream.flush()
-
-
-class _Objects:
-    """The objects behind the handles of one exercise, by number."""
-
-    def __init__(self, requests: BinaryIO, out: BinaryIO) -> None:
-        self.items: list[Any] = []
-        self.tickets: dict[int, tuple[list[Any], Any]] = {}
-        self.models: dict[str, Any] = {}  # the weights prepared for the exercise (PREPARED), by name
-        self.requests, self.out = requests, out
-
-    def handle(self, value: Any) -> tuple:
-        import torch
-
-        number = next((n for n, item in enumerate(self.items) if item is value), len(self.items))
-        if number == len(self.items):
-            self.items.append(value)
-        module = getattr(value, "__module__", None)
-        is_module = isinstance(value, torch.nn.Module) or (isinstance(value, type)
-                                                           and issubclass(value, torch.nn.Module))
-        torch_class = next((c.__name__ for c in type(value).__mro__  # e.g. nn.Linear, for isinstance
-                            if c.__module__.startswith("torch.nn.modules")), None)
-        return ("h", number, type(value).__name__, is_module, callable(value),
-                isinstance(value, type), module if type(module) is str else None, torch_class)
-
-    def encode(self, value: Any, depth: int = 0) -> tuple:
-        """``value`` as a tree of tagged plain data; anything else becomes a handle."""
-        import torch
-
-        if depth > 20:
-            raise ValueError("the answer's value is nested more than 20 levels deep")
-        if value is None or type(value) in (bool, int, float, str):
-            return ("v", value)
-        if isinstance(value, torch.nn.Parameter):
-            grad = None if value.grad is None else value.grad.detach().clone()
-            return ("p", value.detach().clone(), grad, value.requires_grad)
-        if type(value) is torch.Tensor:
-            return ("t", value.detach().clone())
-        if isinstance(value, torch.dtype):
-            return ("dtype", str(value))
-        if type(value) is torch.Size:
-            return ("size", [int(n) for n in value])
-        if type(value) is list or isinstance(value, tuple):  # a named tuple as a plain one
-            return ("l" if type(value) is list else "u", [self.encode(v, depth + 1) for v in value])
-        if isinstance(value, dict) and all(type(k) in (str, int) for k in value):
-            return ("d", [(k, self.encode(v, depth + 1)) for k, v in value.items()])
-        return self.handle(value)
-
-    def decode(self, value: Any) -> Any:
-        """A request's arguments, with the handles they name put back."""
-        if type(value) is tuple and len(value) == 2 and value[0] == REF:
-            return self.items[value[1]]
-        if type(value) is tuple and len(value) == 2 and value[0] == CALLBACK:
-            return self.callback(value[1])
-        if type(value) in (list, tuple):
-            return type(value)(self.decode(v) for v in value)
-        if type(value) is dict:
-            return {k: self.decode(v) for k, v in value.items()}
-        return value
-
-
-    def callback(self, number: int) -> Any:
-        """A function that asks the grader to run its function ``number`` on these arguments,
-        serving the grader's own requests meanwhile (the function may call the learner's code)."""
-
-        from tinyk.own_work import trusted
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            _reply(self.out, ("cb", number, self.encode(list(args)), self.encode(kwargs)))
-            while (frame := read_frame(self.requests)) is not None:
-                request = pickle.loads(frame)
-                if request[0] == "cbret":
-                    return self.decode(request[1])
-                if request[0] == "cberr":
-                    raise RuntimeError(f"the test's own function failed: {request[1]}")
-                try:
-                    reply = _serve(self, request)
-                except BaseException as exc:
-                    reply = _error(exc)
-                _reply(self.out, reply)
-            raise EOFError("the grader has gone")
-
-        return trusted(call)  # the test's code: an own-work watch looks through it
-
-
-def _reply(out: BinaryIO, tree: tuple) -> None:
-    import torch
-
-    buffer = io.BytesIO()
-    torch.save(tree, buffer)
-    write_frame(out, buffer.getvalue())
-
-
-def _error(exc: BaseException) -> tuple:
-    """An exception as data: its class name (a builtin's, else its base's) and its message."""
-    import builtins
-
-    name = next((c.__name__ for c in type(exc).__mro__ if getattr(builtins, c.__name__, None) is c),
-                "Exception")
-    return ("err", name, f"{type(exc).__name__}: {exc}"[:2000])
-
-
-def _call(objects: _Objects, request: tuple) -> tuple:
-    import torch
-
-    _, number, args, kwargs, grad = request
-    target = objects.items[number]
-    args, kwargs = objects.decode(args), objects.decode(kwargs)
-    if not grad:
-        return ("ok", objects.encode(target(*args, **kwargs)))
-    tensors = [t.detach().clone().requires_grad_(needs) for t, needs in grad]
-
-    def put(value: Any) -> Any:
-        if type(value) is tuple and len(value) == 2 and value[0] == ARG:
-            return tensors[value[1]]
-        if type(value) in (list, tuple):
-            return type(value)(put(v) for v in value)
-        if type(value) is dict:
-            return {k: put(v) for k, v in value.items()}
-        return value
-
-    result = target(*put(args), **put(kwargs))
-    if type(result) is not torch.Tensor:
-        raise TypeError(f"returned {type(result).__name__}, not a torch.Tensor, for an input that needs "
-                        f"its gradient")
-    ticket = len(objects.tickets)
-    objects.tickets[ticket] = (tensors, result)
-    return ("ok", ("grad", ticket, result.detach().clone()))
-
-
-def _serve(objects: _Objects, request: tuple) -> tuple:
-    op = request[0]
-    if op == "get":
-        return ("ok", objects.encode(getattr(objects.items[request[1]], request[2])))
-    if op == "call":
-        return _call(objects, request)
-    if op == "backward":
-        import torch
-
-        tensors, result = objects.tickets.pop(request[1])
-        torch.autograd.backward(result, request[2])
-        return ("ok", objects.encode([t.grad for t in tensors]))
-    if op == "watch":
-        from tinyk.own_work import watched
-
-        return ("ok", objects.encode(watched(request[2], objects.items[request[1]], tuple(request[3]))))
-    if op == "assemble":  # the learner's parts in a model with the prepared weights, here
-        from tinyk.parts import build_model
-
-        base = objects.models.get(request[1])
-        if base is None:
-            raise ValueError(f"no model {request[1]!r} was prepared for this exercise")
-        return ("ok", objects.encode(build_model(base, objects.decode(request[2]))))
-    if op == "cache":  # an empty KV cache for a model assembled here: (model, batch, max_len)
-        from tinyk.generation import KVCache
-
-        model = objects.items[request[1]]
-        dtype = next(model.parameters()).dtype
-        return ("ok", objects.encode(KVCache(model.config, int(request[2]), int(request[3]), dtype)))
-    raise ValueError(f"unknown request {op!r}")
 
 
 def defines(source: str) -> list[str]:
@@ -310,34 +117,37 @@ def _exercise(sources: list[str], names: list[str], parts: list[str], requests: 
     """In the child: load the models the test assembles (``prepare``), withhold the package's
     versions of the parts the exercise asks for, run the answer cells, send the names they
     bound, then serve requests."""
+    from tinyk.answer_objects import Objects, serve
+    from tinyk.answer_wire import error, read_frame, reply
+
     try:
         models = _prepare(list(prepare))
     except Exception as exc:  # the grader's own set-up failed, not the learner's answer
-        _reply(out, ("err", "RuntimeError", f"the grader could not load {', '.join(prepare)} for this "
-                                            f"exercise's test: {type(exc).__name__}: {exc}"[:300]))
+        reply(out, ("err", "RuntimeError", f"the grader could not load {', '.join(prepare)} for this "
+                                           f"exercise's test: {type(exc).__name__}: {exc}"[:300]))
         return
     withhold(parts)
-    objects = _Objects(requests, out)
+    objects = Objects(requests, out)
     objects.models = models
     space: dict[str, Any] = {"__name__": "__main__"}
     try:
         for number, source in enumerate(sources):
             exec(compile(source, f"<answer cell {number + 1}>", "exec"), space)
         found = {name: objects.encode(space[name]) for name in names if name in space}
-        _reply(out, ("ok", ("d", list(found.items()))))
+        reply(out, ("ok", ("d", list(found.items()))))
     except BaseException as exc:  # the answer cell itself failed: the tests will say so
         traceback.print_exc()
-        _reply(out, _error(exc))
+        reply(out, error(exc))
         return
     while (frame := read_frame(requests)) is not None:
         request = pickle.loads(frame)
         if request[0] == "end":
             return
         try:
-            reply = _serve(objects, request)
+            answer = serve(objects, request)
         except BaseException as exc:
-            reply = _error(exc)
-        _reply(out, reply)
+            answer = error(exc)
+        reply(out, answer)
 
 
 def _load(library: str | None) -> None:
@@ -377,7 +187,9 @@ def _serve_exercise(request: tuple, requests: BinaryIO, out: BinaryIO) -> None:
         finally:
             os._exit(code)
     os.waitpid(pid, 0)
-    _reply(out, ("done",))
+    from tinyk.answer_wire import reply
+
+    reply(out, ("done",))
 
 
 def _fresh(library: str, writable: list[str]) -> Callable[[], None]:
@@ -398,6 +210,7 @@ def _notebook(requests: BinaryIO, out: BinaryIO, folders: Callable[[], None]) ->
     forks the child of each of the notebook's exercises, until the grader asks it to leave.
     Then it kills that process 1, and with it the kernel kills every process left in the
     namespace; its end waits for them."""
+    from tinyk.answer_wire import read_frame, reply
     from tinyk.warm_kernel import drop_capabilities, new_namespaces
 
     try:
@@ -411,10 +224,10 @@ def _notebook(requests: BinaryIO, out: BinaryIO, folders: Callable[[], None]) ->
             raise OSError("no 'sleep' program to be the namespace's process 1")
         first = os.posix_spawn(sleep, ["sleep", "infinity"], {})
     except OSError as err:
-        _reply(out, ("err", "OSError", f"{err}"[:300]))
+        reply(out, ("err", "OSError", f"{err}"[:300]))
         return
     try:
-        _reply(out, ("ok", ("v", None)))
+        reply(out, ("ok", ("v", None)))
         while (frame := read_frame(requests)) is not None:
             request = pickle.loads(frame)
             if request[0] == "leave":
@@ -435,6 +248,8 @@ def main() -> None:
     sys.stdin = open(os.devnull)  # the learner's input() reads nothing
     library, writable = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else (None, [])
     _load(library)
+    from tinyk.answer_wire import read_frame, reply
+
     folders = None
     if library is None:
         why = "no sandbox"
@@ -443,11 +258,11 @@ def main() -> None:
 
         folders = _fresh(library, writable)
         why = probe(ipc=True, folders=folders) or ""
-    _reply(out, ("ready", why))  # "": each notebook can have namespaces of its own
+    reply(out, ("ready", why))  # "": each notebook can have namespaces of its own
     while (frame := read_frame(requests)) is not None:
         request = pickle.loads(frame)
         if request[0] == "notebook" and (folders is None or why):
-            _reply(out, ("err", "OSError", why))
+            reply(out, ("err", "OSError", why))
         elif request[0] == "notebook":
             pid = os.fork()
             if pid == 0:

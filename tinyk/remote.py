@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import torch
 
-from tinyk import answers
+from tinyk import answer_wire
 
 __all__ = ["AnswerFailed", "Remote", "Server", "decode", "detached_args", "handle", "request_args"]
 
@@ -174,24 +174,24 @@ def request_args(value: Any, tensors: list, server: Server, depth: int = 0) -> A
     if depth > 30:
         raise ValueError("arguments nested more than 30 levels deep")
     if isinstance(value, Remote):
-        return (answers.REF, handle(value)[1])
+        return (answer_wire.REF, handle(value)[1])
     if type(value) is torch.Tensor or isinstance(value, torch.nn.Parameter):
         tensors.append(value)
-        return (answers.ARG, len(tensors) - 1)
+        return (answer_wire.ARG, len(tensors) - 1)
     if type(value) in (list, tuple):
         return type(value)(request_args(v, tensors, server, depth + 1) for v in value)
     if type(value) is dict:
         return {k: request_args(v, tensors, server, depth + 1) for k, v in value.items()}
     if callable(value) and not isinstance(value, type | torch.nn.Module):
         server.callbacks.append(value)
-        return (answers.CALLBACK, len(server.callbacks) - 1)
+        return (answer_wire.CALLBACK, len(server.callbacks) - 1)
     return value
 
 
 def detached_args(value: Any, tensors: list) -> Any:
     """:func:`request_args`' ``value`` with its tensors put back in place, detached (a call that
     needs no gradient sends them as they are)."""
-    if type(value) is tuple and len(value) == 2 and value[0] == answers.ARG:
+    if type(value) is tuple and len(value) == 2 and value[0] == answer_wire.ARG:
         return tensors[value[1]].detach()
     if type(value) in (list, tuple):
         return type(value)(detached_args(v, tensors) for v in value)
