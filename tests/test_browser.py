@@ -313,7 +313,10 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
     page.wait_for_function(f"{state}.generated.length === 4 && {state}.root.dataset.state === 'ready'")
     greedy = generate(session, manifest, encode(manifest, prompt), 4)
     assert "".join(vocab[i] for i in greedy) == "1+6\n"
-    assert page.locator(".tinyk-pg-text").inner_text() == (prompt + "1+6\n").replace("\n", "\u21b5")
+    said = page.locator(".tinyk-pg-word[data-word=generated]").text_content()  # for a screen reader
+    text = (prompt + f"{said}: 1+6\n").replace("\n", "\u21b5")
+    assert page.locator(".tinyk-pg-text").inner_text() == text
+    assert page.locator(".tinyk-pg-status").inner_text().endswith("1+6\u21b5")  # announced
     final = check(prompt + "1+6\n")  # the panels: the whole text, without the cache
     cached_vs_whole = np.array(final["next"]) - np.array(final["shown"]["logits"][-1])
     assert np.abs(cached_vs_whole).max() <= 1e-4
@@ -324,7 +327,12 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
     page.wait_for_function(f"{state}.root.dataset.state === 'invalid'")
     status = page.locator(".tinyk-pg-status").inner_text()
     assert '"x"' in status and "3" in status, status
+    kept = f"() => [{state}.shown.ids, {state}.generated, {state}.past.present_key_0.dims]"
+    before = page.evaluate(kept)
     page.evaluate(f"() => {{ {state}.session.run = () => Promise.reject(new Error('out of memory')); }}")
+    page.locator(".tinyk-pg-step").click()  # a failed step changes nothing: text, cache and panels stay
+    page.wait_for_function(f"{state}.root.dataset.state === 'ready'")
+    assert page.evaluate(kept) == before
     page.locator(".tinyk-pg-prompt").fill("2+2=")
     page.locator(".tinyk-pg-run").click()
     page.wait_for_function(f"{state}.root.dataset.state === 'ready'")
@@ -352,7 +360,7 @@ def test_without_webassembly_the_playground_shows_the_build_run(browser, site_ur
         assert page.locator(".tinyk-playground").get_attribute("data-state") == "static"
         assert "WebAssembly" in page.locator(".tinyk-pg-status").inner_text()
         assert page.locator(".tinyk-pg-tokenlist li").count() == len(example["ids"])
-        assert page.locator(".tinyk-pg-text mark").inner_text() == "7+3\u21b5"
+        assert page.locator(".tinyk-pg-text mark").inner_text().endswith(": 7+3\u21b5")
         assert page.locator(".tinyk-pg-prompt").is_disabled() and page.locator(".tinyk-pg-go").is_disabled()
         before = page.locator(".tinyk-pg-heatmap").inner_html()
         page.locator(".tinyk-pg-head").select_option("2")

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from tinyk.chinese_notebooks import translate_markdown
-from tinyk.course import ROOT, notebook_paths
+from tinyk.course import NOTEBOOKS, ROOT, notebook_paths
 from tinyk.exercises import source_text
 from tinyk.quiz import QUIZ_DIRECTIVE, SHOW_ANSWERS, VERDICTS, parse_quiz, split_options
 from tinyk.student_markdown import STUDENT_WORDS, markdown_for_notebooks
@@ -284,3 +284,13 @@ def test_the_numbers_and_facts_the_later_quizzes_state():
     cache = kv_cache_bytes(smollm2, 2048)
     assert [f"{b / 1e6:.1f}" for b in (cache, cache / 2, kv_cache_bytes(smollm2, 2048, expanded=True))] == [
         "94.4", "47.2", "283.1"]
+
+    stated = {"05_1_shapes": ["1,769,472", "$2\\times5\\times32$"],
+              "05_5_swiglu_layer": ["85", "128", "2,016", "2,048"],
+              "05_6_head_protocol": ["19,008", "19,424", "416"], "05_7_checks": ["2.36", "1.15", "0.58"],
+              "05_10_real_weights": ["94.4", "47.2", "283.1"]}
+    cells = {stem: json.loads((ROOT / NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))["cells"]
+             for stem in stated}
+    quizzes = {stem: "".join(source_text(c) for c in cells[stem] if c.get("id") == "quiz") for stem in stated}
+    assert {stem: [n for n in numbers if n not in quizzes[stem]] for stem, numbers in stated.items()} == {
+        stem: [] for stem in stated}  # each number computed above is the one its quiz states

@@ -77,9 +77,11 @@ def imported_modules(notebooks: list[dict]) -> list[str]:
 _CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWUSER, _CLONE_NEWPID = 0x00020000, 0x08000000, 0x10000000, 0x20000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND = 1, 2, 4, 32, 4096
 _MS_REC, _MS_PRIVATE = 16384, 1 << 18
-# the flags a read-only bind remount keeps (statvfs's ST_* equal MS_*: nosuid, nodev, noexec,
-# the atime ones): leaving out one that the parent namespace set would be refused
-_MS_KEPT = 2 | 4 | 8 | 1024 | 2048 | 4096
+# The flags a read-only bind remount keeps, statvfs's (ST_*) -> mount(2)'s (MS_*): nosuid, nodev,
+# noexec and the atime ones (ST_RELATIME is 4096, MS_RELATIME 1 << 21; a mount with neither
+# noatime nor relatime is strictatime). Leaving out one that the parent namespace set is refused.
+_ST_TO_MS = {2: 2, 4: 4, 8: 8, 1024: 1024, 2048: 2048, 4096: 1 << 21}
+_ST_NOATIME, _ST_RELATIME, _MS_STRICTATIME = 1024, 4096, 1 << 24
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_SET_SECUREBITS = 1, 4, 24, 28
 _SECURE_NOROOT = 0b111111  # NOROOT, NO_SETUID_FIXUP, KEEP_CAPS, each locked: root gains nothing by exec
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -139,7 +141,10 @@ def _mounts_under_tmp() -> list[Path]:
 
 def _read_only(folder: Path) -> None:
     """Remount the mount at ``folder`` read-only, keeping its other flags."""
-    kept = os.statvfs(folder).f_flag & _MS_KEPT
+    flags = os.statvfs(folder).f_flag
+    kept = sum(ms for st, ms in _ST_TO_MS.items() if flags & st)
+    if not flags & (_ST_NOATIME | _ST_RELATIME):
+        kept |= _MS_STRICTATIME
     _mount("none", str(folder), None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | kept)
 
 

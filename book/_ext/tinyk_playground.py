@@ -67,6 +67,7 @@ MESSAGES = {
     "rope": "Pair {pair} turns by \u03c9 = {omega} radians per position: the token at position t by "
             "t\u00b7\u03c9, shown in (\u2212\u03c0, \u03c0].",
     "generated": "generated",
+    "generated-text": "{count} token(s) generated: {text}",
     "separator": ", ",  # between the query heads of a group
 }
 # The controls' and panels' words.

@@ -37,7 +37,10 @@
         ort.env.logLevel = "error";
         return ort.InferenceSession.create(new URL(`models/${manifest.onnx}`, STATIC).href,
           { executionProviders: ["wasm"] });
-      })();
+      })().catch((error) => {
+        runtime = null; // a failed load (the network, say) is tried again by the next playground
+        throw error;
+      });
     }
     return runtime;
   }
@@ -201,9 +204,12 @@
         this.showExample("static");
         return;
       }
-      await this.run();
-      if (this.root.dataset.state === "ready") {
-        this.say("ready");
+      this.root.dataset.state = "busy"; // no click starts a second run meanwhile
+      try {
+        await this.run();
+      } catch (error) {
+        this.session = null;
+        this.showExample("failed", { error: error.message || String(error) });
       }
     }
 
@@ -226,14 +232,12 @@
         return;
       }
       this.root.dataset.state = "busy";
-      this.root.setAttribute("aria-busy", "true");
       try {
         await action();
       } catch (error) {
         this.root.dataset.state = "ready"; // the previous text and panels stay
         this.say("error", { error: error.message || String(error) });
       } finally {
-        this.root.removeAttribute("aria-busy");
         if (this.root.dataset.state === "busy") {
           this.root.dataset.state = "ready";
         }
@@ -299,16 +303,19 @@
           return;
         }
         const token = this.choose();
-        this.generated.push(token);
         // The KV cache: only the new token goes through the model; the keys and values of the
-        // earlier ones come from the previous call.
-        this.past = await runGraph(this.session, this.config, [token], this.past);
-        this.next = Array.from(this.past.logits.data.subarray(0, this.config.vocab_size));
-        // The panels show the whole text's attention and angles: one call without the cache.
+        // earlier ones come from the previous call. The panels show the whole text's attention
+        // and angles: one call without the cache. Nothing changes until both have run.
+        const past = await runGraph(this.session, this.config, [token], this.past);
         const ids = [...all, token];
-        this.shown = view(ids, await runGraph(this.session, this.config, ids, null));
-        this.shown.cache_length = this.past.present_key_0.dims[1];
+        const whole = view(ids, await runGraph(this.session, this.config, ids, null));
+        this.past = past;
+        this.generated.push(token);
+        this.next = Array.from(past.logits.data.subarray(0, this.config.vocab_size));
+        this.shown = whole;
+        this.shown.cache_length = past.present_key_0.dims[1];
         this.draw();
+        this.say("generated-text", { count: this.generated.length, text: this.words_of(this.generated) });
         await new Promise((resolve) => setTimeout(resolve, 0)); // let the page draw each token
       }
     }
@@ -353,12 +360,17 @@
       }));
     }
 
+    words_of(ids) {
+      return ids.map((id) => shown(this.vocab[id])).join("");
+    }
+
     drawText() {
       const text = this.q(".tinyk-pg-text");
-      const words = (ids) => ids.map((id) => shown(this.vocab[id])).join("");
-      text.replaceChildren(element("span", {}, words(this.promptIds)));
+      text.replaceChildren(element("span", {}, this.words_of(this.promptIds)));
       if (this.generated.length > 0) {
-        text.append(element("mark", { title: this.words.generated }, words(this.generated)));
+        const mark = element("mark", {}, this.words_of(this.generated));
+        mark.prepend(element("span", { class: "visually-hidden" }, `${this.words.generated}: `));
+        text.append(mark);
       }
     }
 
