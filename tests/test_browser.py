@@ -315,7 +315,7 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
     assert "".join(vocab[i] for i in greedy) == "1+6\n"
     said = page.locator(".tinyk-pg-word[data-word=generated]").text_content()  # for a screen reader
     text = (prompt + f"{said}: 1+6\n").replace("\n", "\u21b5")
-    assert page.locator(".tinyk-pg-text").inner_text() == text
+    assert page.locator(".tinyk-pg-text").text_content() == text
     assert page.locator(".tinyk-pg-status").inner_text().endswith("1+6\u21b5")  # announced
     final = check(prompt + "1+6\n")  # the panels: the whole text, without the cache
     cached_vs_whole = np.array(final["next"]) - np.array(final["shown"]["logits"][-1])
@@ -360,7 +360,7 @@ def test_without_webassembly_the_playground_shows_the_build_run(browser, site_ur
         assert page.locator(".tinyk-playground").get_attribute("data-state") == "static"
         assert "WebAssembly" in page.locator(".tinyk-pg-status").inner_text()
         assert page.locator(".tinyk-pg-tokenlist li").count() == len(example["ids"])
-        assert page.locator(".tinyk-pg-text mark").inner_text().endswith(": 7+3\u21b5")
+        assert page.locator(".tinyk-pg-text mark").text_content().endswith(": 7+3\u21b5")
         assert page.locator(".tinyk-pg-prompt").is_disabled() and page.locator(".tinyk-pg-go").is_disabled()
         before = page.locator(".tinyk-pg-heatmap").inner_html()
         page.locator(".tinyk-pg-head").select_option("2")
