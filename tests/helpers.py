@@ -3,6 +3,7 @@ the processes a hostile submission leaves running."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import time
@@ -39,6 +40,12 @@ def processes_running(argv: list[str]) -> list[int]:
         except OSError:  # gone meanwhile, or not ours to read
             pass
     return found
+
+
+def processes_running_source() -> str:
+    """:func:`processes_running`'s own source with its imports, for a submission to define and
+    call where it runs (in the sandbox, where ``tests`` cannot be imported)."""
+    return "import os\nfrom pathlib import Path\n" + inspect.getsource(processes_running)
 
 
 def processes_left(argv: list[str]) -> list[int]:

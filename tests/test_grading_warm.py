@@ -26,7 +26,7 @@ from unittest import mock
 
 import pytest
 
-from tests.helpers import processes_running
+from tests.helpers import processes_running, processes_running_source
 from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _cell, _drill
 from tinyk import grading, warm_kernel
 from tinyk.grading import runner
@@ -78,17 +78,13 @@ if 'IPython' in sys.modules:  # in the kernel (the verdict runs answers again wi
 CHECK = f"""
 import os, sys
 import torch, tinyk
-def cmdline(pid):
-    try:
-        return open(f'/proc/{{pid}}/cmdline', 'rb').read().split(b'\\0')[:2]
-    except OSError:
-        return []
+{processes_running_source()}
 LEFT = [name for name, found in [
     ('allclose', torch.allclose(torch.zeros(1), torch.ones(1))),
     ('tinyk', tinyk.apply_rotary_emb.__name__ != 'apply_rotary_emb'),
     ('tmp', os.path.exists('/tmp/planted-by-the-first-notebook')),
     ('shm', os.path.exists('/dev/shm/planted-by-the-first-notebook')),
-    ('process', {[m.encode() for m in MARKER]!r} in [cmdline(p) for p in os.listdir('/proc') if p.isdigit()]),
+    ('process', processes_running({MARKER!r})),
 ] if found]
 if 'IPython' in sys.modules:  # in the kernel
     assert not LEFT, LEFT

@@ -21,7 +21,7 @@ from unittest import mock
 
 import pytest
 
-from tests.helpers import processes_left, processes_running
+from tests.helpers import processes_left, processes_running, processes_running_source
 from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
 from tinyk import course, verdict
 from tinyk.exercises import is_solution, nbgrader
@@ -147,18 +147,13 @@ libc.mount(None, b'/tmp/.tinyk-answers', None, 32 | 4096, None)  # the package's
 subprocess.Popen({LEFTOVER!r}, start_new_session=True)
 """ + SOLUTION_A
 FINDS = f"""
-import os
-def cmdline(pid):
-    try:
-        return open(f'/proc/{{pid}}/cmdline', 'rb').read().split(b'\\0')[:2]
-    except OSError:
-        return []
+{processes_running_source()}
 LEFT = [name for name, found in [
     ('tmp', os.path.exists('/tmp/left-by-notebook-1')),
     ('shm', os.path.exists('/dev/shm/left-by-notebook-1')),
     ('working folder', os.listdir('.')),
     ('package', os.path.exists('/tmp/.tinyk-answers/tinyk/left_by_notebook_1.py')),
-    ('process', {[m.encode() for m in LEFTOVER]!r} in map(cmdline, filter(str.isdigit, os.listdir('/proc')))),
+    ('process', processes_running({LEFTOVER!r})),
 ] if found]
 def double(x):
     return LEFT or 2 * x
