@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from playwright.sync_api import sync_playwright
 
-    from tinyk.data import VOCAB
+    from tinyk.data import CharTokenizer
+    from tinyk.playground import EXAMPLE_PROMPT
     from tinyk.training import trained_course_model
 
     torch.set_num_threads(1)
@@ -87,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(HTML)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/{PAGE}"
-    prompt = "1+2=2+1\n3+7="
-    ids = [VOCAB.index(c) for c in prompt]
+    prompt = EXAMPLE_PROMPT  # the page's first prompt
+    ids = CharTokenizer().encode(prompt).tolist()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
         page = browser.new_page()

@@ -64,14 +64,13 @@ def run_graph(session: Any, manifest: dict[str, Any], ids: list[int],
 def generate(session: Any, manifest: dict[str, Any], ids: list[int], n_tokens: int) -> list[int]:
     """``n_tokens`` greedy tokens after ``ids``, by the page's loop (KV cache, one token per
     call), stopping at the model's ``max_seq_len``."""
-    limit = manifest["config"]["max_seq_len"]
+    count = max(0, min(n_tokens, manifest["config"]["max_seq_len"] - len(ids)))
     out = run_graph(session, manifest, ids)
     new: list[int] = []
-    while len(new) < n_tokens and len(ids) + len(new) < limit:
-        token = int(np.argmax(out["logits"][0, -1]))
-        new.append(token)
-        if len(new) < n_tokens and len(ids) + len(new) < limit:
-            out = run_graph(session, manifest, [token], out)
+    for step in range(count):
+        new.append(int(np.argmax(out["logits"][0, -1])))
+        if step + 1 < count:  # the last token needs no call of its own
+            out = run_graph(session, manifest, [new[-1]], out)
     return new
 
 
