@@ -230,10 +230,10 @@ def test_the_numbers_and_facts_the_chapter_quizzes_state():
 def test_the_numbers_and_facts_the_later_quizzes_state():
     """05.1: the layers' shape, the three refused configurations, the attention count; 05.5:
     the SwiGLU width for d = 32 and its cost, the blocks' weights; 05.6: the tied count; 05.7:
-    the three loss levels; 05.10: SmolLM2's cache, keys only and expanded (from its sizes,
-    without loading the file). What only a run prints (the growth exponents, the stream's norm,
-    the init's statistics, the generated text, the losses of SmolLM2) the site test asserts on
-    the built pages (tests/test_site.py, KEY_NUMBERS)."""
+    the three loss levels; 05.9: the lines whose answer needs a 0; 05.10: SmolLM2's cache, keys
+    only and expanded (from its sizes, without loading the file). What only a run prints (the
+    growth exponents, the stream's norm, the init's statistics, the generated text, the losses of
+    SmolLM2) the site test asserts on the built pages (tests/test_site.py, KEY_NUMBERS)."""
     import torch
     from torch import nn
 
@@ -280,6 +280,8 @@ def test_the_numbers_and_facts_the_later_quizzes_state():
     assert [round(v, 2) for v in levels] == [2.36, 1.15, 0.58]
     assert {len(line) for line in text.split("\n")[:-1]} == {7}  # 8 symbols with the newline
 
+    assert sum(0 in (a, b) for a in range(10) for b in range(10)) == 19  # 05.9: the sums whose answer has a 0
+
     smollm2 = ModelConfig(dim=576, n_layers=30, n_heads=9, n_kv_heads=3, vocab_size=49152, hidden_dim=1536)
     cache = kv_cache_bytes(smollm2, 2048)
     assert [f"{b / 1e6:.1f}" for b in (cache, cache / 2, kv_cache_bytes(smollm2, 2048, expanded=True))] == [
@@ -288,7 +290,7 @@ def test_the_numbers_and_facts_the_later_quizzes_state():
     stated = {"05_1_shapes": ["1,769,472", "$2\\times5\\times32$"],
               "05_5_swiglu_layer": ["85", "128", "2,016", "2,048"],
               "05_6_head_protocol": ["19,008", "19,424", "416"], "05_7_checks": ["2.36", "1.15", "0.58"],
-              "05_10_real_weights": ["94.4", "47.2", "283.1"]}
+              "05_9_text_vs_file": ["19"], "05_10_real_weights": ["94.4", "47.2", "283.1"]}
     cells = {stem: json.loads((ROOT / NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))["cells"]
              for stem in stated}
     quizzes = {stem: "".join(source_text(c) for c in cells[stem] if c.get("id") == "quiz") for stem in stated}
