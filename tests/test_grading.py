@@ -585,3 +585,54 @@ def test_the_total_time_limit_runs_on_the_clock(assignment, tmp_path):
     subs = tmp_path / "subs"
     rows = grading.grade(subs, tmp_path / "grades.csv", notebooks, limits=limits, jobs=1, progress=False)
     assert {(r.status, r.points, r.detail) for r in rows} == {("timeout", 0.0, "submission ran past 5 s")}
+
+
+def test_the_grading_threads_parse_python_one_tree_at_a_time(assignment, tmp_path, monkeypatch):
+    """Python 3.11 fails a syntax tree built while another thread builds one (python/cpython#106905:
+    "AST constructor recursion depth mismatch"), which once cost a student of the example class
+    an error row per exercise: every thread of a run parses under one lock, and only during
+    the run."""
+    import ast
+    import threading
+
+    _, notebooks, release = assignment
+    subs = tmp_path / "subs"
+    for name in ("amy", "bo"):
+        (subs / name).mkdir(parents=True)
+        (subs / name / "drill.ipynb").write_text(json.dumps(release))
+    inside, most, calls = [0], [0], [0]
+    count, both, at_parse = threading.Lock(), threading.Event(), threading.Barrier(2, timeout=60)
+
+    def builds_a_tree(*args, **kwargs):  # stands for the tree's build (what ast.parse calls)
+        with count:
+            inside[0] += 1
+            calls[0] += 1
+            most[0] = max(most[0], inside[0])
+            first = calls[0] % 2 == 1
+        if inside[0] == 2:
+            both.set()
+        if first:  # the other thread is at ast.parse: were there no lock, it would come in now
+            both.wait(timeout=2)
+        with count:
+            inside[0] -= 1
+        return compile(*args, **kwargs)
+
+    def grade_student(name, *args):
+        guarded.append(getattr(ast.parse, "__wrapped__", None) is not None)
+        at_parse.wait()  # both threads, then both parse
+        ast.parse("x = 1")
+        return []
+
+    monkeypatch.setattr(ast, "compile", builds_a_tree, raising=False)
+    monkeypatch.setattr(class_batch, "grade_student", grade_student)
+    guarded: list[bool] = []
+    grading.grade(subs, tmp_path / "g.csv", notebooks, jobs=2, progress=False, sandbox=False)
+    assert guarded == [True, True] and most == [1] and not hasattr(ast.parse, "__wrapped__")
+
+    both.clear()  # the same two parses without the lock: both inside at once (the check can fail)
+    threads = [threading.Thread(target=grade_student, args=(name,)) for name in ("amy", "bo")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert guarded == [True, True, False, False] and most == [2]

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tinyk.grading.assignment import prepare_course, released_notebooks
+from tinyk.grading.ast_guard import one_parse_at_a_time
 from tinyk.grading.chapter import Notebook, chapter_notebooks
 from tinyk.grading.regrade import base_digest, changed_tests, course_base, regrade_student, test_digests
 from tinyk.grading.rules import Row, Status
@@ -152,8 +153,9 @@ def _say_regraded(todo: list[_Job]) -> None:
 def _grade_all(todo: list[_Job], batch: Batch, template: Path, released: dict[str, dict], sandbox: bool,
                jobs: int, bar: Any) -> None:
     """Grade (or regrade) the students of ``todo``, ``jobs`` at once, each into their part
-    file; a student whose grading raised gets an error row per exercise."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+    file; a student whose grading raised gets an error row per exercise. The threads parse
+    Python one tree at a time (:mod:`tinyk.grading.ast_guard`)."""
+    with one_parse_at_a_time(), concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(_run_job, job, batch, template, released, sandbox): job for job in todo}
         for future in concurrent.futures.as_completed(futures):
             job = futures[future]
