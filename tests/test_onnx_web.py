@@ -9,6 +9,7 @@ tokenizer's chat prompt is checked from the installed file, without an export.
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import onnx
@@ -207,3 +208,25 @@ def test_the_chat_prompt_is_the_templates_text_around_the_message():
                                   return_tensors="pt")["input_ids"][0].tolist()
     assert tok(prefix + message + suffix, add_special_tokens=False)["input_ids"] == ids
     assert len(ids) == 37
+
+
+def test_reuse_keeps_files_made_from_the_same_inputs_only(exported, tiny, tmp_path, monkeypatch, capsys):
+    from tinyk import onnx_web
+
+    path, _, _ = tiny
+    out = tmp_path / "kept"
+    shutil.copytree(exported[0], out)
+    manifest = json.loads((out / "smollm2.json").read_text(encoding="utf-8"))
+    manifest["stamp"] = onnx_web.web_model_stamp(path, attention_layer=None, max_file_bytes=50_000_000)
+    (out / "smollm2.json").write_text(json.dumps(manifest), encoding="utf-8")
+    exports = []
+    monkeypatch.setattr(onnx_web, "smollm2_path", lambda: path)
+    monkeypatch.setattr(onnx_web, "export_web_model", lambda *args, **kw: exports.append(kw) or [])
+    assert onnx_web.main(["--out", str(out), "--reuse"]) == 0
+    assert exports == [] and "smollm2.data.0" in capsys.readouterr().out
+    assert onnx_web.main(["--out", str(out), "--reuse", "--max-file-bytes", "40000"]) == 0  # other options
+    (out / "smollm2.data.1").write_bytes(b"cut")  # a file that is not as written
+    assert onnx_web.main(["--out", str(out), "--reuse"]) == 0
+    assert onnx_web.main(["--out", str(out)]) == 0  # no --reuse: always exports
+    assert [kw["max_file_bytes"] for kw in exports] == [40_000, 50_000_000, 50_000_000]
+    assert exports[0]["stamp"] != exports[1]["stamp"] == manifest["stamp"]
