@@ -8,7 +8,7 @@
 The 05.7 model runs live in the book's playground ("The 05.7 model, live", book/playground.md)
 from :mod:`tinyk.onnx_export`'s float32 graph. SmolLM2's float32 weights would be 540 MB; this
 module writes the same graph with the file's 4-bit and 8-bit blocks in their place
-(:mod:`tinyk.gguf_blocks`, each checked bit for bit against the model), 99.3 MB for SmolLM2,
+(:mod:`tinyk.gguf_blocks`, each checked bit for bit against the model), 99.2 MB for SmolLM2,
 its weights split into files of at most ``max_file_bytes`` so that a page can fetch them in pieces:
 
 - ``smollm2.onnx``: the graph, its tensors under 1 KB inline;
@@ -85,7 +85,7 @@ def save_split(model_proto: onnx.ModelProto, onnx_path: str | Path, max_file_byt
                ) -> list[Path]:
     """Write ``model_proto`` to ``onnx_path`` and its weights to ``<stem>.data.0``, ``.1``, ...,
     each data file at most ``max_file_bytes`` (the graph, its nodes and the tensors under
-    :data:`INLINE_BELOW` bytes, is not split: 585,867 bytes for SmolLM2). Changes
+    :data:`INLINE_BELOW` bytes, is not split: 563,870 bytes for SmolLM2). Changes
     ``model_proto``'s initializers into references to those files. Returns the graph's path, then
     the data files'."""
     onnx_path = Path(onnx_path)
