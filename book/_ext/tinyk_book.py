@@ -62,6 +62,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import re
@@ -235,7 +236,8 @@ def _chinese_figures(app) -> None:
     def render_mime_type(self, data):
         zh = (data.output_metadata or {}).get("tinyk", {}).get("zh")
         where = f"{self.source}: cell {data.cell_index}"
-        if zh is None and (data.mime_type == "image/png" or 'class="tinyk-slider"' in data.string[:200]):
+        if zh is None and (data.mime_type == "image/png" or (
+                data.mime_type == "text/html" and 'class="tinyk-slider"' in data.string[:200])):
             self.logger.warning(f"{where}: a figure without its Chinese version (the notebook ran "
                                 f"without {figure_text.ENV}=1; `make book` sets it)",
                                 subtype="figure_text", line=data.line)
@@ -543,8 +545,13 @@ def _add_course_model(app):
     from tinyk.playground import write_example
 
     static = Path(app.doctreedir).parent / "web-static"  # _build/web-static, shared by both editions
-    export_course_model(static / "models", reuse=True)
-    write_example(static / "models")  # what the playground shows without WebAssembly
+    static.mkdir(parents=True, exist_ok=True)
+    # The two editions may build at once (make's site-build): one exports, the other waits
+    # for it and finds the files made.
+    with open(static / ".models.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        export_course_model(static / "models", reuse=True)
+        write_example(static / "models")  # what the playground shows without WebAssembly
     app.config.html_static_path.append(str(static))
 
 

@@ -22,6 +22,7 @@ name in a page's code.
 
 from __future__ import annotations
 
+import fcntl
 import html
 import json
 import shutil
@@ -197,10 +198,12 @@ def copy_runtime(app) -> None:
                              f"`make book` installs it (npm)")
     out = Path(app.doctreedir).parent / "web-static" / "ort"
     out.mkdir(parents=True, exist_ok=True)
-    for name in ORT_FILES:
-        source, target = package / "dist" / name, out / name
-        if not target.exists() or target.stat().st_size != source.stat().st_size:
-            shutil.copyfile(source, target)
+    with open(out.parent / ".ort.lock", "w") as lock:  # the other edition's build may copy them now
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        for name in ORT_FILES:
+            source, target = package / "dist" / name, out / name
+            if not target.exists() or target.stat().st_size != source.stat().st_size:
+                shutil.copyfile(source, target)
 
 
 def setup(app):
