@@ -21,6 +21,8 @@ from tests.optional import need, smollm2_file
 from tinyk import generate
 from tinyk.gguf import load_gguf, load_tokenizer
 from tinyk.onnx_export import input_names, output_names
+from tinyk.playground import generate as playground_generate
+from tinyk.playground import run_graph
 
 gguf = need("gguf")
 need("onnxscript")
@@ -96,17 +98,6 @@ def exported(tiny, tmp_path_factory):
     return out, files, session(out / "smollm2.onnx")
 
 
-def run(sess, config, ids, past=None):
-    ids = np.asarray(ids, dtype=np.int64)
-    if past is None:
-        empty = np.zeros((1, 0, config.n_kv_heads, config.head_dim), dtype=np.float32)
-        past = [empty] * (2 * config.n_layers)
-    mask = np.ones((1, past[0].shape[1] + ids.shape[1]), dtype=np.int64)
-    feed = dict(zip(input_names(config.n_layers), [ids, mask, *past], strict=True))
-    out = dict(zip(output_names(config.n_layers), sess.run(None, feed), strict=True))
-    return out, [out[name.replace("past_", "present_")] for name in input_names(config.n_layers)[2:]]
-
-
 def test_the_files_are_small_and_the_manifest_names_them(exported, tiny):
     out, files, _ = exported
     _, model, _ = tiny
@@ -143,19 +134,18 @@ def test_every_linear_and_the_embedding_hold_the_files_blocks(exported):
 
 
 def test_logits_and_greedy_tokens_equal_tinyk(exported, tiny):
-    _, _, sess = exported
+    """Run as the playground runs a graph (tinyk.playground): one call for the prompt, then one
+    token per call through the KV cache."""
+    out, _, sess = exported
     _, model, _ = tiny
-    config = model.config
+    manifest = json.loads((out / "smollm2.json").read_text(encoding="utf-8"))
     ids = torch.tensor(PROMPT)
     with torch.no_grad():
         expected = model(ids).logits[:, -1].numpy()
-    out, past = run(sess, config, PROMPT)
-    assert out["logits"].shape == (1, 1, 96)
-    assert np.abs(out["logits"][:, -1] - expected).max() < TOL
-    tokens = []
-    for _ in range(6):
-        tokens.append(int(out["logits"][0, -1].argmax()))
-        out, past = run(sess, config, [[tokens[-1]]], past)
+    logits = run_graph(sess, manifest, PROMPT[0])["logits"]
+    assert logits.shape == (1, 1, 96)
+    assert np.abs(logits[:, -1] - expected).max() < TOL
+    tokens = playground_generate(sess, manifest, PROMPT[0], 6)
     assert len(tokens) == 6
     assert tokens == generate(model, ids, max_new_tokens=6, temperature=0)[0].tolist()
 
