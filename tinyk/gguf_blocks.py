@@ -31,6 +31,7 @@ linear weights, by a rounding.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -291,14 +292,11 @@ def rewrite_graph(model_proto: onnx.ModelProto, model: Transformer, weights: GGU
     graph = model_proto.graph
     build = _Builder(graph)
     replaced, removed = _replacements(graph, model, weights, build)
-    ops = {}
-    for nodes in replaced.values():
-        for node in nodes:
-            ops[node.op_type] = ops.get(node.op_type, 0) + 1
+    ops = Counter(node.op_type for nodes in replaced.values() for node in nodes)
     expected = {"Add": 7 * model.config.n_layers, "Gather": 1, "FusedMatMul": 1}
-    if {op: ops.get(op, 0) for op in expected} != expected:
-        raise ValueError(f"found {ops.get('Add', 0)} of the {expected['Add']} linears, "
-                         f"{ops.get('Gather', 0)} of 1 lookup and {ops.get('FusedMatMul', 0)} of 1 head "
+    if {op: ops[op] for op in expected} != expected:
+        raise ValueError(f"found {ops['Add']} of the {expected['Add']} linears, "
+                         f"{ops['Gather']} of 1 lookup and {ops['FusedMatMul']} of 1 head "
                          f"in the graph: it is not the export of this model")
     nodes = build.prep + [n for k, node in enumerate(graph.node) for n in replaced.get(k, [node])]
     still = sorted({x for n in nodes for x in n.input} & removed)
@@ -319,7 +317,5 @@ def rewrite_graph(model_proto: onnx.ModelProto, model: Transformer, weights: GGU
             opset.version = max(opset.version, OPSET)
     if not any(o.domain == MS_DOMAIN for o in model_proto.opset_import):
         model_proto.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
-    counts: dict[str, int] = {}
-    for node in graph.node:
-        counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    counts = Counter(node.op_type for node in graph.node)
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

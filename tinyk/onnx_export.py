@@ -61,10 +61,11 @@ from torch import Tensor, nn
 
 from tinyk.model import Attention, Transformer
 
-__all__ = ["ALL_LAYERS_UP_TO", "GraphCache", "DecoderForExport", "default_attention_layers",
-           "input_names", "output_names", "export_onnx", "course_model_stamp", "course_model_manifest",
-           "export_course_model", "main"]
+__all__ = ["ALL_LAYERS_UP_TO", "EXPORT_TOOLS", "GraphCache", "DecoderForExport", "default_attention_layers",
+           "input_names", "output_names", "export_onnx", "files_stamp", "course_model_stamp",
+           "course_model_manifest", "export_course_model", "main"]
 
+EXPORT_TOOLS = ("torch", "onnx", "onnxscript")  # their versions are in a stamp
 ALL_LAYERS_UP_TO = 4  # models with at most this many layers return every layer's attention
 
 
@@ -296,20 +297,27 @@ def export_onnx(model: Transformer, path: str | Path, *, attention_layers: Seque
     return program
 
 
+def files_stamp(paths: Sequence[Path], tools: Sequence[str] = EXPORT_TOOLS, first: bytes = b"") -> str:
+    """16 hex digits of a SHA-256 of ``first``, then each file's name and bytes, then each
+    tool's installed version: what a graph's files were made from (:func:`course_model_stamp`,
+    :func:`tinyk.onnx_web.web_model_stamp`)."""
+    from importlib.metadata import version
+
+    digest = hashlib.sha256(first)
+    for path in paths:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for tool in tools:
+        digest.update(f"{tool}=={version(tool)}\0".encode())
+    return digest.hexdigest()[:16]
+
+
 def course_model_stamp() -> str:
     """A hash of everything the 05.7 graph is made from: the model's and the exporter's code,
     the tokenizer, the shipped weights and the versions of the export's tools."""
-    from importlib.metadata import version
-
     from tinyk.training import CHECKPOINT
 
     here = Path(__file__).parent
-    digest = hashlib.sha256()
-    for path in (here / "model.py", here / "onnx_export.py", here / "data.py", CHECKPOINT):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    for tool in ("torch", "onnx", "onnxscript"):
-        digest.update(f"{tool}=={version(tool)}\0".encode())
-    return digest.hexdigest()[:16]
+    return files_stamp([here / "model.py", here / "onnx_export.py", here / "data.py", CHECKPOINT])
 
 
 def course_model_manifest(model: Transformer, attention_layers: Sequence[int],

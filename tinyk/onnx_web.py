@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import shutil
 import sys
 import tempfile
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +39,14 @@ from onnx import TensorProto, numpy_helper
 from tinyk.gguf import GGUFInfo, load_gguf, load_tokenizer, smollm2_path, tokenizer_cache
 from tinyk.gguf_blocks import SESSION_CONFIG, gguf_weights, rewrite_graph
 from tinyk.model import Transformer
-from tinyk.onnx_export import default_attention_layers, export_onnx, input_names, output_names
+from tinyk.onnx_export import (
+    EXPORT_TOOLS,
+    default_attention_layers,
+    export_onnx,
+    files_stamp,
+    input_names,
+    output_names,
+)
 
 __all__ = ["MARKER", "NAME", "SESSION_CONFIG", "WEB_SESSION_CONFIG", "chat_prompt", "export_web_model",
            "main", "save_split", "session", "web_model_stamp"]
@@ -140,14 +145,12 @@ def web_model_stamp(gguf_path: str | Path, **options: object) -> str:
     ``tokenizer.json`` and the chat prompt)."""
     path = Path(gguf_path).resolve()
     stat = path.stat()
-    digest = hashlib.sha256(json.dumps([str(path), stat.st_size, stat.st_mtime_ns, sorted(options.items())],
-                                       default=str).encode())
     here = Path(__file__).parent
-    for name in ("model.py", "hf.py", "onnx_export.py", "gguf.py", "gguf_blocks.py", "onnx_web.py"):
-        digest.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
-    for tool in ("torch", "onnx", "onnxscript", "transformers", "tokenizers"):
-        digest.update(f"{tool}=={version(tool)}\0".encode())
-    return digest.hexdigest()[:16]
+    return files_stamp([here / name for name in ("model.py", "hf.py", "onnx_export.py", "gguf.py",
+                                                 "gguf_blocks.py", "onnx_web.py")],
+                       (*EXPORT_TOOLS, "transformers", "tokenizers"),
+                       json.dumps([str(path), stat.st_size, stat.st_mtime_ns, sorted(options.items())],
+                                  default=str).encode())
 
 
 def _manifest(model: Transformer, info: GGUFInfo, files: list[Path], layers: tuple[int, ...],
