@@ -506,3 +506,25 @@ def test_feedback_notes_give_points_and_statuses_never_the_detail():
     assert notes(0.0, "tests-modified")[0] == "A hidden test failed: 0 of 2 points."
     assert notes(0.0, "timeout") == [f"timeout: {grading.STATUSES['timeout']}. 0 of 2 points."]
     assert not any("SECRET" in note for status in grading.STATUSES for note in notes(0.0, status))
+
+
+@pytest.mark.parametrize(("source", "parser_error"), [
+    ("-" * 100_000 + "1", MemoryError),  # the parser's stack
+    ("a" + ".b" * 200_000, RecursionError),  # the tree's construction
+    ("x = 1\0", (SyntaxError, ValueError)),  # a null byte (a ValueError in some Python versions)
+    ("def f(:", SyntaxError),
+])
+def test_a_cell_python_cannot_parse_is_left_to_the_kernel(source, parser_error):
+    """Nesting too deep for the parser, a null byte or a syntax error in an answer: the checks
+    that read the answer's code skip that cell (the kernel reports its own error for it), and the
+    student's grading goes on instead of failing with the parser's error as its reason."""
+    import ast
+
+    from tinyk import verdict
+
+    with pytest.raises(parser_error):
+        ast.parse(source)
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "source": source},
+                    {"cell_type": "code", "metadata": {}, "source": "import builtins"}]}
+    assert submission.tampering(nb) == "imports builtins"  # the next cell is still read
+    assert verdict.defined_names([source, "answer = 2"]) == ["answer"]

@@ -13,6 +13,7 @@ From it come:
 
 from __future__ import annotations
 
+import ast
 import copy
 import re
 
@@ -28,6 +29,17 @@ GRADE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 def source_text(cell: dict) -> str:
     src = cell.get("source", "")
     return "".join(src) if isinstance(src, list) else src
+
+
+def python_tree(source: str) -> ast.Module | None:
+    """The syntax tree of a cell's ``source``, or None where Python cannot parse it: a syntax
+    error, a null byte, or nesting too deep for the parser (``RecursionError``, or a
+    ``MemoryError`` from its stack). The kernel, which parses the cell too, reports that error
+    as the cell's own."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _set_source(cell: dict, text: str) -> None:

@@ -57,7 +57,7 @@ import torch
 from tinyk import answers
 from tinyk.answer_server import AnswerServer
 from tinyk.assembled import AssembledThere, model_functions, swapped, watched_anywhere
-from tinyk.exercises import is_solution, is_test, nbgrader, source_text
+from tinyk.exercises import is_solution, is_test, nbgrader, python_tree, source_text
 from tinyk.remote import AnswerFailed, Remote, decode
 from tinyk.switches import GRADING
 
@@ -78,9 +78,8 @@ def defined_names(sources: Sequence[str]) -> list[str]:
     """The names the answer cells bind at their top level (def, class, assignment)."""
     names: list[str] = []
     for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
+        tree = python_tree(source)
+        if tree is None:
             continue
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):

@@ -9,7 +9,7 @@ import ast
 import json
 from pathlib import Path
 
-from tinyk.exercises import nbgrader, source_text
+from tinyk.exercises import nbgrader, python_tree, source_text
 from tinyk.grading.chapter import ASSIGNMENT, Notebook
 from tinyk.grading.rules import Finding, Status
 
@@ -75,9 +75,8 @@ def tampering(nb: dict) -> str:
     for cell in nb["cells"]:
         if cell.get("cell_type") != "code" or nbgrader(cell).get("locked"):
             continue
-        try:
-            tree = ast.parse(source_text(cell))
-        except SyntaxError:
+        tree = python_tree(source_text(cell))
+        if tree is None:
             continue
         found = next(filter(None, map(_tampering_at, ast.walk(tree))), "")
         if found:
