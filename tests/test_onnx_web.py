@@ -1,10 +1,10 @@
 """The 05.10 model's web graph (tinyk.onnx_web): the GGUF's own blocks in an ONNX graph, split
 into small files, run by ONNX Runtime against float32 tinyk.
 
-The graph is made from a tiny llama GGUF file written here (2 layers, Q4_1 linears, a Q8_0
-embedding), so one export takes seconds; SmolLM2's own export (over a minute and 2 GB of
-memory) is not run here. Its tokenizer's chat prompt is checked from the installed file,
-without an export.
+The graph is made from a tiny llama GGUF file written here (5 layers, so the graph is stacked
+from a two-layer export as SmolLM2's is, by tinyk.onnx_layers; Q4_1 linears, a Q8_0 embedding),
+so one export takes seconds. SmolLM2's own export is run by the book's build and checked in the
+page (tests/site); here its tokenizer's chat prompt is checked from the installed file.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import torch
 from tests.optional import need, smollm2_file
 from tinyk import generate
 from tinyk.gguf import load_gguf, load_tokenizer
-from tinyk.onnx_export import input_names, output_names
+from tinyk.onnx_export import DecoderForExport, input_names, output_names
 from tinyk.playground import generate as playground_generate
 from tinyk.playground import run_graph
 
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.xdist_group("onnx-export")
 
 TOL = 1e-4
 MAX_FILE_BYTES = 20_000
-SIZES = {"dim": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "hidden": 128, "vocab": 96, "context": 64}
+SIZES = {"dim": 64, "n_layers": 5, "n_heads": 4, "n_kv_heads": 2, "hidden": 128, "vocab": 96, "context": 64}
 PROMPT = [[1, 17, 42, 5, 88, 63, 30]]
 
 
@@ -106,7 +106,7 @@ def test_the_files_are_small_and_the_manifest_names_them(exported, tiny):
     data = [p for p in files if ".data." in p.name]
     assert len(data) >= 3 and names[1:-1] == [f"smollm2.data.{i}" for i in range(len(data))]
     assert max(p.stat().st_size for p in data) <= MAX_FILE_BYTES  # the weights, in pieces
-    assert files[0].stat().st_size < 60_000  # the graph: its nodes and tensors under 1 KB
+    assert files[0].stat().st_size < 150_000  # the graph: its nodes and tensors under 1 KB (5 layers)
     assert sorted(p.name for p in out.iterdir()) == sorted(names)  # no scratch left behind
     manifest = json.loads((out / "smollm2.json").read_text(encoding="utf-8"))
     assert manifest["files"] == [{"path": p.name, "bytes": p.stat().st_size} for p in files[:-1]]
@@ -114,7 +114,8 @@ def test_the_files_are_small_and_the_manifest_names_them(exported, tiny):
     assert manifest["web_session_config"] == WEB_SESSION_CONFIG == {
         "session.disable_quant_qdq": "1", "session.disable_prepacking": "1"}
     assert manifest["session_config"] == {"session.disable_quant_qdq": "1"}
-    assert manifest["inputs"] == input_names(2) and manifest["outputs"] == output_names(2)
+    assert manifest["inputs"] == input_names(5) and manifest["outputs"] == output_names(5)
+    assert manifest["attention_layers"] == [2]
     assert (manifest["bos_token_id"], manifest["eos_token_id"]) == (1, 2)
     assert manifest["config"]["dim"] == 64 and manifest["config"]["vocab_size"] == 96
     assert manifest["config"]["mlp_hidden_dim"] == model.config.mlp_hidden_dim == 128
@@ -124,13 +125,13 @@ def test_every_linear_and_the_embedding_hold_the_files_blocks(exported):
     out, _, _ = exported
     proto = onnx.load(str(out / "smollm2.onnx"), load_external_data=False)
     ops = [n.op_type for n in proto.graph.node]
-    assert ops.count("DequantizeLinear") == 7 * 2 + 1
+    assert ops.count("DequantizeLinear") == 7 * 5 + 1
     assert ops.count("FusedMatMul") == 1 and ops.count("Gather") == 1
     matrices = {(64, 64), (64, 32), (64, 128), (128, 64), (96, 64), (64, 96)}  # K×N of a linear, V×D
     kinds = [t.data_type for t in proto.graph.initializer if tuple(t.dims) in matrices]
-    assert sorted(kinds) == [onnx.TensorProto.INT8] + [onnx.TensorProto.UINT4] * 14  # no float32 left
+    assert sorted(kinds) == [onnx.TensorProto.INT8] + [onnx.TensorProto.UINT4] * 35  # no float32 left
     stored = [t for t in proto.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
-    assert len(stored) >= 15 and {e.key for e in stored[0].external_data} == {"location", "offset", "length"}
+    assert len(stored) >= 36 and {e.key for e in stored[0].external_data} == {"location", "offset", "length"}
 
 
 def test_logits_and_greedy_tokens_equal_tinyk(exported, tiny):
@@ -148,6 +149,29 @@ def test_logits_and_greedy_tokens_equal_tinyk(exported, tiny):
     tokens = playground_generate(sess, manifest, PROMPT[0], 6)
     assert len(tokens) == 6
     assert tokens == generate(model, ids, max_new_tokens=6, temperature=0)[0].tolist()
+
+
+def test_each_stacked_layer_has_its_own_weights_cache_and_place(exported, tiny):
+    """Every output of the stacked graph, after a cached prefix, is what the exported module
+    computes in PyTorch: the present keys and values of each layer (its own weights, its own
+    cache), the middle layer's attention, RoPE's angles."""
+    out, _, sess = exported
+    _, model, _ = tiny
+    manifest = json.loads((out / "smollm2.json").read_text(encoding="utf-8"))
+    first = run_graph(sess, manifest, PROMPT[0][:4])
+    second = run_graph(sess, manifest, PROMPT[0][4:], first)
+    ids = torch.tensor(PROMPT)
+    with torch.no_grad():
+        wrapper = DecoderForExport(model, [2], logits_to_keep=1).eval()
+        empty = [torch.zeros(1, 0, 2, 16)] * 5
+        prefix = wrapper(ids[:, :4], torch.ones(1, 4, dtype=torch.long), empty, empty)
+        expected = wrapper(ids[:, 4:], torch.ones(1, 7, dtype=torch.long), prefix[4:9], prefix[9:])
+    names = output_names(5)
+    assert len(names) == len(expected) == 14
+    for name, want in zip(names, expected, strict=True):
+        got = second[name]
+        assert got.shape == tuple(want.shape), name
+        assert np.abs(got - want.float().numpy()).max() < TOL, name
 
 
 def test_a_model_that_differs_from_its_file_is_refused(tiny, tmp_path):
@@ -221,3 +245,16 @@ def test_reuse_keeps_files_made_from_the_same_inputs_only(exported, tiny, tmp_pa
     assert onnx_web.main(["--out", str(out)]) == 0  # no --reuse: always exports
     assert [kw["max_file_bytes"] for kw in exports] == [40_000, 50_000_000, 50_000_000]
     assert exports[0]["stamp"] != exports[1]["stamp"] == manifest["stamp"]
+
+
+def test_a_stacked_export_needs_three_layers_and_a_layer_it_has(tiny, tmp_path):
+    from tinyk.model import ModelConfig, Transformer
+    from tinyk.onnx_layers import export_stacked
+
+    _, model, _ = tiny
+    with pytest.raises(ValueError, match=r"attention_layer=5 with n_layers=5: needs .*0 <= attention_layer"):
+        export_stacked(model, tmp_path, attention_layer=5)
+    two = Transformer(ModelConfig(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=96, max_seq_len=64))
+    with pytest.raises(ValueError, match=r"n_layers=2: needs n_layers >= 3"):
+        export_stacked(two, tmp_path, attention_layer=0)
+    assert list(tmp_path.iterdir()) == []

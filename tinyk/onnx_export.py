@@ -61,11 +61,12 @@ from torch import Tensor, nn
 
 from tinyk.model import Attention, Transformer
 
-__all__ = ["ALL_LAYERS_UP_TO", "EXPORT_TOOLS", "GraphCache", "DecoderForExport", "default_attention_layers",
-           "input_names", "output_names", "export_onnx", "files_stamp", "course_model_stamp",
-           "course_model_manifest", "export_course_model", "main"]
+__all__ = ["ALL_LAYERS_UP_TO", "EXPORT_TOOLS", "SCOPES", "GraphCache", "DecoderForExport",
+           "default_attention_layers", "input_names", "output_names", "export_onnx", "files_stamp",
+           "course_model_stamp", "course_model_manifest", "export_course_model", "main"]
 
 EXPORT_TOOLS = ("torch", "onnx", "onnxscript")  # their versions are in a stamp
+SCOPES = "pkg.torch.onnx.name_scopes"  # a node's metadata entry: the modules it was traced in
 ALL_LAYERS_UP_TO = 4  # models with at most this many layers return every layer's attention
 
 
@@ -253,12 +254,15 @@ def _example_inputs(model: Transformer) -> tuple[tuple[Any, ...], tuple[Any, ...
 
 
 def export_onnx(model: Transformer, path: str | Path, *, attention_layers: Sequence[int] | None = None,
-                logits_to_keep: int = 0, external_data: bool = False) -> torch.onnx.ONNXProgram:
+                logits_to_keep: int = 0, external_data: bool = False,
+                keep_scopes: bool = False) -> torch.onnx.ONNXProgram:
     """Export ``model`` (evaluated in eval mode, its dtype kept) to the ONNX file ``path``.
 
     Dynamic sizes: ``batch``, ``seq`` (``T``), ``past`` (``P``, may be 0) and ``total``
     (``T_k``). ``external_data=True`` writes the weights beside the graph (``path.data``),
     needed above ONNX's 2 GB limit; the default keeps one self-contained file.
+    ``keep_scopes=True`` keeps each node's module path (the metadata entry
+    :data:`SCOPES`), which :mod:`tinyk.onnx_layers` reads.
     Returns the ``torch.onnx.ONNXProgram`` (its ``model_proto`` is the saved graph).
     """
     wrapper = DecoderForExport(model, attention_layers, logits_to_keep).eval()
@@ -292,7 +296,10 @@ def export_onnx(model: Transformer, path: str | Path, *, attention_layers: Seque
     # Each node carries the exporter's debugging notes (its Python stack, the FX node): three
     # times the weights of the tiny model, and nothing a runtime reads.
     for node in program.model.graph.all_nodes():
+        scopes = node.metadata_props.get(SCOPES)
         node.metadata_props.clear()
+        if keep_scopes and scopes is not None:
+            node.metadata_props[SCOPES] = scopes
     program.save(str(path), external_data=external_data)
     return program
 

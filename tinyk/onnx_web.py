@@ -7,7 +7,8 @@
 
 The 05.7 model runs live in the book's playground ("The 05.7 model, live", book/playground.md)
 from :mod:`tinyk.onnx_export`'s float32 graph. SmolLM2's float32 weights would be 540 MB; this
-module writes the same graph with the file's 4-bit and 8-bit blocks in their place
+module writes the same graph (stacked from the export of two layers by :mod:`tinyk.onnx_layers`,
+in seconds) with the file's 4-bit and 8-bit blocks in their place
 (:mod:`tinyk.gguf_blocks`, each checked bit for bit against the model), 99.2 MB for SmolLM2,
 its weights split into files of at most ``max_file_bytes`` so that a page can fetch them in pieces:
 
@@ -47,6 +48,7 @@ from tinyk.onnx_export import (
     input_names,
     output_names,
 )
+from tinyk.onnx_layers import export_stacked
 
 __all__ = ["MARKER", "NAME", "SESSION_CONFIG", "WEB_SESSION_CONFIG", "chat_prompt", "export_web_model",
            "main", "save_split", "session", "web_model_stamp"]
@@ -90,7 +92,7 @@ def save_split(model_proto: onnx.ModelProto, onnx_path: str | Path, max_file_byt
                ) -> list[Path]:
     """Write ``model_proto`` to ``onnx_path`` and its weights to ``<stem>.data.0``, ``.1``, ...,
     each data file at most ``max_file_bytes`` (the graph, its nodes and the tensors under
-    :data:`INLINE_BELOW` bytes, is not split: 563,870 bytes for SmolLM2). Changes
+    :data:`INLINE_BELOW` bytes, is not split: 578,963 bytes for SmolLM2). Changes
     ``model_proto``'s initializers into references to those files. Returns the graph's path, then
     the data files'."""
     onnx_path = Path(onnx_path)
@@ -146,8 +148,8 @@ def web_model_stamp(gguf_path: str | Path, **options: object) -> str:
     path = Path(gguf_path).resolve()
     stat = path.stat()
     here = Path(__file__).parent
-    return files_stamp([here / name for name in ("model.py", "hf.py", "onnx_export.py", "gguf.py",
-                                                 "gguf_blocks.py", "onnx_web.py")],
+    return files_stamp([here / name for name in ("model.py", "hf.py", "onnx_export.py", "onnx_layers.py",
+                                                 "gguf.py", "gguf_blocks.py", "onnx_web.py")],
                        (*EXPORT_TOOLS, "transformers", "tokenizers"),
                        json.dumps([str(path), stat.st_size, stat.st_mtime_ns, sorted(options.items())],
                                   default=str).encode())
@@ -198,9 +200,12 @@ def export_web_model(model: Transformer, info: GGUFInfo, gguf_path: str | Path, 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out) as scratch:
-        float_path = Path(scratch) / "float32.onnx"
-        export_onnx(model, float_path, attention_layers=layers, logits_to_keep=1, external_data=True)
-        model_proto = onnx.load(str(float_path), load_external_data=True)
+        if model.config.n_layers >= 3 and len(layers) == 1:
+            model_proto = export_stacked(model, scratch, attention_layer=layers[0], logits_to_keep=1)
+        else:
+            float_path = Path(scratch) / "float32.onnx"
+            export_onnx(model, float_path, attention_layers=layers, logits_to_keep=1, external_data=True)
+            model_proto = onnx.load(str(float_path), load_external_data=True)
     ops = rewrite_graph(model_proto, model, weights)
     for old in out.glob(f"{NAME}.data.*"):
         old.unlink()

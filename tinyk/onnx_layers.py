@@ -1,0 +1,257 @@
+"""A deep decoder's ONNX graph from the export of two of its layers (section 05.10's model for a page).
+
+    model_proto = export_stacked(model, "scratch/", attention_layer=15, logits_to_keep=1)
+
+Every :class:`~tinyk.model.DecoderLayer` of a model runs the same code on its own weights, so
+its graph is the same from one layer to the next. PyTorch's exporter traces all of them one by
+one, and onnxscript's optimiser takes longer the more nodes the graph has: SmolLM2's 30 layers
+cost minutes of one core, where a model of the same class and config with two layers exports in
+seconds. :func:`export_stacked` exports that two-layer model with
+:func:`tinyk.onnx_export.export_onnx` (a plain layer, then one that returns its attention
+weights), then builds the ``L``-layer graph from it:
+
+- the nodes outside the layers (the embedding, RoPE and the mask, the final norm, the head) once;
+- layer ``i``'s nodes: a copy of the attention layer's if ``i`` is ``attention_layer``, else of
+  the plain layer's, with their values renamed ``layers.i/<name>``, reading ``past_key_i`` and
+  ``past_value_i``, writing ``present_key_i`` and ``present_value_i``, and reading the residual
+  stream of layer ``i - 1``;
+- layer ``i``'s weights: the model's own, each found in the two-layer graph by its values
+  (the two-layer model is given distinct random weights, so no two of its tensors are equal;
+  a weight stored transposed is put in transposed).
+
+The result has the inputs and outputs of :func:`tinyk.onnx_export.input_names` and
+:func:`~tinyk.onnx_export.output_names` for ``L`` layers and computes what ``export_onnx``'s
+graph of the whole model computes (``tests/test_onnx_web.py`` compares the two).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+import torch
+from onnx import TensorProto, numpy_helper
+
+from tinyk.model import Transformer
+from tinyk.onnx_export import SCOPES, export_onnx, input_names, output_names
+
+__all__ = ["export_stacked"]
+
+TEMPLATE_LAYERS = 2  # layer 0: a plain layer; layer 1: the one that returns its attention
+
+
+def _key(array: np.ndarray) -> tuple:
+    data = np.ascontiguousarray(array, dtype=np.float32)
+    return data.shape, hashlib.sha256(data.tobytes()).hexdigest()
+
+
+def _template(model: Transformer) -> Transformer:
+    """A model of ``model``'s class and config with two layers and distinct random weights."""
+    template = type(model)(dataclasses.replace(model.config, n_layers=TEMPLATE_LAYERS)).eval()
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in template.parameters():
+            p.copy_(torch.rand(p.shape, generator=generator) + 1.0)
+    return template
+
+
+def _owners(template: Transformer) -> dict[tuple, tuple[int | None, str, bool]]:
+    """The key of each of the template's weights (as stored and transposed) -> (its layer or
+    None, its name within that layer or the model, whether transposed)."""
+    owners: dict[tuple, tuple[int | None, str, bool]] = {}
+    named = [(None, name, p) for name, p in template.named_parameters() if not name.startswith("layers.")]
+    named += [(t, name, p) for t, layer in enumerate(template.layers) for name, p in layer.named_parameters()]
+    for layer, name, p in named:
+        array = p.detach().numpy()
+        owners[_key(array)] = (layer, name, False)
+        if array.ndim == 2:
+            owners[_key(array.T)] = (layer, name, True)
+    return owners
+
+
+def _layer_of(node: onnx.NodeProto) -> int | None:
+    """The template layer a node was traced in, from the exporter's name scopes."""
+    for prop in node.metadata_props:
+        if prop.key == SCOPES:
+            for t in range(TEMPLATE_LAYERS):
+                if f"'model.layers.{t}'" in prop.value:
+                    return t
+    return None
+
+
+class _Split:
+    """The template graph's nodes by layer, the weights each layer owns, and the residual
+    stream's values where the layers meet."""
+
+    def __init__(self, graph: onnx.GraphProto, owners: dict[tuple, tuple[int | None, str, bool]]) -> None:
+        self.weights: dict[str, tuple[int | None, str, bool]] = {}
+        for t in graph.initializer:
+            if t.data_type == TensorProto.FLOAT and (owner := owners.get(_key(numpy_helper.to_array(t)))):
+                self.weights[t.name] = owner
+        found = {(layer, name) for layer, name, _ in self.weights.values()}
+        missing = {(layer, name) for layer, name, _ in owners.values()} - found
+        if missing:
+            raise ValueError(f"the two-layer graph holds no tensor for the weights "
+                             f"{sorted(missing, key=str)}: the exporter changed them, so the layers "
+                             f"cannot be given their own")
+        lookups = [n.output[0] for n in graph.node if n.op_type == "Gather" and n.input[0] in self.weights
+                   and self.weights[n.input[0]][1] == "tok_embeddings.weight"]
+        if len(lookups) != 1:
+            raise ValueError(f"the two-layer graph has {len(lookups)} lookups of the embedding: expected one")
+        self.embedding = lookups[0]
+        # A node traced in a layer belongs to it if it reads the residual stream, the layer's
+        # weights or its cache, directly or not; the rest (the mask, RoPE's rows, shapes) the
+        # optimiser may have merged across layers, and is the same for every layer.
+        varies = {self.embedding} | {x.name for x in graph.input if x.name.startswith("past_")}
+        varies |= {name for name, (layer, _, _) in self.weights.items() if layer is not None}
+        self.layer: dict[int, int] = {}  # node index -> template layer (absent: outside the layers)
+        produced_in: dict[str, int] = {}
+        for k, node in enumerate(graph.node):
+            t = _layer_of(node)
+            if t is None or not varies & set(node.input):
+                continue
+            varies.update(node.output)
+            self.layer[k] = t
+            for out in node.output:
+                produced_in[out] = t
+        self.read_from = {t: {x for k, t_ in self.layer.items() if t_ == t for x in graph.node[k].input
+                              if produced_in.get(x) not in (None, t)} for t in range(TEMPLATE_LAYERS)}
+        outside = [n for k, n in enumerate(graph.node) if k not in self.layer]
+        self.to_outside = {t: {x for n in outside for x in n.input if produced_in.get(x) == t}
+                           for t in range(TEMPLATE_LAYERS)}
+        self.produced_in = produced_in
+
+    def residual(self, graph: onnx.GraphProto) -> tuple[str, str, str]:
+        """The residual stream where the layers meet: into layer 0, from 0 into 1, out of 1."""
+        into = [self.embedding] if any(self.embedding in graph.node[k].input for k, t in self.layer.items()
+                                       if t == 0) else []
+        between = sorted(self.read_from[1])
+        shapes = {v.name: v.type for v in graph.value_info}
+        out = sorted(x for x in self.to_outside[1] if between and shapes.get(x) == shapes.get(between[0]))
+        if len(into) != 1 or len(between) != 1 or self.read_from[0] or self.to_outside[0] or len(out) != 1:
+            raise ValueError(f"the two-layer graph's layers do not meet in one residual stream "
+                             f"(into layer 0: {into}, from layer 0 into layer 1: {between}, out of "
+                             f"layer 1: {out}): they cannot be stacked")
+        return into[0], between[0], out[0]
+
+
+def _copy_layer(graph: onnx.GraphProto, split: _Split, t: int, i: int, residual_in: str, residual_t: str,
+                kept: set[str]) -> tuple[list[onnx.NodeProto], dict[str, str]]:
+    """Template layer ``t``'s nodes as layer ``i``'s: the renamed nodes and the renaming."""
+    rename = {residual_t: residual_in}
+    for prefix in "past_key_", "past_value_", "present_key_", "present_value_":
+        rename[f"{prefix}{t}"] = f"{prefix}{i}"
+    for name, (layer, weight, transposed) in split.weights.items():
+        if layer == t:
+            rename[name] = f"model.layers.{i}.{weight}" + (".T" if transposed else "")
+    nodes = []
+    for k in sorted(k for k, t_ in split.layer.items() if t_ == t):
+        node = copy.deepcopy(graph.node[k])
+        for out in node.output:
+            if out not in rename and out not in kept:
+                rename[out] = f"layers.{i}/{out}"
+        node.name = f"layers.{i}/{node.name}"
+        node.input[:] = [rename.get(x, x) for x in node.input]
+        node.output[:] = [rename.get(x, x) for x in node.output]
+        del node.metadata_props[:]
+        nodes.append(node)
+    return nodes, rename
+
+
+def _weights(model: Transformer, split: _Split, n_layers: int) -> list[TensorProto]:
+    """The model's weights under the names :func:`_copy_layer` gives them, and the weights
+    outside the layers under their names in the template."""
+    tensors: dict[str, TensorProto] = {}
+    for name, (layer, weight, transposed) in split.weights.items():
+        targets = ([(name, model)] if layer is None else
+                   [(f"model.layers.{i}.{weight}" + (".T" if transposed else ""), model.layers[i])
+                    for i in range(n_layers)])
+        for target, module in targets:
+            if target not in tensors:
+                array = module.get_parameter(weight).detach().float().numpy()
+                array = np.ascontiguousarray(array.T if transposed else array)
+                tensors[target] = numpy_helper.from_array(array, target)
+    return list(tensors.values())
+
+
+def _renamed_info(info: onnx.ValueInfoProto, name: str) -> onnx.ValueInfoProto:
+    out = copy.deepcopy(info)
+    out.name = name
+    return out
+
+
+def export_stacked(model: Transformer, scratch: str | Path, *, attention_layer: int,
+                   logits_to_keep: int = 0) -> onnx.ModelProto:
+    """The graph :func:`tinyk.onnx_export.export_onnx` would write for ``model`` with
+    ``attention_layers=[attention_layer]``, built from the export of a two-layer model of the
+    same class and config (see the module). ``scratch``: a folder for the two-layer export.
+    The model's weights are float32 initializers of the returned graph."""
+    n = model.config.n_layers
+    if n < 3 or not 0 <= attention_layer < n:
+        raise ValueError(f"export_stacked: attention_layer={attention_layer} with n_layers={n}: needs "
+                         f"n_layers >= 3 and 0 <= attention_layer < n_layers (export_onnx exports "
+                         f"smaller models)")
+    template = _template(model)
+    with tempfile.TemporaryDirectory(dir=scratch) as folder:
+        path = Path(folder) / "two_layers.onnx"
+        export_onnx(template, path, attention_layers=[1], logits_to_keep=logits_to_keep, external_data=True,
+                    keep_scopes=True)
+        proto = onnx.load(str(path), load_external_data=True)
+    graph = proto.graph
+    split = _Split(graph, _owners(template))
+    into, between, out = split.residual(graph)
+    kept = split.to_outside[1] - {out}  # the attention weights, read by the nodes of the output
+    stream, layer_nodes, info = into, [], {v.name: v for v in graph.value_info}
+    for i in range(n):
+        t = 1 if i == attention_layer else 0
+        nodes, rename = _copy_layer(graph, split, t, i, stream, into if t == 0 else between, kept)
+        layer_nodes += nodes
+        stream = rename[out if t == 1 else between]
+        layer_nodes_info = [_renamed_info(info[old], new) for old, new in rename.items()
+                            if old in info and old in split.produced_in and new != old]
+        graph.value_info.extend(layer_nodes_info)
+    after_layers = _after(graph, split)
+    before = [n for k, n in enumerate(graph.node) if k not in split.layer and k not in after_layers]
+    after = [graph.node[k] for k in sorted(after_layers)]
+    for node in after:
+        node.input[:] = [stream if x == out else x for x in node.input]
+    nodes = before + layer_nodes + after
+    for node in nodes:
+        del node.metadata_props[:]
+    _set_io(graph, n)
+    weights = {name for name, (layer, _, _) in split.weights.items() if layer is not None}
+    initializers = [t for t in graph.initializer if t.name not in split.weights] + _weights(model, split, n)
+    del graph.node[:], graph.initializer[:]
+    graph.node.extend(nodes)
+    graph.initializer.extend(initializers)
+    produced = {o for node in nodes for o in node.output}
+    kept_info = [v for v in graph.value_info if v.name in produced and v.name not in weights]
+    del graph.value_info[:]
+    graph.value_info.extend(kept_info)
+    return proto
+
+
+def _after(graph: onnx.GraphProto, split: _Split) -> set[int]:
+    """The nodes outside the layers that read what a layer computed, directly or not."""
+    late = {x for x, t in split.produced_in.items() if t is not None}
+    after = set()
+    for k, node in enumerate(graph.node):
+        if k not in split.layer and late & set(node.input):
+            after.add(k)
+            late |= set(node.output)
+    return after
+
+
+def _set_io(graph: onnx.GraphProto, n: int) -> None:
+    """The graph's inputs and outputs for ``n`` layers, typed as the template's layer 0's."""
+    for field, names in (graph.input, input_names(n)), (graph.output, output_names(n)):
+        by_name = {v.name: v for v in field}
+        typed = [_renamed_info(by_name.get(name) or by_name[name.rsplit("_", 1)[0] + "_0"], name)
+                 for name in names]
+        del field[:]
+        field.extend(typed)
