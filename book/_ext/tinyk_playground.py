@@ -15,13 +15,22 @@ hidden elements of the page, so it holds no language of its own. They are writte
 replaced in the finished HTML as the theme's words are: ``greedy`` or ``Layer`` may also be a
 name in a page's code.
 
+``:::{smollm2}`` writes SmolLM2-135M-Instruct's chat (section 05.10): a button that fetches the
+model (:mod:`tinyk.onnx_web`'s files, about 100 MB, kept by the browser's cache) with a progress
+bar, then the chat: the prompt's tokens from the model's own tokenizer (Hugging Face's
+``tokenizers`` in JavaScript), the greedy answer token by token through the KV cache, the first
+token's 10 most likely, and the cache's bytes.
+
 ``builder-inited``: ONNX Runtime Web's loader and WebAssembly files (the npm package
-``onnxruntime-web``, which ``make`` installs into ``.tools``) are copied into
-``_build/web-static/ort/``, which both editions serve as ``_static/ort/``.
+``onnxruntime-web``, which ``make`` installs into ``.tools``) and the ``tokenizers`` module are
+copied into ``_build/web-static/ort/``, which both editions serve as ``_static/ort/``;
+SmolLM2's files are exported into ``_build/web-static/smollm2/`` (again only when what they are
+made from changes: ``python -m tinyk.onnx_web --reuse``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import html
 import json
@@ -39,7 +48,10 @@ PARTS = ("tokens", "next", "generate", "attention", "cache", "rope")
 # What the site serves of onnxruntime-web: the loader for WebAssembly only, and the module and
 # binary it loads (SIMD, with threads where the page is cross-origin isolated).
 ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
-ORT_PACKAGE = Path(__file__).resolve().parents[2] / ".tools" / "node_modules" / "onnxruntime-web"
+NODE_MODULES = Path(__file__).resolve().parents[2] / ".tools" / "node_modules"
+ORT_PACKAGE = NODE_MODULES / "onnxruntime-web"
+TOKENIZERS_FILE = NODE_MODULES / "@huggingface" / "tokenizers" / "dist" / "tokenizers.min.mjs"
+CHAT_QUESTION = "What is the capital of France?"  # 05.10's question, the message the chat starts with
 
 # The script's messages: {name} is filled in by the script (the same names in each language).
 MESSAGES = {
@@ -82,7 +94,29 @@ LABELS = {
     "head": "Query head", "cache": "The KV cache", "rope": "RoPE angles", "pair": "Pair index i",
     "position": "Position", "angle": "Angle (radians)",
 }
-WORDS = (*MESSAGES.values(), *LABELS.values())
+# SmolLM2's chat: the script's messages, then the controls' and panels' words.
+CHAT_MESSAGES = {
+    "chat-idle": "SmolLM2 runs in this page once it is loaded: the button fetches its files, which your "
+                 "browser then keeps.",
+    "chat-downloading": "Downloading SmolLM2: {done} of {total} MB",
+    "chat-starting": "Starting the model\u2026",
+    "chat-ready": "Ready: SmolLM2 runs in this page. Write a message and press Answer.",
+    "chat-answering": "Answering: {count} token(s)\u2026",
+    "chat-done": "{count} token(s) in {seconds} s, {rate} tokens per second (greedy decoding).",
+    "chat-failed": "SmolLM2 could not be loaded ({error}).",
+    "chat-static": "WebAssembly is not available in this browser: SmolLM2 cannot run here.",
+    "chat-empty": "Write a message first.",
+    "chat-error": "The model could not run ({error}).",
+    "chat-cache": "{tokens} tokens \u00d7 2 (K and V) \u00d7 {layers} layers \u00d7 {kv} heads \u00d7 {dh} "
+                  "numbers \u00d7 4 bytes = {bytes} bytes; with one K/V head per query head ({heads}): "
+                  "{mha} bytes",
+}
+CHAT_LABELS = {
+    "load": "Load SmolLM2, {size} MB", "download": "Download", "message": "Your message",
+    "answer": "Answer", "limit": "New tokens at most", "prompt-tokens": "The prompt's tokens",
+    "reply": "SmolLM2's answer", "first": "The answer's first token: its 10 most likely",
+}
+WORDS = (*MESSAGES.values(), *LABELS.values(), *CHAT_MESSAGES.values(), *CHAT_LABELS.values())
 
 
 class PlaygroundDirective(SphinxDirective):
@@ -119,18 +153,81 @@ class PlaygroundDirective(SphinxDirective):
         return json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
 
     def _words(self) -> dict[str, str]:
-        if not str(self.config.language or "en").startswith("zh"):
-            return {w: w for w in WORDS}
-        from tinyk.catalogues import interface_catalogue, translated
+        return edition_words(self)
 
-        catalogue = interface_catalogue(Path(self.env.srcdir))
-        self.env.note_dependency(str(catalogue))
-        zh = translated(catalogue)
-        for word in WORDS:
-            if word not in zh:
-                _LOG.warning(f"{catalogue.name} has no translation of the playground's {word!r}",
-                             location=self.get_location())
-        return {w: zh.get(w, w) for w in WORDS}
+
+def edition_words(directive: SphinxDirective) -> dict[str, str]:
+    """:data:`WORDS` in the edition's language (a missing translation is a warning)."""
+    if not str(directive.config.language or "en").startswith("zh"):
+        return {w: w for w in WORDS}
+    from tinyk.catalogues import interface_catalogue, translated
+
+    catalogue = interface_catalogue(Path(directive.env.srcdir))
+    directive.env.note_dependency(str(catalogue))
+    zh = translated(catalogue)
+    for word in WORDS:
+        if word not in zh:
+            _LOG.warning(f"{catalogue.name} has no translation of the playground's {word!r}",
+                         location=directive.get_location())
+    return {w: zh.get(w, w) for w in WORDS}
+
+
+class ChatDirective(SphinxDirective):
+    """``:::{smollm2}``: SmolLM2's chat (see the module)."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        words = edition_words(self)
+        serial = self.env.new_serialno("tinyk-chat") + 1
+        manifest: dict = {}
+        if self.env.app.builder.format == "html":
+            path = Path(self.env.app.doctreedir).parent / "web-static" / "smollm2" / "smollm2.json"
+            if not path.is_file():
+                raise self.error(f"{self.env.docname}: the chat needs {path}, which the build writes "
+                                 f"when tinyk_course_model is on")
+            self.env.note_dependency(str(path))
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        return [nodes.raw("", chat_html(f"tinyk-chat-{serial}", words, manifest), format="html")]
+
+
+def chat_html(cid: str, words: dict[str, str], manifest: dict) -> str:
+    """The chat's HTML: the load button, the progress bar, the form and empty panels, and the
+    manifest's part the script needs (JSON)."""
+    def w(key: str) -> str:
+        return html.escape(words[CHAT_LABELS[key]])
+
+    total = sum(f["bytes"] for f in manifest.get("files", []))
+    keys = ("onnx", "external_data", "files", "web_session_config", "config", "eos_token_id",
+            "attention_layers", "tokenizer")
+    data = json.dumps({k: manifest[k] for k in keys if k in manifest} | {"question": CHAT_QUESTION},
+                      ensure_ascii=False).replace("</", "<\\/")
+    panels = {
+        "prompt-tokens": '<ol class="tinyk-pg-tokenlist tinyk-chat-tokens"></ol>',
+        "reply": '<p class="tinyk-chat-reply"></p>',
+        "first": (f'<table class="tinyk-pg-next"><thead><tr><th scope="col">'
+                  f'{html.escape(words[LABELS["token"]])}</th><th scope="col">'
+                  f'{html.escape(words[LABELS["probability"]])}</th></tr></thead><tbody></tbody></table>'),
+    }
+    figures = "".join(f'<figure class="tinyk-pg-panel"><figcaption>{w(key)}</figcaption>{panel}</figure>'
+                      for key, panel in panels.items())
+    cache = (f'<figure class="tinyk-pg-panel"><figcaption>{html.escape(words[LABELS["cache"]])}</figcaption>'
+             '<p class="tinyk-chat-cache"></p></figure>')
+    hidden = "".join(f'<span class="tinyk-pg-word" data-word="{key}" hidden>{html.escape(words[text])}</span>'
+                     for key, text in CHAT_MESSAGES.items())
+    size = f"{total / 1e6:.0f}"
+    return (f'<div class="tinyk-chat" id="{cid}" data-state="idle"><p><button type="button" '
+            f'class="btn btn-sm tinyk-chat-load">{w("load").replace("{size}", size)}</button> '
+            f'<progress class="tinyk-chat-progress" max="{total}" value="0" aria-label="{w("download")}" '
+            f'hidden></progress></p><p class="tinyk-chat-status" role="status" aria-live="polite">'
+            f'{html.escape(words[CHAT_MESSAGES["chat-idle"]])}</p>'
+            f'<form class="tinyk-chat-form"><label for="{cid}-message">{w("message")}</label> '
+            f'<input type="text" id="{cid}-message" class="tinyk-chat-message" autocomplete="off" disabled> '
+            f'<label for="{cid}-limit">{w("limit")}</label> <input type="number" id="{cid}-limit" '
+            f'class="tinyk-chat-limit" min="1" max="256" value="48" disabled> '
+            f'<button type="submit" class="btn btn-sm tinyk-chat-answer" disabled>{w("answer")}</button>'
+            f'</form>{figures}{cache}{hidden}'
+            f'<script type="application/json" class="tinyk-chat-data">{data}</script></div>\n')
 
 
 def playground_html(pid: str, shown: list[str], words: dict[str, str], data: str) -> str:
@@ -196,18 +293,26 @@ def copy_runtime(app) -> None:
     if missing:
         raise ExtensionError(f"onnxruntime-web is not installed in {package.parent} (missing {missing}): "
                              f"`make book` installs it (npm)")
+    if not TOKENIZERS_FILE.is_file():
+        raise ExtensionError(f"@huggingface/tokenizers is not installed ({TOKENIZERS_FILE} is missing): "
+                             f"`make book` installs it (npm)")
     out = Path(app.doctreedir).parent / "web-static" / "ort"
     out.mkdir(parents=True, exist_ok=True)
     with open(out.parent / ".ort.lock", "w") as lock:  # the other edition's build may copy them now
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        for name in ORT_FILES:
-            source, target = package / "dist" / name, out / name
+        for source in [*(package / "dist" / name for name in ORT_FILES), TOKENIZERS_FILE]:
+            target = out / source.name
             if not target.exists() or target.stat().st_size != source.stat().st_size:
                 shutil.copyfile(source, target)
+        from tinyk.onnx_web import main as export_smollm2
+
+        with open(out.parent / ".smollm2.log", "w") as log, contextlib.redirect_stdout(log):
+            export_smollm2(["--out", str(out.parent / "smollm2"), "--reuse"])
 
 
 def setup(app):
     app.add_directive("playground", PlaygroundDirective)
+    app.add_directive("smollm2", ChatDirective)
     app.add_js_file("tinyk-playground.js", loading_method="defer")
     app.connect("builder-inited", copy_runtime)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

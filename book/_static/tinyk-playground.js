@@ -6,12 +6,14 @@
 "use strict";
 (() => {
   const playgrounds = document.querySelectorAll(".tinyk-playground");
-  if (playgrounds.length === 0) {
+  const chats = document.querySelectorAll(".tinyk-chat");
+  if (playgrounds.length === 0 && chats.length === 0) {
     return;
   }
   const STATIC = new URL("./", document.currentScript.src);
   const SVG = "http://www.w3.org/2000/svg";
   let runtime = null; // one ONNX Runtime session per page, shared by its playgrounds
+  let ortLoaded = null; // ONNX Runtime Web's loader, once per page
 
   function loadScript(url) {
     return new Promise((resolve, reject) => {
@@ -23,18 +25,31 @@
     });
   }
 
+  // ONNX Runtime Web's build for WebAssembly only (the site's _static/ort/), loaded once.
+  function loadOrt() {
+    if (ortLoaded === null) {
+      ortLoaded = loadScript(new URL("ort/ort.wasm.min.js", STATIC).href).then(() => {
+        const ort = window.ort;
+        ort.env.wasm.wasmPaths = new URL("ort/", STATIC).href;
+        // Threads need a cross-origin isolated page; a static site is usually not one.
+        ort.env.wasm.numThreads = self.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
+        ort.env.logLevel = "error";
+        return ort;
+      }).catch((error) => {
+        ortLoaded = null;
+        throw error;
+      });
+    }
+    return ortLoaded;
+  }
+
   function loadSession(manifest) {
     if (runtime === null) {
       runtime = (async () => {
         if (typeof WebAssembly !== "object") {
           return null;
         }
-        await loadScript(new URL("ort/ort.wasm.min.js", STATIC).href);
-        const ort = window.ort;
-        ort.env.wasm.wasmPaths = new URL("ort/", STATIC).href;
-        // Threads need a cross-origin isolated page; a static site is usually not one.
-        ort.env.wasm.numThreads = self.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
-        ort.env.logLevel = "error";
+        const ort = await loadOrt();
         return ort.InferenceSession.create(new URL(`models/${manifest.onnx}`, STATIC).href,
           { executionProviders: ["wasm"] });
       })().catch((error) => {
@@ -482,7 +497,240 @@
     }
   }
 
+  function argmax(values) {
+    let best = 0;
+    for (let i = 1; i < values.length; i++) {
+      if (values[i] > values[best]) {
+        best = i; // the lowest id on a tie, as torch.argmax
+      }
+    }
+    return best;
+  }
+
+  // SmolLM2's chat (the smollm2 directive, section 05.10): its files are fetched when the reader
+  // asks, with a progress bar, and kept by the browser's cache; the prompt is the chat template
+  // around the message, tokenized by the model's own tokenizer (Hugging Face's tokenizers in
+  // JavaScript, from the site); the answer is greedy, one token per call through the KV cache.
+  class Chat {
+    constructor(root) {
+      this.root = root;
+      this.data = JSON.parse(root.querySelector(".tinyk-chat-data").textContent);
+      this.config = this.data.config;
+      this.words = {};
+      for (const word of root.querySelectorAll(".tinyk-pg-word")) {
+        this.words[word.dataset.word] = word.textContent;
+      }
+      this.q = (selector) => root.querySelector(selector);
+      this.message = this.q(".tinyk-chat-message");
+      this.message.value = this.data.question;
+      this.session = null;
+      this.tokenizer = null;
+      this.stats = null; // the last answer: its ids and timings (the site's tests and benchmark read them)
+      this.q(".tinyk-chat-load").addEventListener("click", () => this.load());
+      this.q(".tinyk-chat-form").addEventListener("submit", (event) => {
+        event.preventDefault();
+        this.answer();
+      });
+      root.tinykChat = this;
+    }
+
+    say(key, values = {}) {
+      this.q(".tinyk-chat-status").textContent = fill(this.words[key], values);
+    }
+
+    // Every file of the model, its bytes counted on the progress bar as they arrive.
+    async fetchAll(files) {
+      const total = files.reduce((sum, file) => sum + file.bytes, 0);
+      const progress = this.q(".tinyk-chat-progress");
+      const mb = (n) => (n / 1e6).toFixed(1);
+      progress.hidden = false;
+      let received = 0;
+      const bytes = {};
+      for (const file of files) {
+        const response = await fetch(new URL(`smollm2/${file.path}`, STATIC).href);
+        if (!response.ok) {
+          throw new Error(`${file.path}: HTTP ${response.status}`);
+        }
+        const data = new Uint8Array(file.bytes);
+        const reader = response.body.getReader();
+        let offset = 0;
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) {
+            break;
+          }
+          if (offset + value.length > data.length) {
+            throw new Error(`${file.path}: more than its ${file.bytes} bytes`);
+          }
+          data.set(value, offset);
+          offset += value.length;
+          received += value.length;
+          progress.value = received;
+          this.say("chat-downloading", { done: mb(received), total: mb(total) });
+        }
+        if (offset !== file.bytes) {
+          throw new Error(`${file.path}: ${offset} of its ${file.bytes} bytes`);
+        }
+        bytes[file.path] = data;
+      }
+      return bytes;
+    }
+
+    async load() {
+      const button = this.q(".tinyk-chat-load");
+      if (!["idle", "failed"].includes(this.root.dataset.state)) {
+        return;
+      }
+      button.disabled = true;
+      if (typeof WebAssembly !== "object") {
+        this.root.dataset.state = "static";
+        this.say("chat-static");
+        return;
+      }
+      this.root.dataset.state = "loading";
+      const started = performance.now();
+      try {
+        const files = await this.fetchAll(this.data.files);
+        this.say("chat-starting");
+        const [ort, { Tokenizer }] = await Promise.all([loadOrt(),
+          import(new URL("ort/tokenizers.min.mjs", STATIC).href)]);
+        const tokenizer = JSON.parse(new TextDecoder().decode(files[this.data.tokenizer.file]));
+        this.tokenizer = new Tokenizer(tokenizer, {});
+        const extra = {}; // "session.disable_quant_qdq": "1" -> { session: { disable_quant_qdq: "1" } }
+        for (const [key, value] of Object.entries(this.data.web_session_config)) {
+          const [group, ...name] = key.split(".");
+          (extra[group] ??= {})[name.join(".")] = value;
+        }
+        this.session = await ort.InferenceSession.create(files[this.data.onnx], {
+          executionProviders: ["wasm"], extra,
+          externalData: this.data.external_data.map((path) => ({ path, data: files[path] })),
+        });
+      } catch (error) {
+        this.root.dataset.state = "failed";
+        button.disabled = false; // the reader may try again
+        this.say("chat-failed", { error: error.message || String(error) });
+        return;
+      }
+      this.loadSeconds = (performance.now() - started) / 1000;
+      for (const control of this.root.querySelectorAll(".tinyk-chat-form input, .tinyk-chat-form button")) {
+        control.disabled = false;
+      }
+      this.root.dataset.state = "ready";
+      this.say("chat-ready");
+    }
+
+    limit() {
+      const value = Number(this.q(".tinyk-chat-limit").value);
+      return Number.isInteger(value) && value >= 1 ? Math.min(value, 256) : 1;
+    }
+
+    async answer() {
+      if (this.session === null || this.root.dataset.state === "busy") {
+        return;
+      }
+      const message = this.message.value;
+      if (message.trim() === "") {
+        this.say("chat-empty");
+        return;
+      }
+      this.root.dataset.state = "busy";
+      try {
+        await this.reply(message, this.limit());
+      } catch (error) {
+        this.say("chat-error", { error: error.message || String(error) });
+      } finally {
+        this.root.dataset.state = "ready";
+      }
+    }
+
+    async reply(message, limit) {
+      const { chat_prefix: prefix, chat_suffix: suffix } = this.data.tokenizer;
+      const ids = this.tokenizer.encode(prefix + message + suffix).ids;
+      if (ids.length + limit > this.config.max_seq_len) {
+        throw new Error(`${ids.length} + ${limit} tokens > ${this.config.max_seq_len}`);
+      }
+      this.drawTokens(ids);
+      const answer = [];
+      const text = this.q(".tinyk-chat-reply");
+      text.textContent = "";
+      const started = performance.now();
+      let out = await runGraph(this.session, this.config, ids, null);
+      const prefillSeconds = (performance.now() - started) / 1000;
+      this.drawFirst(out.logits.data);
+      let calls = 0;
+      for (;;) {
+        this.drawCache(out.present_key_0.dims[1]);
+        const token = argmax(out.logits.data);
+        if (token === this.data.eos_token_id) {
+          break;
+        }
+        answer.push(token);
+        text.textContent = this.tokenizer.decode(answer);
+        this.say("chat-answering", { count: answer.length });
+        if (answer.length >= limit) {
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 0)); // let the page draw each token
+        out = await runGraph(this.session, this.config, [token], out);
+        calls += 1;
+      }
+      const seconds = (performance.now() - started) / 1000;
+      const decodeSeconds = seconds - prefillSeconds;
+      this.stats = { ids, answer, prefillSeconds, decodeSeconds, decodeCalls: calls, loadSeconds: this.loadSeconds };
+      const rate = calls > 0 ? (calls / decodeSeconds).toFixed(1) : "\u2014";
+      this.say("chat-done", { count: answer.length, seconds: seconds.toFixed(1), rate });
+    }
+
+    drawTokens(ids) {
+      this.q(".tinyk-chat-tokens").replaceChildren(...ids.map((id) => {
+        const item = element("li");
+        item.append(element("span", { class: "tinyk-pg-chip" }, this.tokenizer.decode([id]).replace(/\n/g, "\u21b5")),
+          element("span", { class: "tinyk-pg-id" }, String(id)));
+        return item;
+      }));
+    }
+
+    drawFirst(logits) {
+      let top = -Infinity;
+      for (const x of logits) {
+        top = Math.max(top, x);
+      }
+      let total = 0;
+      for (const x of logits) {
+        total += Math.exp(x - top);
+      }
+      const order = [];
+      for (let id = 0; id < logits.length; id++) { // the 10 largest, by a short insertion
+        if (order.length < 10 || logits[id] > logits[order[order.length - 1]]) {
+          order.push(id);
+          order.sort((a, b) => logits[b] - logits[a] || a - b);
+          order.length = Math.min(order.length, 10);
+        }
+      }
+      this.q(".tinyk-pg-next tbody").replaceChildren(...order.map((id) => {
+        const p = Math.exp(logits[id] - top) / total;
+        const row = element("tr");
+        const share = element("td");
+        share.append(element("span", { class: "tinyk-pg-bar", style: `width: ${(100 * p).toFixed(1)}%`,
+          "aria-hidden": "true" }), element("span", {}, p.toFixed(3)));
+        row.append(element("td", { class: "tinyk-pg-chip-cell" }, this.tokenizer.decode([id]).replace(/\n/g, "\u21b5")),
+          share);
+        return row;
+      }));
+    }
+
+    drawCache(tokens) {
+      const { n_layers: layers, n_heads: heads, n_kv_heads: kv, head_dim: dh } = this.config;
+      const bytes = (h) => (tokens * 2 * layers * h * dh * 4).toLocaleString("en");
+      this.q(".tinyk-chat-cache").textContent = fill(this.words["chat-cache"],
+        { tokens, layers, kv, dh, heads, bytes: bytes(kv), mha: bytes(heads) });
+    }
+  }
+
   for (const root of playgrounds) {
     new Playground(root);
+  }
+  for (const root of chats) {
+    new Chat(root);
   }
 })();
