@@ -288,7 +288,7 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
         return got
 
     first = check(EXAMPLE_PROMPT)
-    words = page.locator(".tinyk-pg-panel figcaption").all_inner_texts()
+    words = page.locator(".tinyk-playground .tinyk-pg-panel figcaption").all_inner_texts()
     assert len(words) == 6 and all(bool(re.search(r"[\u4e00-\u9fff]", w)) == path.startswith("zh/")
                                    for w in words if w.lower() != "token"), words
     heatmap = page.locator(".tinyk-pg-heatmap rect").evaluate_all("rs => rs.map(r => r.dataset.weight)")

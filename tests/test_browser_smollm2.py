@@ -1,0 +1,109 @@
+"""SmolLM2 (05.10) in the playground page, in headless Chromium: fetched only when asked, its
+greedy answer token for token tinyk's, offline, axe-clean.
+
+One test, as loading the model is the costly part: about 100 MB from localhost and an ONNX
+Runtime session. The site's own server and the blocking of every other host are
+tests/test_browser.py's.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.test_browser import browser, page, site_url  # noqa: F401  (fixtures)
+from tinyk.course import ROOT
+
+pytestmark = [pytest.mark.site, pytest.mark.xdist_group("browser-smollm2")]
+STATE = "document.querySelector('.tinyk-chat').tinykChat"
+WEB = ROOT / "_build" / "web-static" / "smollm2"
+
+
+def _state(page, states: str, timeout: int = 180_000) -> str:  # noqa: F811
+    """Wait until the chat's state is one of ``states`` (a guard against a hang, not a measure)."""
+    page.wait_for_function(f"{states.split()!r}.includes(document.querySelector('.tinyk-chat').dataset.state)",
+                           timeout=timeout)
+    return page.locator(".tinyk-chat").get_attribute("data-state")
+
+
+def _tinyk_answer(prompt_ids: list[int], eos: int) -> list[int]:
+    """tinyk's greedy answer in PyTorch, up to its end-of-turn token."""
+    import torch
+
+    from tinyk import generate
+    from tinyk.gguf import load_gguf, smollm2_path
+
+    model, _ = load_gguf(smollm2_path())
+    tokens = generate(model, torch.tensor([prompt_ids]), max_new_tokens=24, temperature=0)[0].tolist()
+    return tokens[:tokens.index(eos)] if eos in tokens else tokens
+
+
+def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F811
+    from axe_playwright_python.sync_playwright import Axe
+
+    from tinyk.gguf import load_tokenizer, smollm2_path
+
+    manifest = json.loads((WEB / "smollm2.json").read_text(encoding="utf-8"))
+    total = sum(f["bytes"] for f in manifest["files"])
+    params = 135_000_000
+    data = sum(f["bytes"] for f in manifest["files"] if ".data." in f["path"])
+    assert data < 4 * params / 5 and total < 150_000_000  # a fifth of float32; the issue's budget
+    assert manifest["config"]["n_layers"] == 30 and manifest["config"]["dim"] == 576
+    assert (manifest["config"]["n_heads"], manifest["config"]["n_kv_heads"]) == (9, 3)
+    assert manifest["config"]["vocab_size"] == 49_152
+    requested = []
+    page.on("request", lambda r: requested.append(r.url))
+    page.goto(f"{site_url}/book/playground.html", wait_until="networkidle")
+    chat = page.locator(".tinyk-chat")
+    button = page.locator(".tinyk-chat-load")
+    assert button.inner_text() == f"Load SmolLM2, {total / 1e6:.0f} MB"
+    assert [u for u in requested if "/smollm2/" in u] == []  # nothing until the reader asks
+    assert page.locator(".tinyk-chat-answer").is_disabled()
+
+    # A download cut off: the error is named and the button works again.
+    page.route("**/smollm2.data.1", lambda r: r.abort())
+    button.click()
+    assert _state(page, "failed ready") == "failed"
+    assert "SmolLM2 could not be loaded" in page.locator(".tinyk-chat-status").inner_text()
+    page.unroute("**/smollm2.data.1")
+    assert button.is_enabled()
+    button.click()
+    assert _state(page, "ready failed") == "ready", page.locator(".tinyk-chat-status").inner_text()
+    progress = page.locator(".tinyk-chat-progress")
+    assert progress.get_attribute("max") == str(total) and progress.evaluate("p => p.value") == total
+
+    page.locator(".tinyk-chat-answer").click()
+    page.wait_for_function(f"{STATE}.stats !== null && {STATE}.root.dataset.state === 'ready'", timeout=180_000)
+    stats = page.evaluate(f"{STATE}.stats")
+    tokenizer = load_tokenizer(smollm2_path())
+    question = "What is the capital of France?"
+    ids = tokenizer.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
+                                        return_tensors="pt")["input_ids"][0].tolist()
+    assert stats["ids"] == ids and len(ids) == 37  # the page's tokenizer is the model's
+    answer = _tinyk_answer(ids, manifest["eos_token_id"])
+    assert stats["answer"] == answer
+    assert page.locator(".tinyk-chat-reply").inner_text() == "The capital of France is Paris."
+    assert page.locator(".tinyk-chat-tokens li").count() == 37
+    assert page.locator(".tinyk-chat .tinyk-pg-next tbody tr").count() == 10
+    assert page.locator(".tinyk-chat .tinyk-pg-next tbody tr td").first.inner_text() == "The"
+    cached = 37 + len(answer)  # the prompt and every answer token but the last went through the model
+    cache = page.locator(".tinyk-chat-cache").inner_text()
+    assert f"{cached * 2 * 30 * 3 * 64 * 4:,} bytes" in cache and f"{cached * 2 * 30 * 9 * 64 * 4:,} bytes" in cache
+
+    page.locator(".tinyk-chat-message").fill("Name a colour.")
+    page.locator(".tinyk-chat-limit").fill("3")
+    page.locator(".tinyk-chat-answer").click()
+    page.wait_for_function(f"{STATE}.stats.ids.length !== 37 && {STATE}.root.dataset.state === 'ready'",
+                           timeout=180_000)
+    second = page.evaluate(f"{STATE}.stats")
+    assert second["ids"] == tokenizer(manifest["tokenizer"]["chat_prefix"] + "Name a colour."
+                                      + manifest["tokenizer"]["chat_suffix"])["input_ids"]
+    assert 1 <= len(second["answer"]) <= 3
+    assert page.locator(".tinyk-chat-tokens li").count() == len(second["ids"])
+    assert page.external_requests == []
+    assert page.console_errors == ["Failed to load resource: net::ERR_FAILED"]  # the download cut off above
+    violations = Axe().run(page, context={"include": [[".tinyk-chat"]]}).response["violations"]
+    assert [(v["id"], [n["html"][:200] for n in v["nodes"]]) for v in violations
+            if v["impact"] in ("serious", "critical")] == []
+    assert chat.count() == 1
