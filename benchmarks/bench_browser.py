@@ -12,9 +12,13 @@ one run, the contenders alternating so that a slow moment of a busy machine hits
    at least 0.5);
 2. time to first token with the model cached by the browser: a reload of the page until its
    first prompt has run, then Run on a 40-token prompt until its next-token table is shown;
-3. bytes the page downloads: the runtime (loader, module, WebAssembly) and the model.
-
-SmolLM2 is not on the site yet, so its lines are not printed.
+3. bytes the page downloads: the runtime (loader, module, WebAssembly) and the model;
+4. SmolLM2 (05.10) in the same page's chat: decode tokens per second of its greedy answer (the
+   page's own count, after the prompt) against ``tinyk.generate`` on the same prompt ids, the
+   same tokens (checked);
+5. SmolLM2's time to first token once the browser has its files: a reload, Load (the files
+   from the browser's cache), then the prompt's call of a 40-token chat prompt;
+6. the bytes SmolLM2's Load downloads (graph, weights, tokenizer).
 """
 
 from __future__ import annotations
@@ -50,6 +54,11 @@ DECODE = """async ([text, n]) => {
   }
   return {tokens, seconds: (performance.now() - t0) / 1000};
 }"""
+
+
+SMOLLM2_MESSAGE = "Tell me about the planets of the solar system."  # a long answer to decode
+SMOLLM2_MESSAGE_40 = "What is the capital of France? Answer briefly."  # a 40-token chat prompt
+CHAT = "document.querySelector('.tinyk-chat')"
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -128,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             page.wait_for_function(f"document.querySelector('.tinyk-playground').tinykPlayground.shown.ids.length"
                                    f" === {len(PROMPT_40)}")
             ttft.append((loaded, time.perf_counter() - start))
+        smollm2 = smollm2_lines(page, args.rounds, args.tokens)
         browser.close()
     server.shutdown()
     b, t = statistics.median(browser_times), statistics.median(torch_times)
@@ -140,7 +150,73 @@ def main(argv: list[str] | None = None) -> int:
     print(f"2. time to first token, model cached by the browser: page reload to the first prompt's "
           f"run {load:.2f} s; Run on a {len(PROMPT_40)}-token prompt {run:.3f} s")
     print(f"3. bytes downloaded: runtime {runtime:,} (loader, module, WebAssembly), model {weights:,}")
+    print("\n".join(smollm2))
     return 0
+
+
+def smollm2_answer(page, message: str, limit: int) -> dict:
+    """The chat's answer to ``message`` (at most ``limit`` tokens) and its timings."""
+    page.fill(".tinyk-chat-message", message)
+    page.fill(".tinyk-chat-limit", str(limit))
+    page.evaluate(f"{CHAT}.tinykChat.stats = null")
+    page.click(".tinyk-chat-answer")
+    page.wait_for_function(f"{CHAT}.tinykChat.stats !== null && {CHAT}.dataset.state === 'ready'",
+                           timeout=600_000)
+    return page.evaluate(f"{CHAT}.tinykChat.stats")
+
+
+def smollm2_lines(page, rounds: int, tokens: int) -> list[str]:
+    """Lines 4 to 6: SmolLM2 in the page's chat against tinyk in PyTorch, alternating."""
+    import torch
+
+    from tinyk import generate
+    from tinyk.gguf import load_gguf, smollm2_path
+
+    model, _ = load_gguf(smollm2_path())
+    sizes: dict[str, int] = {}
+
+    def measure(response) -> None:  # the header: the browser's inspector does not keep 50 MB bodies
+        if "/smollm2/" in response.url and response.ok:
+            sizes[response.url] = int(response.headers.get("content-length", 0))
+
+    page.on("response", measure)
+    page.click(".tinyk-chat-load")
+    page.wait_for_function(f"{CHAT}.dataset.state === 'ready'", timeout=600_000)
+    page.remove_listener("response", measure)
+    downloaded = sum(sizes.values())
+    page_rates, torch_rates, lengths = [], [], []
+    for _ in range(rounds):
+        stats = smollm2_answer(page, SMOLLM2_MESSAGE, tokens)
+        n = len(stats["answer"])
+        lengths.append(n)
+        start = time.perf_counter()
+        out = generate(model, torch.tensor([stats["ids"]]), max_new_tokens=n, temperature=0)[0].tolist()
+        seconds = time.perf_counter() - start
+        if out[:n] != stats["answer"]:
+            raise SystemExit(f"SmolLM2's tokens in the page differ from tinyk's: {stats['answer']} vs {out}")
+        page_rates.append(stats["decodeCalls"] / stats["decodeSeconds"])
+        torch_rates.append((n - 1) / seconds)  # after the first token, as the page counts
+    firsts = []
+    for _ in range(rounds):
+        page.reload(wait_until="load")
+        start = time.perf_counter()
+        page.click(".tinyk-chat-load")
+        page.wait_for_function(f"{CHAT}.dataset.state === 'ready'", timeout=600_000)
+        loaded = time.perf_counter() - start
+        stats = smollm2_answer(page, SMOLLM2_MESSAGE_40, 1)
+        firsts.append((loaded, stats["prefillSeconds"], len(stats["ids"])))
+    b, t = statistics.median(page_rates), statistics.median(torch_rates)
+    load, prefill = statistics.median(x[0] for x in firsts), statistics.median(x[1] for x in firsts)
+    return [
+        f"4. decode, SmolLM2, greedy with the KV cache, one thread, median of {rounds} "
+        f"(answers of {min(lengths)} to {max(lengths)} tokens, at most {tokens}):",
+        f"   Chromium (ONNX Runtime Web): {b:8.1f} tokens/s",
+        f"   PyTorch (tinyk.generate):    {t:8.1f} tokens/s",
+        f"   ratio Chromium / PyTorch:    {b / t:8.2f}   (goal >= 0.5; same tokens: checked)",
+        f"5. SmolLM2, files cached by the browser: reload and Load {load:.2f} s; first token of a "
+        f"{firsts[0][2]}-token chat prompt (the prompt's call) {prefill:.3f} s (goal <= 2 s)",
+        f"6. bytes downloaded by SmolLM2's Load: {downloaded:,} (goal <= 150 MB)",
+    ]
 
 
 if __name__ == "__main__":
