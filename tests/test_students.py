@@ -122,17 +122,20 @@ def test_markdown_for_notebooks_turns_roles_and_admonitions_into_plain_markdown(
 
 @pytest.mark.parametrize("language", course.LANGUAGES)
 def test_the_live_model_becomes_a_link_to_its_page_in_jupyter_and_colab(language):
-    """The site's playground runs only on the site: each student notebook that has one links to
-    the playground page of its own edition, once per playground."""
+    """The site's playground and SmolLM2's chat run only on the site: each student notebook that
+    has one links to the playground page of its own edition, once per embed."""
     site = course.site_url(ROOT) + ("zh/" if language != "en" else "")
     link = f"({site}book/playground.html)"
-    embeds = {p.stem: _markdown(p).count(":::{playground}") for p in SOURCES}
+    embeds = {p.stem: sum(_markdown(p).count(f":::{{{name}}}") for name in ("playground", "smollm2"))
+              for p in SOURCES}
     links = {p.stem: _markdown(course.student_path(p, language=language)).count(link) for p in SOURCES}
-    assert links == embeds and sum(embeds.values()) == 3, (links, embeds)
-    embed = "A.\n\n:::{playground}\n:show: rope\n:::\n\nB."
+    assert links == embeds and sum(embeds.values()) == 4, (links, embeds)
+    assert _markdown(SOURCES[0].with_name("05_10_real_weights.ipynb")).count(":::{smollm2}") == 1
+    embed = "A.\n\n:::{playground}\n:show: rope\n:::\n\nB.\n\n:::{smollm2}\n:::\n"
     plain = course.markdown_for_notebooks(embed, "https://x.io/c/", {})
-    assert plain == ("A.\n\n" + student_markdown.LIVE.format(url="https://x.io/c/book/playground.html")
-                     + "\n\nB.")
+    page = "https://x.io/c/book/playground.html"
+    assert plain == ("A.\n\n" + student_markdown.LIVE.format(url=page) + "\n\nB.\n\n"
+                     + student_markdown.LIVE_SMOLLM2.format(url=page) + "\n")
 
 
 def test_every_glossary_link_of_a_notebook_names_an_entry():

@@ -21,8 +21,8 @@ from pathlib import Path
 from tinyk.addresses import SETUP_WORDS
 from tinyk.quiz import QUIZ_DIRECTIVE, SHOW_ANSWERS, VERDICTS, quiz_markdown
 
-__all__ = ["ADMONITIONS", "CITE", "EXERCISE_HEADING", "LIVE", "PLAYGROUND", "STUCK", "STUDENT_WORDS", "TERM",
-           "admonition_title",
+__all__ = ["ADMONITIONS", "CITE", "EXERCISE_HEADING", "LIVE", "LIVE_SMOLLM2", "PLAYGROUND", "SMOLLM2",
+           "STUCK", "STUDENT_WORDS", "TERM", "admonition_title",
            "citation_labels", "heading_anchor", "markdown_for_notebooks", "term_id"]
 
 # An exercise's heading in a notebook's markdown; its id on the site: heading_anchor().
@@ -42,6 +42,9 @@ STUCK = "Stuck? [The solution on the course site]({url}) waits behind a toggle."
 PLAYGROUND = re.compile(r"^:::\{playground\}[^\n]*\n(.*?)^:::[ \t]*$", re.M | re.S)
 LIVE = ("Live on the course site: [the 05.7 model in your browser]({url}) computes this for any prompt "
         "you type.")
+# SmolLM2's chat (``:::{smollm2}``), on the same page.
+SMOLLM2 = re.compile(r"^:::\{smollm2\}[^\n]*\n(.*?)^:::[ \t]*$", re.M | re.S)
+LIVE_SMOLLM2 = "Live on the course site: [SmolLM2 in your browser]({url}) answers a message you type."
 
 
 def admonition_title(kind: str) -> str:
@@ -53,8 +56,8 @@ def admonition_title(kind: str) -> str:
 # Every English text the student versions add, each a message of the interface's catalogue:
 # the solution link, the admonitions' titles, the setup cell's words and a quiz's (its verdicts
 # are the site's words too).
-STUDENT_WORDS = (STUCK, LIVE, *(admonition_title(kind) for kind in ADMONITIONS), *SETUP_WORDS, SHOW_ANSWERS,
-                 *VERDICTS.values())
+STUDENT_WORDS = (STUCK, LIVE, LIVE_SMOLLM2, *(admonition_title(kind) for kind in ADMONITIONS), *SETUP_WORDS,
+                 SHOW_ANSWERS, *VERDICTS.values())
 
 
 def heading_anchor(heading: str) -> str:
@@ -96,7 +99,8 @@ def markdown_for_notebooks(text: str, site: str, citations: dict[str, str],
     page, an admonition (```` ```{warning} ````) a quoted paragraph with its title, a
     dropdown (a hint, ``:::{dropdown} Title``) a collapsed ``<details>`` block, a quiz
     (``:::{quiz}``, :mod:`tinyk.quiz`) numbered choices with their explanations in another, and
-    the live model (``:::{playground}``) a link to its page on the site (:data:`LIVE`).
+    the live model (``:::{playground}``) a link to its page on the site (:data:`LIVE`), and
+    SmolLM2's chat (``:::{smollm2}``) a link to the same page (:data:`LIVE_SMOLLM2`).
 
     ``words(english)``: an admonition's title or a quiz's verdict in the notebook's language
     (by default, the English as it is)."""
@@ -125,5 +129,6 @@ def markdown_for_notebooks(text: str, site: str, citations: dict[str, str],
 
     text = QUIZ_DIRECTIVE.sub(lambda m: quiz_markdown(m.group(1), words), text)
     text = PLAYGROUND.sub(lambda m: words(LIVE).format(url=f"{site}book/playground.html"), text)
+    text = SMOLLM2.sub(lambda m: words(LIVE_SMOLLM2).format(url=f"{site}book/playground.html"), text)
     text = _DROPDOWN.sub(dropdown, text)
     return _ADMONITION.sub(admonition, CITE.sub(cite, TERM.sub(term, text)))
