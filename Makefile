@@ -50,8 +50,9 @@ book: $(STAMP) cjk-fonts $(ORT_WEB)
 # Each stage in turn, its time printed after it and all of them at the end. The book is
 # built from clean, except for the execution cache that the notebooks stage has just filled
 # (each notebook executes once per run: a build that had to execute one again fails) and the
-# 05.7 model's ONNX export in _build/web-static, which the build exports again only when the
-# model, its weights or the export tools change (tinyk.onnx_export.course_model_stamp).
+# ONNX exports in _build/web-static (the 05.7 model and SmolLM2), which the build exports again
+# only when the model, its weights or the export tools change (tinyk.onnx_export.course_model_stamp,
+# tinyk.onnx_web.web_model_stamp).
 STAGES := lint unit notebooks site-build site-check
 test: $(STAMP)
 	@times=""; for stage in $(STAGES); do \
@@ -117,7 +118,7 @@ notebooks: $(STAMP) cjk-fonts
 # With EXPECT_CACHED (make test, after the notebooks stage), the two editions build at once,
 # each Sphinx run in a process of its own, and their logs are printed when both are done. They
 # share the execution cache (each reads it, and records when it read, in its SQLite file) and
-# _build/web-static (one of them makes the 05.7 model's files there, under a lock). Ctrl+C
+# _build/web-static (one of them makes the 05.7 model's and SmolLM2's files there, under locks). Ctrl+C
 # stops both. Without EXPECT_CACHED, the English edition builds first: it executes any
 # notebook the cache lacks, and the Chinese edition then reads it from the cache.
 EN_BUILD := $(BOOK_RUN) $(BIN)/jupyter-book build --all -W -n --keep-going .

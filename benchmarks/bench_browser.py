@@ -8,8 +8,8 @@ one run, the contenders alternating so that a slow moment of a busy machine hits
 1. decode speed of the 05.7 model: greedy tokens per second with the KV cache, one token
    per call, in the page (ONNX Runtime Web, WebAssembly, one thread: a static site is not
    cross-origin isolated) and in PyTorch (``tinyk.generate``, one thread), the same prompt
-   and the same tokens (checked); the ratio browser / PyTorch (the issue's goal for SmolLM2:
-   at least 0.5);
+   and the same tokens (checked); the ratio browser / PyTorch (the aim for SmolLM2: at least
+   0.5);
 2. time to first token with the model cached by the browser: a reload of the page until its
    first prompt has run, then Run on a 40-token prompt until its next-token table is shown;
 3. bytes the page downloads: the runtime (loader, module, WebAssembly) and the model;
@@ -189,9 +189,12 @@ def smollm2_lines(page, rounds: int, tokens: int) -> list[str]:
         stats = smollm2_answer(page, SMOLLM2_MESSAGE, tokens)
         n = len(stats["answer"])
         lengths.append(n)
+        prompt = torch.tensor([stats["ids"]])
         start = time.perf_counter()
-        out = generate(model, torch.tensor([stats["ids"]]), max_new_tokens=n, temperature=0)[0].tolist()
-        seconds = time.perf_counter() - start
+        generate(model, prompt, max_new_tokens=1, temperature=0)  # the prompt's call alone
+        middle = time.perf_counter()
+        out = generate(model, prompt, max_new_tokens=n, temperature=0)[0].tolist()
+        seconds = (time.perf_counter() - middle) - (middle - start)  # without the prompt's call
         if out[:n] != stats["answer"]:
             raise SystemExit(f"SmolLM2's tokens in the page differ from tinyk's: {stats['answer']} vs {out}")
         page_rates.append(stats["decodeCalls"] / stats["decodeSeconds"])
@@ -212,10 +215,10 @@ def smollm2_lines(page, rounds: int, tokens: int) -> list[str]:
         f"(answers of {min(lengths)} to {max(lengths)} tokens, at most {tokens}):",
         f"   Chromium (ONNX Runtime Web): {b:8.1f} tokens/s",
         f"   PyTorch (tinyk.generate):    {t:8.1f} tokens/s",
-        f"   ratio Chromium / PyTorch:    {b / t:8.2f}   (goal >= 0.5; same tokens: checked)",
+        f"   ratio Chromium / PyTorch:    {b / t:8.2f}   (aim >= 0.5; same tokens: checked)",
         f"5. SmolLM2, files cached by the browser: reload and Load {load:.2f} s; first token of a "
-        f"{firsts[0][2]}-token chat prompt (the prompt's call) {prefill:.3f} s (goal <= 2 s)",
-        f"6. bytes downloaded by SmolLM2's Load: {downloaded:,} (goal <= 150 MB)",
+        f"{firsts[0][2]}-token chat prompt (the prompt's call) {prefill:.3f} s (aim <= 2 s)",
+        f"6. bytes downloaded by SmolLM2's Load: {downloaded:,} (aim <= 150 MB)",
     ]
 
 

@@ -365,7 +365,11 @@ def test_without_webassembly_the_playground_shows_the_build_run(browser, site_ur
         before = page.locator(".tinyk-pg-heatmap").inner_html()
         page.locator(".tinyk-pg-head").select_option("2")
         assert page.locator(".tinyk-pg-heatmap").inner_html() != before
-        assert [u for u in requested if "/ort/" in u or u.endswith(".onnx")] == [] and errors == []
+        chat = page.locator(".tinyk-chat")  # SmolLM2's chat says so before any click
+        assert chat.get_attribute("data-state") == "static" and page.locator(".tinyk-chat-load").is_disabled()
+        assert "WebAssembly" in page.locator(".tinyk-chat-status").inner_text()
+        assert [u for u in requested if "/ort/" in u or u.endswith(".onnx") or "/smollm2/" in u] == []
+        assert errors == []
     finally:
         context.close()
 

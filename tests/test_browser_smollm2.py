@@ -1,8 +1,9 @@
-"""SmolLM2 (05.10) in the playground page, in headless Chromium: fetched only when asked, its
-greedy answer token for token tinyk's, offline, axe-clean.
+"""SmolLM2 (05.10) as the site serves it: the files the book build wrote, run by ONNX Runtime
+(Python) against float32 tinyk; and the playground page's chat in headless Chromium: fetched only
+when asked, its greedy answer token for token tinyk's, offline, axe-clean, in each edition's words.
 
-One test, as loading the model is the costly part: about 100 MB from localhost and an ONNX
-Runtime session. The site's own server and the blocking of every other host are
+One browser test loads the model, as loading it is the costly part: about 100 MB from localhost
+and an ONNX Runtime session. The site's own server and the blocking of every other host are
 tests/test_browser.py's.
 """
 
@@ -48,7 +49,9 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     total = sum(f["bytes"] for f in manifest["files"])
     params = 135_000_000
     data = sum(f["bytes"] for f in manifest["files"] if ".data." in f["path"])
-    assert data < 4 * params / 5 and total < 150_000_000  # a fifth of float32; the issue's budget
+    assert data < 4 * params / 5 and total < 150_000_000  # under a fifth of float32; under 150 MB in all
+    graph = manifest["files"][0]["bytes"]
+    assert f"{(graph + data) / 1e6:.1f} MB" == "99.3 MB"  # tinyk.onnx_web's docstring
     assert manifest["config"]["n_layers"] == 30 and manifest["config"]["dim"] == 576
     assert (manifest["config"]["n_heads"], manifest["config"]["n_kv_heads"]) == (9, 3)
     assert manifest["config"]["vocab_size"] == 49_152
@@ -88,7 +91,7 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     assert page.locator(".tinyk-chat-tokens li").count() == 37
     assert page.locator(".tinyk-chat .tinyk-pg-next tbody tr").count() == 10
     assert page.locator(".tinyk-chat .tinyk-pg-next tbody tr td").first.inner_text() == "The"
-    cached = 37 + len(answer)  # the prompt and every answer token but the last went through the model
+    cached = 37 + len(answer)  # the prompt and every answer token went through the model (not the end token)
     cache = page.locator(".tinyk-chat-cache").inner_text()
     assert f"{cached * 2 * 30 * 3 * 64 * 4:,} bytes" in cache  # GQA's 3 K/V heads
     assert f"{cached * 2 * 30 * 9 * 64 * 4:,} bytes" in cache  # one K/V head per query head
@@ -103,9 +106,70 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
                                       + manifest["tokenizer"]["chat_suffix"])["input_ids"]
     assert 1 <= len(second["answer"]) <= 3
     assert page.locator(".tinyk-chat-tokens li").count() == len(second["ids"])
+    page.locator(".tinyk-chat-message").fill("word " * 1100)  # a paste too long to attend over
+    page.locator(".tinyk-chat-answer").click()
+    page.wait_for_function(f"{STATE}.root.dataset.state === 'ready'")
+    status = page.locator(".tinyk-chat-status").inner_text()
+    assert status.startswith("The prompt has 1131 tokens") and "at most 1024" in status, status
+    assert page.evaluate(f"{STATE}.stats.ids.length") == len(second["ids"])  # nothing ran
     assert page.external_requests == []
     assert page.console_errors == ["Failed to load resource: net::ERR_FAILED"]  # the download cut off above
     violations = Axe().run(page, context={"include": [[".tinyk-chat"]]}).response["violations"]
     assert [(v["id"], [n["html"][:200] for n in v["nodes"]]) for v in violations
             if v["impact"] in ("serious", "critical")] == []
     assert chat.count() == 1
+
+
+def _notebook_paragraph() -> str:
+    """The paragraph 05.10 measures its losses on, read from the notebook's code."""
+    import ast
+
+    from tinyk.exercises import source_text
+
+    cells = json.loads((ROOT / "notebooks" / "05_10_real_weights.ipynb").read_text(encoding="utf-8"))["cells"]
+    assigned = [node.value for c in cells if c["cell_type"] == "code" and "paragraph = (" in source_text(c)
+                for node in ast.parse(source_text(c)).body
+                if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "paragraph"]
+    assert len(assigned) == 1
+    return ast.literal_eval(assigned[0])
+
+
+def test_the_sites_smollm2_agrees_with_float32_tinyk_on_05_10s_paragraph():
+    """Item 2's figure: the top-1 next token of the site's graph (the file's 4-bit and 8-bit blocks)
+    agrees with float32 tinyk at >= 95% of the positions of 05.10's paragraph, fed as the page feeds
+    a text, one token per call through the KV cache; the logits stay within 1e-3."""
+    import numpy as np
+    import torch
+
+    from tinyk.gguf import load_gguf, load_tokenizer, smollm2_path
+    from tinyk.onnx_web import session
+    from tinyk.playground import run_graph
+
+    manifest = json.loads((WEB / "smollm2.json").read_text(encoding="utf-8"))
+    paragraph = _notebook_paragraph()
+    path = smollm2_path()
+    ids = load_tokenizer(path)(paragraph)["input_ids"]
+    model, _ = load_gguf(path)
+    with torch.no_grad():
+        expected = model(torch.tensor([ids])).logits[0].numpy()  # T×V
+    runtime = session(WEB / "smollm2.onnx")
+    out, rows = None, []
+    for token in ids:
+        out = run_graph(runtime, manifest, [token], out)
+        rows.append(out["logits"][0, -1])
+    got = np.stack(rows)
+    agree = int((got.argmax(-1) == expected.argmax(-1)).sum())
+    assert len(ids) >= 50 and agree >= 0.95 * len(ids), f"{agree} of {len(ids)}"
+    assert np.abs(got - expected).max() < 1e-3
+
+
+def test_the_chinese_chat_speaks_chinese_before_it_loads(page, site_url):  # noqa: F811
+    page.goto(f"{site_url}/zh/book/playground.html", wait_until="networkidle")
+    total = sum(f["bytes"] for f in json.loads((WEB / "smollm2.json").read_text(encoding="utf-8"))["files"])
+    assert page.locator(".tinyk-chat-load").inner_text() == f"加载 SmolLM2（{total / 1e6:.0f} MB）"
+    assert page.locator(".tinyk-chat-status").inner_text().startswith("SmolLM2 加载后就在本页中运行")
+    words = page.locator(".tinyk-chat figcaption").all_inner_texts()
+    assert words == ["提示词的 token", "SmolLM2 的回答", "回答的第一个 token：最可能的 10 个", "键值缓存"]
+    answer = page.locator(".tinyk-chat-answer")
+    assert answer.inner_text() == "回答" and answer.is_disabled()
+    assert page.external_requests == [] and page.console_errors == []

@@ -3,8 +3,9 @@ into small files, run by ONNX Runtime against float32 tinyk.
 
 The graph is made from a tiny llama GGUF file written here (5 layers, so the graph is stacked
 from a two-layer export as SmolLM2's is, by tinyk.onnx_layers; Q4_1 linears, a Q8_0 embedding),
-so one export takes seconds. SmolLM2's own export is run by the book's build and checked in the
-page (tests/site); here its tokenizer's chat prompt is checked from the installed file.
+so one export takes seconds. SmolLM2's own export is run by the book's build and checked on the
+site (tests/test_browser_smollm2.py); here its tokenizer's chat prompt is checked from the
+installed file.
 """
 
 from __future__ import annotations
@@ -247,6 +248,39 @@ def test_reuse_keeps_files_made_from_the_same_inputs_only(exported, tiny, tmp_pa
     assert exports[0]["stamp"] != exports[1]["stamp"] == manifest["stamp"]
 
 
+@pytest.mark.parametrize("attention_layer", [0, 2])
+def test_a_stack_whose_first_or_last_layer_returns_attention(attention_layer, tmp_path):
+    """The attention layer's copy reads the embedding (layer 0) or feeds the head (layer 2 of 3):
+    every output is the exported module's, in PyTorch, after a cached prefix."""
+    from tinyk.model import ModelConfig, Transformer
+    from tinyk.onnx_layers import export_stacked
+
+    torch.manual_seed(attention_layer)
+    model = Transformer(ModelConfig(dim=32, n_layers=3, n_heads=4, n_kv_heads=2, vocab_size=40,
+                                    max_seq_len=32, hidden_dim=64, flash_attn=False)).eval()
+    proto = export_stacked(model, tmp_path, attention_layer=attention_layer)
+    names = [v.name for v in proto.graph.value_info]
+    assert len(names) == len(set(names))  # each value typed once
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    empty = np.zeros((1, 0, 2, 8), np.float32)
+    past = {f"past_{kind}_{i}": empty for kind in ("key", "value") for i in range(3)}
+    ids = np.array([[3, 14, 15, 9, 2, 6]])
+    first = dict(zip(output_names(3), sess.run(None, {"input_ids": ids[:, :4],
+                                                      "attention_mask": np.ones((1, 4), np.int64), **past}),
+                     strict=True))
+    past = {f"past_{kind}_{i}": first[f"present_{kind}_{i}"] for kind in ("key", "value") for i in range(3)}
+    got = sess.run(None, {"input_ids": ids[:, 4:], "attention_mask": np.ones((1, 6), np.int64), **past})
+    with torch.no_grad():
+        wrapper = DecoderForExport(model, [attention_layer]).eval()
+        keys = [torch.from_numpy(first[f"present_key_{i}"]) for i in range(3)]
+        values = [torch.from_numpy(first[f"present_value_{i}"]) for i in range(3)]
+        expected = wrapper(torch.from_numpy(ids[:, 4:]), torch.ones(1, 6, dtype=torch.long), keys, values)
+    assert len(got) == len(expected) == 10
+    worst = {name: float(np.abs(g - e.numpy()).max()) for name, g, e in zip(output_names(3), got, expected,
+                                                                              strict=True)}
+    assert max(worst.values()) < 1e-5, worst
+
+
 def test_a_stacked_export_needs_three_layers_and_a_layer_it_has(tiny, tmp_path):
     from tinyk.model import ModelConfig, Transformer
     from tinyk.onnx_layers import export_stacked
@@ -257,4 +291,12 @@ def test_a_stacked_export_needs_three_layers_and_a_layer_it_has(tiny, tmp_path):
     two = Transformer(ModelConfig(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=96, max_seq_len=64))
     with pytest.raises(ValueError, match=r"n_layers=2: needs n_layers >= 3"):
         export_stacked(two, tmp_path, attention_layer=0)
+    attention = model.layers[3].attention
+    attention.attend = lambda q, k, v, mask: v  # a seam swapped on one instance, as tinyk.parts does
+    try:
+        with pytest.raises(ValueError, match=r"differs from a model of its class and config in "
+                                             r"layers\.3\.attention: export_onnx exports it"):
+            export_stacked(model, tmp_path, attention_layer=2)
+    finally:
+        del attention.attend
     assert list(tmp_path.iterdir()) == []

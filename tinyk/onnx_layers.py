@@ -40,7 +40,7 @@ from onnx import TensorProto, numpy_helper
 from tinyk.model import Transformer
 from tinyk.onnx_export import SCOPES, export_onnx, input_names, output_names
 
-__all__ = ["export_stacked"]
+__all__ = ["export_stacked", "stack_differences"]
 
 TEMPLATE_LAYERS = 2  # layer 0: a plain layer; layer 1: the one that returns its attention
 
@@ -58,6 +58,34 @@ def _template(model: Transformer) -> Transformer:
         for p in template.parameters():
             p.copy_(torch.rand(p.shape, generator=generator) + 1.0)
     return template
+
+
+def _functions(module: torch.nn.Module) -> dict[str, object]:
+    """The functions set on one module instance (its seams), not its class's methods."""
+    return {k: v for k, v in vars(module).items() if callable(v) and not isinstance(v, torch.nn.Module)}
+
+
+def stack_differences(model: Transformer) -> list[str]:
+    """What of ``model`` a two-layer model of its class and config would not have: a module of
+    another class, a function swapped on one instance (a seam such as ``attend`` or
+    ``token_positions``, which ``tinyk.parts`` plugs a learner's parts into), other buffers (the
+    RoPE tables), weights that are not float32. Empty: :func:`export_stacked` exports ``model``."""
+    template = _template(model)
+    pairs = [("", model, template)] + [(f"layers.{i}.", layer, template.layers[min(i, 1)])
+                                       for i, layer in enumerate(model.layers)]
+    found = []
+    for prefix, ours, theirs in pairs:
+        modules = dict(theirs.named_modules())
+        for name, module in ours.named_modules():
+            if prefix == "" and name.startswith("layers."):
+                continue  # compared layer by layer
+            other = modules.get(name)
+            if other is None or type(module) is not type(other) or _functions(module) != _functions(other):
+                found.append(f"{prefix}{name or 'model'}")
+    found += [f"buffer {name}" for name, b in model.named_buffers(remove_duplicate=False)
+              if not name.startswith("layers.") and not torch.equal(b, template.get_buffer(name))]
+    found += [f"{name} ({p.dtype})" for name, p in model.named_parameters() if p.dtype != torch.float32]
+    return found
 
 
 def _owners(template: Transformer) -> dict[tuple, tuple[int | None, str, bool]]:
@@ -187,15 +215,21 @@ def _renamed_info(info: onnx.ValueInfoProto, name: str) -> onnx.ValueInfoProto:
 
 def export_stacked(model: Transformer, scratch: str | Path, *, attention_layer: int,
                    logits_to_keep: int = 0) -> onnx.ModelProto:
-    """The graph :func:`tinyk.onnx_export.export_onnx` would write for ``model`` with
-    ``attention_layers=[attention_layer]``, built from the export of a two-layer model of the
-    same class and config (see the module). ``scratch``: a folder for the two-layer export.
-    The model's weights are float32 initializers of the returned graph."""
+    """A graph that computes what :func:`tinyk.onnx_export.export_onnx`'s graph of ``model``
+    with ``attention_layers=[attention_layer]`` computes, built from the export of a two-layer
+    model of the same class and config (see the module). ``scratch``: a folder for the two-layer
+    export. The model's weights are float32 initializers of the returned graph. A model that
+    differs from a freshly built one of its class in more than its weights
+    (:func:`stack_differences`: a swapped seam, other buffers, another dtype) is refused."""
     n = model.config.n_layers
     if n < 3 or not 0 <= attention_layer < n:
         raise ValueError(f"export_stacked: attention_layer={attention_layer} with n_layers={n}: needs "
                          f"n_layers >= 3 and 0 <= attention_layer < n_layers (export_onnx exports "
                          f"smaller models)")
+    differences = stack_differences(model)
+    if differences:
+        raise ValueError(f"export_stacked: the model differs from a model of its class and config in "
+                         f"{', '.join(differences)}: export_onnx exports it as it is")
     template = _template(model)
     with tempfile.TemporaryDirectory(dir=scratch) as folder:
         path = Path(folder) / "two_layers.onnx"
@@ -204,36 +238,45 @@ def export_stacked(model: Transformer, scratch: str | Path, *, attention_layer: 
         proto = onnx.load(str(path), load_external_data=True)
     graph = proto.graph
     split = _Split(graph, _owners(template))
+    nodes = _stacked_nodes(graph, split, n, attention_layer)
+    _set_io(graph, n)
+    initializers = [t for t in graph.initializer if t.name not in split.weights] + _weights(model, split, n)
+    del graph.node[:], graph.initializer[:]
+    graph.node.extend(nodes)
+    graph.initializer.extend(initializers)
+    produced = {o for node in nodes for o in node.output}
+    kept_info = [v for v in graph.value_info if v.name in produced]
+    del graph.value_info[:]
+    graph.value_info.extend(kept_info)
+    return proto
+
+
+def _stacked_nodes(graph: onnx.GraphProto, split: _Split, n: int,
+                   attention_layer: int) -> list[onnx.NodeProto]:
+    """The nodes before the layers, ``n`` layers' copies, the nodes after them (their types
+    added to ``graph.value_info``, each value once)."""
     into, between, out = split.residual(graph)
     kept = split.to_outside[1] - {out}  # the attention weights, read by the nodes of the output
     stream, layer_nodes, info = into, [], {v.name: v for v in graph.value_info}
+    typed = set(info)
     for i in range(n):
         t = 1 if i == attention_layer else 0
         nodes, rename = _copy_layer(graph, split, t, i, stream, into if t == 0 else between, kept)
         layer_nodes += nodes
         stream = rename[out if t == 1 else between]
-        layer_nodes_info = [_renamed_info(info[old], new) for old, new in rename.items()
-                            if old in info and old in split.produced_in and new != old]
-        graph.value_info.extend(layer_nodes_info)
+        added = [_renamed_info(info[old], new) for old, new in rename.items()
+                 if old in info and old in split.produced_in and new not in typed]
+        typed.update(v.name for v in added)
+        graph.value_info.extend(added)
     after_layers = _after(graph, split)
-    before = [n for k, n in enumerate(graph.node) if k not in split.layer and k not in after_layers]
+    before = [node for k, node in enumerate(graph.node) if k not in split.layer and k not in after_layers]
     after = [graph.node[k] for k in sorted(after_layers)]
     for node in after:
         node.input[:] = [stream if x == out else x for x in node.input]
     nodes = before + layer_nodes + after
     for node in nodes:
         del node.metadata_props[:]
-    _set_io(graph, n)
-    weights = {name for name, (layer, _, _) in split.weights.items() if layer is not None}
-    initializers = [t for t in graph.initializer if t.name not in split.weights] + _weights(model, split, n)
-    del graph.node[:], graph.initializer[:]
-    graph.node.extend(nodes)
-    graph.initializer.extend(initializers)
-    produced = {o for node in nodes for o in node.output}
-    kept_info = [v for v in graph.value_info if v.name in produced and v.name not in weights]
-    del graph.value_info[:]
-    graph.value_info.extend(kept_info)
-    return proto
+    return nodes
 
 
 def _after(graph: onnx.GraphProto, split: _Split) -> set[int]:

@@ -9,7 +9,7 @@ The 05.7 model runs live in the book's playground ("The models, live", book/play
 from :mod:`tinyk.onnx_export`'s float32 graph. SmolLM2's float32 weights would be 540 MB; this
 module writes the same graph (stacked from the export of two layers by :mod:`tinyk.onnx_layers`,
 in seconds) with the file's 4-bit and 8-bit blocks in their place
-(:mod:`tinyk.gguf_blocks`, each checked bit for bit against the model), 99.2 MB for SmolLM2,
+(:mod:`tinyk.gguf_blocks`, each checked bit for bit against the model), 99.3 MB for SmolLM2,
 its weights split into files of at most ``max_file_bytes`` so that a page can fetch them in pieces:
 
 - ``smollm2.onnx``: the graph, its tensors under 1 KB inline;
@@ -48,7 +48,7 @@ from tinyk.onnx_export import (
     input_names,
     output_names,
 )
-from tinyk.onnx_layers import export_stacked
+from tinyk.onnx_layers import export_stacked, stack_differences
 
 __all__ = ["MARKER", "NAME", "SESSION_CONFIG", "WEB_SESSION_CONFIG", "chat_prompt", "export_web_model",
            "main", "save_split", "session", "web_model_stamp"]
@@ -200,7 +200,7 @@ def export_web_model(model: Transformer, info: GGUFInfo, gguf_path: str | Path, 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out) as scratch:
-        if model.config.n_layers >= 3 and len(layers) == 1:
+        if model.config.n_layers >= 3 and len(layers) == 1 and not stack_differences(model):
             model_proto = export_stacked(model, scratch, attention_layer=layers[0], logits_to_keep=1)
         else:
             float_path = Path(scratch) / "float32.onnx"

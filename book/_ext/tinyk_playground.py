@@ -1,4 +1,5 @@
-"""The ``playground`` directive: the 05.7 model, live in the reader's browser (both editions).
+"""The ``playground`` and ``smollm2`` directives: the 05.7 model and SmolLM2, live in the reader's
+browser (both editions).
 
 ``:::{playground}`` (optionally ``:show: tokens next generate attention cache rope``, any of
 them, in that order) writes the playground's controls and panels into the page, with no
@@ -52,6 +53,8 @@ NODE_MODULES = Path(__file__).resolve().parents[2] / ".tools" / "node_modules"
 ORT_PACKAGE = NODE_MODULES / "onnxruntime-web"
 TOKENIZERS_FILE = NODE_MODULES / "@huggingface" / "tokenizers" / "dist" / "tokenizers.min.mjs"
 CHAT_QUESTION = "What is the capital of France?"  # 05.10's question, the message the chat starts with
+# The longest prompt the chat takes, in tokens: each layer's scores are T×T per head, computed in full.
+CHAT_MAX_PROMPT = 1024
 
 # The script's messages: {name} is filled in by the script (the same names in each language).
 MESSAGES = {
@@ -97,12 +100,14 @@ LABELS = {
 # SmolLM2's chat: the script's messages, then the controls' and panels' words.
 CHAT_MESSAGES = {
     "chat-idle": "SmolLM2 runs in this page once it is loaded: the button fetches its files, which your "
-                 "browser then keeps.",
+                 "browser can keep in its cache.",
     "chat-downloading": "Downloading SmolLM2: {done} of {total} MB",
     "chat-starting": "Starting the model\u2026",
     "chat-ready": "Ready: SmolLM2 runs in this page. Write a message and press Answer.",
-    "chat-answering": "Answering: {count} token(s)\u2026",
-    "chat-done": "{count} token(s) in {seconds} s, {rate} tokens per second (greedy decoding).",
+    "chat-answering": "Answering\u2026",
+    "chat-done": "{count} token(s) in {seconds} s: the prompt's call {prefill} s, then {rate} tokens per "
+                 "second (greedy decoding).",
+    "chat-too-long": "The prompt has {count} tokens; the page answers prompts of at most {max}.",
     "chat-failed": "SmolLM2 could not be loaded ({error}).",
     "chat-static": "WebAssembly is not available in this browser: SmolLM2 cannot run here.",
     "chat-empty": "Write a message first.",
@@ -199,8 +204,9 @@ def chat_html(cid: str, words: dict[str, str], manifest: dict) -> str:
 
     total = sum(f["bytes"] for f in manifest.get("files", []))
     keys = ("onnx", "external_data", "files", "web_session_config", "config", "eos_token_id",
-            "attention_layers", "tokenizer")
-    data = json.dumps({k: manifest[k] for k in keys if k in manifest} | {"question": CHAT_QUESTION},
+            "attention_layers", "tokenizer", "stamp")
+    data = json.dumps({k: manifest[k] for k in keys if k in manifest}
+                      | {"question": CHAT_QUESTION, "max_prompt": CHAT_MAX_PROMPT},
                       ensure_ascii=False).replace("</", "<\\/")
     panels = {
         "prompt-tokens": '<ol class="tinyk-pg-tokenlist tinyk-chat-tokens"></ol>',
@@ -285,7 +291,9 @@ def playground_html(pid: str, shown: list[str], words: dict[str, str], data: str
 
 
 def copy_runtime(app) -> None:
-    """ONNX Runtime Web's files into ``_build/web-static/ort/`` (served as ``_static/ort/``)."""
+    """ONNX Runtime Web's files and the ``tokenizers`` module into ``_build/web-static/ort/``
+    (served as ``_static/ort/``), and SmolLM2's files into ``_build/web-static/smollm2/``
+    (exported again only when what they are made from changed)."""
     if app.builder.format != "html" or not app.config.tinyk_course_model:
         return
     package = ORT_PACKAGE
@@ -306,7 +314,7 @@ def copy_runtime(app) -> None:
                 shutil.copyfile(source, target)
         from tinyk.onnx_web import main as export_smollm2
 
-        with open(out.parent / ".smollm2.log", "w") as log, contextlib.redirect_stdout(log):
+        with open(out.parent / ".smollm2.log", "a") as log, contextlib.redirect_stdout(log):
             export_smollm2(["--out", str(out.parent / "smollm2"), "--reuse"])
 
 

@@ -527,6 +527,11 @@
       this.tokenizer = null;
       this.stats = null; // the last answer: its ids and timings (the site's tests and benchmark read them)
       this.q(".tinyk-chat-load").addEventListener("click", () => this.load());
+      if (typeof WebAssembly !== "object") {
+        this.root.dataset.state = "static";
+        this.q(".tinyk-chat-load").disabled = true;
+        this.say("chat-static");
+      }
       this.q(".tinyk-chat-form").addEventListener("submit", (event) => {
         event.preventDefault();
         this.answer();
@@ -545,9 +550,13 @@
       const mb = (n) => (n / 1e6).toFixed(1);
       progress.hidden = false;
       let received = 0;
+      let said = -1; // the whole megabytes last announced: the status changes once per MB, not per chunk
       const bytes = {};
       for (const file of files) {
-        const response = await fetch(new URL(`smollm2/${file.path}`, STATIC).href);
+        // The files' stamp in the address: a browser that kept an older export fetches this one.
+        const url = new URL(`smollm2/${file.path}?v=${this.data.stamp}`, STATIC).href;
+        const named = (error) => new Error(`${file.path}: ${error.message || error}`);
+        const response = await fetch(url).catch((error) => { throw named(error); });
         if (!response.ok) {
           throw new Error(`${file.path}: HTTP ${response.status}`);
         }
@@ -555,7 +564,7 @@
         const reader = response.body.getReader();
         let offset = 0;
         for (;;) {
-          const { done, value } = await reader.read();
+          const { done, value } = await reader.read().catch((error) => { throw named(error); });
           if (done) {
             break;
           }
@@ -566,7 +575,10 @@
           offset += value.length;
           received += value.length;
           progress.value = received;
-          this.say("chat-downloading", { done: mb(received), total: mb(total) });
+          if (Math.floor(received / 1e6) !== said) {
+            said = Math.floor(received / 1e6);
+            this.say("chat-downloading", { done: mb(received), total: mb(total) });
+          }
         }
         if (offset !== file.bytes) {
           throw new Error(`${file.path}: ${offset} of its ${file.bytes} bytes`);
@@ -617,6 +629,7 @@
       }
       this.root.dataset.state = "ready";
       this.say("chat-ready");
+      this.message.focus(); // the button that had the focus is gone
     }
 
     limit() {
@@ -634,20 +647,25 @@
         return;
       }
       this.root.dataset.state = "busy";
+      const button = this.q(".tinyk-chat-answer");
+      button.disabled = true;
       try {
         await this.reply(message, this.limit());
       } catch (error) {
         this.say("chat-error", { error: error.message || String(error) });
       } finally {
         this.root.dataset.state = "ready";
+        button.disabled = false;
       }
     }
 
     async reply(message, limit) {
       const { chat_prefix: prefix, chat_suffix: suffix } = this.data.tokenizer;
       const ids = this.tokenizer.encode(prefix + message + suffix).ids;
-      if (ids.length + limit > this.config.max_seq_len) {
-        throw new Error(`${ids.length} + ${limit} tokens > ${this.config.max_seq_len}`);
+      if (ids.length > this.data.max_prompt) {
+        // Each layer weighs every query against every key: a long paste would need gigabytes.
+        this.say("chat-too-long", { count: ids.length, max: this.data.max_prompt });
+        return;
       }
       this.drawTokens(ids);
       const answer = [];
@@ -666,7 +684,9 @@
         }
         answer.push(token);
         text.textContent = this.tokenizer.decode(answer);
-        this.say("chat-answering", { count: answer.length });
+        if (answer.length === 1) {
+          this.say("chat-answering"); // said once: a screen reader hears the start and the end
+        }
         if (answer.length >= limit) {
           break;
         }
@@ -678,7 +698,8 @@
       const decodeSeconds = seconds - prefillSeconds;
       this.stats = { ids, answer, prefillSeconds, decodeSeconds, decodeCalls: calls, loadSeconds: this.loadSeconds };
       const rate = calls > 0 ? (calls / decodeSeconds).toFixed(1) : "\u2014";
-      this.say("chat-done", { count: answer.length, seconds: seconds.toFixed(1), rate });
+      this.say("chat-done", { count: answer.length, seconds: seconds.toFixed(1), prefill: prefillSeconds.toFixed(2),
+        rate });
     }
 
     drawTokens(ids) {
