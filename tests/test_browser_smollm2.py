@@ -42,9 +42,12 @@ def _tinyk_answer(prompt_ids: list[int], eos: int) -> list[int]:
 
 
 def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F811
+    import numpy as np
     from axe_playwright_python.sync_playwright import Axe
 
     from tinyk.gguf import load_tokenizer, smollm2_path
+    from tinyk.onnx_web import session
+    from tinyk.playground import run_graph
 
     manifest = json.loads((WEB / "smollm2.json").read_text(encoding="utf-8"))
     total = sum(f["bytes"] for f in manifest["files"])
@@ -98,6 +101,18 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     assert f"{cached * 2 * 30 * 3 * 64 * 4:,} bytes" in cache  # GQA's 3 K/V heads
     assert f"{cached * 2 * 30 * 9 * 64 * 4:,} bytes" in cache  # one K/V head per query head
 
+    rects = page.locator(".tinyk-chat .tinyk-pg-heatmap rect")
+    assert rects.count() == cached**2  # every token that went through the model, prompt and answer
+    want = run_graph(session(WEB / "smollm2.onnx"), manifest, ids)["attention"][0, 0]  # 9×37×37, layer 15
+    got = page.evaluate(f"{STATE}.rows.map((rows) => rows.slice(0, 37).map((r) => Array.from(r)))")
+    assert len(got) == 9 and np.abs(np.array([np.array(h) for h in got]) - want).max() <= 1e-4
+    weights = "rs => rs.map(r => r.dataset.weight)"
+    head0 = rects.evaluate_all(weights)
+    page.locator(".tinyk-chat .tinyk-pg-head").select_option("4")
+    assert rects.evaluate_all(weights) != head0
+    assert "Query head 4 reads K/V head 1, shared by query heads 3, 4, 5." in page.locator(
+        ".tinyk-chat .tinyk-pg-gqa").inner_text()
+
     page.locator(".tinyk-chat-message").fill("Name a colour.")
     page.locator(".tinyk-chat-limit").fill("3")
     page.locator(".tinyk-chat-answer").click()
@@ -108,6 +123,8 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
                                       + manifest["tokenizer"]["chat_suffix"])["input_ids"]
     assert 1 <= len(second["answer"]) <= 3
     assert page.locator(".tinyk-chat-tokens li").count() == len(second["ids"])
+    fed = len(second["answer"]) - (len(second["answer"]) == 3)  # a token at the limit is not fed
+    assert rects.count() == (len(second["ids"]) + fed) ** 2
     page.locator(".tinyk-chat-message").fill("word " * 1100)  # a paste too long to attend over
     page.locator(".tinyk-chat-answer").click()
     page.wait_for_function(f"{STATE}.root.dataset.state === 'ready'")

@@ -274,7 +274,7 @@ def test_the_book_build_serves_the_files_from_static_and_reuses_them(exported, t
     src = tmp_path / "src"
     src.mkdir()
     (src / "conf.py").write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'book' / '_ext')!r})\n"
-                                 "extensions = ['tinyk_book']\n")
+                                 "extensions = ['tinyk_book']\ntinyk_smollm2 = False\n")
     (src / "index.rst").write_text("Page\n====\n\nA page.\n")
     app = Sphinx(str(src), str(src), str(build / "html"), str(build / ".doctrees"), "html",
                         status=None, warning=None, freshenv=True)
@@ -285,7 +285,9 @@ def test_the_book_build_serves_the_files_from_static_and_reuses_them(exported, t
     before["tiny-example.json"] = (out / "tiny-example.json").stat().st_mtime_ns  # written once, here
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
     # The playground's runtime, from the npm package that make installs into .tools.
-    assert sorted(p.name for p in (build / "html" / "_static" / "ort").iterdir()) == sorted(ORT_FILES)
+    assert sorted(p.name for p in (build / "html" / "_static" / "ort").iterdir()) == sorted(
+        [*ORT_FILES, "tokenizers.min.mjs"])  # and Hugging Face's tokenizers, for SmolLM2's chat
+    assert not (build / "web-static" / "smollm2").exists()  # tinyk_smollm2 = False
     (out / "tiny-example.json").unlink()  # the other tests see the CLI's two files
 
 

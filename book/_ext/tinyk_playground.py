@@ -20,7 +20,8 @@ name in a page's code.
 model (:mod:`tinyk.onnx_web`'s files, about 100 MB, kept by the browser's cache) with a progress
 bar, then the chat: the prompt's tokens from the model's own tokenizer (Hugging Face's
 ``tokenizers`` in JavaScript), the greedy answer token by token through the KV cache, the first
-token's 10 most likely, and the cache's bytes.
+token's 10 most likely, the attention weights of the layer the graph returns (one query head,
+its GQA group drawn), and the cache's bytes.
 
 ``builder-inited``: ONNX Runtime Web's loader and WebAssembly files (the npm package
 ``onnxruntime-web``, which ``make`` installs into ``.tools``) and the ``tokenizers`` module are
@@ -190,7 +191,7 @@ class ChatDirective(SphinxDirective):
             path = Path(self.env.app.doctreedir).parent / "web-static" / "smollm2" / "smollm2.json"
             if not path.is_file():
                 raise self.error(f"{self.env.docname}: the chat needs {path}, which the build writes "
-                                 f"when tinyk_course_model is on")
+                                 f"when tinyk_course_model and tinyk_smollm2 are on")
             self.env.note_dependency(str(path))
             manifest = json.loads(path.read_text(encoding="utf-8"))
         return [nodes.raw("", chat_html(f"tinyk-chat-{serial}", words, manifest), format="html")]
@@ -217,10 +218,17 @@ def chat_html(cid: str, words: dict[str, str], manifest: dict) -> str:
     }
     figures = "".join(f'<figure class="tinyk-pg-panel"><figcaption>{w(key)}</figcaption>{panel}</figure>'
                       for key, panel in panels.items())
+    label = html.escape(words[LABELS["head"]])
+    attention = (f'<figure class="tinyk-pg-panel"><figcaption>{html.escape(words[LABELS["attention"]])}'
+                 f'</figcaption><div class="tinyk-pg-controls"><label for="{cid}-head">{label}</label> '
+                 f'<select id="{cid}-head" class="tinyk-pg-head"></select></div><p class="tinyk-pg-gqa"></p>'
+                 '<div class="tinyk-pg-heatmap"></div><p class="tinyk-pg-strongest"></p>'
+                 '<p class="tinyk-pg-masked"></p></figure>')
     cache = (f'<figure class="tinyk-pg-panel"><figcaption>{html.escape(words[LABELS["cache"]])}</figcaption>'
              '<p class="tinyk-chat-cache"></p></figure>')
+    shared = {key: MESSAGES[key] for key in ("heatmap", "strongest", "gqa", "masked", "separator")}
     hidden = "".join(f'<span class="tinyk-pg-word" data-word="{key}" hidden>{html.escape(words[text])}</span>'
-                     for key, text in CHAT_MESSAGES.items())
+                     for key, text in {**CHAT_MESSAGES, **shared}.items())
     size = f"{total / 1e6:.0f}"
     return (f'<div class="tinyk-chat" id="{cid}" data-state="idle"><p><button type="button" '
             f'class="btn btn-sm tinyk-chat-load">{w("load").replace("{size}", size)}</button> '
@@ -232,7 +240,7 @@ def chat_html(cid: str, words: dict[str, str], manifest: dict) -> str:
             f'<label for="{cid}-limit">{w("limit")}</label> <input type="number" id="{cid}-limit" '
             f'class="tinyk-chat-limit" min="1" max="256" value="48" disabled> '
             f'<button type="submit" class="btn btn-sm tinyk-chat-answer" disabled>{w("answer")}</button>'
-            f'</form>{figures}{cache}{hidden}'
+            f'</form>{figures}{attention}{cache}{hidden}'
             f'<script type="application/json" class="tinyk-chat-data">{data}</script></div>\n')
 
 
@@ -312,13 +320,16 @@ def copy_runtime(app) -> None:
             target = out / source.name
             if not target.exists() or target.stat().st_size != source.stat().st_size:
                 shutil.copyfile(source, target)
-        from tinyk.onnx_web import main as export_smollm2
+        if app.config.tinyk_smollm2:
+            from tinyk.onnx_web import main as export_smollm2
 
-        with open(out.parent / ".smollm2.log", "a") as log, contextlib.redirect_stdout(log):
-            export_smollm2(["--out", str(out.parent / "smollm2"), "--reuse"])
+            with open(out.parent / ".smollm2.log", "a") as log, contextlib.redirect_stdout(log):
+                export_smollm2(["--out", str(out.parent / "smollm2"), "--reuse"])
 
 
 def setup(app):
+    # False: a book without SmolLM2's files (a test's scratch book; its chat then stops the build)
+    app.add_config_value("tinyk_smollm2", True, "html", bool)
     app.add_directive("playground", PlaygroundDirective)
     app.add_directive("smollm2", ChatDirective)
     app.add_js_file("tinyk-playground.js", loading_method="defer")

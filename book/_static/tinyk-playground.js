@@ -118,6 +118,70 @@
     };
   }
 
+  // The attention panel of a playground or the chat: one head's weights as a heatmap (row i:
+  // query i; grey above the diagonal: the causal mask), the strongest key of the last token, and
+  // which query heads share the head's K/V head (GQA). `weights[i]` holds at least i + 1 numbers.
+  function drawAttentionPanel(q, words, config, { layer, head, weights, tokens }) {
+    const n = tokens.length;
+    const cell = Math.max(8, Math.min(26, Math.floor(360 / n)));
+    const margin = cell >= 12 ? 18 : 4;
+    const size = margin + n * cell;
+    const svg = element("svg", { width: size, height: size, viewBox: `0 0 ${size} ${size}`, role: "img",
+      "aria-label": fill(words.heatmap, { layer, head }) }, null, SVG);
+    for (let i = 0; i < n; i++) {
+      if (margin > 4) {
+        svg.append(element("text", { x: margin - 4, y: margin + i * cell + cell * 0.7, "text-anchor": "end",
+          class: "tinyk-pg-axis" }, tokens[i], SVG));
+        svg.append(element("text", { x: margin + i * cell + cell / 2, y: margin - 5, "text-anchor": "middle",
+          class: "tinyk-pg-axis" }, tokens[i], SVG));
+      }
+      for (let j = 0; j < n; j++) {
+        const masked = j > i;
+        const w = masked ? 0 : weights[i][j];
+        const rect = element("rect", { x: margin + j * cell, y: margin + i * cell, width: cell - 1, height: cell - 1,
+          fill: masked ? "#d4d4d4" : `hsl(215, 75%, ${(97 - 62 * w).toFixed(1)}%)`, "data-weight": w }, null, SVG);
+        rect.append(element("title", {}, masked ? `${i} \u2192 ${j}: \u2014` : `${i} \u2192 ${j}: ${w.toFixed(3)}`, SVG));
+        svg.append(rect);
+      }
+    }
+    q(".tinyk-pg-heatmap").replaceChildren(svg);
+    const last = Array.from(weights[n - 1]).slice(0, n);
+    const key = last.indexOf(Math.max(...last));
+    q(".tinyk-pg-strongest").textContent = fill(words.strongest, { token: tokens[n - 1],
+      key: tokens[key], position: key, weight: last[key].toFixed(3) });
+    q(".tinyk-pg-masked").textContent = words.masked;
+    drawGroups(q, words, config, head);
+  }
+
+  function drawGroups(q, words, config, head) {
+    const { n_heads: heads, n_kv_heads: kvHeads } = config;
+    const rep = heads / kvHeads;
+    const kv = Math.floor(head / rep);
+    const group = [...Array(rep).keys()].map((i) => kv * rep + i);
+    const box = 34;
+    const width = heads * (box + 8);
+    const svg = element("svg", { width, height: 78, viewBox: `0 0 ${width} 78`, "aria-hidden": "true",
+      class: "tinyk-pg-groups" }, null, SVG);
+    for (let h = 0; h < heads; h++) {
+      const x = h * (box + 8);
+      const k = Math.floor(h / rep);
+      const kx = (k * rep + (rep - 1) / 2) * (box + 8);
+      svg.append(element("line", { x1: x + box / 2, y1: 22, x2: kx + box / 2, y2: 56,
+        class: k === kv ? "tinyk-pg-chosen" : "" }, null, SVG));
+      svg.append(element("rect", { x, y: 2, width: box, height: 20, rx: 3,
+        class: h === head ? "tinyk-pg-chosen" : "" }, null, SVG));
+      svg.append(element("text", { x: x + box / 2, y: 16, "text-anchor": "middle" }, `q${h}`, SVG));
+    }
+    for (let k = 0; k < kvHeads; k++) {
+      const x = (k * rep + (rep - 1) / 2) * (box + 8);
+      svg.append(element("rect", { x, y: 56, width: box, height: 20, rx: 3,
+        class: k === kv ? "tinyk-pg-chosen" : "" }, null, SVG));
+      svg.append(element("text", { x: x + box / 2, y: 70, "text-anchor": "middle" }, `kv${k}`, SVG));
+    }
+    q(".tinyk-pg-gqa").replaceChildren(element("span", {}, fill(words.gqa, { head, kv,
+      group: group.join(words.separator) })), svg);
+  }
+
   class Playground {
     constructor(root) {
       this.root = root;
@@ -395,64 +459,7 @@
       const layer = this.manifest.attention_layers[layerIndex];
       const weights = this.shown.attention[layerIndex][head]; // T×T of the whole text
       const tokens = this.shown.ids.map((id) => shown(this.vocab[id]));
-      const n = tokens.length;
-      const cell = Math.max(8, Math.min(26, Math.floor(360 / n)));
-      const margin = cell >= 12 ? 18 : 4;
-      const size = margin + n * cell;
-      const svg = element("svg", { width: size, height: size, viewBox: `0 0 ${size} ${size}`, role: "img",
-        "aria-label": fill(this.words.heatmap, { layer, head }) }, null, SVG);
-      for (let i = 0; i < n; i++) {
-        if (margin > 4) {
-          svg.append(element("text", { x: margin - 4, y: margin + i * cell + cell * 0.7, "text-anchor": "end",
-            class: "tinyk-pg-axis" }, tokens[i], SVG));
-          svg.append(element("text", { x: margin + i * cell + cell / 2, y: margin - 5, "text-anchor": "middle",
-            class: "tinyk-pg-axis" }, tokens[i], SVG));
-        }
-        for (let j = 0; j < n; j++) {
-          const masked = j > i;
-          const w = weights[i][j];
-          const rect = element("rect", { x: margin + j * cell, y: margin + i * cell, width: cell - 1, height: cell - 1,
-            fill: masked ? "#d4d4d4" : `hsl(215, 75%, ${(97 - 62 * w).toFixed(1)}%)`, "data-weight": w }, null, SVG);
-          rect.append(element("title", {}, masked ? `${i} \u2192 ${j}: \u2014` : `${i} \u2192 ${j}: ${w.toFixed(3)}`, SVG));
-          svg.append(rect);
-        }
-      }
-      this.q(".tinyk-pg-heatmap").replaceChildren(svg);
-      const last = weights[n - 1];
-      const key = last.indexOf(Math.max(...last));
-      this.q(".tinyk-pg-strongest").textContent = fill(this.words.strongest, { token: tokens[n - 1],
-        key: tokens[key], position: key, weight: last[key].toFixed(3) });
-      this.q(".tinyk-pg-masked").textContent = this.words.masked;
-      this.drawGroups(head);
-    }
-
-    drawGroups(head) {
-      const { n_heads: heads, n_kv_heads: kvHeads } = this.config;
-      const rep = heads / kvHeads;
-      const kv = Math.floor(head / rep);
-      const group = [...Array(rep).keys()].map((i) => kv * rep + i);
-      const box = 34;
-      const width = heads * (box + 8);
-      const svg = element("svg", { width, height: 78, viewBox: `0 0 ${width} 78`, "aria-hidden": "true",
-        class: "tinyk-pg-groups" }, null, SVG);
-      for (let h = 0; h < heads; h++) {
-        const x = h * (box + 8);
-        const k = Math.floor(h / rep);
-        const kx = (k * rep + (rep - 1) / 2) * (box + 8);
-        svg.append(element("line", { x1: x + box / 2, y1: 22, x2: kx + box / 2, y2: 56,
-          class: k === kv ? "tinyk-pg-chosen" : "" }, null, SVG));
-        svg.append(element("rect", { x, y: 2, width: box, height: 20, rx: 3,
-          class: h === head ? "tinyk-pg-chosen" : "" }, null, SVG));
-        svg.append(element("text", { x: x + box / 2, y: 16, "text-anchor": "middle" }, `q${h}`, SVG));
-      }
-      for (let k = 0; k < kvHeads; k++) {
-        const x = (k * rep + (rep - 1) / 2) * (box + 8);
-        svg.append(element("rect", { x, y: 56, width: box, height: 20, rx: 3,
-          class: k === kv ? "tinyk-pg-chosen" : "" }, null, SVG));
-        svg.append(element("text", { x: x + box / 2, y: 70, "text-anchor": "middle" }, `kv${k}`, SVG));
-      }
-      const text = this.q(".tinyk-pg-gqa");
-      text.replaceChildren(element("span", {}, fill(this.words.gqa, { head, kv, group: group.join(this.words.separator) })), svg);
+      drawAttentionPanel(this.q, this.words, this.config, { layer, head, weights, tokens });
     }
 
     drawCache() {
@@ -527,6 +534,10 @@
       this.tokenizer = null;
       this.stats = null; // the last answer: its ids and timings (the site's tests and benchmark read them)
       this.q(".tinyk-chat-load").addEventListener("click", () => this.load());
+      this.rows = null; // per query head, the attention rows of every token that went through the model
+      this.q(".tinyk-pg-head").replaceChildren(...[...Array(this.config.n_heads).keys()].map(
+        (h) => element("option", { value: String(h) }, String(h))));
+      this.q(".tinyk-pg-head").addEventListener("change", () => this.drawAttention());
       if (typeof WebAssembly !== "object") {
         this.root.dataset.state = "static";
         this.q(".tinyk-chat-load").disabled = true;
@@ -675,6 +686,9 @@
       let out = await runGraph(this.session, this.config, ids, null);
       const prefillSeconds = (performance.now() - started) / 1000;
       this.drawFirst(out.logits.data);
+      this.textIds = [...ids];
+      this.rows = Array.from({ length: this.config.n_heads }, () => []);
+      this.keepRows(out.attention);
       let calls = 0;
       for (;;) {
         this.drawCache(out.present_key_0.dims[1]);
@@ -683,6 +697,7 @@
           break;
         }
         answer.push(token);
+        this.textIds.push(token);
         text.textContent = this.tokenizer.decode(answer);
         if (answer.length === 1) {
           this.say("chat-answering"); // said once: a screen reader hears the start and the end
@@ -692,8 +707,10 @@
         }
         await new Promise((resolve) => setTimeout(resolve, 0)); // let the page draw each token
         out = await runGraph(this.session, this.config, [token], out);
+        this.keepRows(out.attention);
         calls += 1;
       }
+      this.drawAttention();
       const seconds = (performance.now() - started) / 1000;
       const decodeSeconds = seconds - prefillSeconds;
       this.stats = { ids, answer, prefillSeconds, decodeSeconds, decodeCalls: calls, loadSeconds: this.loadSeconds };
@@ -702,10 +719,35 @@
         rate });
     }
 
+    // One call's attention (1×1×H×T×T_k): a row per query token and head, kept for the heatmap.
+    keepRows(attention) {
+      const [, , heads, queries, keys] = attention.dims;
+      for (let h = 0; h < heads; h++) {
+        for (let i = 0; i < queries; i++) {
+          this.rows[h].push(attention.data.subarray((h * queries + i) * keys, (h * queries + i + 1) * keys));
+        }
+      }
+    }
+
+    drawAttention() {
+      if (this.rows === null) {
+        return;
+      }
+      const head = Number(this.q(".tinyk-pg-head").value);
+      const weights = this.rows[head];
+      const tokens = this.textIds.slice(0, weights.length).map((id) => this.piece(id));
+      drawAttentionPanel(this.q, this.words, this.config, { layer: this.data.attention_layers[0], head, weights,
+        tokens });
+    }
+
+    piece(id) {
+      return this.tokenizer.decode([id]).replace(/\n/g, "\u21b5");
+    }
+
     drawTokens(ids) {
       this.q(".tinyk-chat-tokens").replaceChildren(...ids.map((id) => {
         const item = element("li");
-        item.append(element("span", { class: "tinyk-pg-chip" }, this.tokenizer.decode([id]).replace(/\n/g, "\u21b5")),
+        item.append(element("span", { class: "tinyk-pg-chip" }, this.piece(id)),
           element("span", { class: "tinyk-pg-id" }, String(id)));
         return item;
       }));
@@ -734,8 +776,7 @@
         const share = element("td");
         share.append(element("span", { class: "tinyk-pg-bar", style: `width: ${(100 * p).toFixed(1)}%`,
           "aria-hidden": "true" }), element("span", {}, p.toFixed(3)));
-        row.append(element("td", { class: "tinyk-pg-chip-cell" }, this.tokenizer.decode([id]).replace(/\n/g, "\u21b5")),
-          share);
+        row.append(element("td", { class: "tinyk-pg-chip-cell" }, this.piece(id)), share);
         return row;
       }));
     }
