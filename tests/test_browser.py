@@ -291,7 +291,8 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
     words = page.locator(".tinyk-playground .tinyk-pg-panel figcaption").all_inner_texts()
     assert len(words) == 6 and all(bool(re.search(r"[\u4e00-\u9fff]", w)) == path.startswith("zh/")
                                    for w in words if w.lower() != "token"), words
-    heatmap = page.locator(".tinyk-pg-heatmap rect").evaluate_all("rs => rs.map(r => r.dataset.weight)")
+    rects = page.locator(".tinyk-playground .tinyk-pg-heatmap rect")
+    heatmap = rects.evaluate_all("rs => rs.map(r => r.dataset.weight)")
     cache = page.locator(".tinyk-pg-cachebars").inner_text()
     assert len(heatmap) == len(EXAMPLE_PROMPT) ** 2 and "3,072" in cache and "6,144" in cache  # 12 tokens
 
@@ -306,7 +307,7 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
     second = check(prompt)
     assert second["shown"]["logits"] != first["shown"]["logits"]
     weights = "rs => rs.map(r => r.dataset.weight)"
-    assert page.locator(".tinyk-pg-heatmap rect").evaluate_all(weights) != heatmap
+    assert page.locator(".tinyk-playground .tinyk-pg-heatmap rect").evaluate_all(weights) != heatmap
     assert "5,120" in page.locator(".tinyk-pg-cachebars").inner_text()  # 20 tokens: 20·2·2·2·8·4 bytes
 
     page.locator(".tinyk-pg-go").click()  # greedy, 4 tokens, one call each with the KV cache
@@ -359,12 +360,12 @@ def test_without_webassembly_the_playground_shows_the_build_run(browser, site_ur
         example = json.loads((ROOT / "_build" / "web-static" / "models" / "tiny-example.json").read_text())
         assert page.locator(".tinyk-playground").get_attribute("data-state") == "static"
         assert "WebAssembly" in page.locator(".tinyk-pg-status").inner_text()
-        assert page.locator(".tinyk-pg-tokenlist li").count() == len(example["ids"])
+        assert page.locator(".tinyk-playground .tinyk-pg-tokenlist li").count() == len(example["ids"])
         assert page.locator(".tinyk-pg-text mark").text_content().endswith(": 7+3\u21b5")
         assert page.locator(".tinyk-pg-prompt").is_disabled() and page.locator(".tinyk-pg-go").is_disabled()
-        before = page.locator(".tinyk-pg-heatmap").inner_html()
-        page.locator(".tinyk-pg-head").select_option("2")
-        assert page.locator(".tinyk-pg-heatmap").inner_html() != before
+        before = page.locator(".tinyk-playground .tinyk-pg-heatmap").inner_html()
+        page.locator(".tinyk-playground .tinyk-pg-head").select_option("2")
+        assert page.locator(".tinyk-playground .tinyk-pg-heatmap").inner_html() != before
         chat = page.locator(".tinyk-chat")  # SmolLM2's chat says so before any click
         assert chat.get_attribute("data-state") == "static" and page.locator(".tinyk-chat-load").is_disabled()
         assert "WebAssembly" in page.locator(".tinyk-chat-status").inner_text()

@@ -188,7 +188,8 @@ def test_the_chinese_chat_speaks_chinese_before_it_loads(page, site_url):  # noq
     assert page.locator(".tinyk-chat-load").inner_text() == f"加载 SmolLM2（{total / 1e6:.0f} MB）"
     assert page.locator(".tinyk-chat-status").inner_text().startswith("SmolLM2 加载后就在本页中运行")
     words = page.locator(".tinyk-chat figcaption").all_inner_texts()
-    assert words == ["提示词的 token", "SmolLM2 的回答", "回答的第一个 token：最可能的 10 个", "键值缓存"]
+    assert words == ["提示词的 token", "SmolLM2 的回答", "回答的第一个 token：最可能的 10 个", "注意力权重",
+                     "键值缓存"]
     answer = page.locator(".tinyk-chat-answer")
     assert answer.inner_text() == "回答" and answer.is_disabled()
     assert page.external_requests == [] and page.console_errors == []
