@@ -21,7 +21,9 @@ weights), then builds the ``L``-layer graph from it:
 
 The result has the inputs and outputs of :func:`tinyk.onnx_export.input_names` and
 :func:`~tinyk.onnx_export.output_names` for ``L`` layers and computes what ``export_onnx``'s
-graph of the whole model computes (``tests/test_onnx_web.py`` compares the two).
+graph of the whole model computes: ``tests/test_onnx_web.py`` compares every output with what
+:class:`~tinyk.onnx_export.DecoderForExport` computes in PyTorch, for a plain and a GGUF model
+and with the attention layer first, in the middle and last.
 """
 
 from __future__ import annotations
