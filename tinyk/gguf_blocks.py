@@ -45,7 +45,7 @@ from tinyk.hf import permute_adjacent_to_half
 from tinyk.model import Transformer
 
 __all__ = ["BLOCK", "LINEARS", "OPSET", "SESSION_CONFIG", "GGUFWeights", "Q4Blocks", "Q8Blocks",
-           "gguf_weights", "rewrite_graph"]
+           "gguf_weights", "rewrite_graph", "tensor_key"]
 
 BLOCK = 32  # weights per block, Q4_1 and Q8_0 alike
 OPSET = 21  # blocked DequantizeLinear
@@ -164,7 +164,7 @@ def gguf_weights(model: Transformer, gguf_path: str | Path) -> GGUFWeights:
     return GGUFWeights(linears, embedding)
 
 
-def _key(array: np.ndarray) -> tuple:
+def tensor_key(array: np.ndarray) -> tuple:
     """A lookup key for a float32 matrix: its shape and the hash of its bytes."""
     data = np.ascontiguousarray(array, dtype=np.float32)
     return data.shape, hashlib.sha256(data.tobytes()).hexdigest()
@@ -241,12 +241,12 @@ def _replacements(graph: onnx.GraphProto, model: Transformer, weights: GGUFWeigh
                   ) -> tuple[dict[int, list[onnx.NodeProto]], set[str]]:
     """Node index -> the nodes taking its place (an empty list drops it), and the names of
     the float32 initializers they no longer need."""
-    by_key = {_key(layer.get_submodule(module).weight.detach().numpy().T): f"blk.{i}.{short}.weight"
+    by_key = {tensor_key(layer.get_submodule(module).weight.detach().numpy().T): f"blk.{i}.{short}.weight"
               for i, layer in enumerate(model.layers) for module, short in LINEARS.items()}
     embedding = model.tok_embeddings.weight.detach().numpy()
-    embedding_key, head_key = _key(embedding), _key(embedding.T)
+    embedding_key, head_key = tensor_key(embedding), tensor_key(embedding.T)
     inits = {t.name: t for t in graph.initializer if t.data_type == TensorProto.FLOAT and len(t.dims) == 2}
-    keys = {name: _key(numpy_helper.to_array(t)) for name, t in inits.items()}
+    keys = {name: tensor_key(numpy_helper.to_array(t)) for name, t in inits.items()}
     table_name = next((name for name, key in keys.items() if key == embedding_key), None)
     if table_name is None:
         raise ValueError("the graph holds no float32 initializer equal to the model's tok_embeddings.weight: "

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import hashlib
 import tempfile
 from pathlib import Path
 
@@ -39,17 +38,13 @@ import onnx
 import torch
 from onnx import TensorProto, numpy_helper
 
+from tinyk.gguf_blocks import tensor_key
 from tinyk.model import Transformer
 from tinyk.onnx_export import SCOPES, export_onnx, input_names, output_names
 
 __all__ = ["export_stacked", "stack_differences"]
 
 TEMPLATE_LAYERS = 2  # layer 0: a plain layer; layer 1: the one that returns its attention
-
-
-def _key(array: np.ndarray) -> tuple:
-    data = np.ascontiguousarray(array, dtype=np.float32)
-    return data.shape, hashlib.sha256(data.tobytes()).hexdigest()
 
 
 def _template(model: Transformer) -> Transformer:
@@ -98,9 +93,9 @@ def _owners(template: Transformer) -> dict[tuple, tuple[int | None, str, bool]]:
     named += [(t, name, p) for t, layer in enumerate(template.layers) for name, p in layer.named_parameters()]
     for layer, name, p in named:
         array = p.detach().numpy()
-        owners[_key(array)] = (layer, name, False)
+        owners[tensor_key(array)] = (layer, name, False)
         if array.ndim == 2:
-            owners[_key(array.T)] = (layer, name, True)
+            owners[tensor_key(array.T)] = (layer, name, True)
     return owners
 
 
@@ -121,7 +116,9 @@ class _Split:
     def __init__(self, graph: onnx.GraphProto, owners: dict[tuple, tuple[int | None, str, bool]]) -> None:
         self.weights: dict[str, tuple[int | None, str, bool]] = {}
         for t in graph.initializer:
-            if t.data_type == TensorProto.FLOAT and (owner := owners.get(_key(numpy_helper.to_array(t)))):
+            if t.data_type != TensorProto.FLOAT:
+                continue
+            if owner := owners.get(tensor_key(numpy_helper.to_array(t))):
                 self.weights[t.name] = owner
         found = {(layer, name) for layer, name, _ in self.weights.values()}
         missing = {(layer, name) for layer, name, _ in owners.values()} - found
