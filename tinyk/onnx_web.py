@@ -148,8 +148,9 @@ def web_model_stamp(gguf_path: str | Path, **options: object) -> str:
     path = Path(gguf_path).resolve()
     stat = path.stat()
     here = Path(__file__).parent
-    return files_stamp([here / name for name in ("model.py", "hf.py", "onnx_export.py", "onnx_layers.py",
-                                                 "gguf.py", "gguf_blocks.py", "onnx_web.py")],
+    code = ("model.py", "hf.py", "onnx_export.py", "onnx_layers.py", "gguf.py", "gguf_quants.py",
+            "gguf_blocks.py", "onnx_web.py")
+    return files_stamp([here / name for name in code],
                        (*EXPORT_TOOLS, "transformers", "tokenizers"),
                        json.dumps([str(path), stat.st_size, stat.st_mtime_ns, sorted(options.items())],
                                   default=str).encode())
