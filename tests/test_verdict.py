@@ -437,6 +437,31 @@ def test_an_answer_that_exits_or_hangs_fails_alone(tmp_path):
         box.close()
 
 
+def test_answers_run_while_another_students_test_cell_has_the_turn(server, tmp_path):
+    """Only test cells take turns in the grader's process (verdict.TEST_CELL_LOCK: seeds, stdout,
+    swapped functions). While one student's test cell runs, another student's answer cells run
+    in their own process, and that student's test cell waits for the turn, then passes."""
+    import threading
+
+    marker = tmp_path / "answered"
+    source = _source("05_2")
+    submitted = _only(source, "ex_05_2_1_test", None)
+    answer = submitted["cells"][0]
+    answer["source"] = f"{''.join(answer['source'])}\nopen({str(marker)!r}, 'w').write('ran')\n"
+    results: list[list[verdict.Verdict]] = []
+    with verdict.TEST_CELL_LOCK:  # another student's test cell, running
+        judging = threading.Thread(target=lambda: results.append(verdict.judge(source, submitted, server)))
+        judging.start()
+        for _ in range(1200):  # the answer runs in the learner's process, whatever the lock
+            if marker.exists():
+                break
+            time.sleep(0.1)
+        assert marker.read_text() == "ran"
+        assert results == []  # the test cell waits for its turn
+    judging.join(timeout=600)
+    assert [(v.grade_id, v.passed) for v in results[0]] == [("ex_05_2_1_test", True)]
+
+
 def test_the_test_cells_source_is_the_instructors(server):
     """The verdict runs the source notebook's test cell, hidden asserts included, not the
     submission's (whose test cell a student could have emptied)."""

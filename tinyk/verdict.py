@@ -46,6 +46,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
@@ -61,8 +62,13 @@ from tinyk.exercises import is_solution, is_test, nbgrader, python_tree, source_
 from tinyk.remote import AnswerFailed, Remote, decode
 from tinyk.switches import GRADING
 
-__all__ = ["AnswerFailed", "AnswerServer", "AssembledThere", "Remote", "Verdict", "defined_names", "judge",
-           "main"]
+__all__ = ["TEST_CELL_LOCK", "AnswerFailed", "AnswerServer", "AssembledThere", "Remote", "Verdict",
+           "defined_names", "judge", "main"]
+
+# One test cell at a time in this process: each sets the seed, takes stdout and swaps functions of
+# tinyk.own_work and tinyk.parts while it runs. The answer cells, in the learners' processes,
+# need no turn: several students' verdicts (the grader's threads) overlap there.
+TEST_CELL_LOCK = threading.Lock()
 
 
 @dataclass
@@ -127,7 +133,7 @@ def _run_cell(grade_id: str, test: str, values: dict[str, Any]) -> Verdict:
 
     space: dict[str, Any] = {"__name__": "__verdict__", **values}
     try:
-        with (swapped(tinyk.own_work, watched=watched_anywhere),
+        with (TEST_CELL_LOCK, swapped(tinyk.own_work, watched=watched_anywhere),
               swapped(tinyk.parts, **model_functions(tinyk.parts)),
               contextlib.redirect_stdout(io.StringIO())):
             torch.manual_seed(0)

@@ -19,7 +19,7 @@ from tinyk.grading.chapter import Notebook
 from tinyk.grading.rules import Row, Status
 from tinyk.grading.runner import Limits
 from tinyk.grading.sandbox import Sandbox
-from tinyk.grading.scoring import VERDICT_LOCK, answers_prefix, say_shared
+from tinyk.grading.scoring import answers_prefix, say_shared
 from tinyk.grading.submission import checked, submission_files
 from tinyk.mistakes import note
 
@@ -90,9 +90,8 @@ def _verdicts(entry: Path, notebooks: list[Notebook], released: dict[str, dict],
                 if restored is None:  # not graded before either (missing, unreadable, tampering)
                     continue
                 source = json.loads(nb.path.read_text(encoding="utf-8"))
-                with VERDICT_LOCK:
-                    for v in verdict.judge(source, restored, server, only=ids):
-                        found[nb.name, v.grade_id] = (v.passed, v.detail)
+                for v in verdict.judge(source, restored, server, only=ids):
+                    found[nb.name, v.grade_id] = (v.passed, v.detail)
         finally:
             say_shared(server)
             server.close()

@@ -9,7 +9,6 @@ student's rows (:func:`read_rows`).
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,9 +23,7 @@ from tinyk.roster import student_id
 if TYPE_CHECKING:  # imports torch: only when grading
     from tinyk.answer_server import AnswerServer
 
-__all__ = ["VERDICT_LOCK", "answers_prefix", "judge", "read_rows", "rescore", "say_shared"]
-
-VERDICT_LOCK = threading.Lock()  # one test cell at a time in the grader's process: seeds, stdout, the watch
+__all__ = ["answers_prefix", "judge", "read_rows", "rescore", "say_shared"]
 
 
 def _gradebook(course: Path):  # -> nbgrader.api.Gradebook, imported only when grading
@@ -74,11 +71,11 @@ def _verdicts(pairs: list[tuple[Notebook, Path]], prefix: list[str], limits: Lim
     server = verdict.AnswerServer(prefix, limits.cell_timeout, limits.memory_mb)
     try:
         server.start()  # importing torch over there: other students' verdicts go on meanwhile
-        with VERDICT_LOCK:  # one test cell at a time in this process: seeds, stdout, the watch
-            return [[asdict(v) for v in verdict.judge(json.loads(nb.path.read_text()),
-                                                      json.loads(path.read_text()), server,
-                                                      timed_out.get(nb.name))]
-                    for nb, path in pairs]
+        # one test cell at a time in this process (verdict.TEST_CELL_LOCK); the answer cells of
+        # other students' verdicts run in their own processes meanwhile
+        return [[asdict(v) for v in verdict.judge(json.loads(nb.path.read_text()),
+                                                  json.loads(path.read_text()),
+                                                  server, timed_out.get(nb.name))] for nb, path in pairs]
     finally:
         say_shared(server)
         server.close()
