@@ -112,6 +112,48 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     assert rects.evaluate_all(weights) != head0
     assert "Query head 4 reads K/V head 1, shared by query heads 3, 4, 5." in page.locator(
         ".tinyk-chat .tinyk-pg-gqa").inner_text()
+    assert "tokens per second (greedy decoding)." in page.locator(".tinyk-chat-status").inner_text()
+
+    # RoPE: each token's angle for the chosen pair, as the graph returned it (05.3's t·ω, wrapped).
+    angles = page.locator(".tinyk-chat .tinyk-pg-angles tbody tr")
+    assert angles.count() == cached
+    page.locator(".tinyk-chat .tinyk-pg-pair").select_option("5")
+    omega = 100_000 ** (-2 * 5 / 64)  # SmolLM2's base, d_h = 64: 0.1655, no angle near ±π below 56 tokens
+    assert f"\u03c9 = {omega:.4g} radians" in page.locator(".tinyk-chat .tinyk-pg-omega").inner_text()
+    shown = [row.split("\t") for row in angles.all_inner_texts()]
+    wrapped = [float(np.angle(np.exp(1j * t * omega))) for t in range(cached)]
+    assert [int(r[0]) for r in shown] == list(range(cached))
+    assert max(abs(float(r[-1]) - w) for r, w in zip(shown, wrapped, strict=True)) < 1e-4
+    assert page.locator(".tinyk-chat .tinyk-pg-circle line").count() == cached
+
+    # Sampling: each token is the one whose share of softmax(logits / T) holds the page's random
+    # number, with the logits of the same graph in Python; the first token's table follows T.
+    first_p = page.locator(".tinyk-chat .tinyk-pg-next tbody tr td").nth(1).inner_text()
+    page.locator(".tinyk-chat .tinyk-pg-decoding").select_option("sampled")
+    page.locator(".tinyk-chat .tinyk-pg-temperature").fill("1.5")
+    assert page.locator(".tinyk-chat .tinyk-pg-temperature-value").inner_text() == "1.5"
+    assert page.locator(".tinyk-chat .tinyk-pg-next tbody tr td").nth(1).inner_text() != first_p
+    page.evaluate("() => { const draws = [0.93, 0.41, 0.77, 0.05, 0.62, 0.28]; let i = 0;"
+                  " Math.random = () => draws[i++ % draws.length]; }")
+    page.locator(".tinyk-chat-limit").fill("6")
+    page.locator(".tinyk-chat-answer").click()
+    page.wait_for_function(f"{STATE}.stats.sampled && {STATE}.root.dataset.state === 'ready'",
+                           timeout=180_000)
+    drawn = page.evaluate(f"{STATE}.stats")
+    assert drawn["ids"] == ids and drawn["temperature"] == 1.5 and 1 <= len(drawn["answer"]) <= 6
+    assert drawn["draws"] == [0.93, 0.41, 0.77, 0.05, 0.62, 0.28][:len(drawn["draws"])]
+    runtime, out, fits = session(WEB / "smollm2.onnx"), None, []
+    ended = len(drawn["draws"]) > len(drawn["answer"])  # the last draw chose the end-of-turn token
+    chosen = drawn["answer"] + ([manifest["eos_token_id"]] if ended else [])
+    for step, (token, r) in enumerate(zip(chosen, drawn["draws"], strict=True)):
+        out = run_graph(runtime, manifest, ids if step == 0 else [chosen[step - 1]], out)
+        logits = out["logits"][0, -1].astype(np.float64) / 1.5
+        cdf = np.cumsum(np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum())
+        low, high = np.searchsorted(cdf, [r - 1e-6, r + 1e-6], side="right")  # a share's edge, either side
+        fits.append(int(low) <= token <= int(high))
+    assert fits == [True] * len(chosen) and len(chosen) >= 1
+    assert "(sampled at temperature 1.5)." in page.locator(".tinyk-chat-status").inner_text()
+    page.locator(".tinyk-chat .tinyk-pg-decoding").select_option("greedy")
 
     page.locator(".tinyk-chat-message").fill("Name a colour.")
     page.locator(".tinyk-chat-limit").fill("3")
@@ -189,7 +231,9 @@ def test_the_chinese_chat_speaks_chinese_before_it_loads(page, site_url):  # noq
     assert page.locator(".tinyk-chat-status").inner_text().startswith("SmolLM2 加载后就在本页中运行")
     words = page.locator(".tinyk-chat figcaption").all_inner_texts()
     assert words == ["提示词的 token", "SmolLM2 的回答", "回答的第一个 token：最可能的 10 个", "注意力权重",
-                     "键值缓存"]
+                     "键值缓存", "RoPE 旋转角度"]
+    assert page.locator(".tinyk-chat .tinyk-pg-decoding option").all_inner_texts() == [
+        "贪心解码：取最可能的 token", "按温度采样"]
     answer = page.locator(".tinyk-chat-answer")
     assert answer.inner_text() == "回答" and answer.is_disabled()
     assert page.external_requests == [] and page.console_errors == []

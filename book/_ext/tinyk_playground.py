@@ -19,9 +19,10 @@ name in a page's code.
 ``:::{smollm2}`` writes SmolLM2-135M-Instruct's chat (section 05.10): a button that fetches the
 model (:mod:`tinyk.onnx_web`'s files, about 100 MB, kept by the browser's cache) with a progress
 bar, then the chat: the prompt's tokens from the model's own tokenizer (Hugging Face's
-``tokenizers`` in JavaScript), the greedy answer token by token through the KV cache, the first
-token's 10 most likely, the attention weights of the layer the graph returns (one query head,
-its GQA group drawn), and the cache's bytes.
+``tokenizers`` in JavaScript), the answer token by token through the KV cache, greedy or sampled
+at a temperature, the first token's 10 most likely at that temperature, the attention weights of
+the layer the graph returns (one query head, its GQA group drawn), the cache's bytes, and each
+token's RoPE angles for a chosen pair.
 
 ``builder-inited``: ONNX Runtime Web's loader and WebAssembly files (the npm package
 ``onnxruntime-web``, which ``make`` installs into ``.tools``) and the ``tokenizers`` module are
@@ -37,6 +38,7 @@ import fcntl
 import html
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -107,7 +109,9 @@ CHAT_MESSAGES = {
     "chat-ready": "Ready: SmolLM2 runs in this page. Write a message and press Answer.",
     "chat-answering": "Answering\u2026",
     "chat-done": "{count} token(s) in {seconds} s: the prompt's call {prefill} s, then {rate} tokens per "
-                 "second (greedy decoding).",
+                 "second ({decoding}).",
+    "chat-greedy": "greedy decoding",
+    "chat-sampled": "sampled at temperature {temperature}",
     "chat-too-long": "The prompt has {count} tokens; the page answers prompts of at most {max}.",
     "chat-failed": "SmolLM2 could not be loaded ({error}).",
     "chat-static": "WebAssembly is not available in this browser: SmolLM2 cannot run here.",
@@ -203,6 +207,9 @@ def chat_html(cid: str, words: dict[str, str], manifest: dict) -> str:
     def w(key: str) -> str:
         return html.escape(words[CHAT_LABELS[key]])
 
+    def label_of(key: str) -> str:
+        return html.escape(words[LABELS[key]])
+
     total = sum(f["bytes"] for f in manifest.get("files", []))
     keys = ("onnx", "external_data", "files", "web_session_config", "config", "eos_token_id",
             "attention_layers", "tokenizer", "stamp")
@@ -226,7 +233,9 @@ def chat_html(cid: str, words: dict[str, str], manifest: dict) -> str:
                  '<p class="tinyk-pg-masked"></p></figure>')
     cache = (f'<figure class="tinyk-pg-panel"><figcaption>{html.escape(words[LABELS["cache"]])}</figcaption>'
              '<p class="tinyk-chat-cache"></p></figure>')
-    shared = {key: MESSAGES[key] for key in ("heatmap", "strongest", "gqa", "masked", "separator")}
+    rope = (f'<figure class="tinyk-pg-panel"><figcaption>{html.escape(words[LABELS["rope"]])}</figcaption>'
+            f'{_rope(cid, label_of)}</figure>')
+    shared = {key: MESSAGES[key] for key in ("heatmap", "strongest", "gqa", "masked", "separator", "rope")}
     hidden = "".join(f'<span class="tinyk-pg-word" data-word="{key}" hidden>{html.escape(words[text])}</span>'
                      for key, text in {**CHAT_MESSAGES, **shared}.items())
     size = f"{total / 1e6:.0f}"
@@ -239,9 +248,34 @@ def chat_html(cid: str, words: dict[str, str], manifest: dict) -> str:
             f'<input type="text" id="{cid}-message" class="tinyk-chat-message" autocomplete="off" disabled> '
             f'<label for="{cid}-limit">{w("limit")}</label> <input type="number" id="{cid}-limit" '
             f'class="tinyk-chat-limit" min="1" max="256" value="48" disabled> '
+            f'{_decoding(cid, label_of, disabled=True)}'
             f'<button type="submit" class="btn btn-sm tinyk-chat-answer" disabled>{w("answer")}</button>'
-            f'</form>{figures}{attention}{cache}{hidden}'
+            f'</form>{figures}{attention}{cache}{rope}{hidden}'
             f'<script type="application/json" class="tinyk-chat-data">{data}</script></div>\n')
+
+
+def _decoding(pid: str, w: Callable[[str], str], disabled: bool = False) -> str:
+    """The decoding select and the temperature slider (a playground's and the chat's, which
+    enables them once the model is loaded)."""
+    off = " disabled" if disabled else ""
+    return (f'<label for="{pid}-decoding">{w("decoding")}</label> '
+            f'<select id="{pid}-decoding" class="tinyk-pg-decoding"{off}>'
+            f'<option value="greedy">{w("greedy")}</option>'
+            f'<option value="sampled">{w("sampled")}</option></select> '
+            f'<label for="{pid}-temperature">{w("temperature")}</label> <input type="range" '
+            f'id="{pid}-temperature" class="tinyk-pg-temperature" min="0.1" max="2" step="0.1" '
+            f'value="1"{off}> '
+            f'<output for="{pid}-temperature" class="tinyk-pg-temperature-value">1.0</output> ')
+
+
+def _rope(pid: str, w: Callable[[str], str]) -> str:
+    """The RoPE panel's controls, circle and table (a playground's and the chat's)."""
+    return (f'<div class="tinyk-pg-controls"><label for="{pid}-pair">{w("pair")}</label> '
+            f'<select id="{pid}-pair" class="tinyk-pg-pair"></select></div>'
+            '<p class="tinyk-pg-omega"></p><div class="tinyk-pg-circle"></div>'
+            f'<table class="tinyk-pg-angles"><thead><tr><th scope="col">{w("position")}</th>'
+            f'<th scope="col">{w("token")}</th><th scope="col">{w("angle")}</th></tr></thead>'
+            "<tbody></tbody></table>")
 
 
 def playground_html(pid: str, shown: list[str], words: dict[str, str], data: str) -> str:
@@ -257,13 +291,7 @@ def playground_html(pid: str, shown: list[str], words: dict[str, str], data: str
         "next": (f'<table class="tinyk-pg-next"><thead><tr><th scope="col">{w("token")}</th>'
                  f'<th scope="col">{w("probability")}</th></tr></thead><tbody></tbody></table>'),
         "generate": (
-            f'<div class="tinyk-pg-controls"><label for="{pid}-decoding">{w("decoding")}</label> '
-            f'<select id="{pid}-decoding" class="tinyk-pg-decoding">'
-            f'<option value="greedy">{w("greedy")}</option>'
-            f'<option value="sampled">{w("sampled")}</option></select> '
-            f'<label for="{pid}-temperature">{w("temperature")}</label> <input type="range" '
-            f'id="{pid}-temperature" class="tinyk-pg-temperature" min="0.1" max="2" step="0.1" value="1"> '
-            f'<output for="{pid}-temperature" class="tinyk-pg-temperature-value">1.0</output> '
+            f'<div class="tinyk-pg-controls">{_decoding(pid, w)}'
             f'<label for="{pid}-count">{w("count")}</label> <input type="number" id="{pid}-count" '
             f'class="tinyk-pg-count" min="1" max="64" value="4"></div>'
             '<div class="tinyk-pg-controls">'
@@ -277,13 +305,7 @@ def playground_html(pid: str, shown: list[str], words: dict[str, str], data: str
             '<p class="tinyk-pg-gqa"></p><div class="tinyk-pg-heatmap"></div>'
             '<p class="tinyk-pg-strongest"></p><p class="tinyk-pg-masked"></p>'),
         "cache": '<div class="tinyk-pg-cachebars"></div><p class="tinyk-pg-cacherule"></p>',
-        "rope": (
-            '<div class="tinyk-pg-controls">' + select.format(pid=pid, name="pair", label=w("pair"))
-            + "</div>"
-            '<p class="tinyk-pg-omega"></p><div class="tinyk-pg-circle"></div>'
-            f'<table class="tinyk-pg-angles"><thead><tr><th scope="col">{w("position")}</th>'
-            f'<th scope="col">{w("token")}</th><th scope="col">{w("angle")}</th></tr></thead>'
-            "<tbody></tbody></table>"),
+        "rope": _rope(pid, w),
     }
     figures = "".join(f'<figure class="tinyk-pg-panel" data-part="{part}"><figcaption>{w(part)}'
                       f"</figcaption>{panels[part]}</figure>" for part in shown)

@@ -76,10 +76,21 @@
 
   function softmax(logits, temperature) {
     const scaled = Array.from(logits, (x) => x / temperature);
-    const top = Math.max(...scaled);
+    const top = scaled.reduce((a, b) => Math.max(a, b), -Infinity); // no spread: SmolLM2 has 49,152
     const exps = scaled.map((x) => Math.exp(x - top));
     const total = exps.reduce((a, b) => a + b, 0);
     return exps.map((x) => x / total);
+  }
+
+  // The token whose share of p holds r (0 <= r < 1): the first id whose running total passes r.
+  function sample(p, r) {
+    for (const [id, share] of p.entries()) {
+      r -= share;
+      if (r < 0) {
+        return id;
+      }
+    }
+    return p.length - 1;
   }
 
   // One graph call: ids (batch 1) after the cached tokens of `past` (a previous call's outputs).
@@ -180,6 +191,30 @@
     }
     q(".tinyk-pg-gqa").replaceChildren(element("span", {}, fill(words.gqa, { head, kv,
       group: group.join(words.separator) })), svg);
+  }
+
+  // The RoPE panel of a playground or the chat: the angle by which pair `pair` of each token was
+  // turned (`angles[t][pair]`, as the graph returns it), on a circle and in a table.
+  function drawRopePanel(q, words, config, { pair, angles, positions, tokens }) {
+    const { rope_theta: theta, head_dim: dh } = config;
+    const omega = theta ** (-2 * pair / dh);
+    q(".tinyk-pg-omega").textContent = fill(words.rope, { pair, omega: omega.toPrecision(4) });
+    const turned = angles.map((row) => row[pair]);
+    const svg = element("svg", { width: 180, height: 180, viewBox: "-90 -90 180 180", "aria-hidden": "true" }, null, SVG);
+    svg.append(element("circle", { cx: 0, cy: 0, r: 70, class: "tinyk-pg-unit" }, null, SVG));
+    for (const [t, angle] of turned.entries()) {
+      const x = 70 * Math.cos(angle);
+      const y = -70 * Math.sin(angle);
+      svg.append(element("line", { x1: 0, y1: 0, x2: x, y2: y, class: "tinyk-pg-arrow" }, null, SVG));
+      svg.append(element("text", { x: x * 1.15, y: y * 1.15 + 4, "text-anchor": "middle" }, String(positions[t]), SVG));
+    }
+    q(".tinyk-pg-circle").replaceChildren(svg);
+    q(".tinyk-pg-angles tbody").replaceChildren(...turned.map((angle, t) => {
+      const row = element("tr");
+      row.append(element("td", {}, String(positions[t])), element("td", {}, tokens[t]),
+        element("td", {}, angle.toFixed(4)));
+      return row;
+    }));
   }
 
   class Playground {
@@ -363,15 +398,7 @@
       if (this.q(".tinyk-pg-decoding")?.value !== "sampled") {
         return this.next.indexOf(Math.max(...this.next)); // the lowest id on a tie, as torch.argmax
       }
-      const p = softmax(this.next, this.temperature());
-      let r = Math.random();
-      for (const [id, share] of p.entries()) {
-        r -= share;
-        if (r < 0) {
-          return id;
-        }
-      }
-      return p.length - 1;
+      return sample(softmax(this.next, this.temperature()), Math.random());
     }
 
     async generate(n) {
@@ -479,28 +506,9 @@
     }
 
     drawRope() {
-      const pair = Number(this.q(".tinyk-pg-pair").value);
-      const { rope_theta: theta, head_dim: dh } = this.config;
-      const omega = theta ** (-2 * pair / dh);
-      this.q(".tinyk-pg-omega").textContent = fill(this.words.rope, { pair, omega: omega.toPrecision(4) });
-      const angles = this.shown.rope_angles.map((row) => row[pair]);
-      const positions = this.shown.rope_positions;
-      const tokens = this.shown.ids.map((id) => shown(this.vocab[id]));
-      const svg = element("svg", { width: 180, height: 180, viewBox: "-90 -90 180 180", "aria-hidden": "true" }, null, SVG);
-      svg.append(element("circle", { cx: 0, cy: 0, r: 70, class: "tinyk-pg-unit" }, null, SVG));
-      for (const [t, angle] of angles.entries()) {
-        const x = 70 * Math.cos(angle);
-        const y = -70 * Math.sin(angle);
-        svg.append(element("line", { x1: 0, y1: 0, x2: x, y2: y, class: "tinyk-pg-arrow" }, null, SVG));
-        svg.append(element("text", { x: x * 1.15, y: y * 1.15 + 4, "text-anchor": "middle" }, String(positions[t]), SVG));
-      }
-      this.q(".tinyk-pg-circle").replaceChildren(svg);
-      this.q(".tinyk-pg-angles tbody").replaceChildren(...angles.map((angle, t) => {
-        const row = element("tr");
-        row.append(element("td", {}, String(positions[t])), element("td", {}, tokens[t]),
-          element("td", {}, angle.toFixed(4)));
-        return row;
-      }));
+      drawRopePanel(this.q, this.words, this.config, { pair: Number(this.q(".tinyk-pg-pair").value),
+        angles: this.shown.rope_angles, positions: this.shown.rope_positions,
+        tokens: this.shown.ids.map((id) => shown(this.vocab[id])) });
     }
   }
 
@@ -517,7 +525,8 @@
   // SmolLM2's chat (the smollm2 directive, section 05.10): its files are fetched when the reader
   // asks, with a progress bar, and kept by the browser's cache; the prompt is the chat template
   // around the message, tokenized by the model's own tokenizer (Hugging Face's tokenizers in
-  // JavaScript, from the site); the answer is greedy, one token per call through the KV cache.
+  // JavaScript, from the site); the answer is greedy or sampled at a temperature, one token per
+  // call through the KV cache.
   class Chat {
     constructor(root) {
       this.root = root;
@@ -538,6 +547,12 @@
       this.q(".tinyk-pg-head").replaceChildren(...[...Array(this.config.n_heads).keys()].map(
         (h) => element("option", { value: String(h) }, String(h))));
       this.q(".tinyk-pg-head").addEventListener("change", () => this.drawAttention());
+      this.q(".tinyk-pg-pair").replaceChildren(...[...Array(this.config.head_dim / 2).keys()].map(
+        (i) => element("option", { value: String(i) }, String(i))));
+      this.q(".tinyk-pg-pair").addEventListener("change", () => this.drawRope());
+      this.q(".tinyk-pg-temperature").addEventListener("input", () => this.drawFirst());
+      this.angles = null; // each token's RoPE angles and position, as the graph returned them
+      this.first = null; // the first answer token's logits
       if (typeof WebAssembly !== "object") {
         this.root.dataset.state = "static";
         this.q(".tinyk-chat-load").disabled = true;
@@ -635,12 +650,20 @@
         return;
       }
       this.loadSeconds = (performance.now() - started) / 1000;
-      for (const control of this.root.querySelectorAll(".tinyk-chat-form input, .tinyk-chat-form button")) {
+      for (const control of this.root.querySelectorAll(".tinyk-chat-form :is(input, select, button)")) {
         control.disabled = false;
       }
       this.root.dataset.state = "ready";
       this.say("chat-ready");
       this.message.focus(); // the button that had the focus is gone
+    }
+
+    temperature() {
+      return Number(this.q(".tinyk-pg-temperature").value);
+    }
+
+    sampled() {
+      return this.q(".tinyk-pg-decoding").value === "sampled";
     }
 
     limit() {
@@ -682,17 +705,28 @@
       const answer = [];
       const text = this.q(".tinyk-chat-reply");
       text.textContent = "";
+      const sampled = this.sampled();
+      const temperature = this.temperature();
+      const draws = []; // the random numbers a sampled answer used, one per token
       const started = performance.now();
       let out = await runGraph(this.session, this.config, ids, null);
       const prefillSeconds = (performance.now() - started) / 1000;
-      this.drawFirst(out.logits.data);
+      this.first = Float32Array.from(out.logits.data);
+      this.drawFirst();
       this.textIds = [...ids];
       this.rows = Array.from({ length: this.config.n_heads }, () => []);
-      this.keepRows(out.attention);
+      this.angles = { rows: [], positions: [] };
+      this.keepRows(out);
       let calls = 0;
       for (;;) {
         this.drawCache(out.present_key_0.dims[1]);
-        const token = argmax(out.logits.data);
+        let token;
+        if (sampled) {
+          draws.push(Math.random());
+          token = sample(softmax(out.logits.data, temperature), draws[draws.length - 1]);
+        } else {
+          token = argmax(out.logits.data);
+        }
         if (token === this.data.eos_token_id) {
           break;
         }
@@ -707,26 +741,45 @@
         }
         await new Promise((resolve) => setTimeout(resolve, 0)); // let the page draw each token
         out = await runGraph(this.session, this.config, [token], out);
-        this.keepRows(out.attention);
+        this.keepRows(out);
         calls += 1;
       }
       this.drawAttention();
+      this.drawRope();
       const seconds = (performance.now() - started) / 1000;
       const decodeSeconds = seconds - prefillSeconds;
-      this.stats = { ids, answer, prefillSeconds, decodeSeconds, decodeCalls: calls, loadSeconds: this.loadSeconds };
+      this.stats = { ids, answer, sampled, temperature, draws, prefillSeconds, decodeSeconds, decodeCalls: calls,
+        loadSeconds: this.loadSeconds };
       const rate = calls > 0 ? (calls / decodeSeconds).toFixed(1) : "\u2014";
+      const decoding = sampled ? fill(this.words["chat-sampled"], { temperature: temperature.toFixed(1) })
+        : this.words["chat-greedy"];
       this.say("chat-done", { count: answer.length, seconds: seconds.toFixed(1), prefill: prefillSeconds.toFixed(2),
-        rate });
+        rate, decoding });
     }
 
-    // One call's attention (1×1×H×T×T_k): a row per query token and head, kept for the heatmap.
-    keepRows(attention) {
-      const [, , heads, queries, keys] = attention.dims;
+    // One call's attention (1×1×H×T×T_k), a row per query token and head, kept for the heatmap;
+    // and its RoPE angles (1×T×d_h/2) and positions, a row per token.
+    keepRows(out) {
+      const [, , heads, queries, keys] = out.attention.dims;
       for (let h = 0; h < heads; h++) {
         for (let i = 0; i < queries; i++) {
-          this.rows[h].push(attention.data.subarray((h * queries + i) * keys, (h * queries + i + 1) * keys));
+          this.rows[h].push(out.attention.data.subarray((h * queries + i) * keys, (h * queries + i + 1) * keys));
         }
       }
+      const pairs = out.rope_angles.dims[2];
+      for (let t = 0; t < queries; t++) {
+        this.angles.rows.push(out.rope_angles.data.subarray(t * pairs, (t + 1) * pairs));
+        this.angles.positions.push(Number(out.rope_positions.data[t]));
+      }
+    }
+
+    drawRope() {
+      if (this.angles === null) {
+        return;
+      }
+      const { rows, positions } = this.angles;
+      drawRopePanel(this.q, this.words, this.config, { pair: Number(this.q(".tinyk-pg-pair").value),
+        angles: rows, positions, tokens: this.textIds.slice(0, rows.length).map((id) => this.piece(id)) });
     }
 
     drawAttention() {
@@ -753,14 +806,21 @@
       }));
     }
 
-    drawFirst(logits) {
+    // The first token's 10 most likely choices, their probabilities at the chosen temperature.
+    drawFirst() {
+      const temperature = this.temperature();
+      this.q(".tinyk-pg-temperature-value").textContent = temperature.toFixed(1);
+      if (!this.first) {
+        return;
+      }
+      const logits = this.first;
       let top = -Infinity;
       for (const x of logits) {
         top = Math.max(top, x);
       }
       let total = 0;
       for (const x of logits) {
-        total += Math.exp(x - top);
+        total += Math.exp((x - top) / temperature);
       }
       const order = [];
       for (let id = 0; id < logits.length; id++) { // the 10 largest, by a short insertion
@@ -771,7 +831,7 @@
         }
       }
       this.q(".tinyk-pg-next tbody").replaceChildren(...order.map((id) => {
-        const p = Math.exp(logits[id] - top) / total;
+        const p = Math.exp((logits[id] - top) / temperature) / total;
         const row = element("tr");
         const share = element("td");
         share.append(element("span", { class: "tinyk-pg-bar", style: `width: ${(100 * p).toFixed(1)}%`,
