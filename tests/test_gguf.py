@@ -152,6 +152,8 @@ def test_dequantise_gives_gguf_s_bits_for_any_bytes(kind, size):
         theirs = gguf.quants.dequantize(data, qtype)
     assert np.isinf(theirs).any() and np.isnan(theirs).any()
     assert _same_bits(dequantise(data, qtype), theirs)
+    row = data[3, :size]  # one block as a 1-D tensor (no llama file has one): gguf's shape too
+    assert _same_bits(dequantise(row, qtype), gguf.quants.dequantize(row, qtype)) and row.ndim == 1
     wrong = data.copy()
     if kind == "Q4_1":
         packed = wrong.reshape(64, 6, 20)[..., 4:]  # a view: the 16 bytes of q of each block
@@ -165,24 +167,26 @@ def test_dequantise_gives_gguf_s_bits_for_any_bytes(kind, size):
 
 def test_load_gguf_runs_no_random_init_and_none_of_gguf_s_dequantising(smollm2):
     """In a new interpreter, load_gguf of SmolLM2's file calls gguf.quants.dequantize for none of
-    its tensors (all are Q4_1, Q8_0 or F32) and builds the model without random init, so it never
-    imports torch._dynamo (meta tensors' init would); the weights are still those of the file."""
+    its tensors (all are Q4_1, Q8_0 or F32) and builds the model without random init: torch's
+    random state is as it was, and torch._dynamo is never imported (meta tensors' init would);
+    the weights are still those of the file."""
     script = (
         "import sys, gguf, torch\n"
         "def refuse(*args, **kwargs):\n"
         "    raise AssertionError('gguf.quants.dequantize called')\n"
         "gguf.quants.dequantize = refuse\n"
         "from tinyk.gguf import load_gguf, smollm2_path\n"
+        "state = torch.random.get_rng_state()\n"
         "model, _ = load_gguf(smollm2_path())\n"
-        "print('torch._dynamo' in sys.modules, float(model.norm.weight.detach().sum()),"
-        " model.output.weight is model.tok_embeddings.weight)\n")
+        "print(torch.equal(state, torch.random.get_rng_state()), 'torch._dynamo' in sys.modules,"
+        " float(model.norm.weight.detach().sum()), model.output.weight is model.tok_embeddings.weight)\n")
     import subprocess
     import sys
 
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     _, model, _, _ = smollm2
-    assert done.stdout.split() == ["False", repr(float(model.norm.weight.detach().sum())), "True"]
+    assert done.stdout.split() == ["True", "False", repr(float(model.norm.weight.detach().sum())), "True"]
 
 
 def _tiny_gguf(path: Path, arch: str = "llama", extra_tensor: str | None = None,
@@ -231,6 +235,9 @@ def test_a_written_gguf_round_trips_exactly(tmp_path):
     loaded, _ = load_gguf(tmp_path / "tiny.gguf")
     ids = torch.randint(0, 20, (2, 9))
     assert torch.equal(loaded(ids).logits, original(ids).logits)
+    with torch.device("meta"):  # a caller's default device: the model is still all on the CPU
+        elsewhere, _ = load_gguf(tmp_path / "tiny.gguf")
+    assert {t.device.type for t in [*elsewhere.parameters(), *elsewhere.buffers()]} == {"cpu"}
     assert read_config(gguf.GGUFReader(str(tmp_path / "tiny.gguf"))).n_kv_heads == 2
 
 

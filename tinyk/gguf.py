@@ -254,9 +254,9 @@ _RANDOM_INITS = (Tensor.normal_, Tensor.uniform_, *(getattr(torch.nn.init, name)
 
 
 class _NoInit(TorchFunctionMode):
-    """Random init skipped while a model is built on "meta" (the file overwrites every weight):
-    "meta"'s own ``normal_`` and ``uniform_`` are Python code that imports ``torch._dynamo``
-    the first time, longer than the rest of the load."""
+    """Random init skipped while a model is built (the file overwrites every weight); on
+    "meta", the init would be Python code that imports ``torch._dynamo`` the first time,
+    longer than the rest of the load."""
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         if func in _RANDOM_INITS:
@@ -270,7 +270,7 @@ def _model_with(config: ModelConfig, state: dict[str, Tensor]) -> Transformer:
     # Built without random init (the file overwrites every weight; on "meta", the init and the
     # RoPE tables would run as Python code that imports torch._dynamo). Assigning makes a
     # Parameter of each tensor, two of the tied matrix: tie it again.
-    with _NoInit():
+    with _NoInit(), torch.device("cpu"):  # whatever device the caller has made the default
         model = Transformer(config)
     model.load_state_dict(state, strict=True, assign=True)
     model.output.weight = model.tok_embeddings.weight

@@ -1,5 +1,5 @@
 """A GGUF file's tensors as ``tinyk``'s float32 state dict, each dequantised as the ``gguf``
-package does it, bit for bit (course section 05.10).
+package does it, to the bit (course section 05.10).
 
     weight = dequantise(data, tensor_type)        # one stored tensor: float32, the stored shape
     state, types = state_dict(tensors, gguf)      # every tensor, under tinyk's names
@@ -12,9 +12,11 @@ quantised types of SmolLM2's file are done here on the whole tensor at once, in 
 - Q8_0, blocks of 32 weights in 34 bytes: ``d`` (float16), then 32 int8 ``q``; ``w = q·d``.
 
 Each weight gets the same float32 roundings as in ``gguf`` (for Q4_1 the product, then the sum:
-no fused multiply-add), so the values are the same bits. F32 and F16 tensors are read as they are;
-any other type goes to ``gguf``. ``tests/test_gguf.py`` compares the two on every tensor of
-SmolLM2's file and on random blocks; ``benchmarks/bench_real_weights.py`` times both.
+no fused multiply-add), so every value has the same bits; a NaN (from a NaN or infinite scale)
+is a NaN in both, its payload aside. F32 and F16 tensors are read as they are; any other type,
+or a quantised tensor that is not a matrix, goes to ``gguf``. ``tests/test_gguf.py`` compares
+the two on every tensor of SmolLM2's file and on random blocks; ``benchmarks/bench_load.py``
+times both.
 """
 
 from __future__ import annotations
@@ -75,10 +77,8 @@ def dequantise(data: np.ndarray, tensor_type: Any) -> Tensor:
     """One stored tensor as float32: ``data`` as the file holds it (a numpy view; a quantised
     type's raw blocks, ``rows × bytes per row`` uint8) and its ``gguf.GGMLQuantizationType``."""
     name = getattr(tensor_type, "name", str(tensor_type))
-    if name == "Q4_1":
-        return _q4_1(data)
-    if name == "Q8_0":
-        return _q8_0(data)
+    if name in FAST_TYPES and np.ndim(data) == 2:
+        return _q4_1(data) if name == "Q4_1" else _q8_0(data)
     if name in ("F32", "F16"):
         return torch.from_numpy(np.array(data, dtype=np.float32))
     import gguf
