@@ -449,16 +449,20 @@ def test_answers_run_while_another_students_test_cell_has_the_turn(server, tmp_p
     answer = submitted["cells"][0]
     answer["source"] = f"{''.join(answer['source'])}\nopen({str(marker)!r}, 'w').write('ran')\n"
     results: list[list[verdict.Verdict]] = []
-    with verdict.TEST_CELL_LOCK:  # another student's test cell, running
-        judging = threading.Thread(target=lambda: results.append(verdict.judge(source, submitted, server)))
+    judging = threading.Thread(target=lambda: results.append(verdict.judge(source, submitted, server)))
+    verdict.TEST_CELL_LOCK.acquire()  # another student's test cell, running
+    try:
         judging.start()
         for _ in range(1200):  # the answer runs in the learner's process, whatever the lock
-            if marker.exists():
+            if marker.exists() and marker.read_text() == "ran":
                 break
             time.sleep(0.1)
         assert marker.read_text() == "ran"
-        assert results == []  # the test cell waits for its turn
-    judging.join(timeout=600)
+        judging.join(timeout=5)  # not a measure: whatever the wait, the test cell cannot have run
+        assert judging.is_alive() and results == []
+    finally:
+        verdict.TEST_CELL_LOCK.release()
+        judging.join(timeout=600)
     assert [(v.grade_id, v.passed) for v in results[0]] == [("ex_05_2_1_test", True)]
 
 
