@@ -82,15 +82,18 @@
     return exps.map((x) => x / total);
   }
 
-  // The token whose share of p holds r (0 <= r < 1): the first id whose running total passes r.
+  // The token whose share of p holds r (0 <= r < 1): the first id whose running total passes r
+  // (if rounding leaves the total at r, the last id with a share).
   function sample(p, r) {
+    let last = 0;
     for (const [id, share] of p.entries()) {
       r -= share;
       if (r < 0) {
         return id;
       }
+      last = share > 0 ? id : last;
     }
-    return p.length - 1;
+    return last;
   }
 
   // One graph call: ids (batch 1) after the cached tokens of `past` (a previous call's outputs).
@@ -553,6 +556,7 @@
       this.q(".tinyk-pg-temperature").addEventListener("input", () => this.drawFirst());
       this.angles = null; // each token's RoPE angles and position, as the graph returned them
       this.first = null; // the first answer token's logits
+      this.drawFirst(); // the temperature's value, as the browser may have kept the slider's
       if (typeof WebAssembly !== "object") {
         this.root.dataset.state = "static";
         this.q(".tinyk-chat-load").disabled = true;
@@ -702,6 +706,8 @@
         return;
       }
       this.drawTokens(ids);
+      this.first = null; // the previous answer's table goes with its prompt
+      this.q(".tinyk-pg-next tbody").replaceChildren();
       const answer = [];
       const text = this.q(".tinyk-chat-reply");
       text.textContent = "";
