@@ -28,7 +28,7 @@ import pytest
 
 from tests.helpers import processes_running, processes_running_source
 from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _cell, _drill
-from tinyk import grading, warm_kernel
+from tinyk import course, grading, warm_kernel
 from tinyk.grading import runner
 from tinyk.grading.sandbox import Sandbox
 from tinyk.warm_kernel import imported_modules
@@ -196,3 +196,19 @@ def test_the_cold_kernels_switch_writes_a_kernelspec_without_the_launcher(tmp_pa
     # the server imports what the released notebooks import: here, what the warm batch's import
     magic = {"cells": [_cell("code", "%time x = 1\nfrom a.b import c")]}
     assert imported_modules([_importing(_drill()), magic]) == ["torch", "tinyk", "a.b"]
+
+
+def test_the_server_imports_only_what_runs_when_graded(tmp_path):
+    """A cell emptied before grading (tagged skip-when-grading, no exercise) imports nothing into
+    the warm server; an exercise cell runs whatever its tags, and so do its imports. The
+    chapter's own skipped cells are the only ones that import transformers."""
+    skipped = {"tags": [grading.SKIP_TAG]}
+    exercise = {"tags": [grading.SKIP_TAG], "nbgrader": {"grade_id": "e", "solution": True, "grade": False}}
+    notebook = {"cells": [_cell("code", "import figures.only", skipped), _cell("code", "import kept", {}),
+                          _cell("code", "from exercise import part", exercise)]}
+    (tmp_path / "a.ipynb").write_text(json.dumps(notebook))
+    assert runner.server_modules(tmp_path) == ["kept", "exercise"]
+    student = course.ROOT / "student"
+    chapter = [m for m in runner.server_modules(student) if m.split(".")[0] == "transformers"]
+    everything = imported_modules([json.loads(p.read_text()) for p in sorted(student.glob("*.ipynb"))])
+    assert chapter == [] and "transformers" in everything

@@ -20,7 +20,7 @@ from tinyk.grading.chapter import ASSIGNMENT
 from tinyk.grading.sandbox import KERNEL_ENV, Sandbox, check_sandbox, require_linux, warn_unsandboxed
 
 __all__ = ["Limits", "autograde", "communicate", "end_leftovers", "preflight", "require_nbgrader",
-           "run_nbgrader", "say_once", "total_limit", "warm_server"]
+           "run_nbgrader", "say_once", "server_modules", "total_limit", "warm_server"]
 
 
 @dataclass
@@ -159,23 +159,37 @@ def _say_cold(why: str) -> None:
     say_once(f"warm kernels unavailable ({why}): kernels start cold, as with --cold-kernels")
 
 
+def server_modules(release: Path | None) -> list[str]:
+    """What the warm server imports: the modules the released notebooks in ``release`` import
+    in the cells that run when graded (not those :func:`~tinyk.grading.submission.write_for_grading`
+    empties: the book's figures import matplotlib's extras, its Hugging Face comparisons
+    transformers)."""
+    import json
+
+    from tinyk.grading.submission import emptied_when_graded
+    from tinyk.warm_kernel import imported_modules
+
+    if release is None:
+        return []
+    notebooks = [json.loads(p.read_text()) for p in sorted(release.glob("*.ipynb"))]
+    return imported_modules([{**nb, "cells": [c for c in nb.get("cells", []) if not emptied_when_graded(c)]}
+                             for nb in notebooks])
+
+
 @contextmanager
 def warm_server(sandbox: Sandbox | None, limits: Limits, release: Path | None = None) -> Iterator[None]:
     """The student's warm server (:mod:`tinyk.warm_kernel`) running in their sandbox, within the
     same memory limit as their kernels, having imported what the notebooks in ``release`` (the
-    released ones, never a student's) import, for the time of the block; then it is ended, with
+    released ones, never a student's) import where they run when graded (:func:`server_modules`),
+    for the time of the block; then it is ended, with
     everything it started. A server that cannot serve warm kernels says why (once a run, on
     stderr), and the kernelspec's launcher starts cold ones."""
     if sandbox is None or sandbox.warm is None:
         yield
         return
-    import json
     import socket
 
-    from tinyk.warm_kernel import imported_modules
-
-    modules = imported_modules([json.loads(p.read_text()) for p in sorted(release.glob("*.ipynb"))]
-                               if release is not None else [])
+    modules = server_modules(release)
     with tempfile.TemporaryFile("w+") as log, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
         listener.bind(str(sandbox.socket))
         listener.listen(16)

@@ -13,8 +13,8 @@ from tinyk.exercises import nbgrader, python_tree, source_text
 from tinyk.grading.chapter import ASSIGNMENT, Notebook
 from tinyk.grading.rules import Finding, Status
 
-__all__ = ["SKIP_TAG", "checked", "read_notebook", "restore_release", "submission_files", "submit",
-           "tampering", "write_for_grading"]
+__all__ = ["SKIP_TAG", "checked", "emptied_when_graded", "read_notebook", "restore_release",
+           "submission_files", "submit", "tampering", "write_for_grading"]
 
 # Rebinding any of these inside student code is treated as tampering with the checks.
 _GUARDED_MODULES = {"math", "torch", "builtins", "numpy", "np", "operator", "tinyk", "F"}
@@ -212,6 +212,13 @@ def restore_release(submitted: dict, released: dict,
     return nb, changes
 
 
+def emptied_when_graded(cell: dict) -> bool:
+    """Whether :func:`write_for_grading` empties ``cell``: a code cell tagged
+    ``skip-when-grading`` that is no exercise cell."""
+    return (cell.get("cell_type") == "code" and not nbgrader(cell)
+            and SKIP_TAG in cell.get("metadata", {}).get("tags", []))
+
+
 def write_for_grading(submitted: dict, path: Path) -> None:
     """The submission as nbgrader grades it: code cells tagged ``skip-when-grading`` that are
     not exercise cells (figures and slider frames for the book) are emptied, so they cost no
@@ -219,8 +226,7 @@ def write_for_grading(submitted: dict, path: Path) -> None:
     import nbformat
 
     for cell in submitted["cells"]:
-        if (cell.get("cell_type") == "code" and not nbgrader(cell)
-                and SKIP_TAG in cell.get("metadata", {}).get("tags", [])):
+        if emptied_when_graded(cell):
             cell["source"] = "# skipped when grading"
             cell["outputs"] = []
     nbformat.write(nbformat.from_dict(submitted), path)
