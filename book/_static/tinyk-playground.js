@@ -196,6 +196,27 @@
       group: group.join(words.separator) })), svg);
   }
 
+  // The next-token table of a playground or the chat: the 10 largest shares of p, the lowest id
+  // first on a tie (as torch.argmax), each with its bar; label(id) is its token.
+  function drawTopTen(q, p, label) {
+    const order = [];
+    for (let id = 0; id < p.length; id++) { // a short insertion: SmolLM2's p has 49,152 shares
+      if (order.length < 10 || p[id] > p[order[order.length - 1]]) {
+        order.push(id);
+        order.sort((a, b) => p[b] - p[a] || a - b);
+        order.length = Math.min(order.length, 10);
+      }
+    }
+    q(".tinyk-pg-next tbody").replaceChildren(...order.map((id) => {
+      const row = element("tr");
+      const share = element("td");
+      share.append(element("span", { class: "tinyk-pg-bar", style: `width: ${(100 * p[id]).toFixed(1)}%`,
+        "aria-hidden": "true" }), element("span", {}, p[id].toFixed(3)));
+      row.append(element("td", { class: "tinyk-pg-chip-cell" }, label(id)), share);
+      return row;
+    }));
+  }
+
   // The RoPE panel of a playground or the chat: the angle by which pair `pair` of each token was
   // turned (`angles[t][pair]`, as the graph returns it), on a circle and in a table.
   function drawRopePanel(q, words, config, { pair, angles, positions, tokens }) {
@@ -457,16 +478,7 @@
     }
 
     drawNext() {
-      const p = softmax(this.next, this.temperature());
-      const order = [...p.keys()].sort((a, b) => p[b] - p[a] || a - b).slice(0, 10);
-      this.q(".tinyk-pg-next tbody").replaceChildren(...order.map((id) => {
-        const row = element("tr");
-        const share = element("td");
-        share.append(element("span", { class: "tinyk-pg-bar", style: `width: ${(100 * p[id]).toFixed(1)}%`,
-          "aria-hidden": "true" }), element("span", {}, p[id].toFixed(3)));
-        row.append(element("td", { class: "tinyk-pg-chip-cell" }, shown(this.vocab[id])), share);
-        return row;
-      }));
+      drawTopTen(this.q, softmax(this.next, this.temperature()), (id) => shown(this.vocab[id]));
     }
 
     words_of(ids) {
@@ -816,35 +828,9 @@
     drawFirst() {
       const temperature = this.temperature();
       this.q(".tinyk-pg-temperature-value").textContent = temperature.toFixed(1);
-      if (!this.first) {
-        return;
+      if (this.first) {
+        drawTopTen(this.q, softmax(this.first, temperature), (id) => this.piece(id));
       }
-      const logits = this.first;
-      let top = -Infinity;
-      for (const x of logits) {
-        top = Math.max(top, x);
-      }
-      let total = 0;
-      for (const x of logits) {
-        total += Math.exp((x - top) / temperature);
-      }
-      const order = [];
-      for (let id = 0; id < logits.length; id++) { // the 10 largest, by a short insertion
-        if (order.length < 10 || logits[id] > logits[order[order.length - 1]]) {
-          order.push(id);
-          order.sort((a, b) => logits[b] - logits[a] || a - b);
-          order.length = Math.min(order.length, 10);
-        }
-      }
-      this.q(".tinyk-pg-next tbody").replaceChildren(...order.map((id) => {
-        const p = Math.exp((logits[id] - top) / temperature) / total;
-        const row = element("tr");
-        const share = element("td");
-        share.append(element("span", { class: "tinyk-pg-bar", style: `width: ${(100 * p).toFixed(1)}%`,
-          "aria-hidden": "true" }), element("span", {}, p.toFixed(3)));
-        row.append(element("td", { class: "tinyk-pg-chip-cell" }, this.piece(id)), share);
-        return row;
-      }));
     }
 
     drawCache(tokens) {
