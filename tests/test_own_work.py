@@ -12,6 +12,7 @@ import importlib
 import math
 import types
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -57,6 +58,9 @@ CHEATS = {
     "tinyk.RMSNorm": (lambda x: tinyk.RMSNorm(8)(x), (X,), "tinyk.model.RMSNorm"),
     "Hugging Face": (lambda x, n: importlib.import_module("transformers.models.llama.modeling_llama")
                      .repeat_kv(x.transpose(1, 2), n), (X, 2), "transformers (repeat_kv)"),
+    "gguf": (lambda block: importlib.import_module("gguf").quants.dequantize(
+        np.frombuffer(block, dtype=np.uint8), importlib.import_module("gguf").GGMLQuantizationType.Q4_1),
+             (bytes(20),), "gguf.quants"),
 }
 
 
@@ -156,3 +160,21 @@ def test_a_part_can_forbid_named_torch_functions_whatever_the_route():
         assert caught.value.call.startswith(call)
     assert torch.allclose(watched("shifted_loss", routes[2][0])(logits, targets),
                           own(logits, targets))  # forbidden for that part only
+
+
+def test_importing_gguf_inside_a_part_is_not_a_borrowed_call():
+    """The first import of ``gguf`` runs ``gguf.quants``' dunder methods (its classes register
+    themselves): a part that imports it, then computes with NumPy, is the learner's own."""
+    import subprocess
+    import sys
+
+    script = ("import numpy as np\n"
+              "from tinyk.own_work import run_own\n"
+              "def part(block):\n"
+              "    import gguf  # noqa: F401\n"
+              "    return np.frombuffer(block, dtype=np.uint8).astype(np.float32)\n"
+              "assert 'gguf' not in __import__('sys').modules\n"
+              "print(run_own('dequantize_q4_1', part, bytes(20)).shape)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "(20,)"

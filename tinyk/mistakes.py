@@ -182,6 +182,9 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("05.9.3", "borrowed", *_BORROWED),
     ("05.10.1", "nibble-order", "weights 0..15 from the low nibbles",
      "the nibbles in the wrong order (high first, or interleaved)"),
+    ("05.10.1", "borrowed", "not allowed here",
+     "calls a ready-made dequantisation (the course's or the gguf package's) "
+     "instead of the learner's own code"),
     ("05.10.2", "padding-found-by-id", "found by position, not by id",
      "padding found by id: every end of turn hidden (pad = EOS)"),
     ("05.10.2", "padding-labelled-pad-id", "only the pad after it is -100",

@@ -8,6 +8,8 @@ import, an alias, ``getattr``, a copied function object, ``importlib``):
   (``tinyk.RMSNorm``, ``tinyk.repeat_kv``, the attention helper, ...), found by the file of
   the code object that runs (a call trace, ``sys.settrace``);
 - **Hugging Face's implementation**: any Python function of the ``transformers`` package;
+- **the gguf package's dequantisation** (05.10): any function of ``gguf.quants`` but its
+  dunder methods (which run when the module is imported);
 - **PyTorch's fused versions of a part**: ``scaled_dot_product_attention``, ``rms_norm``,
   ``nn.RMSNorm``, ``multi_head_attention_forward`` and their ATen operators, seen by a
   :class:`~torch.overrides.TorchFunctionMode` (which sees ``torch.ops`` calls too).
@@ -78,10 +80,25 @@ def _library_roots() -> tuple[str, ...]:
     return tuple(f"{root / name}" for name in ("models/", "modeling_", "activations.py", "pytorch_utils.py"))
 
 
+@functools.cache
+def _gguf_quants() -> str | None:
+    """The file of ``gguf.quants`` (the gguf package's dequantisation), found without importing it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("gguf")
+    except (ImportError, ValueError):  # pragma: no cover: a broken install
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return str(Path(next(iter(spec.submodule_search_locations))).resolve() / "quants.py")
+
+
 # Why a call is not the learner's own: said in the learner's language when it is raised, never
 # while the watch runs (a call into the package there would be watched too).
 _OWN = noted("it is the course's own implementation")
 _HUGGING_FACE = noted("it is Hugging Face's implementation")
+_GGUF = noted("it is the gguf package's implementation")
 _FUSED = noted("it is PyTorch's fused version of the part")
 _ASKED = noted("this exercise asks you to write it yourself")
 _SWITCHED_OFF = noted("the part switched off the check of its own calls")
@@ -107,6 +124,7 @@ class _Watch:
         self.trusted_depth = 0
         self.seen: list[tuple[str, str]] = []
         self.libraries = _library_roots()
+        self.gguf = _gguf_quants()
 
     def flag(self, call: str, why: str) -> None:
         if self.trusted_depth == 0 and not any(c == call for c, _ in self.seen):
@@ -127,6 +145,8 @@ class _Watch:
                 self.flag(f"tinyk.{module}.{name}", _OWN)
             elif filename.startswith(self.libraries):
                 self.flag(f"transformers ({code.co_name})", _HUGGING_FACE)
+            elif filename == self.gguf and not code.co_name.startswith("__"):
+                self.flag("gguf.quants", _GGUF)  # one name for it and the functions it calls
         return None  # no line events for this frame
 
     def trusted_frame(self, frame: FrameType, event: str, arg: object) -> Any:

@@ -84,6 +84,25 @@ def dequantize_q4_1(block):
     q = np.stack([packed & 0x0F, packed >> 4], axis=1).reshape(-1).astype(np.float32)
     return torch.from_numpy(d * q + m)
 """),
+        # the course's dequantisation, the one behind load_gguf
+        ("05.10.1:borrowed", """
+import numpy as np
+import torch
+from tinyk.gguf_quants import dequantise
+def dequantize_q4_1(block):
+    import gguf
+    data = np.frombuffer(block, dtype=np.uint8).reshape(1, 20)
+    return dequantise(data, gguf.GGMLQuantizationType.Q4_1).reshape(32)
+"""),
+        # the gguf package's, through an alias
+        ("05.10.1:borrowed", """
+import numpy as np
+import torch
+from gguf import quants as q
+def dequantize_q4_1(block):
+    from gguf import GGMLQuantizationType as T
+    return torch.from_numpy(q.dequantize(np.frombuffer(block, dtype=np.uint8), T.Q4_1).astype(np.float32))
+"""),
     ],
     "ex_05_10_2_solution": [
         ("05.10.2:padding-found-by-id", _PADDED + """
