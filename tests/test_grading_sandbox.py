@@ -26,7 +26,7 @@ import tinyk
 from tests.helpers import processes_left, processes_running
 from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
 from tinyk import grading
-from tinyk.grading.sandbox import sandbox_argv
+from tinyk.grading.sandbox import prepare_shared, sandbox_argv, shared_read_only
 
 SANDBOX_BATCH = pytest.mark.xdist_group("grading-sandbox")
 pytestmark = pytest.mark.slow  # nbgrader starts a kernel per notebook graded
@@ -226,7 +226,8 @@ def test_the_sandbox_is_read_only_outside_its_folders(tmp_path):
     assert result["checkout"] == sorted(["tinyk", *inside])
     # not the host's /tmp: only the way down to its own two folders, and to the package and
     # the Python environment when they live under /tmp
-    bound = (scratch, runtime, Path(tinyk.__file__).resolve().parent, Path(sys.prefix), Path(sys.base_prefix))
+    bound = (scratch, runtime, Path(tinyk.__file__).resolve().parent, Path(sys.prefix), Path(sys.base_prefix),
+             *(target for _, target in shared_read_only()))  # /tmp/.cache, where the grader keeps a tokenizer
     assert result["tmp"] == sorted({p.relative_to("/tmp").parts[0] for p in bound
                                     if p.is_relative_to("/tmp")})
     assert host_only.name not in result["tmp"]
@@ -234,3 +235,50 @@ def test_the_sandbox_is_read_only_outside_its_folders(tmp_path):
     assert result["imports"] == ["tinyk", "torch"]
     assert [p.name for p in scratch.iterdir()] == ["own-file"]  # its working folder is the scratch folder
     assert not (Path("/tmp") / "scratch-ok").exists()
+
+
+SHARED_PROBE = """
+import json
+from pathlib import Path
+import tinyk.gguf as g
+def built(path):
+    raise AssertionError("built from the GGUF file again")
+g._convert_tokenizer = built
+path = g.smollm2_path()
+kept = g.tokenizer_cache(path)
+result = {"kept": str(kept), "chat": g.load_tokenizer(path).apply_chat_template(
+    [{"role": "user", "content": "Hi"}], tokenize=False)}
+for name in ("tokenizer.json", "planted"):
+    try:
+        open(kept / name, "a").write("x")
+        result[name] = "written"
+    except OSError as err:
+        result[name] = type(err).__name__
+print(json.dumps(result))
+"""
+
+
+def test_a_kernel_reads_smollm2s_tokenizer_from_the_graders_copy_and_cannot_change_it(tmp_path):
+    """05.10's kernels load SmolLM2's tokenizer: in the sandbox's empty cache it would be built
+    from the GGUF file again for every student (seconds each); the grader builds it once
+    (prepare_shared) and binds its copy read-only where the kernel's tokenizer_cache looks."""
+    from tests.optional import smollm2_file
+    from tinyk.gguf import load_tokenizer, tokenizer_cache
+
+    grading.check_sandbox()
+    kept = tokenizer_cache(smollm2_file())
+    prepare_shared(["tinyk.parts"])
+    before = {p.name: p.read_bytes() for p in kept.iterdir()}
+    (scratch := tmp_path / "scratch").mkdir()
+    (runtime := tmp_path / "run").mkdir()
+    done = subprocess.run([*sandbox_argv(scratch, runtime), sys.executable, "-c", SHARED_PROBE],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]  # read, never built (that raises)
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["kept"] == f"/tmp/.cache/tinyk/tokenizers/{kept.name}"
+    assert result["chat"] == load_tokenizer(smollm2_file()).apply_chat_template(
+        [{"role": "user", "content": "Hi"}], tokenize=False)
+    assert result["tokenizer.json"] in ("OSError", "PermissionError")
+    assert result["planted"] in ("OSError", "PermissionError")
+    assert {p.name: p.read_bytes() for p in kept.iterdir()} == before
+    assert shared_read_only() == [(kept, Path(result["kept"]))]

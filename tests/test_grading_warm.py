@@ -71,8 +71,15 @@ for pid in SERVER:
         pass
     if libc.ptrace(16, int(pid), 0, 0) == 0:  # PTRACE_ATTACH, by the number it can see
         REACHED.append(('ptrace', pid))
+SHARED = glob.glob('/tmp/.cache/tinyk/tokenizers/*/tokenizer.json')  # the grader's copy, read-only
+for path in SHARED:
+    try:
+        open(path, 'a').write('x')
+        REACHED.append(('shared', path))
+    except OSError:
+        pass
 if 'IPython' in sys.modules:  # in the kernel (the verdict runs answers again without IPython)
-    assert SERVER and not REACHED, (SERVER, REACHED)
+    assert SERVER and SHARED and not REACHED, (SERVER, SHARED, REACHED)
 """ + SOLUTION_A
 
 CHECK = f"""
@@ -118,8 +125,15 @@ def _importing(nb: dict) -> dict:
 
 @pytest.fixture(scope="session")
 def warm_course(tmp_path_factory):
-    """Two notebooks and two students: one whose first notebook attacks, one honest."""
+    """Two notebooks and two students: one whose first notebook attacks, one honest. The
+    grader has SmolLM2's tokenizer to share (read-only) with the kernels, as for 05.10."""
+    from tests.optional import smollm2_file
+    from tinyk.gguf import tokenizer_cache
+    from tinyk.grading.sandbox import prepare_shared
+
+    prepare_shared(["tinyk.parts"])
     base = tmp_path_factory.mktemp("warm")
+    shutil.copytree(tokenizer_cache(smollm2_file()), base / "tokenizer-before")  # to compare after the run
     source = base / "source"
     source.mkdir()
     (source / "n1_first.ipynb").write_text(json.dumps(_importing(_drill())))
@@ -169,6 +183,11 @@ def test_a_notebook_after_an_attack_starts_as_clean_as_alone(warm_course, warm_r
     assert {k[1:]: v for k, v in rows.items() if k[0] == "attacker"} == \
         {k[1:]: v for k, v in rows.items() if k[0] == "alone"}
     assert json.loads((warm_course[0] / "left").read_text()) == []  # nothing left running
+    from tinyk.gguf import smollm2_path, tokenizer_cache
+
+    kept, before = tokenizer_cache(smollm2_path()), warm_course[0] / "tokenizer-before"
+    assert sorted(p.name for p in kept.iterdir()) == sorted(p.name for p in before.iterdir())
+    assert all((kept / p.name).read_bytes() == p.read_bytes() for p in before.iterdir())
 
 
 def test_without_a_warm_server_kernels_start_cold_and_it_is_said(warm_course, warm_run, monkeypatch):

@@ -25,10 +25,11 @@ from typing import Any
 
 from tinyk.grading.assignment import prepare_course, released_notebooks
 from tinyk.grading.ast_guard import one_parse_at_a_time
-from tinyk.grading.chapter import Notebook, chapter_notebooks
+from tinyk.grading.chapter import ASSIGNMENT, Notebook, chapter_notebooks
 from tinyk.grading.regrade import base_digest, changed_tests, course_base, regrade_student, test_digests
 from tinyk.grading.rules import Row, Status
-from tinyk.grading.runner import Limits, preflight
+from tinyk.grading.runner import Limits, preflight, server_modules
+from tinyk.grading.sandbox import prepare_shared
 from tinyk.grading.student import grade_student
 from tinyk.roster import entries as submission_entries
 from tinyk.roster import student_id, student_name
@@ -202,6 +203,8 @@ def grade(submissions: Path, out: Path, notebooks: Sequence[str | Path] | None =
         template = Path(tmp) / "course"
         prepare_course(batch.notebooks, template)
         released = released_notebooks(template, batch.notebooks)
+        if sandbox:
+            prepare_shared(server_modules(template / "release" / ASSIGNMENT))
         todo = _to_do(batch, parts, sandbox)
         _say_regraded(todo)
         bar = None

@@ -1,9 +1,10 @@
 """The bubblewrap sandbox a student's kernel starts in (course section "For instructors").
 
-Read-only: the system folders, the Python installation and environment, the tinyk package.
-Writable: the kernel's scratch folder, its runtime folder (connection file and the Unix
-sockets of its channels), a private /tmp. Every namespace unshared: no network, its own
-processes, which all end when the kernel ends. The course copy, the gradebook and the hidden
+Read-only: the system folders, the Python installation and environment, the tinyk package,
+the grader's copy of SmolLM2's tokenizer (:func:`shared_read_only`). Writable: the kernel's
+scratch folder, its runtime folder (connection file and the Unix sockets of its channels), a
+private /tmp. Every namespace unshared: no network, its own processes, which all end when
+the kernel ends. The course copy, the gradebook and the hidden
 tests are out of its sight. Linux only.
 """
 
@@ -20,8 +21,8 @@ from pathlib import Path
 
 from tinyk.switches import GRADING, LANGUAGE
 
-__all__ = ["INSTALL_BWRAP", "KERNEL_ENV", "Sandbox", "check_sandbox", "require_linux", "sandbox_argv",
-           "warn_unsandboxed"]
+__all__ = ["INSTALL_BWRAP", "KERNEL_ENV", "Sandbox", "check_sandbox", "prepare_shared", "require_linux",
+           "sandbox_argv", "shared_read_only", "warn_unsandboxed"]
 
 INSTALL_BWRAP = ("install bubblewrap (Debian/Ubuntu: 'sudo apt-get install bubblewrap'; Fedora: "
                  "'sudo dnf install bubblewrap'), and allow unprivileged user namespaces if your "
@@ -35,6 +36,7 @@ _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 # of the release's tests and of the mistakes' words, whatever language a notebook's setup cell
 # asks for (it sets only an unset one); MPLBACKEND=agg: pyplot shows nothing.
 KERNEL_ENV = {GRADING: "1", LANGUAGE: "en", "MPLBACKEND": "agg"}
+_HOME = Path("/tmp")  # the sandboxed process's home: its caches start empty, in its private /tmp
 
 
 def require_linux() -> None:
@@ -85,7 +87,7 @@ def _python_dirs() -> list[Path]:
 
 def _sandbox_env(threads: int) -> dict[str, str]:
     """The sandboxed process's whole environment (bubblewrap clears the rest)."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "TMPDIR": "/tmp",
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(_HOME), "TMPDIR": "/tmp",
            "MPLCONFIGDIR": "/tmp/matplotlib", **KERNEL_ENV}
     for name in ("PYTHONPATH", "LANG", "LC_ALL"):
         if name in os.environ:
@@ -94,10 +96,48 @@ def _sandbox_env(threads: int) -> dict[str, str]:
     return env
 
 
+def _smollm2_tokenizer() -> Path | None:
+    """Where the grader keeps SmolLM2's tokenizer (:func:`tinyk.gguf.tokenizer_cache`), or None
+    without the weights."""
+    from tinyk.gguf import smollm2_path, tokenizer_cache
+
+    try:
+        return tokenizer_cache(smollm2_path())
+    except (FileNotFoundError, ImportError):  # no weights, or no transformers to build it with
+        return None
+
+
+def shared_read_only() -> list[tuple[Path, Path]]:
+    """``(grader's folder, where the sandbox sees it)`` of each file a kernel would otherwise
+    build again in its empty cache, bound read-only: SmolLM2's tokenizer (05.10), which
+    :func:`tinyk.gguf.load_tokenizer` builds from the GGUF file in seconds and reads from the
+    cache in a fraction of one. Only those the grader has (:func:`prepare_shared`)."""
+    kept = _smollm2_tokenizer()
+    if kept is None or not (kept / "tokenizer.json").is_file():
+        return []
+    # tokenizer_cache's place for a process whose HOME is the sandbox's, with no XDG_CACHE_HOME
+    return [(kept, _HOME / ".cache" / "tinyk" / "tokenizers" / kept.name)]
+
+
+def prepare_shared(modules: Sequence[str]) -> None:
+    """Before a run whose notebooks import ``modules``: SmolLM2's tokenizer in the grader's
+    cache when they may load it (they import ``tinyk.parts`` or ``tinyk.gguf``), built once
+    here instead of once in each student's kernel (:func:`shared_read_only`)."""
+    if not {"tinyk.parts", "tinyk.gguf"} & set(modules):
+        return
+    from tinyk.gguf import load_tokenizer, smollm2_path
+
+    try:
+        load_tokenizer(smollm2_path())
+    except (FileNotFoundError, ImportError):  # no weights: the kernels say so themselves
+        pass
+
+
 def sandbox_argv(scratch: Path, runtime: Path, threads: int = 1, also: Sequence[Path] = ()) -> list[str]:
     """The bubblewrap command line a kernel starts under (its own command follows it).
 
-    Read-only: the system folders, the Python installation and environment, the tinyk package.
+    Read-only: the system folders, the Python installation and environment, the tinyk package,
+    the grader's copies of what a kernel would build again (:func:`shared_read_only`).
     Writable: ``scratch`` (its working folder), ``runtime`` (its connection file and the Unix
     sockets of its channels), the folders ``also`` (the warm server's socket folder), a private
     /tmp. Every namespace unshared: no network (its own empty loopback), its own processes,
@@ -114,6 +154,8 @@ def sandbox_argv(scratch: Path, runtime: Path, threads: int = 1, also: Sequence[
         argv += ["--ro-bind", str(folder), str(folder)]
     for folder in (scratch, runtime, *also):
         argv += ["--bind", str(folder), str(folder)]
+    for source, target in shared_read_only():
+        argv += ["--ro-bind", str(source), str(target)]
     for name, value in sorted(_sandbox_env(threads).items()):
         argv += ["--setenv", name, value]
     return [*argv, "--chdir", str(scratch), "--"]

@@ -22,8 +22,8 @@ from tinyk.grading.assignment import prepare_course, released_notebooks
 from tinyk.grading.batch import Batch, start
 from tinyk.grading.chapter import ASSIGNMENT, Notebook
 from tinyk.grading.rules import Row, Status
-from tinyk.grading.runner import Limits, run_nbgrader
-from tinyk.grading.sandbox import Sandbox
+from tinyk.grading.runner import Limits, run_nbgrader, server_modules
+from tinyk.grading.sandbox import Sandbox, prepare_shared
 from tinyk.grading.student import run_student
 from tinyk.mistakes import by_id, mistakes_in
 from tinyk.roster import student_id, student_name
@@ -146,6 +146,8 @@ def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] |
     batch = start(submissions, notebooks, source, limits, sandbox)
     with tempfile.TemporaryDirectory(prefix="tinyk-feedback-") as tmp:
         courses = _prepare(Path(tmp), batch.notebooks)
+        if sandbox:
+            prepare_shared(server_modules(Path(tmp) / "course" / "release" / ASSIGNMENT))
         for entry in batch.entries:
             work = Path(tmp) / "students" / student_id(student_name(entry))
             _feedback_of(entry, batch, courses, work, out_dir, sandbox)
