@@ -494,6 +494,36 @@ def test_feedback_shows_points_and_outputs_but_no_hidden_test(assignment, tmp_pa
     assert "called from got = double(2)" in pages["spy"] and "the answer cell sees" in pages["spy"]
 
 
+def test_feedback_runs_students_at_once_and_one_failure_costs_no_other_its_feedback(assignment, tmp_path,
+                                                                                    monkeypatch, capsys):
+    """``feedback`` gives ``jobs`` students at once, as ``grade`` does (both are inside at the
+    same moment: a barrier of two, not a clock), and a student whose run fails in the grader
+    itself is named on stderr while the others get theirs."""
+    import threading
+
+    from tinyk.grading import student_feedback
+
+    _, notebooks, release = assignment
+    subs = tmp_path / "subs"
+    for name in ("amy", "bo", "cy"):
+        (subs / name).mkdir(parents=True)
+        (subs / name / "drill.ipynb").write_text(json.dumps(_answer(release, SOLUTION_A, SOLUTION_B)))
+    together, given = threading.Barrier(2, timeout=120), []
+
+    def fake(entry, batch, courses, work, out_dir, sandbox):
+        if entry.name in ("amy", "bo"):
+            together.wait()  # raises BrokenBarrierError unless both are in at once
+        if entry.name == "amy":
+            raise RuntimeError("the grader broke")
+        given.append(entry.name)
+
+    monkeypatch.setattr(student_feedback, "_feedback_of", fake)
+    grading.feedback(subs, tmp_path / "feedback", notebooks, jobs=2, sandbox=False)
+    assert sorted(given) == ["bo", "cy"]
+    said = capsys.readouterr().err
+    assert "amy: no feedback, the grader's run failed: RuntimeError: the grader broke" in said
+
+
 def test_feedback_runs_of_every_chapter_notebook_hold_no_hidden_test(tmp_path):
     """Feedback shows the run of the released notebook (the drill test above shows it end to
     end, a failing hidden test and a student printing the kernel's history included); here,

@@ -79,6 +79,7 @@ def parser() -> argparse.ArgumentParser:
     f = sub.add_parser("feedback", help="nbgrader's HTML feedback per student (Linux, in a sandbox)")
     f.add_argument("submissions", type=Path)
     f.add_argument("out_dir", type=Path)
+    f.add_argument("--jobs", type=int, default=None, help="students at once (default: one per core)")
     for p in (g, f):
         p.add_argument("--no-sandbox", action="store_true",
                        help="run student code WITHOUT the bubblewrap sandbox, with your rights (logged)")
@@ -139,7 +140,8 @@ def _similarity(args: argparse.Namespace) -> int:
 
 
 def _feedback(args: argparse.Namespace) -> int:
-    feedback(args.submissions, args.out_dir, args.notebook, source=args.source, sandbox=not args.no_sandbox)
+    feedback(args.submissions, args.out_dir, args.notebook, source=args.source, sandbox=not args.no_sandbox,
+             jobs=args.jobs, progress=True)
     return 0
 
 

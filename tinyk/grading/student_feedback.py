@@ -9,6 +9,8 @@ graded run, as :func:`tinyk.grading.grade` gives them.
 
 from __future__ import annotations
 
+import concurrent.futures
+import os
 import shutil
 import sys
 import tempfile
@@ -19,6 +21,7 @@ from typing import Any
 
 from tinyk.exercises import is_test, nbgrader
 from tinyk.grading.assignment import prepare_course, released_notebooks
+from tinyk.grading.ast_guard import one_parse_at_a_time
 from tinyk.grading.batch import Batch, start
 from tinyk.grading.chapter import ASSIGNMENT, Notebook
 from tinyk.grading.rules import Row, Status
@@ -130,10 +133,27 @@ def _feedback_of(entry: Path, batch: Batch, courses: _Courses, work: Path, out_d
         shutil.copytree(produced, out_dir / sid, dirs_exist_ok=True)
 
 
+def _one_student(entry: Path, batch: Batch, courses: _Courses, tmp: Path, out_dir: Path,
+                 sandbox: bool) -> None:
+    """:func:`_feedback_of` one student in a folder of their own, removed after; a failure of
+    the grader's own run is said (on stderr) and costs no other student their feedback."""
+    sid = student_id(student_name(entry))
+    work = tmp / "students" / sid
+    try:
+        _feedback_of(entry, batch, courses, work, out_dir, sandbox)
+    except Exception as err:  # one broken run never stops the others
+        why = f"{type(err).__name__}: {err}"[:200]
+        print(f"{sid}: no feedback, the grader's run failed: {why}", file=sys.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] | None = None, *,
-             source: Path | None = None, limits: Limits | None = None, sandbox: bool = True) -> None:
+             source: Path | None = None, limits: Limits | None = None, sandbox: bool = True,
+             jobs: int | None = None, progress: bool = False) -> None:
     """nbgrader's HTML feedback for every student, written under ``out_dir/<student id>/``,
-    with no hidden test in it.
+    with no hidden test in it; ``jobs`` students at once (default: one per core), as
+    :func:`~tinyk.grading.grade` grades them, with a progress bar on stderr with ``progress``.
 
     Each submission runs in a course made from the released notebooks, whose test cells
     hold only the visible tests: the feedback shows this run, its cells and the student's
@@ -148,7 +168,19 @@ def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] |
         courses = _prepare(Path(tmp), batch.notebooks)
         if sandbox:
             prepare_shared(server_modules(Path(tmp) / "course" / "release" / ASSIGNMENT))
-        for entry in batch.entries:
-            work = Path(tmp) / "students" / student_id(student_name(entry))
-            _feedback_of(entry, batch, courses, work, out_dir, sandbox)
-            shutil.rmtree(work, ignore_errors=True)
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(batch.entries), desc="feedback", unit="student")
+        # the threads parse Python one tree at a time, as grade's do (tinyk.grading.ast_guard)
+        workers = jobs or os.cpu_count() or 2
+        with one_parse_at_a_time(), concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            for future in concurrent.futures.as_completed(
+                    [pool.submit(_one_student, entry, batch, courses, Path(tmp), out_dir, sandbox)
+                     for entry in batch.entries]):
+                future.result()
+                if bar is not None:
+                    bar.update(1)
+        if bar is not None:
+            bar.close()
