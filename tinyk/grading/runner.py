@@ -178,12 +178,12 @@ def server_modules(release: Path | None) -> list[str]:
 
 @contextmanager
 def warm_server(sandbox: Sandbox | None, limits: Limits, release: Path | None = None) -> Iterator[None]:
-    """The student's warm server (:mod:`tinyk.warm_kernel`) running in their sandbox, within the
-    same memory limit as their kernels, having imported what the notebooks in ``release`` (the
-    released ones, never a student's) import where they run when graded (:func:`server_modules`),
-    for the time of the block; then it is ended, with
-    everything it started. A server that cannot serve warm kernels says why (once a run, on
-    stderr), and the kernelspec's launcher starts cold ones."""
+    """The student's warm server (:mod:`tinyk.warm_kernel`) running in their sandbox for the
+    time of the block, within the same memory limit as their kernels, having imported what the
+    notebooks in ``release`` (the released ones, never a student's) import where they run when
+    graded (:func:`server_modules`); then it is ended, with everything it started. A server
+    that cannot serve warm kernels says why (once a run, on stderr), and the kernelspec's
+    launcher starts cold ones."""
     if sandbox is None or sandbox.warm is None:
         yield
         return

@@ -4,8 +4,8 @@ Read-only: the system folders, the Python installation and environment, the tiny
 the grader's copy of SmolLM2's tokenizer (:func:`shared_read_only`). Writable: the kernel's
 scratch folder, its runtime folder (connection file and the Unix sockets of its channels), a
 private /tmp. Every namespace unshared: no network, its own processes, which all end when
-the kernel ends. The course copy, the gradebook and the hidden
-tests are out of its sight. Linux only.
+the kernel ends. The course copy, the gradebook and the hidden tests are out of its sight.
+Linux only.
 """
 
 from __future__ import annotations
