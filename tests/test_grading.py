@@ -518,7 +518,7 @@ def test_feedback_runs_students_at_once_and_one_failure_costs_no_other_its_feedb
         given.append(entry.name)
 
     monkeypatch.setattr(student_feedback, "_feedback_of", fake)
-    grading.feedback(subs, tmp_path / "feedback", notebooks, jobs=2, sandbox=False)
+    assert grading.feedback(subs, tmp_path / "feedback", notebooks, jobs=2, sandbox=False) == ["amy"]
     assert sorted(given) == ["bo", "cy"]
     said = capsys.readouterr().err
     assert "amy: no feedback, the grader's run failed: RuntimeError: the grader broke" in said

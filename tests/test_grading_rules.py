@@ -271,6 +271,15 @@ def test_threads_must_be_positive(capsys):
     assert "--threads must be 1 or more, got 0" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", [["grade", "subs", "--out", "x.csv"], ["feedback", "subs", "out"]])
+@pytest.mark.parametrize("jobs", ["0", "-2", "two"])
+def test_jobs_must_be_a_positive_whole_number(command, jobs, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        grading.main(["--source", str(ROOT / "notebooks"), *command, "--jobs", jobs])
+    assert stopped.value.code == 2
+    assert f"--jobs: must be a whole number of students, 1 or more, got {jobs!r}" in capsys.readouterr().err
+
+
 def test_the_total_limit_grows_with_the_notebooks_submitted():
     limits = grading.Limits(cell_timeout=60, total_timeout=300)
     assert [runner.total_limit(limits, n) for n in (0, 1, 9)] == [300, 300, 2700]

@@ -205,9 +205,10 @@ def test_the_sandbox_is_read_only_outside_its_folders(tmp_path):
             .replace("CHECKOUT", repr(str(ROOT))).replace("PORT", str(server.getsockname()[1])))
     folders = ("/usr", "/etc", sysconfig.get_paths()["purelib"], sys.base_prefix, Path(tinyk.__file__).parent)
     probes = [Path(folder) / "tinyk-sandbox-probe" for folder in folders]
+    argv = sandbox_argv(scratch, runtime)
     try:
-        done = subprocess.run([*sandbox_argv(scratch, runtime), sys.executable, "-c", code],
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run([*argv, sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=600)
     finally:
         server.close()
         host_only.unlink()
@@ -226,8 +227,9 @@ def test_the_sandbox_is_read_only_outside_its_folders(tmp_path):
     assert result["checkout"] == sorted(["tinyk", *inside])
     # not the host's /tmp: only the way down to its own two folders, and to the package and
     # the Python environment when they live under /tmp
+    shared = [Path(argv[i + 2]) for i, arg in enumerate(argv) if arg == "--ro-bind-try"]  # grader's copies
     bound = (scratch, runtime, Path(tinyk.__file__).resolve().parent, Path(sys.prefix), Path(sys.base_prefix),
-             *(target for _, target in shared_read_only()))  # /tmp/.cache, where the grader keeps a tokenizer
+             *shared)
     assert result["tmp"] == sorted({p.relative_to("/tmp").parts[0] for p in bound
                                     if p.is_relative_to("/tmp")})
     assert host_only.name not in result["tmp"]
@@ -282,3 +284,27 @@ def test_a_kernel_reads_smollm2s_tokenizer_from_the_graders_copy_and_cannot_chan
     assert result["planted"] in ("OSError", "PermissionError")
     assert {p.name: p.read_bytes() for p in kept.iterdir()} == before
     assert shared_read_only() == [(kept, Path(result["kept"]))]
+
+
+def test_a_shared_copy_is_bound_only_as_a_plain_folder_of_the_graders(tmp_path, monkeypatch):
+    """The grader's tokenizer is bound into every sandbox only as a real folder of regular
+    files owned by the grader: a symbolic link (to the course folder, say), at the folder or
+    inside it, would make the bind show what it points to."""
+    from tests.optional import smollm2_file
+    from tinyk.gguf import tokenizer_cache
+
+    smollm2_file()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    kept = tokenizer_cache(smollm2_file())
+    elsewhere = tmp_path / "course"
+    elsewhere.mkdir()
+    (elsewhere / "tokenizer.json").write_text("{}")
+    kept.parent.mkdir(parents=True)
+    kept.symlink_to(elsewhere)
+    assert shared_read_only() == []
+    kept.unlink()
+    kept.mkdir()
+    (kept / "tokenizer.json").write_text("{}")
+    assert shared_read_only() == [(kept, Path("/tmp/.cache/tinyk/tokenizers") / kept.name)]
+    (kept / "gradebook.db").symlink_to(elsewhere / "tokenizer.json")
+    assert shared_read_only() == []

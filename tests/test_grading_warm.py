@@ -79,7 +79,7 @@ for path in SHARED:
     except OSError:
         pass
 if 'IPython' in sys.modules:  # in the kernel (the verdict runs answers again without IPython)
-    assert SERVER and SHARED and not REACHED, (SERVER, SHARED, REACHED)
+    assert SERVER and len(SHARED) == SHARED_BY_THE_GRADER and not REACHED, (SERVER, SHARED, REACHED)
 """ + SOLUTION_A
 
 CHECK = f"""
@@ -126,14 +126,16 @@ def _importing(nb: dict) -> dict:
 @pytest.fixture(scope="session")
 def warm_course(tmp_path_factory):
     """Two notebooks and two students: one whose first notebook attacks, one honest. The
-    grader has SmolLM2's tokenizer to share (read-only) with the kernels, as for 05.10."""
-    from tests.optional import smollm2_file
-    from tinyk.gguf import tokenizer_cache
-    from tinyk.grading.sandbox import prepare_shared
+    grader shares SmolLM2's tokenizer (read-only) with the kernels, as for 05.10, where the
+    weights are installed."""
+    from tinyk.grading.sandbox import prepare_shared, shared_read_only
 
     prepare_shared(["tinyk.parts"])
+    shared = shared_read_only()
     base = tmp_path_factory.mktemp("warm")
-    shutil.copytree(tokenizer_cache(smollm2_file()), base / "tokenizer-before")  # to compare after the run
+    for index, (folder, _) in enumerate(shared):  # to compare after the run
+        shutil.copytree(folder, base / "shared-before" / str(index))
+    (base / "shared.json").write_text(json.dumps([str(folder) for folder, _ in shared]))
     source = base / "source"
     source.mkdir()
     (source / "n1_first.ipynb").write_text(json.dumps(_importing(_drill())))
@@ -143,6 +145,7 @@ def warm_course(tmp_path_factory):
     subs = base / "submissions"
     for student, attack in [("attacker", ATTACK), ("alone", SOLUTION_A)]:
         (subs / student).mkdir(parents=True)
+        attack = attack.replace("SHARED_BY_THE_GRADER", str(len(shared)))
         (subs / student / "n1_first.ipynb").write_text(json.dumps(_answer(first, attack, SOLUTION_B)))
         (subs / student / "n2_second.ipynb").write_text(json.dumps(_second(_answer(_second(second, back=True),
                                                                                      CHECK, SOLUTION_B))))
@@ -183,11 +186,11 @@ def test_a_notebook_after_an_attack_starts_as_clean_as_alone(warm_course, warm_r
     assert {k[1:]: v for k, v in rows.items() if k[0] == "attacker"} == \
         {k[1:]: v for k, v in rows.items() if k[0] == "alone"}
     assert json.loads((warm_course[0] / "left").read_text()) == []  # nothing left running
-    from tinyk.gguf import smollm2_path, tokenizer_cache
-
-    kept, before = tokenizer_cache(smollm2_path()), warm_course[0] / "tokenizer-before"
-    assert sorted(p.name for p in kept.iterdir()) == sorted(p.name for p in before.iterdir())
-    assert all((kept / p.name).read_bytes() == p.read_bytes() for p in before.iterdir())
+    shared = [Path(folder) for folder in json.loads((warm_course[0] / "shared.json").read_text())]
+    after = [{p.name: p.read_bytes() for p in folder.iterdir()} for folder in shared]
+    before = [{p.name: p.read_bytes() for p in (warm_course[0] / "shared-before" / str(i)).iterdir()}
+              for i in range(len(shared))]
+    assert after == before  # the grader's shared copies, unchanged by the attack
 
 
 def test_without_a_warm_server_kernels_start_cold_and_it_is_said(warm_course, warm_run, monkeypatch):

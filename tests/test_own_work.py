@@ -175,6 +175,6 @@ def test_importing_gguf_inside_a_part_is_not_a_borrowed_call():
               "    return np.frombuffer(block, dtype=np.uint8).astype(np.float32)\n"
               "assert 'gguf' not in __import__('sys').modules\n"
               "print(run_own('dequantize_q4_1', part, bytes(20)).shape)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "(20,)"

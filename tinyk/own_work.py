@@ -9,7 +9,7 @@ import, an alias, ``getattr``, a copied function object, ``importlib``):
   the code object that runs (a call trace, ``sys.settrace``);
 - **Hugging Face's implementation**: any Python function of the ``transformers`` package;
 - **the gguf package's dequantisation** (05.10): any function of ``gguf.quants`` but its
-  dunder methods (which run when the module is imported);
+  dunder methods (``__init_subclass__`` runs when the module is imported);
 - **PyTorch's fused versions of a part**: ``scaled_dot_product_attention``, ``rms_norm``,
   ``nn.RMSNorm``, ``multi_head_attention_forward`` and their ATen operators, seen by a
   :class:`~torch.overrides.TorchFunctionMode` (which sees ``torch.ops`` calls too).
@@ -76,13 +76,16 @@ def _library_roots() -> tuple[str, ...]:
         spec = None
     if spec is None or not spec.submodule_search_locations:
         return ()
-    root = Path(next(iter(spec.submodule_search_locations))).resolve()
-    return tuple(f"{root / name}" for name in ("models/", "modeling_", "activations.py", "pytorch_utils.py"))
+    root = Path(next(iter(spec.submodule_search_locations)))
+    # as the import system names the files, and with symbolic links resolved
+    return tuple(f"{folder / name}" for folder in dict.fromkeys([root, root.resolve()])
+                 for name in ("models/", "modeling_", "activations.py", "pytorch_utils.py"))
 
 
 @functools.cache
-def _gguf_quants() -> str | None:
-    """The file of ``gguf.quants`` (the gguf package's dequantisation), found without importing it."""
+def _gguf_quants() -> frozenset[str]:
+    """The file of ``gguf.quants`` (the gguf package's dequantisation), found without importing
+    it: as the import system names it and with symbolic links resolved."""
     import importlib.util
 
     try:
@@ -90,8 +93,9 @@ def _gguf_quants() -> str | None:
     except (ImportError, ValueError):  # pragma: no cover: a broken install
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        return None
-    return str(Path(next(iter(spec.submodule_search_locations))).resolve() / "quants.py")
+        return frozenset()
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    return frozenset({str(folder / "quants.py"), str(folder.resolve() / "quants.py")})
 
 
 # Why a call is not the learner's own: said in the learner's language when it is raised, never
@@ -113,6 +117,10 @@ class BorrowedCall(AssertionError):
                           "operations (matmul, softmax, ...)", call=call, why=say(why))
         super().__init__(f"{part}: {self.detail}")
         self.part, self.call = part, call
+
+
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
 
 
 class _Watch:
@@ -145,7 +153,7 @@ class _Watch:
                 self.flag(f"tinyk.{module}.{name}", _OWN)
             elif filename.startswith(self.libraries):
                 self.flag(f"transformers ({code.co_name})", _HUGGING_FACE)
-            elif filename == self.gguf and not code.co_name.startswith("__"):
+            elif filename in self.gguf and not _dunder(code.co_name):
                 self.flag("gguf.quants", _GGUF)  # one name for it and the functions it calls
         return None  # no line events for this frame
 

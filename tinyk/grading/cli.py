@@ -19,11 +19,18 @@ from tinyk.grading.student_feedback import feedback
 __all__ = ["main", "parser"]
 
 
+def _jobs(text: str) -> int:
+    """``--jobs``: a whole number of students at once, 1 or more."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of students, 1 or more, got {text!r}")
+    return int(text)
+
+
 def _add_grade(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     g = sub.add_parser("grade", help="autograde submissions into a CSV gradebook (Linux, in a sandbox)")
     g.add_argument("submissions", type=Path)
     g.add_argument("--out", type=Path, required=True)
-    g.add_argument("--jobs", type=int, default=None, help="students graded at once (default: cores)")
+    g.add_argument("--jobs", type=_jobs, default=None, help="students graded at once (default: cores)")
     g.add_argument("--cell-timeout", type=int, default=Limits.cell_timeout)
     g.add_argument("--total-timeout", type=int, default=Limits.total_timeout,
                    help="seconds per notebook, summed over a student's notebooks")
@@ -79,7 +86,7 @@ def parser() -> argparse.ArgumentParser:
     f = sub.add_parser("feedback", help="nbgrader's HTML feedback per student (Linux, in a sandbox)")
     f.add_argument("submissions", type=Path)
     f.add_argument("out_dir", type=Path)
-    f.add_argument("--jobs", type=int, default=None, help="students at once (default: one per core)")
+    f.add_argument("--jobs", type=_jobs, default=None, help="students at once (default: one per core)")
     for p in (g, f):
         p.add_argument("--no-sandbox", action="store_true",
                        help="run student code WITHOUT the bubblewrap sandbox, with your rights (logged)")
@@ -140,9 +147,12 @@ def _similarity(args: argparse.Namespace) -> int:
 
 
 def _feedback(args: argparse.Namespace) -> int:
-    feedback(args.submissions, args.out_dir, args.notebook, source=args.source, sandbox=not args.no_sandbox,
-             jobs=args.jobs, progress=True)
-    return 0
+    failed = feedback(args.submissions, args.out_dir, args.notebook, source=args.source,
+                      sandbox=not args.no_sandbox, jobs=args.jobs, progress=True)
+    if failed:
+        print(f"{len(failed)} student(s) got no feedback because the grader's run failed: "
+              f"{', '.join(failed)} (each said why above)", file=sys.stderr)
+    return 1 if failed else 0
 
 
 _COMMANDS = {"validate": _validate, "release": _release, "grade": _grade, "merge": _merge,

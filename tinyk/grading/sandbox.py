@@ -36,7 +36,8 @@ _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 # of the release's tests and of the mistakes' words, whatever language a notebook's setup cell
 # asks for (it sets only an unset one); MPLBACKEND=agg: pyplot shows nothing.
 KERNEL_ENV = {GRADING: "1", LANGUAGE: "en", "MPLBACKEND": "agg"}
-_HOME = Path("/tmp")  # the sandboxed process's home: its caches start empty, in its private /tmp
+_HOME = Path("/tmp")  # the sandboxed process's home: its caches, in its private /tmp, start empty
+# but for the grader's read-only copies (shared_read_only)
 
 
 def require_linux() -> None:
@@ -107,13 +108,25 @@ def _smollm2_tokenizer() -> Path | None:
         return None
 
 
+def _plain_folder(folder: Path) -> bool:
+    """Whether ``folder`` is a real folder of this user's holding only regular files (no
+    symbolic link, which the bind would follow on the grader's side)."""
+    try:
+        if folder.is_symlink() or not folder.is_dir() or folder.stat().st_uid != os.getuid():
+            return False
+        return all(p.is_file() and not p.is_symlink() for p in folder.iterdir())
+    except OSError:
+        return False
+
+
 def shared_read_only() -> list[tuple[Path, Path]]:
-    """``(grader's folder, where the sandbox sees it)`` of each file a kernel would otherwise
+    """``(grader's folder, where the sandbox sees it)`` of each folder a kernel would otherwise
     build again in its empty cache, bound read-only: SmolLM2's tokenizer (05.10), which
     :func:`tinyk.gguf.load_tokenizer` builds from the GGUF file in seconds and reads from the
-    cache in a fraction of one. Only those the grader has (:func:`prepare_shared`)."""
+    cache in a fraction of one. Only those the grader has (:func:`prepare_shared`), as plain
+    folders of regular files."""
     kept = _smollm2_tokenizer()
-    if kept is None or not (kept / "tokenizer.json").is_file():
+    if kept is None or not (kept / "tokenizer.json").is_file() or not _plain_folder(kept):
         return []
     # tokenizer_cache's place for a process whose HOME is the sandbox's, with no XDG_CACHE_HOME
     return [(kept, _HOME / ".cache" / "tinyk" / "tokenizers" / kept.name)]
@@ -123,7 +136,7 @@ def prepare_shared(modules: Sequence[str]) -> None:
     """Before a run whose notebooks import ``modules``: SmolLM2's tokenizer in the grader's
     cache when they may load it (they import ``tinyk.parts`` or ``tinyk.gguf``), built once
     here instead of once in each student's kernel (:func:`shared_read_only`)."""
-    if not {"tinyk.parts", "tinyk.gguf"} & set(modules):
+    if not {"tinyk.parts", "tinyk.gguf"} & set(modules) or shared_read_only():
         return
     from tinyk.gguf import load_tokenizer, smollm2_path
 
@@ -131,6 +144,9 @@ def prepare_shared(modules: Sequence[str]) -> None:
         load_tokenizer(smollm2_path())
     except (FileNotFoundError, ImportError):  # no weights: the kernels say so themselves
         pass
+    except Exception as err:  # only a speed-up: the kernels build their own, as without it
+        print(f"SmolLM2's tokenizer could not be prepared for the kernels ({type(err).__name__}: "
+              f"{str(err)[:200]}): each kernel that loads it builds it again", file=sys.stderr)
 
 
 def sandbox_argv(scratch: Path, runtime: Path, threads: int = 1, also: Sequence[Path] = ()) -> list[str]:
@@ -154,8 +170,8 @@ def sandbox_argv(scratch: Path, runtime: Path, threads: int = 1, also: Sequence[
         argv += ["--ro-bind", str(folder), str(folder)]
     for folder in (scratch, runtime, *also):
         argv += ["--bind", str(folder), str(folder)]
-    for source, target in shared_read_only():
-        argv += ["--ro-bind", str(source), str(target)]
+    for source, target in shared_read_only():  # -try: gone meanwhile, the kernel builds its own
+        argv += ["--ro-bind-try", str(source), str(target)]
     for name, value in sorted(_sandbox_env(threads).items()):
         argv += ["--setenv", name, value]
     return [*argv, "--chdir", str(scratch), "--"]

@@ -134,26 +134,30 @@ def _feedback_of(entry: Path, batch: Batch, courses: _Courses, work: Path, out_d
 
 
 def _one_student(entry: Path, batch: Batch, courses: _Courses, tmp: Path, out_dir: Path,
-                 sandbox: bool) -> None:
+                 sandbox: bool) -> str | None:
     """:func:`_feedback_of` one student in a folder of their own, removed after; a failure of
-    the grader's own run is said (on stderr) and costs no other student their feedback."""
+    the grader's own run is said (on stderr) and costs no other student their feedback.
+    Returns the student's id when it failed so."""
     sid = student_id(student_name(entry))
     work = tmp / "students" / sid
     try:
         _feedback_of(entry, batch, courses, work, out_dir, sandbox)
+        return None
     except Exception as err:  # one broken run never stops the others
         why = f"{type(err).__name__}: {err}"[:200]
         print(f"{sid}: no feedback, the grader's run failed: {why}", file=sys.stderr)
+        return sid
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] | None = None, *,
              source: Path | None = None, limits: Limits | None = None, sandbox: bool = True,
-             jobs: int | None = None, progress: bool = False) -> None:
+             jobs: int | None = None, progress: bool = False) -> list[str]:
     """nbgrader's HTML feedback for every student, written under ``out_dir/<student id>/``,
     with no hidden test in it; ``jobs`` students at once (default: one per core), as
     :func:`~tinyk.grading.grade` grades them, with a progress bar on stderr with ``progress``.
+    Returns the ids of the students whose run failed in the grader itself (sorted).
 
     Each submission runs in a course made from the released notebooks, whose test cells
     hold only the visible tests: the feedback shows this run, its cells and the student's
@@ -174,13 +178,14 @@ def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] |
 
             bar = tqdm(total=len(batch.entries), desc="feedback", unit="student")
         # the threads parse Python one tree at a time, as grade's do (tinyk.grading.ast_guard)
-        workers = jobs or os.cpu_count() or 2
+        workers, failed = jobs or os.cpu_count() or 2, []
         with one_parse_at_a_time(), concurrent.futures.ThreadPoolExecutor(workers) as pool:
             for future in concurrent.futures.as_completed(
                     [pool.submit(_one_student, entry, batch, courses, Path(tmp), out_dir, sandbox)
                      for entry in batch.entries]):
-                future.result()
+                failed += [sid] if (sid := future.result()) else []
                 if bar is not None:
                     bar.update(1)
         if bar is not None:
             bar.close()
+    return sorted(failed)
