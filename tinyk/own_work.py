@@ -64,38 +64,33 @@ _FUSED_API: dict[object, str] = {
 _FUSED_NAMES = ("scaled_dot_product", "rms_norm", "multi_head_attention")
 
 
-@functools.cache
-def _library_roots() -> tuple[str, ...]:
-    """Where Hugging Face's model code lives (its import machinery elsewhere is not a part).
-    Found without importing ``transformers``, which takes seconds in a fresh kernel."""
+def _package_folders(name: str) -> list[Path]:
+    """The folder of the installed package ``name``, as the import system names its files and
+    with symbolic links resolved (one entry when they agree; none without the package). Found
+    without importing it, which takes seconds in a fresh kernel for ``transformers``."""
     import importlib.util
 
     try:
-        spec = importlib.util.find_spec("transformers")
+        spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):  # pragma: no cover: a broken install
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        return ()
+        return []
     root = Path(next(iter(spec.submodule_search_locations)))
-    # as the import system names the files, and with symbolic links resolved
-    return tuple(f"{folder / name}" for folder in dict.fromkeys([root, root.resolve()])
+    return list(dict.fromkeys([root, root.resolve()]))
+
+
+@functools.cache
+def _library_roots() -> tuple[str, ...]:
+    """Where Hugging Face's model code lives (its import machinery elsewhere is not a part)."""
+    return tuple(f"{folder / name}" for folder in _package_folders("transformers")
                  for name in ("models/", "modeling_", "activations.py", "pytorch_utils.py"))
 
 
 @functools.cache
 def _gguf_quants() -> frozenset[str]:
-    """The file of ``gguf.quants`` (the gguf package's dequantisation), found without importing
-    it: as the import system names it and with symbolic links resolved."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("gguf")
-    except (ImportError, ValueError):  # pragma: no cover: a broken install
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
-        return frozenset()
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    return frozenset({str(folder / "quants.py"), str(folder.resolve() / "quants.py")})
+    """The file of ``gguf.quants`` (the gguf package's dequantisation)."""
+    return frozenset(str(folder / "quants.py") for folder in _package_folders("gguf"))
 
 
 # Why a call is not the learner's own: said in the learner's language when it is raised, never

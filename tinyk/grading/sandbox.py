@@ -128,8 +128,10 @@ def shared_read_only() -> list[tuple[Path, Path]]:
     kept = _smollm2_tokenizer()
     if kept is None or not (kept / "tokenizer.json").is_file() or not _plain_folder(kept):
         return []
+    from tinyk.gguf import TOKENIZERS
+
     # tokenizer_cache's place for a process whose HOME is the sandbox's, with no XDG_CACHE_HOME
-    return [(kept, _HOME / ".cache" / "tinyk" / "tokenizers" / kept.name)]
+    return [(kept, _HOME / ".cache" / TOKENIZERS / kept.name)]
 
 
 def prepare_shared(modules: Sequence[str]) -> None:
