@@ -42,7 +42,7 @@ def test_notebook_stage_fails_on_a_failing_cell(tmp_path):
     with pytest.raises(pytest.fail.Exception, match="deliberately failing cell"):
         execute_and_cache(tmp_path / "scratch.ipynb", tmp_path / "cache", tmp_path / "run")
     _notebook(tmp_path / "fine.ipynb", ["x = 1"])
-    assert execute_and_cache(tmp_path / "fine.ipynb", tmp_path / "cache", tmp_path / "run") > 0
+    assert execute_and_cache(tmp_path / "fine.ipynb", tmp_path / "cache", tmp_path / "run")[0] > 0
 
 
 def _scratch_book(tmp_path: Path, sources: list[str], tags: list[str] | None = None

