@@ -18,8 +18,9 @@ and process namespace and forks the namespace's first process; that one mounts a
 /tmp and /dev/shm over the sandbox's (and makes /dev read-only), hides this socket's folder
 behind an empty read-only one, binds the sandbox's folders inside /tmp back (scratch,
 runtime, and the Python environment when it lives there), and forks the kernel: no
-capabilities (none to gain by running a program either), ``random``, numpy and torch seeded
-anew as in a new process, ipykernel's app started on the connection file. The kernel's code
+capabilities (none to gain by running a program either), ``random`` seeded anew as in a new
+process (numpy and torch too, when this process imported them; else the notebook's own
+import starts them fresh), ipykernel's app started on the connection file. The kernel's code
 starts with the modules imported and nothing else of an earlier notebook's: whatever it
 patches, writes to /tmp or /dev/shm or leaves running dies with its namespace, and this
 process is outside its namespace (it cannot name it, signal it or trace it). The monitor
@@ -180,12 +181,13 @@ def _kernel(connection_file: str, scratch: Path) -> None:
     """The kernel: a notebook's process, from here on as a fresh one would be."""
     os.chdir(scratch)
     drop_capabilities()
-    import numpy
-    import torch
-
     random.seed()
-    numpy.random.seed()
-    torch.seed()
+    # Seeded anew only if the server imported them: otherwise the notebook's own import, here,
+    # starts them as in a new process (importing torch only to seed it took a second a kernel).
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed()
+    if "torch" in sys.modules:
+        sys.modules["torch"].seed()
     from ipykernel import kernelapp
 
     sys.argv = [str(Path(kernelapp.__file__).with_name("__main__.py")), "-f", connection_file]
