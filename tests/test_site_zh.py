@@ -290,7 +290,8 @@ def test_a_chinese_chapter_page_in_a_real_browser(page, site_url, path):  # noqa
     assert page.locator("mjx-container").count() >= page.locator("div.math, span.math").count() > 0
     shots = SHOTS.parent / "zh"
     shots.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(shots / (path.split("/")[-1].replace(".html", ".png"))), full_page=True)
+    shot = shots / path.split("/")[-1].replace(".html", ".jpg")
+    page.screenshot(path=str(shot), full_page=True, type="jpeg", quality=80)  # as test_browser's
 
     toggles = page.locator("details.hide.above-input")
     labels = [toggles.nth(i).locator("summary").inner_text() for i in range(toggles.count())]
