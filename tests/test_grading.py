@@ -404,6 +404,30 @@ def test_shards_merge_into_the_csv_of_a_single_run(batch, monkeypatch):
     assert (base / "merged.csv").read_text() == single
 
 
+def test_a_prepared_course_is_stamped_with_nbgraders_own_schema_version(tmp_path):
+    """The grader stamps a course's new gradebook itself: with the version nbgrader's first
+    ``Gradebook`` would ask ``alembic heads`` for (asked here as it asks), and nbgrader's
+    tables added to it."""
+    import sqlite3
+    import sys
+
+    from nbgrader.dbutil import write_alembic_ini
+
+    from tinyk.grading.assignment import prepare_course
+    from tinyk.grading.chapter import chapter_notebooks
+
+    write_alembic_ini(str(tmp_path / "alembic.ini"), "sqlite:///unused.db")
+    heads = subprocess.run([sys.executable, "-m", "alembic", "-c", str(tmp_path / "alembic.ini"), "heads"],
+                           capture_output=True, text=True, check=True).stdout
+    (tmp_path / "drill.ipynb").write_text(json.dumps(_drill()))
+    prepare_course(chapter_notebooks([tmp_path / "drill.ipynb"], None), tmp_path / "course")
+    with sqlite3.connect(tmp_path / "course" / "gradebook.db") as db:
+        stamped = db.execute("SELECT version_num FROM alembic_version").fetchall()
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert stamped == [(heads.split()[0],)], (stamped, heads)
+    assert {"assignment", "notebook", "grade_cells", "solution_cells", "student"} <= tables
+
+
 def test_metadata_validation_finds_each_problem(tmp_path):
     nb = _drill()
     nb["cells"][2]["metadata"]["nbgrader"].pop("points")

@@ -7,8 +7,12 @@ from an nbgrader course that grading prepares the same way (:func:`prepare_cours
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import importlib.util
 import json
 import shutil
+import sqlite3
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -97,12 +101,38 @@ def validate(paths: list[Path], run: bool = True, timeout: int = 300) -> list[st
     return problems
 
 
+@functools.cache
+def _schema_version() -> str | None:
+    """The gradebook schema version of the installed nbgrader: the head of its alembic
+    migrations (None if they have more than one head)."""
+    from alembic.script import ScriptDirectory
+
+    spec = importlib.util.find_spec("nbgrader")
+    if spec is None or spec.origin is None:
+        return None
+    heads = ScriptDirectory(str(Path(spec.origin).parent / "alembic")).get_heads()
+    return heads[0] if len(heads) == 1 else None
+
+
+def _new_gradebook(path: Path) -> None:
+    """An empty gradebook at ``path``, stamped with nbgrader's schema version as nbgrader's
+    first ``Gradebook`` stamps a new one; nbgrader then adds its tables. nbgrader itself asks
+    ``alembic heads`` in a new process for the version (1.3 s of every run's preparation)."""
+    version = _schema_version()
+    if version is None:
+        return  # nbgrader stamps it
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+        db.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (version,))
+
+
 def prepare_course(notebooks: list[Notebook], root: Path) -> None:
     """An nbgrader course at ``root`` with the chapter notebooks as one assignment, released once."""
     source = root / "source" / ASSIGNMENT
     source.mkdir(parents=True)
     for nb in notebooks:
         shutil.copy(nb.path, source / f"{nb.name}.ipynb")
+    _new_gradebook(root / "gradebook.db")
     run = run_nbgrader(["generate_assignment", ASSIGNMENT, "--force"], root)
     if run.returncode != 0:
         raise RuntimeError(f"nbgrader generate_assignment failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
