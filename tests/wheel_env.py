@@ -46,6 +46,7 @@ SHARED = ("torch", "sympy", "networkx", "mpmath", "transformers", "tokenizers", 
 
 @dataclass(frozen=True)
 class WheelEnv:
+    folder: Path  # everything of it: the environment, the shared packages' links, the kernel spec
     python: Path  # the environment's interpreter
     jupyter: Path  # a JUPYTER_PATH folder holding the kernel spec KERNEL
 
@@ -152,4 +153,4 @@ def environment() -> WheelEnv:
             folder.mkdir()
             _install(files, folder)
             (folder / "ready").touch()
-    return WheelEnv(folder / "venv" / "bin" / "python", folder / "jupyter")
+    return WheelEnv(folder, folder / "venv" / "bin" / "python", folder / "jupyter")
