@@ -60,7 +60,9 @@ CHEATS = {
                      .repeat_kv(x.transpose(1, 2), n), (X, 2), "transformers (repeat_kv)"),
     "gguf": (lambda block: importlib.import_module("gguf").quants.dequantize(
         np.frombuffer(block, dtype=np.uint8), importlib.import_module("gguf").GGMLQuantizationType.Q4_1),
-             (bytes(20),), "gguf.quants"),
+             (bytes(20),), "gguf.quants.dequantize"),
+    "gguf's class": (lambda block: importlib.import_module("gguf").quants.Q4_1.dequantize(
+        np.frombuffer(block, dtype=np.uint8)), (bytes(20),), "gguf.quants.Q4_1.dequantize"),
 }
 
 
@@ -70,6 +72,11 @@ def test_a_borrowed_call_is_caught_whatever_the_route(route):
     with pytest.raises(BorrowedCall, match="not allowed here") as caught:
         run_own("the part", cheat, *args)
     assert call in caught.value.call and str(caught.value).startswith("the part: calls ")
+    # the function the part called, not one that function calls in turn
+    assert caught.value.call == call or not call.startswith("gguf"), caught.value.call
+    # what to write it with instead: the dequantisation is NumPy's bit work, the rest torch's
+    advice = "NumPy or plain torch" if call.startswith("gguf") else "plain torch operations (matmul"
+    assert advice in str(caught.value), str(caught.value)
 
 
 def test_switching_the_watch_off_is_tampering():

@@ -9,7 +9,8 @@ import, an alias, ``getattr``, a copied function object, ``importlib``):
   the code object that runs (a call trace, ``sys.settrace``);
 - **Hugging Face's implementation**: any Python function of the ``transformers`` package;
 - **the gguf package's dequantisation** (05.10): any function of ``gguf.quants`` but its
-  dunder methods (``__init_subclass__`` runs when the module is imported);
+  dunder methods (``__init_subclass__`` runs when the module is imported), named as the
+  function called from outside that module (``gguf.quants.dequantize``);
 - **PyTorch's fused versions of a part**: ``scaled_dot_product_attention``, ``rms_norm``,
   ``nn.RMSNorm``, ``multi_head_attention_forward`` and their ATen operators, seen by a
   :class:`~torch.overrides.TorchFunctionMode` (which sees ``torch.ops`` calls too).
@@ -101,6 +102,9 @@ _GGUF = noted("it is the gguf package's implementation")
 _FUSED = noted("it is PyTorch's fused version of the part")
 _ASKED = noted("this exercise asks you to write it yourself")
 _SWITCHED_OFF = noted("the part switched off the check of its own calls")
+# What to write instead: the dequantisation (05.10) is bit work on bytes, in NumPy or torch.
+_PLAIN_TORCH = noted("Write it with plain torch operations (matmul, softmax, ...)")
+_ADVICE = {_GGUF: noted("Write it with NumPy or plain torch operations (bit shifts, masks, ...)")}
 
 
 class BorrowedCall(AssertionError):
@@ -108,10 +112,23 @@ class BorrowedCall(AssertionError):
     ``detail``: the message without the part's name, in the learner's language."""
 
     def __init__(self, part: str, call: str, why: str) -> None:
-        self.detail = say("calls {call}, which is not allowed here: {why}. Write it with plain torch "
-                          "operations (matmul, softmax, ...)", call=call, why=say(why))
+        advice = _ADVICE.get(why, _PLAIN_TORCH)
+        self.detail = say("calls {call}, which is not allowed here: {why}. {advice}", call=call,
+                          why=say(why), advice=say(advice))
         super().__init__(f"{part}: {self.detail}")
         self.part, self.call = part, call
+
+
+def _called_name(frame: FrameType) -> str:
+    """The name a function was called by: a method's class is that of its first argument
+    (``Q4_1.dequantize``, not the base class that defines it)."""
+    code = frame.f_code
+    qualname: str = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
+    if code.co_argcount and "." in qualname and "<locals>" not in qualname:
+        first = frame.f_locals.get(code.co_varnames[0])
+        owner = first if isinstance(first, type) else type(first)
+        return f"{owner.__name__}.{code.co_name}"
+    return qualname
 
 
 def _dunder(name: str) -> bool:
@@ -148,8 +165,10 @@ class _Watch:
                 self.flag(f"tinyk.{module}.{name}", _OWN)
             elif filename.startswith(self.libraries):
                 self.flag(f"transformers ({code.co_name})", _HUGGING_FACE)
-            elif filename in self.gguf and not _dunder(code.co_name):
-                self.flag("gguf.quants", _GGUF)  # one name for it and the functions it calls
+            elif (filename in self.gguf and not _dunder(code.co_name)
+                  and (frame.f_back is None or frame.f_back.f_code.co_filename not in self.gguf)):
+                # the function called from outside the module, not the ones it calls
+                self.flag(f"gguf.quants.{_called_name(frame)}", _GGUF)
         return None  # no line events for this frame
 
     def trusted_frame(self, frame: FrameType, event: str, arg: object) -> Any:
