@@ -120,7 +120,8 @@ notebooks: $(STAMP) cjk-fonts
 # With EXPECT_CACHED (make test, after the notebooks stage), the two editions build at once,
 # each Sphinx run in a process of its own, and their logs are printed when both are done. They
 # share the execution cache (each reads it, and records when it read, in its SQLite file) and
-# _build/web-static (one of them makes the 05.7 model's and SmolLM2's files there, under locks). Ctrl+C
+# _build/web-static (under locks, one makes the 05.7 model's files there while the other makes
+# SmolLM2's: half a minute each, on one core each). Ctrl+C
 # stops both. Without EXPECT_CACHED, the English edition builds first: it executes any
 # notebook the cache lacks, and the Chinese edition then reads it from the cache.
 EN_BUILD := $(BOOK_RUN) $(BIN)/jupyter-book build --all -W -n --keep-going .

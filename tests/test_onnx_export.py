@@ -393,3 +393,54 @@ def test_the_playgrounds_example_is_written_again_only_for_a_new_model(exported,
     (copy / "tiny.json").write_text(json.dumps({**manifest, "stamp": "a newer model"}), encoding="utf-8")
     write_example(copy)
     assert len(calls) == 2 and json.loads(path.read_text(encoding="utf-8"))["stamp"] == "a newer model"
+
+
+def test_an_edition_that_finds_the_models_lock_taken_exports_smollm2_meanwhile(tmp_path, monkeypatch):
+    """The two editions build at once (make's site-build) and each export takes half a minute
+    on one core: the edition that finds the 05.7 model's lock taken exports SmolLM2 while it
+    waits, and one that finds it free exports the 05.7 model first and SmolLM2 after."""
+    import fcntl
+    import threading
+    import types
+
+    import tinyk_book
+    import tinyk_playground
+
+    from tinyk import onnx_web, playground
+
+    build = tmp_path / "_build"
+    config = types.SimpleNamespace(tinyk_course_model=True, tinyk_smollm2=True, html_static_path=[])
+    app = types.SimpleNamespace(builder=types.SimpleNamespace(format="html"),
+                                doctreedir=str(build / ".doctrees"), config=config)
+    calls, exported = [], threading.Event()
+
+    def smollm2(argv):
+        calls.append(("smollm2", argv[argv.index("--out") + 1]))
+        exported.set()
+        return 0
+
+    monkeypatch.setattr(onnx_web, "main", smollm2)
+    monkeypatch.setattr(onnx_export, "export_course_model",
+                        lambda out, reuse: calls.append(("05.7", str(out))))
+    monkeypatch.setattr(playground, "write_example", lambda out: None)
+    (build / "web-static").mkdir(parents=True)
+    other = open(build / "web-static" / ".models.lock", "w")  # the other edition, exporting the 05.7 model
+    fcntl.flock(other, fcntl.LOCK_EX)
+
+    def the_other_edition():  # its export ends once SmolLM2's has (or after a minute, for a build that waits)
+        exported.wait(timeout=60)
+        other.close()
+
+    threading.Thread(target=the_other_edition, daemon=True).start()
+    tinyk_book._add_course_model(app)
+    static = build / "web-static"
+    assert calls == [("smollm2", str(static / "smollm2")), ("05.7", str(static / "models"))]
+    assert app.config.html_static_path == [str(static)]
+    calls.clear()
+    tinyk_book._add_course_model(app)  # the lock free: the 05.7 model only, SmolLM2 from its own hook
+    tinyk_playground.export_smollm2(app)
+    assert calls == [("05.7", str(static / "models")), ("smollm2", str(static / "smollm2"))]
+    app.config.tinyk_smollm2 = False
+    calls.clear()
+    tinyk_playground.export_smollm2(app)
+    assert calls == []

@@ -35,7 +35,9 @@
 - ``builder-inited`` (HTML): the 05.7 model as an ONNX graph with its manifest
   (:func:`tinyk.onnx_export.export_course_model`) lands in ``_static/models/`` of each
   edition: ``tiny.onnx`` and ``tiny.json``. They are written once into ``_build/web-static``
-  and exported again only when the model, its weights or the export tools change.
+  and exported again only when the model, its weights or the export tools change. When the
+  two editions build at once, the one that finds this export under way exports SmolLM2's
+  files meanwhile (``tinyk_playground.export_smollm2``).
 - ``build-finished``, one pass over the written pages:
   - accessibility (checked by axe-core in the browser tests): the theme's navigation
     toggles (``<summary>`` holding only an icon) get an accessible name, and the
@@ -546,10 +548,17 @@ def _add_course_model(app):
 
     static = Path(app.doctreedir).parent / "web-static"  # _build/web-static, shared by both editions
     static.mkdir(parents=True, exist_ok=True)
-    # The two editions may build at once (make's site-build): one exports, the other waits
-    # for it and finds the files made.
+    # The two editions may build at once (make's site-build): one exports, the other exports
+    # SmolLM2 meanwhile (each takes half a minute on one core), then finds this model's files
+    # made; the first then finds SmolLM2's made.
     with open(static / ".models.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            from tinyk_playground import export_smollm2
+
+            export_smollm2(app)
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         export_course_model(static / "models", reuse=True)
         write_example(static / "models")  # what the playground shows without WebAssembly
     app.config.html_static_path.append(str(static))

@@ -28,7 +28,8 @@ token's RoPE angles for a chosen pair.
 ``onnxruntime-web``, which ``make`` installs into ``.tools``) and the ``tokenizers`` module are
 copied into ``_build/web-static/ort/``, which both editions serve as ``_static/ort/``;
 SmolLM2's files are exported into ``_build/web-static/smollm2/`` (again only when what they are
-made from changes: ``python -m tinyk.onnx_web --reuse``).
+made from changes: ``python -m tinyk.onnx_web --reuse``), under a lock of their own
+(:func:`export_smollm2`), by whichever edition gets to it first.
 """
 
 from __future__ import annotations
@@ -342,11 +343,24 @@ def copy_runtime(app) -> None:
             target = out / source.name
             if not target.exists() or target.stat().st_size != source.stat().st_size:
                 shutil.copyfile(source, target)
-        if app.config.tinyk_smollm2:
-            from tinyk.onnx_web import main as export_smollm2
+    export_smollm2(app)
 
-            with open(out.parent / ".smollm2.log", "a") as log, contextlib.redirect_stdout(log):
-                export_smollm2(["--out", str(out.parent / "smollm2"), "--reuse"])
+
+def export_smollm2(app) -> None:
+    """SmolLM2's files into ``_build/web-static/smollm2/``, under a lock of their own: an edition
+    that finds the 05.7 model's lock taken (the other edition exporting it) exports SmolLM2
+    meanwhile (``tinyk_book``), and the other then finds them made. A no-op without
+    ``tinyk_smollm2``, or when the files are there from the same inputs."""
+    if app.builder.format != "html" or not (app.config.tinyk_course_model and app.config.tinyk_smollm2):
+        return
+    from tinyk.onnx_web import main as export
+
+    static = Path(app.doctreedir).parent / "web-static"
+    static.mkdir(parents=True, exist_ok=True)
+    with open(static / ".smollm2.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        with open(static / ".smollm2.log", "a") as log, contextlib.redirect_stdout(log):
+            export(["--out", str(static / "smollm2"), "--reuse"])
 
 
 def setup(app):
