@@ -248,17 +248,34 @@ def test_reuse_keeps_files_made_from_the_same_inputs_only(exported, tiny, tmp_pa
     assert exports[0]["stamp"] != exports[1]["stamp"] == manifest["stamp"]
 
 
-@pytest.mark.parametrize("attention_layer", [0, 2])
-def test_a_stack_whose_first_or_last_layer_returns_attention(attention_layer, tmp_path):
-    """The attention layer's copy reads the embedding (layer 0) or feeds the head (layer 2 of 3):
-    every output is the exported module's, in PyTorch, after a cached prefix."""
+def _three_layers(seed: int):
     from tinyk.model import ModelConfig, Transformer
+
+    torch.manual_seed(seed)
+    return Transformer(ModelConfig(dim=32, n_layers=3, n_heads=4, n_kv_heads=2, vocab_size=40,
+                                   max_seq_len=32, hidden_dim=64, flash_attn=False)).eval()
+
+
+@pytest.fixture(scope="module")
+def three_layer_template(tmp_path_factory):
+    """One two-layer export for the stacks of three-layer models below (the exporter's seconds once)."""
+    from tinyk.onnx_layers import export_template
+
+    return export_template(_three_layers(0), tmp_path_factory.mktemp("template"))
+
+
+@pytest.mark.parametrize("attention_layer", [0, 2])
+def test_a_stack_whose_first_or_last_layer_returns_attention(attention_layer, three_layer_template, tmp_path):
+    """The attention layer's copy reads the embedding (layer 0) or feeds the head (layer 2 of 3):
+    every output is the exported module's, in PyTorch, after a cached prefix. Both stacks are
+    built from one template, which they leave as it was."""
     from tinyk.onnx_layers import export_stacked
 
-    torch.manual_seed(attention_layer)
-    model = Transformer(ModelConfig(dim=32, n_layers=3, n_heads=4, n_kv_heads=2, vocab_size=40,
-                                    max_seq_len=32, hidden_dim=64, flash_attn=False)).eval()
-    proto = export_stacked(model, tmp_path, attention_layer=attention_layer)
+    model = _three_layers(attention_layer)
+    before = three_layer_template.SerializeToString()
+    proto = export_stacked(model, tmp_path, attention_layer=attention_layer, template=three_layer_template)
+    assert three_layer_template.SerializeToString() == before
+    assert [p.key for p in proto.metadata_props if p.key.startswith("tinyk.stack")] == []
     names = [v.name for v in proto.graph.value_info]
     assert len(names) == len(set(names))  # each value typed once
     sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -299,4 +316,16 @@ def test_a_stacked_export_needs_three_layers_and_a_layer_it_has(tiny, tmp_path):
             export_stacked(model, tmp_path, attention_layer=2)
     finally:
         del attention.attend
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_template_made_for_another_model_or_head_is_refused(tiny, three_layer_template, tmp_path):
+    from tinyk.onnx_layers import export_stacked
+
+    _, model, _ = tiny  # five layers of 64: another config than the template's three-layer model
+    with pytest.raises(ValueError, match=r"template was made for .*\"dim\": 32.*not for .*\"dim\": 64"):
+        export_stacked(model, tmp_path, attention_layer=2, template=three_layer_template)
+    with pytest.raises(ValueError, match=r"made for .*, 0\], not for .*, 1\]: make it with export_template"):
+        export_stacked(_three_layers(1), tmp_path, attention_layer=1, logits_to_keep=1,
+                       template=three_layer_template)
     assert list(tmp_path.iterdir()) == []

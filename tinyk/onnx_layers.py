@@ -1,6 +1,8 @@
 """A deep decoder's ONNX graph from the export of two of its layers (section 05.10's model for a page).
 
     model_proto = export_stacked(model, "scratch/", attention_layer=15, logits_to_keep=1)
+    template = export_template(model, "scratch/")    # once, for several stacks of one config
+    model_proto = export_stacked(model, "scratch/", attention_layer=15, template=template)
 
 Every :class:`~tinyk.model.DecoderLayer` of a model runs the same code on its own weights, so
 its graph is the same from one layer to the next. PyTorch's exporter traces all of them one by
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import tempfile
 from pathlib import Path
 
@@ -42,9 +45,10 @@ from tinyk.gguf_blocks import tensor_key
 from tinyk.model import Transformer
 from tinyk.onnx_export import SCOPES, export_onnx, input_names, output_names
 
-__all__ = ["export_stacked", "stack_differences"]
+__all__ = ["export_stacked", "export_template", "stack_differences"]
 
 TEMPLATE_LAYERS = 2  # layer 0: a plain layer; layer 1: the one that returns its attention
+TEMPLATE_KEY = "tinyk.stack_template"  # the template's metadata: what it was made for (_template_key)
 
 
 def _template(model: Transformer) -> Transformer:
@@ -212,14 +216,39 @@ def _renamed_info(info: onnx.ValueInfoProto, name: str) -> onnx.ValueInfoProto:
     return out
 
 
+def _template_key(model: Transformer, logits_to_keep: int) -> str:
+    """What a two-layer export is made for: the model's class, its config but the depth, and
+    ``logits_to_keep``."""
+    config = {f.name: getattr(model.config, f.name) for f in dataclasses.fields(model.config)}
+    config.pop("n_layers")
+    return json.dumps([f"{type(model).__module__}.{type(model).__qualname__}", config, logits_to_keep],
+                      sort_keys=True, default=str)
+
+
+def export_template(model: Transformer, scratch: str | Path, *, logits_to_keep: int = 0) -> onnx.ModelProto:
+    """The export of the two-layer model that :func:`export_stacked` builds ``model``'s graph
+    from (the exporter's slow part: seconds), for several stacks of models of the same class
+    and config (``template=``). ``scratch``: a folder for the export."""
+    with tempfile.TemporaryDirectory(dir=scratch) as folder:
+        path = Path(folder) / "two_layers.onnx"
+        export_onnx(_template(model), path, attention_layers=[1], logits_to_keep=logits_to_keep,
+                    external_data=True, keep_scopes=True)
+        proto = onnx.load(str(path), load_external_data=True)
+    onnx.helper.set_model_props(proto, {**{p.key: p.value for p in proto.metadata_props},
+                                        TEMPLATE_KEY: _template_key(model, logits_to_keep)})
+    return proto
+
+
 def export_stacked(model: Transformer, scratch: str | Path, *, attention_layer: int,
-                   logits_to_keep: int = 0) -> onnx.ModelProto:
+                   logits_to_keep: int = 0, template: onnx.ModelProto | None = None) -> onnx.ModelProto:
     """A graph that computes what :func:`tinyk.onnx_export.export_onnx`'s graph of ``model``
     with ``attention_layers=[attention_layer]`` computes, built from the export of a two-layer
     model of the same class and config (see the module). ``scratch``: a folder for the two-layer
-    export. The model's weights are float32 initializers of the returned graph. A model that
-    differs from a freshly built one of its class in more than its weights
-    (:func:`stack_differences`: a swapped seam, other buffers, another dtype) is refused."""
+    export; ``template``: that export, made once by :func:`export_template` (it is not changed),
+    else made here. The model's weights are float32 initializers of the returned graph. A model
+    that differs from a freshly built one of its class in more than its weights
+    (:func:`stack_differences`: a swapped seam, other buffers, another dtype) is refused, and so
+    is a template made for another class, config or ``logits_to_keep``."""
     n = model.config.n_layers
     if n < 3 or not 0 <= attention_layer < n:
         raise ValueError(f"export_stacked: attention_layer={attention_layer} with n_layers={n}: needs "
@@ -229,14 +258,19 @@ def export_stacked(model: Transformer, scratch: str | Path, *, attention_layer: 
     if differences:
         raise ValueError(f"export_stacked: the model differs from a model of its class and config in "
                          f"{', '.join(differences)}: export_onnx exports it as it is")
-    template = _template(model)
-    with tempfile.TemporaryDirectory(dir=scratch) as folder:
-        path = Path(folder) / "two_layers.onnx"
-        export_onnx(template, path, attention_layers=[1], logits_to_keep=logits_to_keep, external_data=True,
-                    keep_scopes=True)
-        proto = onnx.load(str(path), load_external_data=True)
+    if template is None:
+        proto = export_template(model, scratch, logits_to_keep=logits_to_keep)
+    else:
+        made_for = {p.key: p.value for p in template.metadata_props}.get(TEMPLATE_KEY)
+        if made_for != _template_key(model, logits_to_keep):
+            raise ValueError(f"export_stacked: the template was made for {made_for}, not for "
+                             f"{_template_key(model, logits_to_keep)}: make it with export_template")
+        proto = copy.deepcopy(template)
+    kept = [prop for prop in proto.metadata_props if prop.key != TEMPLATE_KEY]  # the stack's own
+    del proto.metadata_props[:]
+    proto.metadata_props.extend(kept)
     graph = proto.graph
-    split = _Split(graph, _owners(template))
+    split = _Split(graph, _owners(_template(model)))
     nodes = _stacked_nodes(graph, split, n, attention_layer)
     _set_io(graph, n)
     initializers = [t for t in graph.initializer if t.name not in split.weights] + _weights(model, split, n)
