@@ -53,7 +53,8 @@ book: $(STAMP) cjk-fonts $(ORT_WEB)
 # ONNX exports in _build/web-static (the 05.7 model and SmolLM2), which the build exports again
 # only when the model, its weights or the export tools change (tinyk.onnx_export.course_model_stamp,
 # tinyk.onnx_web.web_model_stamp). The unit stage builds the wheel environment in _build/wheel-env
-# (its test_wheel), which the notebooks stage then runs every notebook in.
+# (its test_wheel), which the notebooks stage then runs every notebook in, and leaves its export of
+# the 05.7 model in _build/web-static/models (test_onnx_export), which the book build keeps.
 STAGES := lint unit notebooks site-build site-check
 test: $(STAMP)
 	@times=""; for stage in $(STAGES); do \

@@ -41,7 +41,32 @@ def exported(tmp_path_factory):
     out = tmp_path_factory.mktemp("book") / "_build" / "web-static" / "models"
     assert main(["--out", str(out)]) == 0
     session = ort.InferenceSession(str(out / "tiny.onnx"), providers=["CPUExecutionProvider"])
+    _seed_the_book_build(out)
     return out, session
+
+
+def _seed_the_book_build(out):
+    """The same two files into the checkout's ``_build/web-static/models``, unless the ones
+    there have the current stamp already: the book build (make's site-build stage, after this
+    one) then keeps them (``export_course_model(reuse=True)``) instead of exporting the model
+    again. Under the book build's lock; the manifest, which says the files are current, last."""
+    import fcntl
+    import os
+
+    static = ROOT / "_build" / "web-static"
+    target = static / "models"
+    target.mkdir(parents=True, exist_ok=True)
+    with open(static / ".models.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        try:
+            current = json.loads((target / "tiny.json").read_text(encoding="utf-8")).get("stamp")
+        except (OSError, ValueError, AttributeError):
+            current = None
+        if current == onnx_export.course_model_stamp() and (target / "tiny.onnx").exists():
+            return
+        for name in ("tiny.onnx", "tiny.json"):
+            shutil.copyfile(out / name, target / f".{name}.part")
+            os.replace(target / f".{name}.part", target / name)
 
 
 @pytest.fixture(scope="module")
@@ -289,6 +314,18 @@ def test_the_book_build_serves_the_files_from_static_and_reuses_them(exported, t
         [*ORT_FILES, "tokenizers.min.mjs"])  # and Hugging Face's tokenizers, for SmolLM2's chat
     assert not (build / "web-static" / "smollm2").exists()  # tinyk_smollm2 = False
     (out / "tiny-example.json").unlink()  # the other tests see the CLI's two files
+
+
+def test_the_book_builds_folder_gets_the_export(exported):
+    """make's site-build keeps the 05.7 model exported here (the same stamp, the same bytes)."""
+    out, _ = exported
+    target = ROOT / "_build" / "web-static" / "models"
+    assert json.loads((target / "tiny.json").read_text(encoding="utf-8"))["stamp"] == \
+        onnx_export.course_model_stamp()
+    assert export_course_model(target, reuse=True) == [target / "tiny.onnx", target / "tiny.json"]
+    assert [(target / n).stat().st_size for n in ("tiny.onnx", "tiny.json")] == \
+        [(out / n).stat().st_size for n in ("tiny.onnx", "tiny.json")]
+    assert not list(target.glob(".*.part"))
 
 
 def test_a_changed_stamp_exports_again(exported, tmp_path, monkeypatch):
