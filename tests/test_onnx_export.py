@@ -58,11 +58,7 @@ def _seed_the_book_build(out):
     target.mkdir(parents=True, exist_ok=True)
     with open(static / ".models.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        try:
-            current = json.loads((target / "tiny.json").read_text(encoding="utf-8")).get("stamp")
-        except (OSError, ValueError, AttributeError):
-            current = None
-        if current == onnx_export.course_model_stamp() and (target / "tiny.onnx").exists():
+        if onnx_export.course_model_current(target):
             return
         for name in ("tiny.onnx", "tiny.json"):
             shutil.copyfile(out / name, target / f".{name}.part")

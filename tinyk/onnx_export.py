@@ -63,7 +63,8 @@ from tinyk.model import Attention, Transformer
 
 __all__ = ["ALL_LAYERS_UP_TO", "EXPORT_TOOLS", "SCOPES", "GraphCache", "DecoderForExport",
            "default_attention_layers", "input_names", "output_names", "export_onnx", "files_stamp",
-           "course_model_stamp", "course_model_manifest", "export_course_model", "main"]
+           "course_model_current", "course_model_stamp", "course_model_manifest", "export_course_model",
+           "main"]
 
 EXPORT_TOOLS = ("torch", "onnx", "onnxscript")  # their versions are in a stamp
 SCOPES = "pkg.torch.onnx.name_scopes"  # a node's metadata entry: the modules it was traced in
@@ -346,6 +347,19 @@ def course_model_manifest(model: Transformer, attention_layers: Sequence[int],
     }
 
 
+def course_model_current(out_dir: str | Path) -> bool:
+    """Whether ``out_dir`` holds the 05.7 model's graph and a manifest with the current
+    :func:`course_model_stamp` (what :func:`export_course_model` keeps with ``reuse=True``)."""
+    out = Path(out_dir)
+    if not (out / "tiny.onnx").exists():
+        return False
+    try:
+        stamp = json.loads((out / "tiny.json").read_text(encoding="utf-8")).get("stamp")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return False
+    return stamp == course_model_stamp()
+
+
 def export_course_model(out_dir: str | Path, *, reuse: bool = False) -> list[Path]:
     """Write the 05.7 model's graph and manifest into ``out_dir``: ``tiny.onnx``, ``tiny.json``.
 
@@ -357,13 +371,8 @@ def export_course_model(out_dir: str | Path, *, reuse: bool = False) -> list[Pat
 
     out = Path(out_dir)
     onnx_path, manifest_path = out / "tiny.onnx", out / "tiny.json"
-    if reuse and onnx_path.exists() and manifest_path.exists():
-        try:
-            stamp = json.loads(manifest_path.read_text(encoding="utf-8")).get("stamp")
-        except (json.JSONDecodeError, AttributeError):
-            stamp = None
-        if stamp == course_model_stamp():
-            return [onnx_path, manifest_path]
+    if reuse and course_model_current(out):
+        return [onnx_path, manifest_path]
     out.mkdir(parents=True, exist_ok=True)
     model = trained_course_model()
     layers = default_attention_layers(model.config.n_layers)

@@ -229,9 +229,15 @@ def export_template(model: Transformer, scratch: str | Path, *, logits_to_keep: 
     """The export of the two-layer model that :func:`export_stacked` builds ``model``'s graph
     from (the exporter's slow part: seconds), for several stacks of models of the same class
     and config (``template=``). ``scratch``: a folder for the export."""
+    return _export_template(model, _template(model), scratch, logits_to_keep)
+
+
+def _export_template(model: Transformer, template: Transformer, scratch: str | Path,
+                     logits_to_keep: int) -> onnx.ModelProto:
+    """:func:`export_template`, of ``template`` (``_template(model)``, built by the caller)."""
     with tempfile.TemporaryDirectory(dir=scratch) as folder:
         path = Path(folder) / "two_layers.onnx"
-        export_onnx(_template(model), path, attention_layers=[1], logits_to_keep=logits_to_keep,
+        export_onnx(template, path, attention_layers=[1], logits_to_keep=logits_to_keep,
                     external_data=True, keep_scopes=True)
         proto = onnx.load(str(path), load_external_data=True)
     onnx.helper.set_model_props(proto, {**{p.key: p.value for p in proto.metadata_props},
@@ -258,8 +264,9 @@ def export_stacked(model: Transformer, scratch: str | Path, *, attention_layer: 
     if differences:
         raise ValueError(f"export_stacked: the model differs from a model of its class and config in "
                          f"{', '.join(differences)}: export_onnx exports it as it is")
+    two_layers = _template(model)  # its weights name the template's tensors (_owners)
     if template is None:
-        proto = export_template(model, scratch, logits_to_keep=logits_to_keep)
+        proto = _export_template(model, two_layers, scratch, logits_to_keep)
     else:
         made_for = {p.key: p.value for p in template.metadata_props}.get(TEMPLATE_KEY)
         if made_for != _template_key(model, logits_to_keep):
@@ -270,7 +277,7 @@ def export_stacked(model: Transformer, scratch: str | Path, *, attention_layer: 
     del proto.metadata_props[:]
     proto.metadata_props.extend(kept)
     graph = proto.graph
-    split = _Split(graph, _owners(_template(model)))
+    split = _Split(graph, _owners(two_layers))
     nodes = _stacked_nodes(graph, split, n, attention_layer)
     _set_io(graph, n)
     initializers = [t for t in graph.initializer if t.name not in split.weights] + _weights(model, split, n)
