@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import sys
 import types
 
 import numpy as np
@@ -185,3 +186,34 @@ def test_importing_gguf_inside_a_part_is_not_a_borrowed_call():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "(20,)"
+
+
+
+class _Loud(type):
+    @property
+    def __name__(cls):
+        raise RuntimeError("a metaclass's code, run inside the watch")
+
+
+class _Base:
+    @classmethod
+    def dequantize(cls):
+        return sys._getframe()
+
+    def method(self):
+        return sys._getframe()
+
+
+class _Sub(_Base, metaclass=_Loud):  # as a learner's subclass of a gguf.quants class could be
+    pass
+
+
+def test_a_called_method_is_named_by_its_class_whatever_the_metaclass_says():
+    """The watch names a gguf method by the class it was called on; a learner's metaclass whose
+    ``__name__`` runs code (here it raises) is not run inside the watch."""
+    from tinyk.own_work import _called_name
+
+    assert _called_name(_Sub.dequantize()) == "_Sub.dequantize"  # the class called, not _Base
+    assert _called_name(_Sub().method()) == "_Sub.method"
+    here = sys._getframe()
+    assert _called_name(here) == here.f_code.co_name  # a plain function: its own name

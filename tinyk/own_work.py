@@ -121,14 +121,19 @@ class BorrowedCall(AssertionError):
 
 def _called_name(frame: FrameType) -> str:
     """The name a function was called by: a method's class is that of its first argument
-    (``Q4_1.dequantize``, not the base class that defines it)."""
+    (``Q4_1.dequantize``, not the base class that defines it). The class's name is read by
+    ``type``'s own descriptor: a metaclass of the learner's that defines ``__name__`` does not
+    run inside the watch."""
     code = frame.f_code
     qualname: str = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
     if code.co_argcount and "." in qualname and "<locals>" not in qualname:
         first = frame.f_locals.get(code.co_varnames[0])
         owner = first if isinstance(first, type) else type(first)
-        return f"{owner.__name__}.{code.co_name}"
+        return f"{_TYPE_NAME.__get__(owner, type(owner))}.{code.co_name}"
     return qualname
+
+
+_TYPE_NAME = type.__dict__["__name__"]
 
 
 def _dunder(name: str) -> bool:
