@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tinyk.grading import nbgrader_fork
 from tinyk.grading.chapter import ASSIGNMENT
 from tinyk.grading.sandbox import KERNEL_ENV, Sandbox, check_sandbox, require_linux, warn_unsandboxed
 
@@ -100,17 +101,17 @@ def run_nbgrader(args: list[str], root: Path, limits: Limits | None = None, time
     Past ``timeout`` seconds, nbgrader's whole session is killed and ``TimeoutExpired`` raised.
     """
     cmd, env = _command(args, root, limits, sandbox)
+    memory = None if limits is None else limits.memory_mb * 2**20
     # Output goes to files, not pipes: a process the student's code left behind holds any
     # inherited pipe open, and reading a pipe to its end would wait for that process.
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        with subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=err, text=True,
-                              preexec_fn=_memory_limit(limits), start_new_session=True) as proc:
-            try:
-                communicate(proc, timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)  # nbgrader and whatever shares its session
-                proc.wait()
-                raise
+    with tempfile.NamedTemporaryFile("w+") as out, tempfile.NamedTemporaryFile("w+") as err:
+        proc = nbgrader_fork.start(cmd, str(root), env, memory, out.name, err.name)
+        try:
+            communicate(proc, timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # nbgrader and whatever shares its session
+            proc.wait()
+            raise
         out.seek(0)
         err.seek(0)
         return subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read())
