@@ -14,7 +14,8 @@ kernels from there exactly as before (in the sandbox, when there is one).
 
 The grader and the server talk over a socket pair made when the server starts: each request
 (JSON) comes with a socket of its own, on which the server answers the fork's pid, then its
-exit status. The server ends when the grader's end of the pair closes.
+exit status. The server ends when the grader's end of the pair closes (at its exit, at the
+latest).
 """
 
 from __future__ import annotations
@@ -140,8 +141,22 @@ def _control() -> socket.socket:
             proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(theirs.fileno(),),
                                     stdin=subprocess.DEVNULL, start_new_session=True)
             theirs.close()
+            if _server is None:
+                atexit.register(_stop)
             _server = (proc, ours)
         return _server[1]
+
+
+def _stop() -> None:
+    """At the grader's exit: close its end of the pair, on which the server ends, and reap it."""
+    if _server is not None:
+        proc, ours = _server
+        ours.close()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 class NbgraderRun:

@@ -117,7 +117,7 @@ def run_nbgrader(args: list[str], root: Path, limits: Limits | None = None, time
         return subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read())
 
 
-def communicate(proc: subprocess.Popen, timeout: float | None) -> None:
+def communicate(proc: subprocess.Popen | nbgrader_fork.NbgraderRun, timeout: float | None) -> None:
     """Wait for ``proc`` at most ``timeout`` seconds (``TimeoutExpired`` past it).
 
     One function, so that a test can end a run on an event instead of a clock.
