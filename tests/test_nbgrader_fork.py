@@ -44,7 +44,7 @@ def _as_fork(cmd: list[str], work: Path, env: dict[str, str], tmp_path: Path) ->
     out, err = tmp_path / "out", tmp_path / "err"
     out.touch()
     err.touch()
-    code = nbgrader_fork.start(cmd, str(work), env, MEMORY, str(out), str(err)).wait()
+    code = nbgrader_fork.fork_run(cmd, str(work), env, MEMORY, str(out), str(err)).wait()
     return code, json.loads(out.read_text()), err.read_text()
 
 
@@ -66,7 +66,7 @@ def test_the_grader_ends_a_forked_run_and_everything_in_its_session(tmp_path):
     work, env = _command_env(tmp_path)
     out = tmp_path / "out"
     out.touch()
-    run = nbgrader_fork.start([sys.executable, "-m", "tests.fork_probe", "sleep"], str(work), env, None,
+    run = nbgrader_fork.fork_run([sys.executable, "-m", "tests.fork_probe", "sleep"], str(work), env, None,
                               str(out), str(tmp_path / "out"))
     for _ in range(1200):  # its first line says it runs (a status, not a time; 2 min at most)
         if out.read_text().startswith("{"):
@@ -110,4 +110,4 @@ def test_run_nbgrader_gives_what_python_m_nbgrader_gives(tmp_path, args):
 
 def test_a_command_that_is_not_python_m_module_is_refused():
     with pytest.raises(ValueError, match="python -m MODULE"):
-        nbgrader_fork.start(["nbgrader", "autograde"], "/", {}, None, os.devnull, os.devnull)
+        nbgrader_fork.fork_run(["nbgrader", "autograde"], "/", {}, None, os.devnull, os.devnull)

@@ -3,7 +3,7 @@ instructors", grading).
 
 ``python -m nbgrader`` spends one to two seconds importing nbgrader, nbconvert and
 jupyter_client before it reads its command line, and a grade of a class starts it once per
-student (``autograde``), a feedback run twice. :func:`start` runs the same command as a fork
+student (``autograde``), a feedback run twice. :func:`fork_run` runs the same command as a fork
 of a server, one per grading process: a single-threaded interpreter that imported nbgrader's
 command line (:data:`PRELOAD`) and runs nothing else, no code of a student's. The fork is
 what the subprocess was: a session of its own, the command's environment and working folder,
@@ -34,7 +34,7 @@ import threading
 import traceback
 from pathlib import Path
 
-__all__ = ["PRELOAD", "NbgraderRun", "serve", "start"]
+__all__ = ["PRELOAD", "NbgraderRun", "fork_run", "serve"]
 
 PRELOAD = ["nbgrader.apps.nbgraderapp"]  # what `python -m nbgrader` imports before its main
 _LOCK = threading.Lock()
@@ -188,8 +188,8 @@ class NbgraderRun:
         return self.returncode
 
 
-def start(cmd: list[str], cwd: str, env: dict[str, str], memory: int | None, out: str,
-          err: str) -> NbgraderRun:
+def fork_run(cmd: list[str], cwd: str, env: dict[str, str], memory: int | None, out: str,
+             err: str) -> NbgraderRun:
     """Start ``cmd`` (``[python, "-m", "nbgrader", ...]``) as a fork of the server, its output
     appended to the files ``out`` and ``err``, within ``memory`` bytes of address space."""
     if cmd[1:2] != ["-m"] or len(cmd) < 3:

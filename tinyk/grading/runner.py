@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tinyk.grading import nbgrader_fork
 from tinyk.grading.chapter import ASSIGNMENT
+from tinyk.grading.nbgrader_fork import NbgraderRun, fork_run
 from tinyk.grading.sandbox import KERNEL_ENV, Sandbox, check_sandbox, require_linux, warn_unsandboxed
 
 __all__ = ["Limits", "autograde", "communicate", "end_leftovers", "preflight", "require_nbgrader",
@@ -105,7 +105,7 @@ def run_nbgrader(args: list[str], root: Path, limits: Limits | None = None, time
     # Output goes to files, not pipes: a process the student's code left behind holds any
     # inherited pipe open, and reading a pipe to its end would wait for that process.
     with tempfile.NamedTemporaryFile("w+") as out, tempfile.NamedTemporaryFile("w+") as err:
-        proc = nbgrader_fork.start(cmd, str(root), env, memory, out.name, err.name)
+        proc = fork_run(cmd, str(root), env, memory, out.name, err.name)
         try:
             communicate(proc, timeout)
         except subprocess.TimeoutExpired:
@@ -117,7 +117,7 @@ def run_nbgrader(args: list[str], root: Path, limits: Limits | None = None, time
         return subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read())
 
 
-def communicate(proc: subprocess.Popen | nbgrader_fork.NbgraderRun, timeout: float | None) -> None:
+def communicate(proc: subprocess.Popen | NbgraderRun, timeout: float | None) -> None:
     """Wait for ``proc`` at most ``timeout`` seconds (``TimeoutExpired`` past it).
 
     One function, so that a test can end a run on an event instead of a clock.
