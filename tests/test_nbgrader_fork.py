@@ -67,7 +67,7 @@ def test_the_grader_ends_a_forked_run_and_everything_in_its_session(tmp_path):
     out = tmp_path / "out"
     out.touch()
     run = nbgrader_fork.fork_run([sys.executable, "-m", "tests.fork_probe", "sleep"], str(work), env, None,
-                              str(out), str(tmp_path / "out"))
+                                 str(out), str(out))
     for _ in range(1200):  # its first line says it runs (a status, not a time; 2 min at most)
         if out.read_text().startswith("{"):
             break
@@ -75,7 +75,7 @@ def test_the_grader_ends_a_forked_run_and_everything_in_its_session(tmp_path):
     assert run.poll() is None
     with pytest.raises(subprocess.TimeoutExpired):
         run.wait(0.01)  # it sleeps for 3000 s
-    session = [p for p in _in_session(run.pid)]
+    session = _in_session(run.pid)
     assert len(session) == 2, session  # the probe and its child
     os.killpg(run.pid, signal.SIGKILL)  # what run_nbgrader does past the total time limit
     assert run.wait() == -signal.SIGKILL
