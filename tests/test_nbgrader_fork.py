@@ -111,3 +111,17 @@ def test_run_nbgrader_gives_what_python_m_nbgrader_gives(tmp_path, args):
 def test_a_command_that_is_not_python_m_module_is_refused():
     with pytest.raises(ValueError, match="python -m MODULE"):
         nbgrader_fork.fork_run(["nbgrader", "autograde"], "/", {}, None, os.devnull, os.devnull)
+
+
+def test_a_server_that_died_is_replaced_and_its_socket_closed(tmp_path):
+    work, env = _command_env(tmp_path)
+    cmd = [sys.executable, "-m", "tests.fork_probe", "exit", "3"]
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    assert _as_fork(cmd, work, env, tmp_path / "first")[0] == 3
+    proc, ours = nbgrader_fork._server
+    proc.kill()
+    proc.wait()
+    assert _as_fork(cmd, work, env, tmp_path / "second")[0] == 3  # a new server ran it
+    assert nbgrader_fork._server[0] is not proc and nbgrader_fork._server[0].poll() is None
+    assert ours.fileno() == -1  # the dead server's end is closed, not leaked

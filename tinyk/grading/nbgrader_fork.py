@@ -134,6 +134,8 @@ def _control() -> socket.socket:
     global _server
     with _LOCK:
         if _server is None or _server[0].poll() is not None:
+            if _server is not None:
+                _server[1].close()  # the dead server's end of its pair
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             package = str(Path(__file__).resolve().parents[2])
             code = (f"import sys; sys.path.insert(0, {package!r}); "
