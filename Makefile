@@ -32,9 +32,11 @@ $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	@# Bytecode is written when a module is first imported (the unexport at the top), so
 	@# only what some process imports is ever compiled. The modules that nearly every stage imports
 	@# are compiled here, on both cores at once; compiling the whole environment (15,700 files, most
-	@# never imported, such as transformers' 400 other models) took 53 s on 2 cores.
-	$(BIN)/python -c "import torch, torch.onnx, onnx, onnxscript, onnxruntime, transformers.models.llama.modeling_llama, tinyk" & first=$$!; \
-	  $(BIN)/python -c "import sphinx.application, jupyter_book.cli.main, myst_nb, nbgrader.apps.nbgraderapp, jupyterlab, ipykernel.kernelapp, matplotlib.pyplot, nbclient, playwright.sync_api" \
+	@# never imported, such as transformers' 400 other models) took 53 s on 2 cores. They include
+	@# what a kernel and the chapters import (ipykernel's kernel and its debugger, ipywidgets, gguf): a
+	@# sandboxed kernel sees the environment read-only, and would compile anything missing again.
+	$(BIN)/python -c "import torch, torch.onnx, onnx, onnxscript, onnxruntime, transformers.models.llama.modeling_llama, gguf, tinyk" & first=$$!; \
+	  $(BIN)/python -c "import sphinx.application, jupyter_book.cli.main, myst_nb, nbgrader.apps.nbgraderapp, jupyterlab, ipykernel.kernelapp, ipykernel.ipkernel, ipykernel.debugger, ipywidgets, matplotlib.pyplot, nbclient, playwright.sync_api" \
 	  && wait $$first
 	@# jupyter-events asks for jsonschema[format-nongpl], which brings rfc3987-syntax: jsonschema
 	@# imports it at once, and it builds its IRI parsers then, 1.2 s in every process that imports
