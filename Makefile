@@ -37,7 +37,7 @@ $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	@# Bytecode is written when a module is first imported (the unexport at the top), so
 	@# only what some process imports is ever compiled. The modules that nearly every stage imports
 	@# are compiled here, on both cores at once; compiling the whole environment (15,700 files, most
-	@# never imported, such as transformers' 400 other models) took 53 s on 2 cores. They include
+	@# never imported, such as transformers' 557 models other than Llama's) took 53 s on 2 cores. They include
 	@# what a kernel and the chapters import (ipykernel's kernel and its debugger, ipywidgets, gguf): a
 	@# sandboxed kernel sees the environment read-only, and would compile anything missing again.
 	$(BIN)/python -c "import torch, torch.onnx, onnx, onnxscript, onnxruntime, transformers.models.llama.modeling_llama, gguf, tinyk" & first=$$!; \
