@@ -92,10 +92,20 @@ def tiny(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def exported(tiny, tmp_path_factory):
+def web_template(tiny, tmp_path_factory):
+    """The two-layer export of the tiny file's config (the exporter's seconds once): the web
+    export below stacks its five layers from it, and the three-layer stacks further down theirs."""
+    from tinyk.onnx_layers import export_template
+
+    return export_template(tiny[1], tmp_path_factory.mktemp("template"), logits_to_keep=1)
+
+
+@pytest.fixture(scope="module")
+def exported(tiny, web_template, tmp_path_factory):
     path, model, info = tiny
     out = tmp_path_factory.mktemp("web")
-    files = export_web_model(model, info, path, out, max_file_bytes=MAX_FILE_BYTES, tokenizer=False)
+    files = export_web_model(model, info, path, out, max_file_bytes=MAX_FILE_BYTES, tokenizer=False,
+                             template=web_template)
     return out, files, session(out / "smollm2.onnx")
 
 
@@ -248,38 +258,33 @@ def test_reuse_keeps_files_made_from_the_same_inputs_only(exported, tiny, tmp_pa
     assert exports[0]["stamp"] != exports[1]["stamp"] == manifest["stamp"]
 
 
-def _three_layers(seed: int):
-    from tinyk.model import ModelConfig, Transformer
+def _three_layers(config, seed: int):
+    """Three layers of ``config`` (a :class:`~tinyk.model.ModelConfig`), weights drawn from ``seed``."""
+    import dataclasses
+
+    from tinyk.model import Transformer
 
     torch.manual_seed(seed)
-    return Transformer(ModelConfig(dim=32, n_layers=3, n_heads=4, n_kv_heads=2, vocab_size=40,
-                                   max_seq_len=32, hidden_dim=64, flash_attn=False)).eval()
-
-
-@pytest.fixture(scope="module")
-def three_layer_template(tmp_path_factory):
-    """One two-layer export for the stacks of three-layer models below (the exporter's seconds once)."""
-    from tinyk.onnx_layers import export_template
-
-    return export_template(_three_layers(0), tmp_path_factory.mktemp("template"))
+    return Transformer(dataclasses.replace(config, n_layers=3)).eval()
 
 
 @pytest.mark.parametrize("attention_layer", [0, 2])
-def test_a_stack_whose_first_or_last_layer_returns_attention(attention_layer, three_layer_template, tmp_path):
+def test_a_stack_whose_first_or_last_layer_returns_attention(attention_layer, tiny, web_template, tmp_path):
     """The attention layer's copy reads the embedding (layer 0) or feeds the head (layer 2 of 3):
     every output is the exported module's, in PyTorch, after a cached prefix. Both stacks are
-    built from one template, which they leave as it was."""
+    built from the web export's template, which they leave as it was."""
     from tinyk.onnx_layers import export_stacked
 
-    model = _three_layers(attention_layer)
-    before = three_layer_template.SerializeToString()
-    proto = export_stacked(model, tmp_path, attention_layer=attention_layer, template=three_layer_template)
-    assert three_layer_template.SerializeToString() == before
+    model = _three_layers(tiny[1].config, attention_layer)
+    before = web_template.SerializeToString()
+    proto = export_stacked(model, tmp_path, attention_layer=attention_layer, logits_to_keep=1,
+                           template=web_template)
+    assert web_template.SerializeToString() == before
     assert [p.key for p in proto.metadata_props if p.key.startswith("tinyk.stack")] == []
     names = [v.name for v in proto.graph.value_info]
     assert len(names) == len(set(names))  # each value typed once
     sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    empty = np.zeros((1, 0, 2, 8), np.float32)
+    empty = np.zeros((1, 0, 2, 16), np.float32)
     past = {f"past_{kind}_{i}": empty for kind in ("key", "value") for i in range(3)}
     ids = np.array([[3, 14, 15, 9, 2, 6]])
     first = dict(zip(output_names(3), sess.run(None, {"input_ids": ids[:, :4],
@@ -288,7 +293,7 @@ def test_a_stack_whose_first_or_last_layer_returns_attention(attention_layer, th
     past = {f"past_{kind}_{i}": first[f"present_{kind}_{i}"] for kind in ("key", "value") for i in range(3)}
     got = sess.run(None, {"input_ids": ids[:, 4:], "attention_mask": np.ones((1, 6), np.int64), **past})
     with torch.no_grad():
-        wrapper = DecoderForExport(model, [attention_layer]).eval()
+        wrapper = DecoderForExport(model, [attention_layer], logits_to_keep=1).eval()
         keys = [torch.from_numpy(first[f"present_key_{i}"]) for i in range(3)]
         values = [torch.from_numpy(first[f"present_value_{i}"]) for i in range(3)]
         expected = wrapper(torch.from_numpy(ids[:, 4:]), torch.ones(1, 6, dtype=torch.long), keys, values)
@@ -319,13 +324,24 @@ def test_a_stacked_export_needs_three_layers_and_a_layer_it_has(tiny, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_template_made_for_another_model_or_head_is_refused(tiny, three_layer_template, tmp_path):
+def test_a_template_made_for_another_model_or_head_is_refused(tiny, web_template, tmp_path):
+    from tinyk.model import ModelConfig, Transformer
     from tinyk.onnx_layers import export_stacked
 
-    _, model, _ = tiny  # five layers of 64: another config than the template's three-layer model
-    with pytest.raises(ValueError, match=r"template was made for .*\"dim\": 32.*not for .*\"dim\": 64"):
-        export_stacked(model, tmp_path, attention_layer=2, template=three_layer_template)
-    with pytest.raises(ValueError, match=r"made for .*, 0\], not for .*, 1\]: make it with export_template"):
-        export_stacked(_three_layers(1), tmp_path, attention_layer=1, logits_to_keep=1,
-                       template=three_layer_template)
+    path, model, info = tiny  # the template's: five layers of 64, the last position's logits
+    narrow = Transformer(ModelConfig(dim=32, n_layers=3, n_heads=4, n_kv_heads=2, vocab_size=96,
+                                     max_seq_len=64))
+    with pytest.raises(ValueError, match=r"template was made for .*\"dim\": 64.*not for .*\"dim\": 32"):
+        export_stacked(narrow, tmp_path, attention_layer=1, logits_to_keep=1, template=web_template)
+    with pytest.raises(ValueError, match=r"made for .*, 1\], not for .*, 0\]: make it with export_template"):
+        export_stacked(_three_layers(model.config, 1), tmp_path, attention_layer=1, template=web_template)
+    # A model the web export cannot stack (one layer's seam swapped) is exported whole: no template.
+    attention = model.layers[3].attention
+    attention.attend = lambda q, k, v, mask: v
+    try:
+        with pytest.raises(ValueError, match=r"template= is for a stacked export .*pass no template"):
+            export_web_model(model, info, path, tmp_path / "web", tokenizer=False, template=web_template)
+    finally:
+        del attention.attend
+    assert not (tmp_path / "web").exists()
     assert list(tmp_path.iterdir()) == []

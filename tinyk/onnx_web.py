@@ -178,15 +178,29 @@ def _manifest(model: Transformer, info: GGUFInfo, files: list[Path], layers: tup
     }
 
 
+def _stacked(model: Transformer, layers: tuple[int, ...], template: onnx.ModelProto | None) -> bool:
+    """Whether the web export stacks ``model``'s graph from a two-layer export (n_layers >= 3, one
+    attention layer, every layer alike). ``template``: that export of the model's config, made
+    once for several models by :func:`tinyk.onnx_layers.export_template` with ``logits_to_keep=1``
+    (``None``: the export makes it); a model exported whole takes none (a ``ValueError``)."""
+    stacked = model.config.n_layers >= 3 and len(layers) == 1 and not stack_differences(model)
+    if template is not None and not stacked:
+        raise ValueError("template= is for a stacked export (n_layers >= 3, one attention layer, every layer "
+                         "alike): this model is exported whole, so pass no template")
+    return stacked
+
+
 def export_web_model(model: Transformer, info: GGUFInfo, gguf_path: str | Path, out_dir: str | Path, *,
                      attention_layer: int | None = None, max_file_bytes: int = 50_000_000,
-                     tokenizer: bool = True, stamp: str | None = None) -> list[Path]:
+                     tokenizer: bool = True, stamp: str | None = None,
+                     template: onnx.ModelProto | None = None) -> list[Path]:
     """Write ``model`` (loaded by :func:`tinyk.gguf.load_gguf` from ``gguf_path``, ``info`` its
     :class:`~tinyk.gguf.GGUFInfo`) into ``out_dir`` as the files of the module's docstring.
 
     ``attention_layer``: the layer whose attention weights the graph returns (``None``:
     :func:`tinyk.onnx_export.default_attention_layers`). ``tokenizer=False`` leaves out
-    ``tokenizer.json`` and the chat prompt; ``stamp`` is kept in the manifest. Every linear and
+    ``tokenizer.json`` and the chat prompt; ``stamp`` is kept in the manifest; ``template``: see
+    :func:`_stacked`. Every linear and
     the embedding are checked against the file first (a ``ValueError`` names the tensor that
     differs). Returns the paths written: graph, data files, ``tokenizer.json``, manifest.
     """
@@ -198,11 +212,13 @@ def export_web_model(model: Transformer, info: GGUFInfo, gguf_path: str | Path, 
     weights = gguf_weights(model, gguf_path)
     layers = (default_attention_layers(model.config.n_layers) if attention_layer is None
               else (attention_layer,))
+    stacked = _stacked(model, layers, template)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out) as scratch:
-        if model.config.n_layers >= 3 and len(layers) == 1 and not stack_differences(model):
-            model_proto = export_stacked(model, scratch, attention_layer=layers[0], logits_to_keep=1)
+        if stacked:
+            model_proto = export_stacked(model, scratch, attention_layer=layers[0], logits_to_keep=1,
+                                         template=template)
         else:
             float_path = Path(scratch) / "float32.onnx"
             export_onnx(model, float_path, attention_layers=layers, logits_to_keep=1, external_data=True)
