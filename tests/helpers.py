@@ -1,5 +1,6 @@
-"""Shared by the tests: a random model whose continuations depend on the whole prompt, and
-the processes a hostile submission leaves running."""
+"""Shared by the tests: a random model whose continuations depend on the whole prompt, the
+processes a hostile submission leaves running, and notebook clients whose kernels listen on
+Unix sockets."""
 
 from __future__ import annotations
 
@@ -56,3 +57,16 @@ def processes_left(argv: list[str]) -> list[int]:
     while processes_running(argv) and time.monotonic() < deadline:
         time.sleep(0.1)
     return processes_running(argv)
+
+
+def ipc_client(nb, folder: Path, **options):
+    """An ``nbclient.NotebookClient`` of ``nb`` (``options``: the client's) whose kernel runs in
+    ``folder`` and listens on Unix sockets there, not on TCP ports: a port the client picks as
+    free can be taken by another process before the kernel binds it (with two test workers
+    starting kernels at once, a kernel died with "Address already in use")."""
+    from nbclient import NotebookClient
+
+    client = NotebookClient(nb, resources={"metadata": {"path": str(folder)}}, **options)
+    km = client.create_kernel_manager()
+    km.transport, km.ip = "ipc", str(Path(folder) / "kernel")
+    return client

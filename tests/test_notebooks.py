@@ -87,6 +87,34 @@ def _keep_timings(stem: str, executed: dict) -> None:
     (folder / f"{stem}.json").write_text(json.dumps({"cells": cells}, indent=1))
 
 
+def _run(path: Path, kernel: str | None) -> nbformat.NotebookNode:
+    """Every cell of the notebook at ``path``, in order, in a new kernel (``kernel``, by default
+    the notebook's own) started in its folder; fails the calling test at the first failing cell
+    (one not tagged ``raises-exception``) with its traceback.
+
+    The kernel listens on Unix sockets in that folder (``tests.helpers.ipc_client``): the
+    notebooks stage starts two at once.
+    """
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
+    from tests.helpers import ipc_client
+
+    nb = nbformat.read(path, as_version=4)
+    client = ipc_client(nb, path.parent, timeout=CELL_TIMEOUT, kernel_name=kernel or "", record_timing=True)
+    try:
+        client.execute()
+    except (CellExecutionError, CellTimeoutError) as error:
+        ran = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.get("outputs") is not None
+               and "shell.execute_reply" not in c.metadata.get("execution", {})]
+        failed = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                  and any(o.output_type == "error" for o in c.outputs)]
+        index = (failed or ran or [0])[-1 if failed else 0]
+        pytest.fail(f"{path.name}: cell {index - 1} failed (counting code and markdown cells from 0)"
+                    f"\n{error}",
+                    pytrace=False)
+    return nb
+
+
 def execute_and_cache(path: Path, cache_dir: Path, workdir: Path, kernel: str | None = None,
                       probe: str | None = None) -> tuple[float, dict]:
     """Run the source notebook ``path`` in ``workdir`` (in ``kernel``, by default its own);
@@ -98,7 +126,6 @@ def execute_and_cache(path: Path, cache_dir: Path, workdir: Path, kernel: str | 
     """
     jupyter_cache = pytest.importorskip("jupyter_cache", reason="jupyter-cache comes with jupyter-book")
     from jupyter_cache.base import CacheBundleIn
-    from nbmake.nb_run import NotebookRun
 
     book = _book_extension()
     source = json.loads(path.read_text(encoding="utf-8"))
@@ -109,13 +136,9 @@ def execute_and_cache(path: Path, cache_dir: Path, workdir: Path, kernel: str | 
     run_copy.write_text(json.dumps(run), encoding="utf-8")
 
     start = time.perf_counter()
-    result = NotebookRun(run_copy, CELL_TIMEOUT, kernel=kernel).execute()
+    nb = _run(run_copy, kernel)
     seconds = time.perf_counter() - start
-    if result.error is not None:
-        pytest.fail(f"{path.name}: cell {result.error.failing_cell_index - 1} failed "
-                    f"(counting code and markdown cells from 0)\n{result.error.trace}", pytrace=False)
-
-    executed = json.loads(nbformat.writes(result.nb))
+    executed = json.loads(nbformat.writes(nb))
     page = book.page_notebook(source)
     # The page's cells keep their own sources and metadata and take the executed outputs.
     assert len(executed["cells"]) == len(page["cells"]) + (probe is not None)

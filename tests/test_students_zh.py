@@ -260,9 +260,9 @@ def test_chinese_05_2_runs_top_to_bottom_in_a_kernel(tmp_path, monkeypatch):
     import os
 
     import nbformat
-    from nbclient import NotebookClient
     from PIL import Image
 
+    from tests.helpers import ipc_client
     from tests.test_jupyterlab import _allowed_to_fail
 
     nb = nbformat.read(course.student_path(ROOT / "notebooks" / "05_2_rmsnorm.ipynb", language=course.ZH),
@@ -274,8 +274,7 @@ def test_chinese_05_2_runs_top_to_bottom_in_a_kernel(tmp_path, monkeypatch):
     monkeypatch.delenv("TINYK_LANGUAGE", raising=False)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as test_jupyterlab.py's server
-    NotebookClient(nb, timeout=300, allow_errors=True,
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    ipc_client(nb, tmp_path, timeout=300, allow_errors=True).execute()
     *code, added = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count for c in code), "cells that did not run"
     errors = {i: [o for o in c.outputs if o.output_type == "error"] for i, c in enumerate(code)}

@@ -89,8 +89,8 @@ def test_a_notebook_opened_alone_runs_the_parts_pasted_into_it(wheel_env, monkey
     import json
 
     import nbformat
-    from nbclient import NotebookClient
 
+    from tests.helpers import ipc_client
     from tinyk.chinese_notebooks import code_catalogue_path, load_messages
     from tinyk.exercises import book_version, is_solution, source_text
     from tinyk.package_catalogue import say
@@ -120,8 +120,7 @@ def test_a_notebook_opened_alone_runs_the_parts_pasted_into_it(wheel_env, monkey
     assert len(answered) == len(answers) >= 3
     paste = next(c for c in nb.cells if c.get("id") == "c47-paste")
     paste.source = "\n\n".join(pasted)
-    NotebookClient(nb, kernel_name=KERNEL, timeout=300,
-                   resources={"metadata": {"path": str(folder)}}).execute()
+    ipc_client(nb, folder, kernel_name=KERNEL, timeout=300).execute()
     report = "".join(o.get("text", "") for o in next(c for c in nb.cells if c.get("id") == "c48").outputs)
     monkeypatch.setenv("TINYK_LANGUAGE", "zh_CN")  # the words the kernel says, said here
     here = say(" (from {notebook})", notebook=say("this notebook"))
