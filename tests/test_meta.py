@@ -1,5 +1,5 @@
-"""Tests of the tests: a failing cell fails nbmake and the book build; leaks fail the site checks;
-no test asserts only under a condition on its data or in a loop that may run zero times."""
+"""Tests of the tests: a failing cell fails the notebooks stage and the book build; leaks fail the
+site checks; no test asserts only under a condition on its data or in a loop that may run zero times."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Every chapter notebook runs top to bottom, hidden tests included: the ``notebooks`` stage.
 
-Each source notebook is executed once, by nbmake's runner, in a temporary folder outside
+Each source notebook is executed once, by nbclient, in a temporary folder outside
 the repository (as the book runs it), with the book's removed first cell in front, in a
 kernel of the wheel environment (``tests/wheel_env.py``: the package installed from a wheel,
 as in Colab, with ipywidgets 7.7.1, and no ``PYTHONPATH``). A last cell, removed again,
@@ -104,14 +104,12 @@ def _run(path: Path, kernel: str | None) -> nbformat.NotebookNode:
     try:
         client.execute()
     except (CellExecutionError, CellTimeoutError) as error:
-        ran = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.get("outputs") is not None
-               and "shell.execute_reply" not in c.metadata.get("execution", {})]
-        failed = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
-                  and any(o.output_type == "error" for o in c.outputs)]
-        index = (failed or ran or [0])[-1 if failed else 0]
-        pytest.fail(f"{path.name}: cell {index - 1} failed (counting code and markdown cells from 0)"
-                    f"\n{error}",
-                    pytrace=False)
+        code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+        failed = [i for i, c in code if any(o.output_type == "error" for o in c.outputs)]
+        unfinished = [i for i, c in code if "shell.execute_reply" not in c.metadata.get("execution", {})]
+        index = failed[-1] if failed else (unfinished or [0])[0]  # an error, else the cell that timed out
+        where = f"cell {index - 1} failed (counting code and markdown cells from 0)"
+        pytest.fail(f"{path.name}: {where}\n{error}", pytrace=False)
     return nb
 
 
