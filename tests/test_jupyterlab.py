@@ -96,7 +96,9 @@ def lab(tmp_path_factory):
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
          f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
          f"--ServerApp.root_dir={work}", "--ServerApp.allow_root=True", "--LabApp.expose_app_in_browser=True",
-         "--LabApp.news_url=", "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+         "--LabApp.news_url=", "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+         # Kernels on Unix sockets (as tests.helpers.ipc_client's): no TCP port to lose to another process.
+         "--KernelManager.transport=ipc", f"--KernelManager.ip={home / 'kernel'}"],
         cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
