@@ -180,9 +180,7 @@ def _manifest(model: Transformer, info: GGUFInfo, files: list[Path], layers: tup
 
 def _stacked(model: Transformer, layers: tuple[int, ...], template: onnx.ModelProto | None) -> bool:
     """Whether the web export stacks ``model``'s graph from a two-layer export (n_layers >= 3, one
-    attention layer, every layer alike). ``template``: that export of the model's config, made
-    once for several models by :func:`tinyk.onnx_layers.export_template` with ``logits_to_keep=1``
-    (``None``: the export makes it); a model exported whole takes none (a ``ValueError``)."""
+    attention layer, every layer alike); a ``ValueError`` if it does not and ``template`` is given."""
     stacked = model.config.n_layers >= 3 and len(layers) == 1 and not stack_differences(model)
     if template is not None and not stacked:
         raise ValueError("template= is for a stacked export (n_layers >= 3, one attention layer, every layer "
@@ -199,10 +197,12 @@ def export_web_model(model: Transformer, info: GGUFInfo, gguf_path: str | Path, 
 
     ``attention_layer``: the layer whose attention weights the graph returns (``None``:
     :func:`tinyk.onnx_export.default_attention_layers`). ``tokenizer=False`` leaves out
-    ``tokenizer.json`` and the chat prompt; ``stamp`` is kept in the manifest; ``template``: see
-    :func:`_stacked`. Every linear and
-    the embedding are checked against the file first (a ``ValueError`` names the tensor that
-    differs). Returns the paths written: graph, data files, ``tokenizer.json``, manifest.
+    ``tokenizer.json`` and the chat prompt; ``stamp`` is kept in the manifest. ``template``: a
+    two-layer export of the model's config made once by :func:`tinyk.onnx_layers.export_template`
+    (``logits_to_keep=1``), for several exports of one config; only a stacked export takes one.
+    Every linear and the embedding are checked against the file first (a ``ValueError`` names
+    the tensor that differs). Returns the paths written: graph, data files, ``tokenizer.json``,
+    manifest.
     """
     if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int) or max_file_bytes <= 0:
         raise ValueError(f"max_file_bytes={max_file_bytes!r}: must be a positive int")
