@@ -140,25 +140,23 @@ def test_chapter_page_in_a_real_browser(page, site_url, path):
     assert "$$" not in text, "raw display math"
     assert page.locator("mjx-container").count() >= page.locator("div.math, span.math").count()
 
-    toggles = page.locator("details.hide.above-input")  # solutions, and figure-drawing code
-    labels = [toggles.nth(i).locator("summary").inner_text() for i in range(toggles.count())]
+    toggles = "details.hide.above-input"  # solutions, and figure-drawing code
+    labels = [label for label, _ in _details(page, toggles)]
     assert sum("Show solution" in label for label in labels) == expected_solutions(path)
-    assert toggles.count() >= expected_solutions(path)  # and one for each figure's hidden code
-    for i in range(toggles.count()):
-        toggle = toggles.nth(i)
-        assert toggle.get_attribute("open") is None, "a hidden cell is open before any click"
-        assert "Show solution" in labels[i] or "Show code cell source" in labels[i], labels[i]
-        toggle.locator("summary").click()
-        assert toggle.get_attribute("open") is not None, "a click did not open it"
-
-    hints = page.locator("details.sd-dropdown")  # each exercise's hints, collapsed
-    assert hints.count() == expected_hints(path)
-    for i in range(hints.count()):
-        hint = hints.nth(i)
-        assert hint.get_attribute("open") is None, "a hint is open before any click"
-        assert hint.locator("summary").inner_text().startswith("Hint ")
-        hint.locator("summary").click()
-        assert hint.get_attribute("open") is not None, "a click did not open the hint"
+    assert len(labels) >= expected_solutions(path)  # and one for each figure's hidden code
+    assert [label for label in labels if not any(words in label for words in ("Show solution",
+                                                                              "Show code cell source"))] == []
+    hints = "details.sd-dropdown"  # each exercise's hints, collapsed
+    titles = [title for title, _ in _details(page, hints)]
+    assert len(titles) == expected_hints(path)
+    assert [title for title in titles if not title.startswith("Hint ")] == []
+    for selector, what in ((toggles, "hidden cell"), (hints, "hint")):
+        assert [label for label, opened in _details(page, selector) if opened] == [], \
+            f"a {what} is open before any click"
+        for i in range(page.locator(selector).count()):  # a real click on each, as a reader's
+            page.locator(selector).nth(i).locator("summary").click()
+        assert [label for label, opened in _details(page, selector) if not opened] == [], \
+            f"a click did not open the {what}"
 
     sliders = page.locator(".tinyk-slider")
     assert sliders.count() == expected_sliders(path)
@@ -181,6 +179,13 @@ def test_chapter_page_in_a_real_browser(page, site_url, path):
     else:
         assert colab == []
 
+
+
+def _details(page, selector: str) -> list[tuple[str, bool]]:
+    """Each ``<details>`` element matching ``selector``: its summary's text and whether it is
+    open, read in one call."""
+    return [tuple(pair) for pair in page.eval_on_selector_all(
+        selector, "els => els.map(e => [e.querySelector('summary').innerText, e.open])")]
 
 
 def expected_quizzes(page_path: str) -> int:
