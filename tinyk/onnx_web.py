@@ -198,11 +198,12 @@ def export_web_model(model: Transformer, info: GGUFInfo, gguf_path: str | Path, 
     ``attention_layer``: the layer whose attention weights the graph returns (``None``:
     :func:`tinyk.onnx_export.default_attention_layers`). ``tokenizer=False`` leaves out
     ``tokenizer.json`` and the chat prompt; ``stamp`` is kept in the manifest. ``template``: a
-    two-layer export of the model's config made once by :func:`tinyk.onnx_layers.export_template`
-    (``logits_to_keep=1``), for several exports of one config; only a stacked export takes one.
-    Every linear and the embedding are checked against the file first (a ``ValueError`` names
-    the tensor that differs). Returns the paths written: graph, data files, ``tokenizer.json``,
-    manifest.
+    two-layer export of the config by :func:`tinyk.onnx_layers.export_template` (with
+    ``logits_to_keep=1``), shared by several exports; only a graph stacked from it takes one
+    (three layers or more, one layer's attention weights returned, every layer alike), others
+    raise ``ValueError``. Every linear and the embedding are checked against the file first (a
+    ``ValueError`` names the tensor that differs). Returns the paths written: graph, data
+    files, ``tokenizer.json``, manifest.
     """
     if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int) or max_file_bytes <= 0:
         raise ValueError(f"max_file_bytes={max_file_bytes!r}: must be a positive int")
