@@ -1,6 +1,46 @@
-"""Shared pytest set-up: the notebook stage prints how long each notebook took."""
+"""Shared pytest set-up: the notebook stage prints how long each notebook took, and the site
+stage imports only the test modules that hold site tests."""
 
 from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+# A module that holds a test marked ``site`` names the marker in its text (``pytest.mark.site``,
+# as a module's ``pytestmark`` or a test's decorator). With ``-m site`` alone (make's site
+# stage), the other modules are not imported: importing every module (torch, transformers,
+# onnxscript) took about 8 s of each worker's start, for tests that -m site then deselects.
+SITE_MARK = "mark.site"
+_SITE_STAGE = "site"
+
+
+def names_the_site_marker(path: Path) -> bool:
+    """Whether the test module at ``path`` may hold a site test (its text names the marker)."""
+    return SITE_MARK in path.read_text(encoding="utf-8")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if (config.getoption("markexpr") == _SITE_STAGE and collection_path.suffix == ".py"
+            and collection_path.name.startswith("test_") and not names_the_site_marker(collection_path)):
+        return True
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Before ``-m`` deselects anything: a site test in a module whose text does not name the
+    marker (given it some other way) would be left out of the site stage; say so, in every run
+    that imports the module (make's unit stage, which runs first, imports them all)."""
+    named: dict[Path, bool] = {}
+    for item in items:
+        if item.get_closest_marker("site") and item.path not in named:
+            named[item.path] = names_the_site_marker(item.path)
+    unseen = [item.nodeid for item in items if item.get_closest_marker("site") and not named[item.path]]
+    if unseen:
+        raise pytest.UsageError(f"site tests in modules whose text does not say {SITE_MARK!r} (the "
+                                f"site stage would not import them): {unseen[:3]}; "
+                                f"mark them with pytest.mark.site")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -199,6 +199,31 @@ def test_loadgroup_keeps_a_group_on_one_worker(tmp_path):
     assert len(workers) == 1, f"one group ran on {sorted(workers)}"
 
 
+
+
+def test_the_site_stage_imports_only_modules_that_name_the_site_marker(tmp_path):
+    """``-m site`` (make's site stage) skips importing a module whose text does not say
+    ``mark.site`` (tests/conftest.py); a site test marked some other way is an error in every
+    run that imports its module (make's unit stage imports them all, before the site stage)."""
+    shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_pages.py").write_text("import pytest\npytestmark = pytest.mark.site\n"
+                                            "def test_page():\n    pass\n")
+    (tmp_path / "test_units.py").write_text("raise RuntimeError('imported by the site stage')\n")
+
+    def collect(marks: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", marks,
+                               "-p", "no:cacheprovider"], cwd=tmp_path, capture_output=True, text=True)
+
+    run = collect("site")
+    assert run.returncode == 0 and "test_pages.py::test_page" in run.stdout, run.stdout[-2000:]
+    assert "imported by the site stage" in collect("not site").stdout  # every module otherwise
+
+    (tmp_path / "test_units.py").write_text("import pytest\nSITE = getattr(pytest.mark, 'si' + 'te')\n"
+                                            "@SITE\ndef test_hidden():\n    pass\n")
+    assert "test_hidden" not in collect("site").stdout  # not imported: the run that imports it says so
+    run = collect("not site")  # as make's unit stage, which runs first
+    assert run.returncode != 0 and "test_units.py::test_hidden" in run.stderr and "mark.site" in run.stderr, \
+        run.stdout[-2000:] + run.stderr[-2000:]
 # ------------------------------------------------------------------ assertions that can pass unseen
 
 _DATA_IF_OK = re.compile(r"# data-if: ok\W+\w")  # the opt-out, with its reason after it
