@@ -180,7 +180,7 @@ CASES = {
     "modified_and_memory": (lambda r: _answer(r, "hog = bytearray(64 * 2**30)", SOLUTION_B,
                                               _replace_test("b_test", "pass")),
                             {"a_test": (0, "memory-limit"), "b_test": (1, "tests-modified")}),
-    "huge_output": (lambda r: _answer(r, "for i in range(50_000):\n    print('x' * 100)\n" + SOLUTION_A,
+    "huge_output": (lambda r: _answer(r, "for i in range(20_000):\n    print('x' * 100)\n" + SOLUTION_A,
                                       SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
     "eq_always_true": (lambda r: _answer(r, "class Liar:\n    def __eq__(self, other):\n        return True\n"
                                             "def double(x):\n    return Liar()", SOLUTION_B),
@@ -239,8 +239,8 @@ def batch(assignment):
     (subs / "no_file").mkdir()
     shutil.copy(subs / "solution" / "drill.ipynb", subs / "single_file.ipynb")  # a file, not a folder
     # Margins of 10x and more over what an honest submission needs, so that a slow or busy
-    # machine changes no status: huge_output's 50,000 printed lines (5 MB) take about a
-    # quarter of a second, the slowest honest cell (the per-cell timeout, which ends the
+    # machine changes no status: huge_output's 20,000 printed lines (2 MB), the slowest
+    # honest cell, take about a fifth of a second (the per-cell timeout, which ends the
     # infinite loop, is 5 s: the loop keeps a core busy that long); a student needs seconds,
     # not the 600 s total; the drill's kernel peaks near 800 MB of address space, the limit
     # is 16 GB, and the memory bomb asks for 64 GB.
