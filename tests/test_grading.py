@@ -405,6 +405,103 @@ def test_shards_merge_into_the_csv_of_a_single_run(batch, monkeypatch):
     assert (base / "merged.csv").read_text() == single
 
 
+# --answers-only: the verdict alone, no notebook run in a kernel. Every case gets the points and
+# status it gets with the kernels' run, but for the one a kernel alone gives: an answer that
+# ends its process fails its own exercise, and the next exercise runs in a new one.
+ANSWERS_ONLY = pytest.mark.xdist_group("answers-batch")
+ANSWERS_ONLY_CASES = {**{student: expected for student, (_, expected) in CASES.items()},
+                      "os_exit": {"a_test": (0, "ok"), "b_test": (1, "ok")}}
+
+
+@pytest.fixture(scope="session")
+def answers_batch(assignment):
+    """The batch's submissions graded with ``answers_only``, with the same limits; nbgrader's
+    autograde must not run (it raises here)."""
+    from unittest import mock
+
+    base, notebooks, release = assignment
+    subs = base / "answers-submissions"
+    for student, (make, _) in CASES.items():
+        (subs / student).mkdir(parents=True)
+        (subs / student / "drill.ipynb").write_text(json.dumps(make(release)))
+    for student, data in RAW.items():
+        (subs / student).mkdir()
+        (subs / student / "drill.ipynb").write_bytes(data)
+    (subs / "no_file").mkdir()
+    shutil.copy(subs / "solution" / "drill.ipynb", subs / "single_file.ipynb")
+    limits = grading.Limits(cell_timeout=5, total_timeout=600, memory_mb=16384, answers_only=True)
+    kernels = mock.Mock(side_effect=AssertionError("a notebook ran in nbgrader's kernel"))
+    with mock.patch("tinyk.grading.student.autograde", kernels):
+        grading.grade(subs, base / "answers.csv", notebooks, limits=limits, jobs=2, progress=False)
+    assert kernels.call_count == 0
+    return base, subs, notebooks, limits
+
+
+@ANSWERS_ONLY
+@pytest.mark.parametrize("student", sorted(ANSWERS_ONLY_CASES))
+def test_answers_only_gives_each_submission_its_points_and_status(answers_batch, student):
+    base, *_ = answers_batch
+    table = _table(base / "answers.csv")
+    for exercise, (points, status) in ANSWERS_ONLY_CASES[student].items():
+        row = table[(student, exercise)]
+        assert (float(row["points"]), row["status"]) == (points, status), row
+        if points < float(row["max_points"]) and status != "tampering":
+            assert row["detail"].startswith("graded outside the notebook: "), row  # it says why
+
+
+@ANSWERS_ONLY
+def test_answers_only_names_each_reason_and_checks_every_submission(answers_batch):
+    base, subs, *_ = answers_batch
+    table = _table(base / "answers.csv")
+    students = {p.stem if p.is_file() else p.name for p in subs.iterdir()}
+    assert {s for s, _ in table} == students and len(table) == 2 * len(students)
+    assert {table[s, "a_test"]["status"] for s in RAW} == {"unreadable"}
+    assert table["no_file", "a_test"]["status"] == "missing"
+    assert float(table["single_file", "a_test"]["points"]) == 2
+    assert table["infinite_loop", "a_test"]["detail"] == (
+        "graded outside the notebook: answer: no answer within 5 s (the per-cell time limit)")
+    assert table["memory_bomb", "a_test"]["detail"].startswith(
+        "graded outside the notebook: answer: MemoryError"), table["memory_bomb", "a_test"]
+    assert table["os_exit", "a_test"]["detail"] == (
+        "graded outside the notebook: answer: its process exited while the answer cells ran")
+    assert table["ast_transformer", "a_test"]["detail"].startswith(
+        "graded outside the notebook: answer: NameError: name 'get_ipython' is not defined")
+    assert "restored from the release: a_test edited" in table["edited_test", "a_test"]["detail"]
+
+
+@ANSWERS_ONLY
+def test_answers_only_stops_at_the_total_time_limit_and_switching_mode_grades_again(assignment, tmp_path):
+    """Two answers that never return, with a total time limit under the per-cell timeout: the
+    first is cut at the total limit, the second never starts, both are timeouts that say so.
+    The run's part keeps the mode: the same files graded with the kernels are graded again."""
+    _, notebooks, release = assignment
+    loops = tmp_path / "subs" / "loops"
+    loops.mkdir(parents=True)
+    (loops / "drill.ipynb").write_text(json.dumps(_answer(release, "while True:\n    pass",
+                                                          "while True:\n    pass")))
+    out = tmp_path / "grades.csv"
+    short = grading.Limits(cell_timeout=60, total_timeout=1, memory_mb=16384, answers_only=True)
+    grading.grade(loops.parent, out, notebooks, limits=short, jobs=1, progress=False)
+    for exercise in ("a_test", "b_test"):
+        row = _table(out)["loops", exercise]
+        assert (row["points"], row["status"]) == ("0", "timeout"), row
+        assert row["detail"] == ("graded outside the notebook: answer: the submission ran past its "
+                                 "total time limit (1 s)"), row
+    graded = []
+    real = class_batch.grade_student
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(class_batch, "grade_student", lambda name, *a: graded.append(name) or real(name, *a))
+        grading.grade(loops.parent, out, notebooks, limits=grading.Limits(cell_timeout=1, memory_mb=16384),
+                      jobs=1, progress=False)
+    assert graded == ["loops"]
+    assert {r["status"] for r in _table(out).values()} == {"timeout"}
+
+
+def test_answers_only_is_refused_with_cold_kernels(capsys):
+    assert grading.main(["grade", "subs", "--out", "g.csv", "--answers-only", "--cold-kernels"]) == 2
+    assert "with --answers-only no kernel starts" in capsys.readouterr().err
+
+
 def test_a_prepared_course_is_stamped_with_nbgraders_own_schema_version(tmp_path):
     """The grader stamps a course's new gradebook itself: with the version nbgrader's first
     ``Gradebook`` would ask ``alembic heads`` for (asked here as it asks), and nbgrader's

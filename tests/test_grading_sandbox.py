@@ -76,8 +76,9 @@ def _clean_up() -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def _run(tmp: Path, sandbox: bool) -> dict:
-    """Grade the batch; return the points on A per student and what reached the host."""
+def _run(tmp: Path, sandbox: bool, answers_only: bool = False) -> dict:
+    """Grade the batch (with ``answers_only``, the verdict alone); return the points on A per
+    student and what reached the host."""
     source = tmp / "instructor" / "source"
     source.mkdir(parents=True)
     (source / "drill.ipynb").write_text(json.dumps(_drill()))
@@ -104,7 +105,8 @@ def _run(tmp: Path, sandbox: bool) -> dict:
         (subs / name / "drill.ipynb").write_text(json.dumps(nb))
     _clean_up()
     try:
-        limits = grading.Limits(cell_timeout=120, total_timeout=900, memory_mb=16384)
+        limits = grading.Limits(cell_timeout=120, total_timeout=900, memory_mb=16384,
+                                answers_only=answers_only)
         rows = grading.grade(subs, tmp / "grades.csv", [source / "drill.ipynb"], limits=limits, jobs=2,
                              progress=False, sandbox=sandbox)
         return {"points": {(r.student, r.exercise): r.points for r in rows},
@@ -127,11 +129,19 @@ def unsandboxed(tmp_path_factory):
     return _run(tmp_path_factory.mktemp("unsandboxed"), sandbox=False)
 
 
+@pytest.fixture(scope="session")
+def sandboxed_answers_only(tmp_path_factory):
+    return _run(tmp_path_factory.mktemp("answers-only"), sandbox=True, answers_only=True)
+
+
 READS = ["read_sources", "read_hidden_tests", "read_others", "network"]
 
 
 @SANDBOX_BATCH
-def test_the_sandbox_stops_every_attack_and_keeps_honest_marks(sandboxed):
+@pytest.mark.parametrize("mode", ["sandboxed", "sandboxed_answers_only"])
+def test_the_sandbox_stops_every_attack_and_keeps_honest_marks(mode, request):
+    """With the kernels' run and with the verdict alone (``--answers-only``) alike."""
+    sandboxed = request.getfixturevalue(mode)
     points = sandboxed["points"]
     assert points[("honest", "a_test")] == 2 and points[("honest", "b_test")] == 1
     assert {s: points[(s, "a_test")] for s in READS} == dict.fromkeys(READS, 0.0)  # nothing read, no network

@@ -55,6 +55,17 @@ class AnswerServer:
         # why the notebooks share the learner's process's namespaces ("" while each has its own;
         # None until the process has started; once said, for the rest of the server's life)
         self.shared: str | None = None
+        self.deadline: float | None = None  # time.monotonic() past which nothing runs (limit_total)
+        self.total = 0.0  # the seconds limit_total gave
+
+    def limit_total(self, seconds: float) -> None:
+        """From now on, ``seconds`` in all for every reply still to come and every new start of
+        the learner's process (the submission's total time limit); past them, a request fails
+        with that reason (each reply keeps its own ``timeout`` as well)."""
+        self.deadline, self.total = time.monotonic() + seconds, seconds
+
+    def _past_total(self) -> AnswerFailed:
+        return AnswerFailed(f"the submission ran past its total time limit ({self.total:g} s)", ended=True)
 
     def start(self) -> None:
         """Start the learner's process now (else at the first request), and wait until it is ready."""
@@ -62,11 +73,13 @@ class AnswerServer:
 
     def _start(self) -> subprocess.Popen:
         if self.proc is None or self.proc.poll() is not None:
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                raise self._past_total()
             self.proc = subprocess.Popen(self._argv(),
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                          preexec_fn=_memory_limit(self.memory_mb), start_new_session=True)
             # its start (importing torch) is not the learner's time: a limit of its own
-            ready = self._frame(max(self.timeout, _START_TIMEOUT))
+            ready = self._frame(max(self.timeout, _START_TIMEOUT), total=False)
             if not (type(ready) is tuple and len(ready) == 2 and ready[0] == "ready"
                     and type(ready[1]) is str):
                 self.close()
@@ -149,15 +162,21 @@ class AnswerServer:
             self.close()
             raise AnswerFailed(f"the answer's process has ended ({err.strerror})", ended=True) from err
 
-    def _frame(self, timeout: float) -> Any:
-        """The next frame, read back as data (``weights_only``), within ``timeout`` seconds."""
+    def _frame(self, timeout: float, total: bool = True) -> Any:
+        """The next frame, read back as data (``weights_only``), within ``timeout`` seconds (and,
+        with ``total``, before the :meth:`limit_total` deadline)."""
         proc = self.proc
         assert proc is not None and proc.stdout is not None
-        reader = _Deadline(proc.stdout.fileno(), timeout)
+        wait = timeout
+        if total and self.deadline is not None:
+            wait = min(timeout, max(0.0, self.deadline - time.monotonic()))
+        reader = _Deadline(proc.stdout.fileno(), wait)
         try:
             frame = answer_wire.read_frame(reader, _REPLY_LIMIT)  # type: ignore[arg-type]
         except TimeoutError:
             self.close()
+            if wait < timeout:
+                raise self._past_total() from None
             raise AnswerFailed(f"no answer within {timeout:g} s (the per-cell time limit)",
                                ended=True) from None
         if frame is None:

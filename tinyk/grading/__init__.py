@@ -3,6 +3,7 @@
     python -m tinyk.grading validate [NOTEBOOK ...]
     python -m tinyk.grading release OUT_DIR [--notebook NAME ...]
     python -m tinyk.grading grade SUBMISSIONS_DIR --out grades.csv [--notebook NAME ...] [--shard K/N]
+                                  [--answers-only]
     python -m tinyk.grading merge grades.csv SHARD.csv [SHARD.csv ...]
     python -m tinyk.grading feedback SUBMISSIONS_DIR OUT_DIR [--notebook NAME ...]
     python -m tinyk.grading report grades.csv --out REPORT_DIR
@@ -32,13 +33,16 @@ The package, one job a module: :mod:`~tinyk.grading.chapter` (the notebooks grad
 subprocess within the limits), :mod:`~tinyk.grading.submission` (a submission restored from
 the release and checked), :mod:`~tinyk.grading.rules` (statuses, points, rows),
 :mod:`~tinyk.grading.scoring` (the gradebook after the kernel's run, the verdict),
-:mod:`~tinyk.grading.student` (one student's run), :mod:`~tinyk.grading.batch` (a class, shards,
-resume), :mod:`~tinyk.grading.student_feedback` and :mod:`~tinyk.grading.cli`.
+:mod:`~tinyk.grading.student` (one student's run), :mod:`~tinyk.grading.answers_only` (one
+student's run without the kernels), :mod:`~tinyk.grading.regrade` (the exercises whose test
+changed), :mod:`~tinyk.grading.batch` (a class, shards, resume),
+:mod:`~tinyk.grading.student_feedback` and :mod:`~tinyk.grading.cli`.
 
-The kernel's run gives the outputs (and the feedback); the points of every exercise but
-05.10's capstone come from :mod:`tinyk.verdict`, which runs the student's answer cells again
+The kernel's run gives the outputs (and the feedback); the points of every exercise, 05.10's
+capstone included, come from :mod:`tinyk.verdict`, which runs the student's answer cells again
 in the same sandbox, in a plain interpreter (:mod:`tinyk.answers`), and the test cells in the
-grader's own process, where no code of the student's runs.
+grader's own process, where no code of the student's runs. ``grade --answers-only`` runs that
+verdict alone, without the kernels (:mod:`~tinyk.grading.answers_only`).
 """
 
 from __future__ import annotations

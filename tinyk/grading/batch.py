@@ -1,5 +1,6 @@
 """Grading a class (course section "For instructors"): every student in a throwaway copy of one
-prepared course, several at once, into one CSV.
+prepared course, several at once, into one CSV; with ``Limits.answers_only``, every student by
+the verdict alone (:mod:`tinyk.grading.answers_only`).
 
 The CSV has one row per student and exercise, with a status; it is written atomically, and each
 finished student is kept in ``<out>.parts/`` with a fingerprint of everything their grade
@@ -23,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tinyk.grading.answers_only import grade_answers
 from tinyk.grading.assignment import prepare_course, released_notebooks
 from tinyk.grading.ast_guard import one_parse_at_a_time
 from tinyk.grading.chapter import ASSIGNMENT, Notebook, chapter_notebooks
@@ -137,6 +139,8 @@ def _run_job(job: _Job, batch: Batch, template: Path, released: dict[str, dict],
     if job.changed and job.rows is not None:
         return regrade_student(job.entry, batch.notebooks, released, batch.limits, sandbox, job.changed,
                                job.rows)
+    if batch.limits.answers_only:
+        return grade_answers(name, job.entry, batch.notebooks, released, batch.limits, sandbox)
     return grade_student(name, job.entry, batch.notebooks, template, released, batch.limits, sandbox)
 
 
@@ -203,7 +207,7 @@ def grade(submissions: Path, out: Path, notebooks: Sequence[str | Path] | None =
         template = Path(tmp) / "course"
         prepare_course(batch.notebooks, template)
         released = released_notebooks(template, batch.notebooks)
-        if sandbox:
+        if sandbox and not batch.limits.answers_only:  # SmolLM2's tokenizer, for the kernels
             prepare_shared(server_modules(template / "release" / ASSIGNMENT))
         todo = _to_do(batch, parts, sandbox)
         _say_regraded(todo)

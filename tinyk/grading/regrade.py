@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from pathlib import Path
 
 from tinyk.exercises import is_test, nbgrader, source_text
+from tinyk.grading.answers_only import judge_submission, verdict_reason
 from tinyk.grading.chapter import Notebook
 from tinyk.grading.rules import Row, Status
 from tinyk.grading.runner import Limits
-from tinyk.grading.sandbox import Sandbox
-from tinyk.grading.scoring import answers_prefix, say_shared
-from tinyk.grading.submission import checked, submission_files
-from tinyk.mistakes import note
 
 __all__ = ["REGRADED", "base_digest", "changed_tests", "course_base", "regrade_student", "test_digests"]
 
@@ -73,44 +69,18 @@ def changed_tests(record: dict, base: str, tests: dict[str, dict[str, str]]) -> 
     return changed or None
 
 
-def _verdicts(entry: Path, notebooks: list[Notebook], released: dict[str, dict], limits: Limits,
-              sandboxed: bool, changed: set[tuple[str, str]]) -> dict[tuple[str, str], tuple[bool, str]]:
-    """(passed, why) of each changed exercise, judged again in a sandbox of its own."""
-    from tinyk import verdict
-
-    files = submission_files(entry, notebooks)
-    found = {}
-    with tempfile.TemporaryDirectory(prefix="tinyk-regrade-") as tmp:
-        sandbox = Sandbox.create(Path(tmp), limits.threads) if sandboxed else None
-        server = verdict.AnswerServer(answers_prefix(sandbox, limits), limits.cell_timeout, limits.memory_mb)
-        try:
-            for nb in notebooks:
-                ids = {g for n, g in changed if n == nb.name}
-                restored = checked(files.get(nb.name), nb, released[nb.name])[0] if ids else None
-                if restored is None:  # not graded before either (missing, unreadable, tampering)
-                    continue
-                source = json.loads(nb.path.read_text(encoding="utf-8"))
-                for v in verdict.judge(source, restored, server, only=ids):
-                    found[nb.name, v.grade_id] = (v.passed, v.detail)
-        finally:
-            say_shared(server)
-            server.close()
-    return found
-
-
 def regrade_student(entry: Path, notebooks: list[Notebook], released: dict[str, dict], limits: Limits,
                     sandboxed: bool, changed: set[tuple[str, str]], rows: list[Row]) -> list[Row]:
     """``rows`` (a student's rows of the earlier run) with each ``changed`` exercise judged
     again; a row that was not graded normally then (a timeout, a dead kernel, a missing
     notebook) stays as it was."""
-    verdicts = _verdicts(entry, notebooks, released, limits, sandboxed, changed)
+    verdicts = judge_submission(entry, notebooks, released, limits, sandboxed, only=changed)[1]
     for row in rows:
         found = verdicts.get((row.notebook, row.exercise))
         if found is None or row.status not in (Status.OK, Status.TESTS_MODIFIED):
             continue
-        passed, why = found
-        row.points = row.max_points if passed else 0.0
-        reason = "" if passed else f"graded outside the notebook: {why}"[:300] + note(row.exercise, why)
+        row.points = row.max_points if found.passed else 0.0
+        reason = "" if found.passed else verdict_reason(row.exercise, found.detail)
         kept = [part for part in row.detail.split("; ") if part.startswith("restored from the release")]
         row.detail = "; ".join(filter(None, [reason, *kept, REGRADED]))
     return rows

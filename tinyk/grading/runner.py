@@ -39,6 +39,9 @@ class Limits:
     # each kernel forked from the student's warm server (tinyk.warm_kernel) rather than started
     # cold; the grades are the same either way, so a run's fingerprint leaves it out
     warm_kernels: bool = True
+    # the verdict alone, no notebook run in nbgrader's kernels (tinyk.grading.answers_only): the
+    # same points, statuses of its own, so a run's fingerprint keeps it
+    answers_only: bool = False
 
 
 def require_nbgrader() -> None:

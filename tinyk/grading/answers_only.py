@@ -1,0 +1,121 @@
+"""Grading the answers alone (course section "For instructors"): ``grade --answers-only``.
+
+In either mode the points of every exercise come from the verdict outside the student's
+process (:mod:`tinyk.verdict`): the student's answer cells run in the sandbox, in a plain
+interpreter, each notebook's in namespaces of its own, and the test cells in the grader's
+process. By default the grader also runs each notebook from top to bottom in nbgrader's
+kernels, for the autograded notebooks and the statuses only a kernel gives. With
+``--answers-only`` the verdict is all that runs, a few times faster:
+
+- the checks before grading are the same: a notebook missing, unreadable or tampering
+  scores 0 with that status; one whose exercise cells were changed is restored from the
+  release and graded as ``tests-modified``;
+- an answer, or a test's call into it, past the per-cell timeout, and everything past the
+  student's total time limit (``total_timeout`` per notebook graded), is a ``timeout``; an
+  answer out of memory is a ``memory-limit``;
+- no notebook runs in a kernel: the student's own cells (those of no exercise) do not run,
+  no ``kernel-died`` is possible (an answer that ends its process fails that exercise alone),
+  and no autograded notebook is written (``feedback`` runs the notebooks for that).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Collection
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tinyk.grading.chapter import Notebook
+from tinyk.grading.rules import Finding, Row, Status
+from tinyk.grading.runner import Limits, total_limit
+from tinyk.grading.sandbox import Sandbox
+from tinyk.grading.scoring import answers_prefix, say_shared
+from tinyk.grading.submission import checked, submission_files
+from tinyk.mistakes import note
+
+if TYPE_CHECKING:  # imports torch: only when grading
+    from tinyk.verdict import Verdict
+
+__all__ = ["grade_answers", "judge_submission", "verdict_reason"]
+
+_TIMED_OUT = ("no answer within", "ran past its total time limit")  # the learner's process's limits
+
+
+def judge_submission(entry: Path, notebooks: list[Notebook], released: dict[str, dict], limits: Limits,
+                     sandboxed: bool, only: Collection[tuple[str, str]] | None = None,
+                     total: bool = False) -> tuple[dict[str, Finding], dict[tuple[str, str], Verdict]]:
+    """What the checks before grading found in each notebook of the student's ``entry``
+    (:func:`~tinyk.grading.submission.checked`), and the verdict of each exercise judged, by
+    (notebook, grade_id): every exercise of every notebook that can be graded, or only those of
+    ``only``; in a sandbox of their own, one learner's process for them all. With ``total``,
+    within the student's total time limit (the learner's start not counted)."""
+    from tinyk import verdict
+
+    files = submission_files(entry, notebooks)
+    flags: dict[str, Finding] = {}
+    graded: list[tuple[Notebook, dict, set[str] | None]] = []
+    for nb in notebooks:
+        ids = None if only is None else {g for n, g in only if n == nb.name}
+        if ids is not None and not ids:
+            continue
+        restored, flag = checked(files.get(nb.name), nb, released[nb.name])
+        if flag is not None:
+            flags[nb.name] = flag
+        if restored is not None:  # else not graded: missing, unreadable, tampering
+            graded.append((nb, restored, ids))
+    found: dict[tuple[str, str], Verdict] = {}
+    if not graded:
+        return flags, found
+    with tempfile.TemporaryDirectory(prefix="tinyk-answers-") as tmp:
+        sandbox = Sandbox.create(Path(tmp), limits.threads) if sandboxed else None
+        server = verdict.AnswerServer(answers_prefix(sandbox, limits), limits.cell_timeout, limits.memory_mb)
+        try:
+            if total:
+                server.start()
+                server.limit_total(total_limit(limits, len(graded)))
+            for nb, restored, ids in graded:
+                source = json.loads(nb.path.read_text(encoding="utf-8"))
+                for v in verdict.judge(source, restored, server, only=ids):
+                    found[nb.name, v.grade_id] = v
+        finally:
+            say_shared(server)
+            server.close()
+    return flags, found
+
+
+def verdict_reason(grade_id: str, why: str) -> str:
+    """A failed verdict's words in a row's detail, with the catalogued mistake it names."""
+    return f"graded outside the notebook: {why}"[:300] + note(grade_id, why)
+
+
+def _status(why: str) -> Status:
+    """The status of an exercise whose verdict failed with ``why``."""
+    if any(words in why for words in _TIMED_OUT):
+        return Status.TIMEOUT
+    if why.startswith("answer: MemoryError"):
+        return Status.MEMORY_LIMIT
+    return Status.OK
+
+
+def grade_answers(name: str, entry: Path, notebooks: list[Notebook], released: dict[str, dict],
+                  limits: Limits, sandboxed: bool = True) -> list[Row]:
+    """The rows of one student graded by the verdict alone (see the module's docstring)."""
+    flags, verdicts = judge_submission(entry, notebooks, released, limits, sandboxed, total=True)
+    rows = []
+    for nb in notebooks:
+        flag = flags.get(nb.name)
+        for grade_id, max_points in nb.tests:
+            found = verdicts.get((nb.name, grade_id))
+            if found is None:  # the notebook was not graded: the checks say why
+                status, detail = flag or (Status.ERROR, "no verdict for this exercise")
+                rows.append(Row(name, nb.name, grade_id, 0.0, max_points, status, detail))
+                continue
+            status = Status.OK if found.passed else _status(found.detail)
+            reason = "" if found.passed else verdict_reason(grade_id, found.detail)
+            if flag is not None and status == Status.OK:  # tests-modified
+                status = flag[0]
+            detail = "; ".join(filter(None, [reason, flag[1] if flag else ""]))
+            rows.append(Row(name, nb.name, grade_id, max_points if found.passed else 0.0, max_points,
+                            status, detail))
+    return rows
