@@ -2,6 +2,7 @@
 
     python benchmarks/bench_grading.py [--students 2] [--jobs 2] [--notebook NAME ...] [--no-sandbox]
                                        [--threads 1] [--compare-threads 2] [--compare-cold]
+                                       [--compare-answers-only] [--against REV]
 
 Each synthetic student submits every notebook: even-numbered students with the source's
 solutions pasted into the released copy (full marks), odd-numbered ones the untouched
@@ -18,6 +19,16 @@ the ratio of the two throughputs, measured side by side in one run.
 notebook's kernel started cold in its sandbox, the grader as it was before warm kernels) and
 prints how many times as many student-notebooks per minute the warm kernels grade, points
 checked in both runs.
+
+``--compare-answers-only`` grades the same submissions a second time with ``--answers-only``
+(the verdict alone, no notebook run in nbgrader's kernels) and prints the ratio, points
+checked in both runs.
+
+``--against REV`` also measures the grader of the git revision ``REV`` of this repository (a
+commit, a tag), each with its own course: that revision's checkout, made in a temporary
+worktree, grades as many synthetic students of its own notebooks with its own
+``benchmarks/bench_grading.py`` (``--json``) in the same run, and the ratio of
+student-notebooks per minute is printed. The revision must have that script with ``--json``.
 
 ``--grader`` names the grader's module (default ``tinyk.grading``): an older copy of it,
 saved under another name on ``PYTHONPATH``, is measured the same way. On a shared machine,
@@ -63,6 +74,10 @@ def main() -> None:
                         help="grade again with N threads per kernel and print the ratio")
     parser.add_argument("--compare-cold", action="store_true",
                         help="grade again with cold kernels (--cold-kernels) and print the ratio")
+    parser.add_argument("--compare-answers-only", action="store_true",
+                        help="grade again with --answers-only and print the ratio")
+    parser.add_argument("--against", metavar="REV",
+                        help="also measure the grader of this git revision, with its own course")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
 
@@ -89,13 +104,15 @@ def main() -> None:
                             cell["source"] = solutions[gid]
                 (folder / f"{name}.ipynb").write_text(json.dumps(nb))
         runs = []
-        settings = [(args.threads, False)] + ([(args.compare_threads, False)] if args.compare_threads else [])
-        settings += [(args.threads, True)] if args.compare_cold else []
-        for threads, cold in settings:
-            out = Path(tmp) / f"grades-{threads}{'-cold' if cold else ''}.csv"
+        settings = [(args.threads, "")] + ([(args.compare_threads, "")] if args.compare_threads else [])
+        settings += [(args.threads, "--cold-kernels")] if args.compare_cold else []
+        settings += [(args.threads, "--answers-only")] if args.compare_answers_only else []
+        for threads, mode in settings:
+            cold = mode == "--cold-kernels"
+            out = Path(tmp) / f"grades-{threads}{mode}.csv"
             cmd = [*grader, "grade", str(subs), "--out", str(out), "--threads", str(threads),
                    "--jobs", str(args.jobs), "--total-timeout", str(args.total_timeout), *notebook_args,
-                   *(["--no-sandbox"] if args.no_sandbox else []), *(["--cold-kernels"] if cold else [])]
+                   *(["--no-sandbox"] if args.no_sandbox else []), *([mode] if mode else [])]
             start = time.monotonic()
             done = subprocess.run(cmd, capture_output=True, text=True, env=env)
             seconds = time.monotonic() - start
@@ -110,12 +127,14 @@ def main() -> None:
             count = args.students * len(names)
             figures = {"students": args.students, "notebooks": len(names), "student_notebooks": count,
                        "jobs": args.jobs, "threads": threads, "grader": args.grader, "cold_kernels": cold,
+                       "answers_only": mode == "--answers-only",
                        "no_sandbox": args.no_sandbox, "seconds": round(seconds, 1),
                        "student_notebooks_per_minute": round(60 * count / seconds, 2),
                        "seconds_per_student_notebook": round(seconds / count, 2)}
             runs.append(figures)
+            kind = "answers only" if mode == "--answers-only" else f"{'cold' if cold else 'warm'} kernels"
             print(f"{count} student-notebooks ({args.students} students x {len(names)} notebooks, "
-                  f"{args.jobs} jobs, {threads} thread(s) per kernel, {'cold' if cold else 'warm'} kernels, "
+                  f"{args.jobs} jobs, {threads} thread(s) per kernel, {kind}, "
                   f"{args.grader}{' --no-sandbox' if args.no_sandbox else ''}) in {seconds:.1f} s: "
                   f"{figures['student_notebooks_per_minute']:.2f} per minute, "
                   f"{figures['seconds_per_student_notebook']:.2f} s per student-notebook")
@@ -124,12 +143,49 @@ def main() -> None:
         print(f"{runs[0]['threads']} thread(s) per kernel grades {ratio:.2f}x as fast as "
               f"{runs[1]['threads']}")
     if args.compare_cold:
-        warm, cold = runs[0], runs[-1]
+        warm, cold = runs[0], next(r for r in runs if r["cold_kernels"])
         print(f"warm kernels grade {cold['seconds'] / warm['seconds']:.2f}x as many student-notebooks per "
               f"minute as cold kernels ({warm['student_notebooks_per_minute']:.2f} against "
               f"{cold['student_notebooks_per_minute']:.2f}), points checked in both runs")
+    if args.compare_answers_only:
+        kernels, alone = runs[0], runs[-1]
+        print(f"--answers-only grades {kernels['seconds'] / alone['seconds']:.2f}x as many student-notebooks "
+              f"per minute as the run with the kernels ({alone['student_notebooks_per_minute']:.2f} against "
+              f"{kernels['student_notebooks_per_minute']:.2f}), points checked in both runs")
+    if args.against:
+        other = _against(args.against, args.students, args.jobs)
+        theirs = other["student_notebooks_per_minute"]
+        for run in [runs[0], *(r for r in runs if r["answers_only"])]:
+            ours = run["student_notebooks_per_minute"]
+            print(f"this checkout's grader{' with --answers-only' if run['answers_only'] else ''} grades "
+                  f"{ours / theirs:.2f}x as many student-notebooks per minute as {args.against}'s "
+                  f"({ours:.2f} against {theirs:.2f}, each with its own course)")
+        runs.append(other)
     if args.json:
         args.json.write_text(json.dumps(runs if len(runs) > 1 else runs[0], indent=1) + "\n")
+
+
+def _against(rev: str, students: int, jobs: int) -> dict:
+    """The figures of the grader of revision ``rev``, with its own course: its checkout in a
+    temporary worktree runs its own benchmark (``--json``), points checked there."""
+    root = NOTEBOOKS.parent
+    with tempfile.TemporaryDirectory(prefix="tinyk-bench-rev-") as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", str(tree), rev],
+                       check=True, capture_output=True)
+        try:
+            out = Path(tmp) / "figures.json"
+            done = subprocess.run([sys.executable, "benchmarks/bench_grading.py", "--students", str(students),
+                                   "--jobs", str(jobs), "--json", str(out)], cwd=tree, capture_output=True,
+                                  text=True, env={**os.environ, "PYTHONPATH": str(tree)})
+            if done.returncode != 0:
+                raise SystemExit(f"{rev}'s benchmark failed:\n{done.stderr[-3000:]}")
+            print(f"{rev}: {done.stdout.strip()}")
+            figures = json.loads(out.read_text())
+        finally:
+            subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(tree)],
+                           check=False, capture_output=True)
+    return {**figures, "grader": rev}
 
 
 if __name__ == "__main__":
