@@ -93,7 +93,7 @@ def _status(why: str) -> Status:
     """The status of an exercise whose verdict failed with ``why``."""
     if any(words in why for words in _TIMED_OUT):
         return Status.TIMEOUT
-    if why.startswith("answer: MemoryError"):
+    if why.startswith(("answer: MemoryError", "test: MemoryError")):  # in the answer, or in a call into it
         return Status.MEMORY_LIMIT
     return Status.OK
 
