@@ -744,6 +744,27 @@ def test_the_total_time_limit_runs_on_the_clock(assignment, tmp_path):
     assert {(r.status, r.points, r.detail) for r in rows} == {("timeout", 0.0, "submission ran past 5 s")}
 
 
+def test_the_verdict_keeps_to_the_total_time_limit(assignment, tmp_path, monkeypatch):
+    """An answer that is slow only outside IPython (in the verdict's run, not the kernel's) and
+    stays under the per-cell timeout at each call: the verdict ends at the student's total time
+    limit (1 s here, for the verdict alone) and says so, where each of the test's four calls
+    would otherwise have taken its 3 s."""
+    from tinyk.grading import scoring
+
+    _, notebooks, release = assignment
+    slow = ("import sys, time\ndef double(x):\n    if 'IPython' not in sys.modules:\n"
+            "        time.sleep(3)\n    return 2 * x")
+    (tmp_path / "subs" / "stalls").mkdir(parents=True)
+    (tmp_path / "subs" / "stalls" / "drill.ipynb").write_text(json.dumps(_answer(release, slow, SOLUTION_B)))
+    monkeypatch.setattr(scoring, "total_limit", lambda limits, notebooks: 1)
+    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
+    rows = {r.exercise: r for r in grading.grade(tmp_path / "subs", tmp_path / "grades.csv", notebooks,
+                                                 limits=limits, jobs=1, progress=False)}
+    past = "graded outside the notebook: answer: the submission ran past its total time limit (1 s)"
+    for exercise in ("a_test", "b_test"):  # b: after the limit, as in a kernel's run past it
+        assert rows[exercise].points == 0 and rows[exercise].detail.startswith(past), rows[exercise]
+
+
 def test_the_grading_threads_parse_python_one_tree_at_a_time(assignment, tmp_path, monkeypatch):
     """Python 3.11 fails a syntax tree built while another thread builds one (python/cpython#106905:
     "AST constructor recursion depth mismatch"), which would give the student an error row per

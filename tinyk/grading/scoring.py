@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from tinyk.exercises import is_test, nbgrader
 from tinyk.grading.chapter import ASSIGNMENT, Notebook
 from tinyk.grading.rules import Finding, Row, Status, cell_problem, points_of_test, rows_for, with_verdict
-from tinyk.grading.runner import Limits, say_once
+from tinyk.grading.runner import Limits, say_once, total_limit
 from tinyk.grading.sandbox import Sandbox, sandbox_argv
 from tinyk.roster import student_id
 
@@ -64,13 +64,16 @@ def rescore(course: Path, sid: str, notebooks: list[Notebook]) -> None:
 def _verdicts(pairs: list[tuple[Notebook, Path]], prefix: list[str], limits: Limits,
               timed_out: dict[str, dict[str, str]]) -> list[list[dict]]:
     """:func:`tinyk.verdict.judge` of each (source notebook, submitted notebook), one learner's
-    process serving them all; ``timed_out``: by notebook, the exercises whose answer or test
-    ran past the per-cell timeout in the kernel, which are not run again."""
+    process serving them all, within the student's total time limit (a learner's process that
+    answers each of a test's calls just within the per-cell timeout cannot hold the run for
+    hours); ``timed_out``: by notebook, the exercises whose answer or test ran past the
+    per-cell timeout in the kernel, which are not run again."""
     from tinyk import verdict
 
     server = verdict.AnswerServer(prefix, limits.cell_timeout, limits.memory_mb)
     try:
         server.start()  # importing torch over there: other students' verdicts go on meanwhile
+        server.limit_total(total_limit(limits, len(pairs)))
         # one test cell at a time in this process (verdict.TEST_CELL_LOCK); the answer cells of
         # other students' verdicts run in their own processes meanwhile
         return [[asdict(v) for v in verdict.judge(json.loads(nb.path.read_text()),
