@@ -26,9 +26,10 @@ checked in both runs.
 
 ``--against REV`` also measures the grader of the git revision ``REV`` of this repository (a
 commit, a tag), each with its own course: that revision's checkout, made in a temporary
-worktree, grades as many synthetic students of its own notebooks with its own
-``benchmarks/bench_grading.py`` (``--json``) in the same run, and the ratio of
-student-notebooks per minute is printed. The revision must have that script with ``--json``.
+worktree, grades as many synthetic students of all its own notebooks with its own
+``benchmarks/bench_grading.py`` (``--json``, and this run's ``--jobs``, ``--threads`` and
+``--no-sandbox``) in the same run, and the ratio of student-notebooks per minute is printed.
+The revision must have that script with those options; ``--notebook`` is refused with it.
 
 ``--grader`` names the grader's module (default ``tinyk.grading``): an older copy of it,
 saved under another name on ``PYTHONPATH``, is measured the same way. On a shared machine,
@@ -80,6 +81,8 @@ def main() -> None:
                         help="also measure the grader of this git revision, with its own course")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
+    if args.against and args.notebook:
+        parser.error("--against grades every notebook of that revision's own course: leave out --notebook")
 
     source = NOTEBOOKS
     names = args.notebook or [p.stem for p in sorted(source.glob("*.ipynb")) if _solutions(p)]
@@ -153,7 +156,7 @@ def main() -> None:
               f"per minute as the run with the kernels ({alone['student_notebooks_per_minute']:.2f} against "
               f"{kernels['student_notebooks_per_minute']:.2f}), points checked in both runs")
     if args.against:
-        other = _against(args.against, args.students, args.jobs)
+        other = _against(args.against, args)
         theirs = other["student_notebooks_per_minute"]
         for run in [runs[0], *(r for r in runs if r["answers_only"])]:
             ours = run["student_notebooks_per_minute"]
@@ -165,9 +168,10 @@ def main() -> None:
         args.json.write_text(json.dumps(runs if len(runs) > 1 else runs[0], indent=1) + "\n")
 
 
-def _against(rev: str, students: int, jobs: int) -> dict:
+def _against(rev: str, args: argparse.Namespace) -> dict:
     """The figures of the grader of revision ``rev``, with its own course: its checkout in a
-    temporary worktree runs its own benchmark (``--json``), points checked there."""
+    temporary worktree runs its own benchmark (``--json``, this run's students, jobs, threads
+    and sandbox), points checked there."""
     root = NOTEBOOKS.parent
     with tempfile.TemporaryDirectory(prefix="tinyk-bench-rev-") as tmp:
         tree = Path(tmp) / "tree"
@@ -175,9 +179,11 @@ def _against(rev: str, students: int, jobs: int) -> dict:
                        check=True, capture_output=True)
         try:
             out = Path(tmp) / "figures.json"
-            done = subprocess.run([sys.executable, "benchmarks/bench_grading.py", "--students", str(students),
-                                   "--jobs", str(jobs), "--json", str(out)], cwd=tree, capture_output=True,
-                                  text=True, env={**os.environ, "PYTHONPATH": str(tree)})
+            command = [sys.executable, "benchmarks/bench_grading.py", "--students", str(args.students),
+                       "--jobs", str(args.jobs), "--threads", str(args.threads), "--json", str(out),
+                       *(["--no-sandbox"] if args.no_sandbox else [])]
+            done = subprocess.run(command, cwd=tree, capture_output=True, text=True,
+                                  env={**os.environ, "PYTHONPATH": str(tree)})
             if done.returncode != 0:
                 raise SystemExit(f"{rev}'s benchmark failed:\n{done.stderr[-3000:]}")
             print(f"{rev}: {done.stdout.strip()}")
