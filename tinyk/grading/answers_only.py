@@ -5,7 +5,8 @@ process (:mod:`tinyk.verdict`): the student's answer cells run in the sandbox, i
 interpreter, each notebook's in namespaces of its own, and the test cells in the grader's
 process. By default the grader also runs each notebook from top to bottom in nbgrader's
 kernels, for the autograded notebooks and the statuses only a kernel gives. With
-``--answers-only`` the verdict is all that runs, a few times faster:
+``--answers-only`` the verdict is all that runs, which is faster
+(``benchmarks/bench_grading.py --compare-answers-only`` measures by how much):
 
 - the checks before grading are the same: a notebook missing, unreadable or tampering
   scores 0 with that status; one whose exercise cells were changed is restored from the
