@@ -28,7 +28,14 @@ from tinyk.playground import run_graph
 gguf = need("gguf")
 need("onnxscript")
 ort = need("onnxruntime")
-from tinyk.onnx_web import MARKER, WEB_SESSION_CONFIG, chat_prompt, export_web_model, session  # noqa: E402
+from tinyk.onnx_web import (  # noqa: E402
+    MARKER,
+    WEB_GRAPH_OPTIMIZATION,
+    WEB_SESSION_CONFIG,
+    chat_prompt,
+    export_web_model,
+    session,
+)
 
 pytestmark = pytest.mark.xdist_group("onnx-export")
 
@@ -124,6 +131,7 @@ def test_the_files_are_small_and_the_manifest_names_them(exported, tiny):
     assert manifest["external_data"] == [p.name for p in data]
     assert manifest["web_session_config"] == WEB_SESSION_CONFIG == {
         "session.disable_quant_qdq": "1", "session.disable_prepacking": "1"}
+    assert manifest["web_graph_optimization"] == WEB_GRAPH_OPTIMIZATION == "basic"
     assert manifest["session_config"] == {"session.disable_quant_qdq": "1"}
     assert manifest["inputs"] == input_names(5) and manifest["outputs"] == output_names(5)
     assert manifest["attention_layers"] == [2]
@@ -160,6 +168,24 @@ def test_logits_and_greedy_tokens_equal_tinyk(exported, tiny):
     tokens = playground_generate(sess, manifest, PROMPT[0], 6)
     assert len(tokens) == 6
     assert tokens == generate(model, ids, max_new_tokens=6, temperature=0)[0].tolist()
+    # The session as the page creates it: its session config and its graph optimisation level.
+    web = session(out / "smollm2.onnx", web=True)
+    assert web.get_session_options().graph_optimization_level.name == "ORT_ENABLE_BASIC"
+    assert np.abs(run_graph(web, manifest, PROMPT[0])["logits"][:, -1] - expected).max() < TOL
+    assert playground_generate(web, manifest, PROMPT[0], 6) == tokens
+
+
+def test_a_web_optimisation_level_onnx_runtime_lacks_is_named(exported, tmp_path):
+    _, files, _ = exported
+    for path in files:
+        shutil.copy(path, tmp_path / path.name)
+    manifest = json.loads((tmp_path / "smollm2.json").read_text(encoding="utf-8"))
+    manifest["web_graph_optimization"] = "fastest"
+    (tmp_path / "smollm2.json").write_text(json.dumps(manifest), encoding="utf-8")
+    said = (r"web_graph_optimization='fastest' in .*smollm2\.json: "
+            r"must be one of \['all', 'basic', 'disabled', 'extended'\]")
+    with pytest.raises(ValueError, match=said):
+        session(tmp_path / "smollm2.onnx", web=True)
 
 
 def test_each_stacked_layer_has_its_own_weights_cache_and_place(exported, tiny):

@@ -656,7 +656,7 @@
           (extra[group] ??= {})[name.join(".")] = value;
         }
         this.session = await ort.InferenceSession.create(files[this.data.onnx], {
-          executionProviders: ["wasm"], extra,
+          executionProviders: ["wasm"], extra, graphOptimizationLevel: this.data.web_graph_optimization,
           externalData: this.data.external_data.map((path) => ({ path, data: files[path] })),
         });
       } catch (error) {
