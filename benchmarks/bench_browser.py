@@ -16,8 +16,9 @@ one run, the contenders alternating so that a slow moment of a busy machine hits
 4. SmolLM2 (05.10) in the same page's chat: decode tokens per second of its greedy answer (the
    page's own count, after the prompt) against ``tinyk.generate`` on the same prompt ids, the
    same tokens (checked);
-5. SmolLM2's time to first token once the browser has its files: a reload, Load (the files
-   from the browser's cache), then the prompt's call of a 40-token chat prompt;
+5. SmolLM2's time to first token once the browser has its files: after a reload, Load (the files
+   from the browser's cache, the runtime, the session), then the prompt's call of a 40-token chat
+   prompt, both timed by the page's clock, and their sum;
 6. the bytes SmolLM2's Load downloads (graph, weights, tokenizer).
 """
 
@@ -202,10 +203,9 @@ def smollm2_lines(page, rounds: int, tokens: int) -> list[str]:
     firsts = []
     for _ in range(rounds):
         page.reload(wait_until="load")
-        start = time.perf_counter()
         page.click(".tinyk-chat-load")
         page.wait_for_function(f"{CHAT}.dataset.state === 'ready'", timeout=600_000)
-        loaded = time.perf_counter() - start
+        loaded = page.evaluate(f"{CHAT}.tinykChat.loadSeconds")  # the page's clock, from the click's handler
         stats = smollm2_answer(page, SMOLLM2_MESSAGE_40, 1)
         firsts.append((loaded, stats["prefillSeconds"], len(stats["ids"])))
     b, t = statistics.median(page_rates), statistics.median(torch_rates)
@@ -216,8 +216,9 @@ def smollm2_lines(page, rounds: int, tokens: int) -> list[str]:
         f"   Chromium (ONNX Runtime Web): {b:8.1f} tokens/s",
         f"   PyTorch (tinyk.generate):    {t:8.1f} tokens/s",
         f"   ratio Chromium / PyTorch:    {b / t:8.2f}   (aim >= 0.5; same tokens: checked)",
-        f"5. SmolLM2, files cached by the browser: reload and Load {load:.2f} s; first token of a "
-        f"{firsts[0][2]}-token chat prompt (the prompt's call) {prefill:.3f} s (aim <= 2 s)",
+        f"5. SmolLM2, files cached by the browser, after a reload: Load {load:.2f} s, then the first token "
+        f"of a {firsts[0][2]}-token chat prompt (the prompt's call) {prefill:.3f} s: {load + prefill:.2f} s "
+        f"(aim <= 2 s)",
         f"6. bytes downloaded by SmolLM2's Load: {downloaded:,} (aim <= 150 MB)",
     ]
 

@@ -643,11 +643,13 @@
       }
       this.root.dataset.state = "loading";
       const started = performance.now();
+      // ONNX Runtime's loader and the tokenizer's module load while the files arrive.
+      const runtime = Promise.all([loadOrt(), import(new URL("ort/tokenizers.min.mjs", STATIC).href)]);
+      runtime.catch(() => {}); // a failure is reported when it is awaited, after the files' own
       try {
         const files = await this.fetchAll(this.data.files);
         this.say("chat-starting");
-        const [ort, { Tokenizer }] = await Promise.all([loadOrt(),
-          import(new URL("ort/tokenizers.min.mjs", STATIC).href)]);
+        const [ort, { Tokenizer }] = await runtime;
         const tokenizer = JSON.parse(new TextDecoder().decode(files[this.data.tokenizer.file]));
         this.tokenizer = new Tokenizer(tokenizer, {});
         const extra = {}; // "session.disable_quant_qdq": "1" -> { session: { disable_quant_qdq: "1" } }
