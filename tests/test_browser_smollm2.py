@@ -68,6 +68,28 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     assert [u for u in requested if "/smollm2/" in u] == []  # nothing until the reader asks
     assert page.locator(".tinyk-chat-answer").is_disabled()
 
+    # Each session's options, as the page gives them to ONNX Runtime (its loader sets window.ort).
+    page.evaluate("""() => {
+      const wrap = (ort) => {
+        const create = ort.InferenceSession.create.bind(ort.InferenceSession);
+        ort.InferenceSession.create = (model, options) => {
+          // copied before ONNX Runtime adds its own entries to them
+          const { graphOptimizationLevel: level, extra, externalData } = options;
+          const external = Boolean(externalData);
+          (window.tinykCreated ??= []).push({ level, extra: structuredClone(extra), external });
+          return create(model, options);
+        };
+        return ort;
+      };
+      if (window.ort) { // the page's playground has loaded it
+        wrap(window.ort);
+        return;
+      }
+      let ort;
+      const set = (v) => { ort = wrap(v); };
+      Object.defineProperty(window, "ort", { configurable: true, get: () => ort, set });
+    }""")
+
     # A download cut off: the error is named and the button works again.
     second_file = re.compile(r".*/smollm2\.data\.1(\?.*)?$")
     page.route(second_file, lambda r: r.abort())
@@ -80,6 +102,9 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     assert _state(page, "ready failed") == "ready", page.locator(".tinyk-chat-status").inner_text()
     progress = page.locator(".tinyk-chat-progress")
     assert progress.get_attribute("max") == str(total) and progress.evaluate("p => p.value") == total
+    created = page.evaluate("window.tinykCreated.filter((o) => o.external)")
+    web = {"session": {"disable_quant_qdq": "1", "disable_prepacking": "1"}}  # web_session_config
+    assert created == [{"level": "basic", "extra": web, "external": True}]  # and web_graph_optimization
 
     page.locator(".tinyk-chat-answer").click()
     page.wait_for_function(f"{STATE}.stats !== null && {STATE}.root.dataset.state === 'ready'",
