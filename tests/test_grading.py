@@ -381,6 +381,39 @@ def test_an_edited_test_regrades_only_its_exercise(batch, tmp_path, monkeypatch,
     assert changed_tests(record, "another base", edited) is None
 
 
+def test_a_regrade_keeps_to_the_total_time_limit(assignment, tmp_path, monkeypatch):
+    """A test edited after the grading calls the answer where it is slow only outside IPython,
+    under the per-cell timeout at each call: the regrade of that exercise ends at the student's
+    total time limit (1 s here) and says so, where its four calls would otherwise have taken
+    their 3 s each and passed."""
+    from tinyk.grading import answers_only
+    from tinyk.grading.regrade import REGRADED
+
+    _, notebooks, release = assignment
+    source = tmp_path / "source" / "drill.ipynb"
+    source.parent.mkdir()
+    shutil.copy(notebooks[0], source)
+    slow = ("import sys, time\ndef shout(word):\n    if word == 'slow' and 'IPython' not in sys.modules:\n"
+            "        time.sleep(3)\n    return word.upper() + '!'")
+    (tmp_path / "subs" / "stalls").mkdir(parents=True)
+    (tmp_path / "subs" / "stalls" / "drill.ipynb").write_text(json.dumps(_answer(release, SOLUTION_A, slow)))
+    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384, answers_only=True)
+    out = tmp_path / "grades.csv"
+    grading.grade(tmp_path / "subs", out, [source], limits=limits, jobs=1, progress=False)
+    first = {k: v["points"] for k, v in _table(out).items()}
+    assert first == {("stalls", "a_test"): "2", ("stalls", "b_test"): "1"}
+
+    nb = json.loads(source.read_text())
+    test = next(c for c in nb["cells"] if nbgrader(c).get("grade_id") == "b_test")
+    test["source"] = source_text(test) + "\nfor _ in range(4):\n    assert shout('slow') == 'SLOW!'\n"
+    source.write_text(json.dumps(nb))
+    monkeypatch.setattr(answers_only, "total_limit", lambda limits, notebooks: 1)
+    grading.grade(tmp_path / "subs", out, [source], limits=limits, jobs=1, progress=False)
+    row = _table(out)["stalls", "b_test"]
+    assert row["points"] == "0" and row["detail"].endswith(REGRADED), row
+    assert "the submission ran past its total time limit (1 s)" in row["detail"], row
+
+
 @SHARED_BATCH
 def test_shards_merge_into_the_csv_of_a_single_run(batch, monkeypatch):
     """Three shards, as on three machines, each with a copy of the single run's finished
