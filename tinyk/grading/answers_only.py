@@ -44,13 +44,13 @@ _TIMED_OUT = ("no answer within", "ran past its total time limit")  # the learne
 
 
 def judge_submission(entry: Path, notebooks: list[Notebook], released: dict[str, dict], limits: Limits,
-                     sandboxed: bool, only: Collection[tuple[str, str]] | None = None,
-                     total: bool = False) -> tuple[dict[str, Finding], dict[tuple[str, str], Verdict]]:
+                     sandboxed: bool, only: Collection[tuple[str, str]] | None = None
+                     ) -> tuple[dict[str, Finding], dict[tuple[str, str], Verdict]]:
     """What the checks before grading found in each notebook of the student's ``entry``
     (:func:`~tinyk.grading.submission.checked`), and the verdict of each exercise judged, by
     (notebook, grade_id): every exercise of every notebook that can be graded, or only those of
-    ``only``; in a sandbox of their own, one learner's process for them all. With ``total``,
-    within the student's total time limit (the learner's start not counted)."""
+    ``only``; in a sandbox of their own, one learner's process for them all, within the
+    student's total time limit (the learner's start not counted)."""
     from tinyk import verdict
 
     files = submission_files(entry, notebooks)
@@ -72,9 +72,8 @@ def judge_submission(entry: Path, notebooks: list[Notebook], released: dict[str,
         sandbox = Sandbox.create(Path(tmp), limits.threads) if sandboxed else None
         server = verdict.AnswerServer(answers_prefix(sandbox, limits), limits.cell_timeout, limits.memory_mb)
         try:
-            if total:
-                server.start()
-                server.limit_total(total_limit(limits, len(graded)))
+            server.start()
+            server.limit_total(total_limit(limits, len(graded)))
             for nb, restored, ids in graded:
                 source = json.loads(nb.path.read_text(encoding="utf-8"))
                 for v in verdict.judge(source, restored, server, only=ids):
@@ -102,7 +101,7 @@ def _status(why: str) -> Status:
 def grade_answers(name: str, entry: Path, notebooks: list[Notebook], released: dict[str, dict],
                   limits: Limits, sandboxed: bool = True) -> list[Row]:
     """The rows of one student graded by the verdict alone (see the module's docstring)."""
-    flags, verdicts = judge_submission(entry, notebooks, released, limits, sandboxed, total=True)
+    flags, verdicts = judge_submission(entry, notebooks, released, limits, sandboxed)
     rows = []
     for nb in notebooks:
         flag = flags.get(nb.name)

@@ -72,9 +72,10 @@ def changed_tests(record: dict, base: str, tests: dict[str, dict[str, str]]) -> 
 def regrade_student(entry: Path, notebooks: list[Notebook], released: dict[str, dict], limits: Limits,
                     sandboxed: bool, changed: set[tuple[str, str]], rows: list[Row]) -> list[Row]:
     """``rows`` (a student's rows of the earlier run) with each ``changed`` exercise judged
-    again, within the student's total time limit as in a full grading; a row that was not
+    again (:func:`~tinyk.grading.answers_only.judge_submission`: within the student's total
+    time limit, as in a full grading); a row that was not
     graded normally then (a timeout, a dead kernel, a missing notebook) stays as it was."""
-    verdicts = judge_submission(entry, notebooks, released, limits, sandboxed, only=changed, total=True)[1]
+    verdicts = judge_submission(entry, notebooks, released, limits, sandboxed, only=changed)[1]
     for row in rows:
         found = verdicts.get((row.notebook, row.exercise))
         if found is None or row.status not in (Status.OK, Status.TESTS_MODIFIED):
