@@ -6,19 +6,21 @@ Needs the built site (``make book``) and Chromium. Everything compared is measur
 one run, the contenders alternating so that a slow moment of a busy machine hits both:
 
 1. decode speed of the 05.7 model: greedy tokens per second with the KV cache, one token
-   per call, in the page (ONNX Runtime Web, WebAssembly, one thread: a static site is not
-   cross-origin isolated) and in PyTorch (``tinyk.generate``, one thread), the same prompt
-   and the same tokens (checked); the ratio browser / PyTorch (the aim for SmolLM2: at least
-   0.5);
+   per call, in the page (ONNX Runtime Web, WebAssembly, one thread: the page as a first visit
+   sees it, before the book's service worker makes the site's pages cross-origin isolated) and
+   in PyTorch (``tinyk.generate``, one thread), the same prompt and the same tokens (checked);
+   the ratio browser / PyTorch (the aim for SmolLM2: at least 0.5);
 2. time to first token with the model cached by the browser: a reload of the page until its
    first prompt has run, then Run on a 40-token prompt until its next-token table is shown;
 3. bytes the page downloads: the runtime (loader, module, WebAssembly) and the model;
-4. SmolLM2 (05.10) in the same page's chat: decode tokens per second of its greedy answer (the
-   page's own count, after the prompt) against ``tinyk.generate`` on the same prompt ids, the
-   same tokens (checked);
-5. SmolLM2's time to first token once the browser has its files: after a reload, Load (the files
-   from the browser's cache, the runtime, the session), then the prompt's call of a 40-token chat
-   prompt, both timed by the page's clock, and their sum;
+4. SmolLM2 (05.10) in the page's chat: decode tokens per second of its greedy answer (the page's
+   own count, after the prompt) against ``tinyk.generate`` on the same prompt ids, the same
+   tokens (checked), on one thread (a first visit: the service worker blocked) and on a reader's
+   later visit (the page the service worker served: cross-origin isolated, ONNX Runtime on one
+   thread per processor, up to 4; PyTorch stays on one);
+5. SmolLM2's time to first token once the browser has its files, on each of the two pages: after
+   a reload, Load (the files from the browser's cache, the runtime, the session), then the
+   prompt's call of a 40-token chat prompt, both timed by the page's clock, and their sum;
 6. the bytes SmolLM2's Load downloads (graph, weights, tokenizer).
 """
 
@@ -102,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     ids = CharTokenizer().encode(prompt).tolist()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-        page = browser.new_page()
+        page = browser.new_context(service_workers="block").new_page()  # one thread, as a first visit
         sizes: dict[str, int] = {}
 
 
@@ -138,7 +140,14 @@ def main(argv: list[str] | None = None) -> int:
             page.wait_for_function(f"document.querySelector('.tinyk-playground').tinykPlayground.shown.ids.length"
                                    f" === {len(PROMPT_40)}")
             ttft.append((loaded, time.perf_counter() - start))
-        smollm2 = smollm2_lines(page, args.rounds, args.tokens)
+        threaded = browser.new_page()  # a later visit: the page the book's service worker serves
+        threaded.goto(url, wait_until="load")
+        threaded.evaluate("navigator.serviceWorker.ready.then(() => true)")
+        threaded.reload(wait_until="load")
+        if not threaded.evaluate("self.crossOriginIsolated"):
+            print("the service worker did not make the page cross-origin isolated", file=sys.stderr)
+            return 1
+        smollm2 = smollm2_lines(page, threaded, args.rounds, args.tokens)
         browser.close()
     server.shutdown()
     b, t = statistics.median(browser_times), statistics.median(torch_times)
@@ -166,8 +175,16 @@ def smollm2_answer(page, message: str, limit: int) -> dict:
     return page.evaluate(f"{CHAT}.tinykChat.stats")
 
 
-def smollm2_lines(page, rounds: int, tokens: int) -> list[str]:
-    """Lines 4 to 6: SmolLM2 in the page's chat against tinyk in PyTorch, alternating."""
+def smollm2_load(page) -> float:
+    """Press Load and wait until the chat is ready; the page's own clock of it, in seconds."""
+    page.click(".tinyk-chat-load")
+    page.wait_for_function(f"{CHAT}.dataset.state === 'ready'", timeout=600_000)
+    return page.evaluate(f"{CHAT}.tinykChat.loadSeconds")
+
+
+def smollm2_lines(page, threaded, rounds: int, tokens: int) -> list[str]:
+    """Lines 4 to 6: SmolLM2 in the page's chat, on one thread (``page``) and on threads
+    (``threaded``), against tinyk in PyTorch, alternating."""
     import torch
 
     from tinyk import generate
@@ -181,13 +198,17 @@ def smollm2_lines(page, rounds: int, tokens: int) -> list[str]:
             sizes[response.url] = int(response.headers.get("content-length", 0))
 
     page.on("response", measure)
-    page.click(".tinyk-chat-load")
-    page.wait_for_function(f"{CHAT}.dataset.state === 'ready'", timeout=600_000)
+    smollm2_load(page)
     page.remove_listener("response", measure)
     downloaded = sum(sizes.values())
-    page_rates, torch_rates, lengths = [], [], []
+    smollm2_load(threaded)
+    pages = {"one thread": page, "threads": threaded}
+    rates: dict[str, list[float]] = {name: [] for name in [*pages, "torch"]}
+    lengths, threads = [], 0
     for _ in range(rounds):
-        stats = smollm2_answer(page, SMOLLM2_MESSAGE, tokens)
+        answers = {name: smollm2_answer(p, SMOLLM2_MESSAGE, tokens) for name, p in pages.items()}
+        stats = answers["one thread"]
+        threads = answers["threads"]["threads"]
         n = len(stats["answer"])
         lengths.append(n)
         prompt = torch.tensor([stats["ids"]])
@@ -196,31 +217,39 @@ def smollm2_lines(page, rounds: int, tokens: int) -> list[str]:
         middle = time.perf_counter()
         out = generate(model, prompt, max_new_tokens=n, temperature=0)[0].tolist()
         seconds = (time.perf_counter() - middle) - (middle - start)  # without the prompt's call
-        if out[:n] != stats["answer"]:
-            raise SystemExit(f"SmolLM2's tokens in the page differ from tinyk's: {stats['answer']} vs {out}")
-        page_rates.append(stats["decodeCalls"] / stats["decodeSeconds"])
-        torch_rates.append((n - 1) / seconds)  # after the first token, as the page counts
-    firsts = []
+        for name, got in answers.items():
+            if out[:n] != got["answer"]:
+                raise SystemExit(f"SmolLM2's tokens in the page ({name}) differ from tinyk's: "
+                                 f"{got['answer']} vs {out}")
+            rates[name].append(got["decodeCalls"] / got["decodeSeconds"])
+        rates["torch"].append((n - 1) / seconds)  # after the first token, as the page counts
+    firsts: dict[str, list[tuple[float, float]]] = {name: [] for name in pages}
     for _ in range(rounds):
-        page.reload(wait_until="load")
-        page.click(".tinyk-chat-load")
-        page.wait_for_function(f"{CHAT}.dataset.state === 'ready'", timeout=600_000)
-        loaded = page.evaluate(f"{CHAT}.tinykChat.loadSeconds")  # the page's clock, from the click's handler
-        stats = smollm2_answer(page, SMOLLM2_MESSAGE_40, 1)
-        firsts.append((loaded, stats["prefillSeconds"], len(stats["ids"])))
-    b, t = statistics.median(page_rates), statistics.median(torch_rates)
-    load, prefill = statistics.median(x[0] for x in firsts), statistics.median(x[1] for x in firsts)
-    return [
-        f"4. decode, SmolLM2, greedy with the KV cache, one thread, median of {rounds} "
-        f"(answers of {min(lengths)} to {max(lengths)} tokens, at most {tokens}):",
-        f"   Chromium (ONNX Runtime Web): {b:8.1f} tokens/s",
-        f"   PyTorch (tinyk.generate):    {t:8.1f} tokens/s",
-        f"   ratio Chromium / PyTorch:    {b / t:8.2f}   (aim >= 0.5; same tokens: checked)",
-        f"5. SmolLM2, files cached by the browser, after a reload: Load {load:.2f} s, then the first token "
-        f"of a {firsts[0][2]}-token chat prompt (the prompt's call) {prefill:.3f} s: {load + prefill:.2f} s "
-        f"(aim <= 2 s)",
-        f"6. bytes downloaded by SmolLM2's Load: {downloaded:,} (aim <= 150 MB)",
-    ]
+        for name, p in pages.items():
+            p.reload(wait_until="load")
+            loaded = smollm2_load(p)  # the page's clock, from the click's handler
+            stats = smollm2_answer(p, SMOLLM2_MESSAGE_40, 1)
+            firsts[name].append((loaded, stats["prefillSeconds"]))
+            prompt_length = len(stats["ids"])
+    t = statistics.median(rates["torch"])
+    lines = [f"4. decode, SmolLM2, greedy with the KV cache, median of {rounds} (answers of {min(lengths)} "
+             f"to {max(lengths)} tokens, at most {tokens}; same tokens in each: checked):",
+             f"   {'PyTorch (tinyk.generate), one thread:':<45}{t:8.1f} tokens/s"]
+    labels = {"one thread": "one thread (first visit)", "threads": f"{threads} threads (later visits)"}
+    for name in pages:
+        b = statistics.median(rates[name])
+        label = f"Chromium, {labels[name]}:"
+        lines.append(f"   {label:<45}{b:8.1f} tokens/s, {b / t:.2f} of PyTorch's (aim >= 0.5)")
+    lines.append(f"5. SmolLM2, files cached by the browser, after a reload: Load, then the first token of a "
+                 f"{prompt_length}-token chat prompt (the prompt's call), median of {rounds}:")
+    for name in pages:
+        load = statistics.median(x[0] for x in firsts[name])
+        prefill = statistics.median(x[1] for x in firsts[name])
+        label = f"{labels[name]}:"
+        total = load + prefill
+        lines.append(f"   {label:<36}Load {load:.2f} s + {prefill:.3f} s = {total:.2f} s (aim <= 2 s)")
+    lines.append(f"6. bytes downloaded by SmolLM2's Load: {downloaded:,} (aim <= 150 MB)")
+    return lines
 
 
 if __name__ == "__main__":

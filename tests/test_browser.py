@@ -351,6 +351,41 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
             if v["impact"] in ("serious", "critical")] == []
 
 
+ISOLATED = "[self.crossOriginIsolated, window.ort.env.wasm.numThreads]"
+# The service worker's registration, once it is active (a minute's guard against a hang, not a measure).
+SERVICE_WORKER = """Promise.race([navigator.serviceWorker.ready.then((r) => r.scope),
+  new Promise((resolve) => setTimeout(() => resolve(null), 60000))])"""
+
+
+@pytest.mark.parametrize("edition", ["", "zh/"])
+def test_the_service_worker_gives_the_next_page_threads_and_the_same_numbers(page, site_url, edition):
+    """A page with a playground registers the book's service worker at its edition's root (a page
+    without one registers nothing). The next page it serves is cross-origin isolated, and ONNX
+    Runtime runs there on one thread per processor the browser reports, up to 4, in workers of
+    its own; the logits are still ONNX Runtime's (Python) to 1e-4. Offline, no error."""
+    import numpy as np
+
+    from tinyk.playground import EXAMPLE_PROMPT, encode, run_graph
+
+    page.goto(f"{site_url}/{edition}book/intro.html", wait_until="networkidle")
+    assert page.evaluate("navigator.serviceWorker.getRegistrations().then((r) => r.length)") == 0
+    page.goto(f"{site_url}/{edition}book/playground.html", wait_until="networkidle")
+    _playground_ready(page)
+    assert page.evaluate(ISOLATED) == [False, 1] and page.workers == []  # this page: as the host served it
+    assert page.evaluate(SERVICE_WORKER) == f"{site_url}/{edition}"
+    page.reload(wait_until="networkidle")
+    _playground_ready(page)
+    threads = min(4, page.evaluate("navigator.hardwareConcurrency"))
+    assert page.evaluate(ISOLATED) == [True, threads]
+    assert len(page.workers) == threads - 1  # ONNX Runtime's own thread pool, beside the page's thread
+    session, manifest = _graph()
+    ids = encode(manifest, EXAMPLE_PROMPT)
+    got = page.evaluate("document.querySelector('.tinyk-playground').tinykPlayground.shown")
+    assert got["ids"] == ids
+    assert np.abs(np.array(got["logits"]) - run_graph(session, manifest, ids)["logits"][0]).max() <= 1e-4
+    assert page.external_requests == [] and page.console_errors == []
+
+
 def test_without_webassembly_the_playground_shows_the_build_run(browser, site_url):
     """No WebAssembly: the runtime is never fetched; the panels show the example computed at
     build time, the typing controls are off, the layer and head still change the figure."""

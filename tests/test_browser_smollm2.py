@@ -3,7 +3,7 @@
 when asked, its greedy answer token for token tinyk's, offline, axe-clean, in each edition's words.
 
 One browser test loads the model, as loading it is the costly part: about 100 MB from localhost
-and an ONNX Runtime session. The site's own server and the blocking of every other host are
+and an ONNX Runtime session. It loads it as on a reader's second visit, on threads. The site's own server and the blocking of every other host are
 tests/test_browser.py's.
 """
 
@@ -14,6 +14,7 @@ import re
 
 import pytest
 
+from tests.test_browser import SERVICE_WORKER
 from tests.test_browser import browser, page, site_url  # noqa: F401  (fixtures)
 from tinyk.course import ROOT
 
@@ -59,9 +60,14 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     assert manifest["config"]["n_layers"] == 30 and manifest["config"]["dim"] == 576
     assert (manifest["config"]["n_heads"], manifest["config"]["n_kv_heads"]) == (9, 3)
     assert manifest["config"]["vocab_size"] == 49_152
+    # A reader's second visit: the first registered the book's service worker, so this page is
+    # cross-origin isolated and ONNX Runtime runs on threads (test_browser checks the first visit).
+    page.goto(f"{site_url}/book/playground.html", wait_until="networkidle")
+    assert page.evaluate(SERVICE_WORKER) == f"{site_url}/"
     requested = []
     page.on("request", lambda r: requested.append(r.url))
     page.goto(f"{site_url}/book/playground.html", wait_until="networkidle")
+    assert page.evaluate("self.crossOriginIsolated")
     chat = page.locator(".tinyk-chat")
     button = page.locator(".tinyk-chat-load")
     assert button.inner_text() == f"Load SmolLM2, {total / 1e6:.0f} MB"
@@ -137,7 +143,10 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     assert rects.evaluate_all(weights) != head0
     assert "Query head 4 reads K/V head 1, shared by query heads 3, 4, 5." in page.locator(
         ".tinyk-chat .tinyk-pg-gqa").inner_text()
-    assert "tokens per second (greedy decoding)." in page.locator(".tinyk-chat-status").inner_text()
+    threads = min(4, page.evaluate("navigator.hardwareConcurrency"))
+    assert stats["threads"] == threads and len(page.workers) == threads - 1
+    said = "one thread" if threads == 1 else f"{threads} threads"
+    assert f"tokens per second (greedy decoding, {said})." in page.locator(".tinyk-chat-status").inner_text()
 
     # RoPE: each token's angle for the chosen pair, as the graph returned it (05.3's t·ω, wrapped).
     angles = page.locator(".tinyk-chat .tinyk-pg-angles tbody tr")
@@ -177,7 +186,7 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
         low, high = np.searchsorted(cdf, [r - 1e-6, r + 1e-6], side="right")  # a share's edge, either side
         fits.append(int(low) <= token <= int(high))
     assert fits == [True] * len(chosen) and len(chosen) >= 1
-    assert "(sampled at temperature 1.5)." in page.locator(".tinyk-chat-status").inner_text()
+    assert f"(sampled at temperature 1.5, {said})." in page.locator(".tinyk-chat-status").inner_text()
     page.locator(".tinyk-chat .tinyk-pg-decoding").select_option("greedy")
 
     page.locator(".tinyk-chat-message").fill("Name a colour.")

@@ -24,6 +24,11 @@ at a temperature, the first token's 10 most likely at that temperature, the atte
 the layer the graph returns (one query head, its GQA group drawn), the cache's bytes, and each
 token's RoPE angles for a chosen pair.
 
+``tinyk-sw.js``, the service worker a page with either registers, is written at each edition's root
+(``build-finished``; a service worker serves only the pages under its own folder). It serves the
+edition's pages with the headers of a cross-origin isolated page, so that ONNX Runtime Web runs
+on several threads from the next page the reader opens: a static host cannot send them.
+
 ``builder-inited``: ONNX Runtime Web's loader and WebAssembly files (the npm package
 ``onnxruntime-web``, which ``make`` installs into ``.tools``) and the ``tokenizers`` module are
 copied into ``_build/web-static/ort/``, which both editions serve as ``_static/ort/``;
@@ -56,6 +61,7 @@ ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-thr
 NODE_MODULES = Path(__file__).resolve().parents[2] / ".tools" / "node_modules"
 ORT_PACKAGE = NODE_MODULES / "onnxruntime-web"
 TOKENIZERS_FILE = NODE_MODULES / "@huggingface" / "tokenizers" / "dist" / "tokenizers.min.mjs"
+SERVICE_WORKER = Path(__file__).with_name("tinyk-sw.js")
 CHAT_QUESTION = "What is the capital of France?"  # 05.10's question, the message the chat starts with
 # The longest prompt the chat takes, in tokens: each layer's scores are T×T per head, computed in full.
 CHAT_MAX_PROMPT = 1024
@@ -110,9 +116,11 @@ CHAT_MESSAGES = {
     "chat-ready": "Ready: SmolLM2 runs in this page. Write a message and press Answer.",
     "chat-answering": "Answering\u2026",
     "chat-done": "{count} token(s) in {seconds} s: the prompt's call {prefill} s, then {rate} tokens per "
-                 "second ({decoding}).",
+                 "second ({decoding}, {threads}).",
     "chat-greedy": "greedy decoding",
     "chat-sampled": "sampled at temperature {temperature}",
+    "chat-one-thread": "one thread",
+    "chat-threads": "{count} threads",
     "chat-too-long": "The prompt has {count} tokens; the page answers prompts of at most {max}.",
     "chat-failed": "SmolLM2 could not be loaded ({error}).",
     "chat-static": "WebAssembly is not available in this browser: SmolLM2 cannot run here.",
@@ -346,6 +354,12 @@ def copy_runtime(app) -> None:
     export_smollm2(app)
 
 
+def write_service_worker(app, exception) -> None:
+    """``tinyk-sw.js`` at the root of the edition just built (see the module)."""
+    if exception is None and app.builder.format == "html":
+        shutil.copyfile(SERVICE_WORKER, Path(app.outdir) / SERVICE_WORKER.name)
+
+
 def export_smollm2(app) -> None:
     """SmolLM2's files into ``_build/web-static/smollm2/``, under a lock of their own: an edition
     that finds the 05.7 model's lock taken (the other edition exporting it) exports SmolLM2
@@ -370,4 +384,5 @@ def setup(app):
     app.add_directive("smollm2", ChatDirective)
     app.add_js_file("tinyk-playground.js", loading_method="defer")
     app.connect("builder-inited", copy_runtime)
+    app.connect("build-finished", write_service_worker)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -14,6 +14,12 @@
   const SVG = "http://www.w3.org/2000/svg";
   let runtime = null; // one ONNX Runtime session per page, shared by its playgrounds
   let ortLoaded = null; // ONNX Runtime Web's loader, once per page
+  // The book's service worker (tinyk-sw.js, at the edition's root: STATIC's parent) makes the
+  // pages the reader opens next cross-origin isolated, so ONNX Runtime can run on threads there.
+  // Where it cannot be registered (a file:// page, a browser without service workers), one thread.
+  if (!self.crossOriginIsolated && window.isSecureContext && "serviceWorker" in navigator) {
+    navigator.serviceWorker.register(new URL("../tinyk-sw.js", STATIC).href).catch(() => {});
+  }
 
   function loadScript(url) {
     return new Promise((resolve, reject) => {
@@ -31,7 +37,7 @@
       ortLoaded = loadScript(new URL("ort/ort.wasm.min.js", STATIC).href).then(() => {
         const ort = window.ort;
         ort.env.wasm.wasmPaths = new URL("ort/", STATIC).href;
-        // Threads need a cross-origin isolated page; a static site is usually not one.
+        // Threads need a cross-origin isolated page: one the service worker above served.
         ort.env.wasm.numThreads = self.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
         ort.env.logLevel = "error";
         return ort;
@@ -768,13 +774,15 @@
       this.drawRope();
       const seconds = (performance.now() - started) / 1000;
       const decodeSeconds = seconds - prefillSeconds;
+      const threads = window.ort.env.wasm.numThreads;
       this.stats = { ids, answer, sampled, temperature, draws, prefillSeconds, decodeSeconds, decodeCalls: calls,
-        loadSeconds: this.loadSeconds };
+        loadSeconds: this.loadSeconds, threads };
       const rate = calls > 0 ? (calls / decodeSeconds).toFixed(1) : "\u2014";
       const decoding = sampled ? fill(this.words["chat-sampled"], { temperature: temperature.toFixed(1) })
         : this.words["chat-greedy"];
       this.say("chat-done", { count: answer.length, seconds: seconds.toFixed(1), prefill: prefillSeconds.toFixed(2),
-        rate, decoding });
+        rate, decoding, threads: threads === 1 ? this.words["chat-one-thread"]
+          : fill(this.words["chat-threads"], { count: threads }) });
     }
 
     // One call's attention (1×1×H×T×T_k), a row per query token and head, kept for the heatmap;
