@@ -3,8 +3,8 @@
 when asked, its greedy answer token for token tinyk's, offline, axe-clean, in each edition's words.
 
 One browser test loads the model, as loading it is the costly part: about 100 MB from localhost
-and an ONNX Runtime session. It loads it as on a reader's second visit, on threads. The site's own server and the blocking of every other host are
-tests/test_browser.py's.
+and an ONNX Runtime session. It loads it as on a reader's second visit, on threads. The site's own
+server and the blocking of every other host are tests/test_browser.py's.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import re
 
 import pytest
 
-from tests.test_browser import SERVICE_WORKER
-from tests.test_browser import browser, page, site_url  # noqa: F401  (fixtures)
+from tests.test_browser import SERVICE_WORKER, browser, page, site_url  # noqa: F401  (fixtures)
 from tinyk.course import ROOT
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("browser-smollm2")]
