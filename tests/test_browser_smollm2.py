@@ -3,8 +3,9 @@
 when asked, its greedy answer token for token tinyk's, offline, axe-clean, in each edition's words.
 
 One browser test loads the model, as loading it is the costly part: about 100 MB from localhost
-and an ONNX Runtime session. It loads it as on a reader's second visit, on threads. The site's own
-server and the blocking of every other host are tests/test_browser.py's.
+and an ONNX Runtime session. It loads it as on a reader's second visit: in a page the book's
+service worker served, on ONNX Runtime's threads. The site's own server and the blocking of every
+other host are tests/test_browser.py's.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 
 import pytest
 
-from tests.test_browser import SERVICE_WORKER, browser, page, site_url  # noqa: F401  (fixtures)
+from tests.test_browser import SERVICE_WORKER, browser, page, site_url, threads_for  # noqa: F401  (fixtures)
 from tinyk.course import ROOT
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("browser-smollm2")]
@@ -60,7 +61,7 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     assert (manifest["config"]["n_heads"], manifest["config"]["n_kv_heads"]) == (9, 3)
     assert manifest["config"]["vocab_size"] == 49_152
     # A reader's second visit: the first registered the book's service worker, so this page is
-    # cross-origin isolated and ONNX Runtime runs on threads (test_browser checks the first visit).
+    # cross-origin isolated and ONNX Runtime runs on its threads (test_browser checks the first visit).
     page.goto(f"{site_url}/book/playground.html", wait_until="networkidle")
     assert page.evaluate(SERVICE_WORKER) == f"{site_url}/"
     requested = []
@@ -142,7 +143,7 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     assert rects.evaluate_all(weights) != head0
     assert "Query head 4 reads K/V head 1, shared by query heads 3, 4, 5." in page.locator(
         ".tinyk-chat .tinyk-pg-gqa").inner_text()
-    threads = min(4, page.evaluate("navigator.hardwareConcurrency"))
+    threads = threads_for(page.evaluate("navigator.hardwareConcurrency"))  # this machine's
     assert stats["threads"] == threads and len(page.workers) == threads - 1
     said = "one thread" if threads == 1 else f"{threads} threads"
     assert f"tokens per second (greedy decoding, {said})." in page.locator(".tinyk-chat-status").inner_text()

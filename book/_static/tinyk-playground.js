@@ -37,8 +37,9 @@
       ortLoaded = loadScript(new URL("ort/ort.wasm.min.js", STATIC).href).then(() => {
         const ort = window.ort;
         ort.env.wasm.wasmPaths = new URL("ort/", STATIC).href;
-        // Threads need a cross-origin isolated page: one the service worker above served.
-        ort.env.wasm.numThreads = self.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
+        // numThreads is left to ONNX Runtime: in a cross-origin isolated page (one the service worker
+        // above served), one thread per two processors the browser reports, up to 4; elsewhere one.
+        // (Two threads on a machine of two, with another process busy, decoded at half one's speed.)
         ort.env.logLevel = "error";
         return ort;
       }).catch((error) => {
