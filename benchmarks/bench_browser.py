@@ -250,14 +250,14 @@ def smollm2_lines(pages: list, rounds: int, tokens: int) -> list[str]:
     t = statistics.median(torch_rates)
     lines = [f"4. decode, SmolLM2, greedy with the KV cache, median of {rounds} (answers of {min(lengths)} "
              f"to {max(lengths)} tokens, at most {tokens}; same tokens in each: checked):",
-             f"   {'PyTorch (tinyk.generate), one thread:':<50}{t:8.1f} tokens/s"]
+             f"   {'PyTorch (tinyk.generate), one thread:':<59}{t:8.1f} tokens/s"]
     said = ["one thread" if n == 1 else f"{n} threads" for n in threads]
     labels = [f"{said[0]}, first visit", f"{said[1]}, later visits",
               f"{said[2]}, later visits, 4 processors reported"]
     for label, r in zip(labels, rates, strict=True):
         b = statistics.median(r)
         label = f"Chromium, {label}:"
-        lines.append(f"   {label:<50}{b:8.1f} tokens/s, {b / t:.2f} of PyTorch's (aim >= 0.5)")
+        lines.append(f"   {label:<59}{b:8.1f} tokens/s, {b / t:.2f} of PyTorch's (aim >= 0.5)")
     lines.append(f"5. SmolLM2, files cached by the browser, after a reload: Load, then the first token of a "
                  f"{prompt_length}-token chat prompt (the prompt's call), median of {rounds}:")
     for label, f in zip(labels, firsts, strict=True):
