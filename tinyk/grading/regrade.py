@@ -73,8 +73,8 @@ def regrade_student(entry: Path, notebooks: list[Notebook], released: dict[str, 
                     sandboxed: bool, changed: set[tuple[str, str]], rows: list[Row]) -> list[Row]:
     """``rows`` (a student's rows of the earlier run) with each ``changed`` exercise judged
     again (:func:`~tinyk.grading.answers_only.judge_submission`: within the student's total
-    time limit, as in a full grading); a row that was not
-    graded normally then (a timeout, a dead kernel, a missing notebook) stays as it was."""
+    time limit, as in a full grading); a row that was not graded normally then (a timeout, a
+    dead kernel, a missing notebook) stays as it was."""
     verdicts = judge_submission(entry, notebooks, released, limits, sandboxed, only=changed)[1]
     for row in rows:
         found = verdicts.get((row.notebook, row.exercise))
