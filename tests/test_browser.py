@@ -25,6 +25,9 @@ pytestmark = [pytest.mark.site, pytest.mark.xdist_group("browser")]  # one worke
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# axe-core's result lists every node each rule passed (3.7 MB for 05.3, most of axe's time in
+# the page and in Python): only the violations are read, so only they come back node by node.
+VIOLATIONS_ONLY = {"resultTypes": ["violations"]}
 CHAPTER_PAGES = [f"notebooks/{p.stem}.html" for p in notebook_paths()] + ["book/05_8_attribution.html"]
 
 
@@ -242,7 +245,7 @@ def test_a_quiz_explains_the_choice_made_in_both_editions(page, site_url, path):
     # What the page did: axe's own requests come after (test_accessibility says why one fails).
     assert page.external_requests == [] and page.console_errors == []
     scope = {"include": [[f"#{quiz.get_attribute('id')}"]]}
-    violations = Axe().run(page, context=scope).response["violations"]
+    violations = Axe().run(page, context=scope, options=VIOLATIONS_ONLY).response["violations"]
     assert [(v["id"], [n["html"][:300] for n in v["nodes"]]) for v in violations
             if v["impact"] in ("serious", "critical")] == []
 
@@ -346,7 +349,8 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
     status = page.locator(".tinyk-pg-status").inner_text()
     assert "(out of memory)" in status or "\uff08out of memory\uff09" in status, status
     assert page.external_requests == [] and page.console_errors == []
-    violations = Axe().run(page, context={"include": [[".tinyk-playground"]]}).response["violations"]
+    violations = Axe().run(page, context={"include": [[".tinyk-playground"]]},
+                            options=VIOLATIONS_ONLY).response["violations"]
     assert [(v["id"], [n["html"][:200] for n in v["nodes"]]) for v in violations
             if v["impact"] in ("serious", "critical")] == []
 
