@@ -141,10 +141,10 @@ def test_cache_timing_ratios_grow_with_the_context_as_05_4_says():
     """05.4: recomputed/cached step time, larger at 512 tokens than at 16, in both models.
 
     The notebook times each step as the fastest of nine, a cached and a recomputed step in
-    turn (a busy machine slows some steps, not all nine): 1.1 -> 3.8 to 4.2 (tiny) and 1.6 ->
-    12.8 to 13.1 (mid) on two cores, the same with two CPU-bound processes beside it. The median
-    of nine, each kind timed in a run of its own, gave 7.9 -> 0.8 for the tiny model on a busy
-    machine.
+    turn (a busy machine slows some steps, not all nine): 1.0 to 1.3 -> 3.8 to 4.4 (tiny) and
+    1.5 to 1.8 -> 11.9 to 13.1 (mid) on two cores, quiet, with two CPU-bound processes beside it
+    and in make test beside a third. The median of nine, each kind timed in a run of its own,
+    gave 7.9 -> 0.8 for the tiny model on a busy machine.
     """
     import re
 
