@@ -28,6 +28,16 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # axe-core's result lists every node each rule passed (3.7 MB for 05.3, most of axe's time in
 # the page and in Python): only the violations are read, so only they come back node by node.
 VIOLATIONS_ONLY = {"resultTypes": ["violations"]}
+
+
+def serious_violations(page, selector: str) -> list[tuple[str, list[str]]]:
+    """What axe-core finds serious or critical within ``selector`` on the page: each rule's id
+    and the HTML of its nodes (the start of each)."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    found = Axe().run(page, context={"include": [[selector]]}, options=VIOLATIONS_ONLY).response["violations"]
+    return [(v["id"], [n["html"][:300] for n in v["nodes"]]) for v in found
+            if v["impact"] in ("serious", "critical")]
 CHAPTER_PAGES = [f"notebooks/{p.stem}.html" for p in notebook_paths()] + ["book/05_8_attribution.html"]
 
 
@@ -207,8 +217,6 @@ def expected_quizzes(page_path: str) -> int:
 def test_a_quiz_explains_the_choice_made_in_both_editions(page, site_url, path):
     """Nothing chosen, a wrong choice, the right one: each answered in the page, offline, in the
     page's language; axe finds nothing serious in an answered quiz."""
-    from axe_playwright_python.sync_playwright import Axe
-
     from tinyk.catalogues import interface_catalogue, translated
     from tinyk.quiz import VERDICTS
 
@@ -244,10 +252,7 @@ def test_a_quiz_explains_the_choice_made_in_both_editions(page, site_url, path):
     assert not radios.nth(wrong).is_checked()
     # What the page did: axe's own requests come after (test_accessibility says why one fails).
     assert page.external_requests == [] and page.console_errors == []
-    scope = {"include": [[f"#{quiz.get_attribute('id')}"]]}
-    violations = Axe().run(page, context=scope, options=VIOLATIONS_ONLY).response["violations"]
-    assert [(v["id"], [n["html"][:300] for n in v["nodes"]]) for v in violations
-            if v["impact"] in ("serious", "critical")] == []
+    assert serious_violations(page, f"#{quiz.get_attribute('id')}") == []
 
 
 def _playground_ready(page, timeout: int = 60_000) -> None:
@@ -273,7 +278,6 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
     with the KV cache gives tinyk's greedy tokens; the figures follow the prompt; a bad prompt
     is named; offline, axe-clean, in each edition's words."""
     import numpy as np
-    from axe_playwright_python.sync_playwright import Axe
 
     from tinyk.playground import EXAMPLE_PROMPT, encode, generate, run_graph
 
@@ -349,10 +353,7 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
     status = page.locator(".tinyk-pg-status").inner_text()
     assert "(out of memory)" in status or "\uff08out of memory\uff09" in status, status
     assert page.external_requests == [] and page.console_errors == []
-    violations = Axe().run(page, context={"include": [[".tinyk-playground"]]},
-                            options=VIOLATIONS_ONLY).response["violations"]
-    assert [(v["id"], [n["html"][:200] for n in v["nodes"]]) for v in violations
-            if v["impact"] in ("serious", "critical")] == []
+    assert serious_violations(page, ".tinyk-playground") == []
 
 
 ISOLATED = "[self.crossOriginIsolated, window.ort.env.wasm.numThreads]"

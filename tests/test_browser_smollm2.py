@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from tests.test_browser import SERVICE_WORKER, VIOLATIONS_ONLY, browser, page, site_url, threads_for  # noqa: F401  (fixtures)
+from tests.test_browser import SERVICE_WORKER, browser, page, serious_violations, site_url, threads_for  # noqa: F401  (fixtures)
 from tinyk.course import ROOT
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("browser-smollm2")]
@@ -44,7 +44,6 @@ def _tinyk_answer(prompt_ids: list[int], eos: int) -> list[int]:
 
 def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F811
     import numpy as np
-    from axe_playwright_python.sync_playwright import Axe
 
     from tinyk.gguf import load_tokenizer, smollm2_path
     from tinyk.onnx_web import session
@@ -209,10 +208,7 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     assert page.evaluate(f"{STATE}.stats.ids.length") == len(second["ids"])  # nothing ran
     assert page.external_requests == []
     assert page.console_errors == ["Failed to load resource: net::ERR_FAILED"]  # the download cut off above
-    violations = Axe().run(page, context={"include": [[".tinyk-chat"]]},
-                            options=VIOLATIONS_ONLY).response["violations"]
-    assert [(v["id"], [n["html"][:200] for n in v["nodes"]]) for v in violations
-            if v["impact"] in ("serious", "critical")] == []
+    assert serious_violations(page, ".tinyk-chat") == []
     assert chat.count() == 1
 
 
