@@ -155,6 +155,17 @@ def _say_regraded(todo: list[_Job]) -> None:
               f"rest of their rows: {', '.join(exercises)}", file=sys.stderr)
 
 
+def _kernels_course(tmp: Path, prepared: Path, notebooks: list[Notebook]) -> Path:
+    """The course nbgrader's kernels run: made from the released notebooks, so that their test
+    cells hold the visible tests only. The hidden tests run in the verdict alone, in the
+    grader's process (:mod:`tinyk.verdict`), never in a process that runs the student's code."""
+    folder = prepared / "release" / ASSIGNMENT
+    kernels = tmp / "kernels"
+    visible = [Notebook(folder / f"{nb.name}.ipynb", nb.name, nb.tests, nb.translated) for nb in notebooks]
+    prepare_course(visible, kernels)
+    return kernels
+
+
 def _grade_all(todo: list[_Job], batch: Batch, template: Path, released: dict[str, dict], sandbox: bool,
                jobs: int, bar: Any) -> None:
     """Grade (or regrade) the students of ``todo``, ``jobs`` at once, each into their part
@@ -207,6 +218,8 @@ def grade(submissions: Path, out: Path, notebooks: Sequence[str | Path] | None =
         template = Path(tmp) / "course"
         prepare_course(batch.notebooks, template)
         released = released_notebooks(template, batch.notebooks)
+        if not batch.limits.answers_only:
+            template = _kernels_course(Path(tmp), template, batch.notebooks)
         if sandbox and not batch.limits.answers_only:  # SmolLM2's tokenizer, for the kernels
             prepare_shared(server_modules(template / "release" / ASSIGNMENT))
         todo = _to_do(batch, parts, sandbox)
