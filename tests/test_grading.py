@@ -279,11 +279,12 @@ def test_each_submission_gets_its_points_and_status(batch, student):
 @SHARED_BATCH
 def test_a_cheat_that_fools_the_kernel_scores_0_and_says_why(batch):
     """The kernel's own run of the ast_transformer student passes exercise A (its asserts are
-    gone); the verdict outside the kernel, where no IPython runs, gives 0 and the reason."""
+    gone); the verdict, whose test cells run outside the student's IPython (its transformer
+    acts on the student's own cells only), gives 0 and the reason."""
     base, *_ = batch
     row = _table(base / "grades.csv")[("ast_transformer", "a_test")]
     assert float(row["points"]) == 0 and row["status"] == "ok"
-    assert row["detail"].startswith("graded outside the notebook: answer: NameError"), row["detail"]
+    assert row["detail"] == "graded outside the notebook: test: AssertionError: ", row["detail"]
 
 
 @SHARED_BATCH
@@ -382,10 +383,10 @@ def test_an_edited_test_regrades_only_its_exercise(batch, tmp_path, monkeypatch,
 
 
 def test_a_regrade_keeps_to_the_total_time_limit(assignment, tmp_path, monkeypatch):
-    """A test edited after the grading calls the answer where it is slow only outside IPython,
-    under the per-cell timeout at each call: the regrade of that exercise ends at the student's
-    total time limit (1 s here) and says so, where its four calls would otherwise have taken
-    their 3 s each and passed."""
+    """A test edited after the grading calls the answer where it is slow (on a word the first
+    tests never ask for), under the per-cell timeout at each call: the regrade of that exercise
+    ends at the student's total time limit (1 s here) and says so, where its four calls would
+    otherwise have taken their 3 s each and passed."""
     from tinyk.grading import answers_only
     from tinyk.grading.regrade import REGRADED
 
@@ -393,7 +394,7 @@ def test_a_regrade_keeps_to_the_total_time_limit(assignment, tmp_path, monkeypat
     source = tmp_path / "source" / "drill.ipynb"
     source.parent.mkdir()
     shutil.copy(notebooks[0], source)
-    slow = ("import sys, time\ndef shout(word):\n    if word == 'slow' and 'IPython' not in sys.modules:\n"
+    slow = ("import time\ndef shout(word):\n    if word == 'slow':\n"
             "        time.sleep(3)\n    return word.upper() + '!'")
     (tmp_path / "subs" / "stalls").mkdir(parents=True)
     (tmp_path / "subs" / "stalls" / "drill.ipynb").write_text(json.dumps(_answer(release, SOLUTION_A, slow)))
@@ -441,12 +442,11 @@ def test_shards_merge_into_the_csv_of_a_single_run(batch, monkeypatch):
     assert (base / "merged.csv").read_text() == single
 
 
-# --answers-only: the verdict alone, no notebook run in a kernel. Every case gets the points and
-# status it gets with the kernels' run, but for the one a kernel alone gives: an answer that
-# ends its process fails its own exercise, and the next exercise runs in a new one.
+# --answers-only: the verdict alone, no notebook run in nbgrader's kernels. Every case gets the
+# points and status it gets with the kernels' run: the verdict runs the notebook's cells as a
+# kernel does, and an answer cell that ends its process ends the notebook's run, as a kernel's death.
 ANSWERS_ONLY = pytest.mark.xdist_group("answers-batch")
-ANSWERS_ONLY_CASES = {**{student: expected for student, (_, expected) in CASES.items()},
-                      "os_exit": {"a_test": (0, "ok"), "b_test": (1, "ok")}}
+ANSWERS_ONLY_CASES = {student: expected for student, (_, expected) in CASES.items()}
 
 
 @pytest.fixture(scope="session")
@@ -497,13 +497,13 @@ def test_answers_only_names_each_reason_and_checks_every_submission(answers_batc
     assert table["no_file", "a_test"]["status"] == "missing"
     assert float(table["single_file", "a_test"]["points"]) == 2
     assert table["infinite_loop", "a_test"]["detail"] == (
-        "graded outside the notebook: answer: no answer within 5 s (the per-cell time limit)")
+        "graded outside the notebook: answer: TimeoutError: the cell ran past the per-cell time limit (5 s)")
     assert table["memory_bomb", "a_test"]["detail"].startswith(
         "graded outside the notebook: answer: MemoryError"), table["memory_bomb", "a_test"]
     assert table["os_exit", "a_test"]["detail"] == (
-        "graded outside the notebook: answer: its process exited while the answer cells ran")
-    assert table["ast_transformer", "a_test"]["detail"].startswith(
-        "graded outside the notebook: answer: NameError: name 'get_ipython' is not defined")
+        "graded outside the notebook: answer: its process exited while a cell ran")
+    assert table["ast_transformer", "a_test"]["detail"].startswith(  # acts on the student's cells only
+        "graded outside the notebook: test: AssertionError"), table["ast_transformer", "a_test"]
     assert "restored from the release: a_test edited" in table["edited_test", "a_test"]["detail"]
 
 
@@ -778,14 +778,14 @@ def test_the_total_time_limit_runs_on_the_clock(assignment, tmp_path):
 
 
 def test_the_verdict_keeps_to_the_total_time_limit(assignment, tmp_path, monkeypatch):
-    """An answer that is slow only outside IPython (in the verdict's run, not the kernel's) and
+    """An answer that is slow only outside nbgrader's kernel (in the verdict's run) and
     stays under the per-cell timeout at each call: the verdict ends at the student's total time
     limit (1 s here, for the verdict alone) and says so, where each of the test's four calls
     would otherwise have taken its 3 s."""
     from tinyk.grading import scoring
 
     _, notebooks, release = assignment
-    slow = ("import sys, time\ndef double(x):\n    if 'IPython' not in sys.modules:\n"
+    slow = ("import time\ndef double(x):\n    if 'ZMQ' not in type(get_ipython()).__name__:\n"
             "        time.sleep(3)\n    return 2 * x")
     (tmp_path / "subs" / "stalls").mkdir(parents=True)
     (tmp_path / "subs" / "stalls" / "drill.ipynb").write_text(json.dumps(_answer(release, slow, SOLUTION_B)))
@@ -867,3 +867,32 @@ def test_overlapping_guards_put_back_ast_parse_when_the_last_one_ends():
     assert ast.parse is not real_parse and ast.parse("y = 2").body[0].targets[0].id == "y"
     second.__exit__(None, None, None)
     assert ast.parse is real_parse
+
+
+def test_no_hidden_test_runs_in_the_students_kernel(assignment, tmp_path, monkeypatch):
+    """nbgrader's kernels run the course made from the released notebooks: a student whose
+    ``pre_run_cell`` hook prints every cell it is given sees the visible tests only. The hidden
+    tests run in the verdict, in the grader's process, and still decide the points."""
+    from tinyk.grading.chapter import ASSIGNMENT
+
+    _, notebooks, release = assignment
+    hook = "get_ipython().events.register('pre_run_cell', lambda info: print(info.raw_cell))\n"
+    (tmp_path / "subs" / "hooked").mkdir(parents=True)
+    (tmp_path / "subs" / "hooked" / "drill.ipynb").write_text(
+        json.dumps(_answer(release, hook + "def double(x):\n    return 2 * x if x == 2 else 0", SOLUTION_B)))
+    hidden = _hidden_lines(json.loads(notebooks[0].read_text()))
+    seen: list[str] = []
+    real = class_batch.grade_student
+
+    def spy(name, entry, notebooks, template, *rest):  # what nbgrader's kernels are given to run
+        seen.extend(source_text(c) for path in (template / "source" / ASSIGNMENT).glob("*.ipynb")
+                    for c in json.loads(path.read_text())["cells"])
+        return real(name, entry, notebooks, template, *rest)
+
+    monkeypatch.setattr(class_batch, "grade_student", spy)
+    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
+    rows = {r.exercise: r for r in grading.grade(tmp_path / "subs", tmp_path / "grades.csv", notebooks,
+                                                 limits=limits, jobs=1, progress=False)}
+    assert hidden and seen and not [line for line in hidden if any(line in text for text in seen)]
+    assert (rows["a_test"].points, rows["b_test"].points) == (0, 1)  # the hidden test still failed it
+    assert "graded outside the notebook" in rows["a_test"].detail, rows["a_test"]

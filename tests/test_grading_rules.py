@@ -536,4 +536,4 @@ def test_a_cell_python_cannot_parse_is_left_to_the_kernel(source, parser_error):
     nb = {"cells": [{"cell_type": "code", "metadata": {}, "source": source},
                     {"cell_type": "code", "metadata": {}, "source": "import builtins"}]}
     assert submission.tampering(nb) == "imports builtins"  # the next cell is still read
-    assert verdict.defined_names([source, "answer = 2"]) == ["answer"]
+    assert verdict.bound_names([source, "answer = 2"]) == ["answer"]

@@ -78,7 +78,7 @@ for path in SHARED:
         REACHED.append(('shared', path))
     except OSError:
         pass
-if 'IPython' in sys.modules:  # in the kernel (the verdict runs answers again without IPython)
+if 'ZMQ' in type(get_ipython()).__name__:  # in nbgrader's kernel (the verdict runs the cells again)
     assert SERVER and len(SHARED) == SHARED_BY_THE_GRADER and not REACHED, (SERVER, SHARED, REACHED)
 """ + SOLUTION_A
 
@@ -93,10 +93,10 @@ LEFT = [name for name, found in [
     ('shm', os.path.exists('/dev/shm/planted-by-the-first-notebook')),
     ('process', processes_running({MARKER!r})),
 ] if found]
-if 'IPython' in sys.modules:  # in the kernel
+if 'ZMQ' in type(get_ipython()).__name__:  # in nbgrader's kernel
     assert not LEFT, LEFT
 """ + SOLUTION_A + """
-if 'IPython' not in sys.modules and (LEFT or os.listdir('.')):  # in the verdict's run of the answers,
+if 'ZMQ' not in type(get_ipython()).__name__ and (LEFT or os.listdir('.')):  # in the verdict's run,
     def double(x):  # whose working folder starts empty too: a wrong answer if anything is left
         return 0
 """

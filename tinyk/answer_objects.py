@@ -1,11 +1,11 @@
-"""The objects of one exercise in the learner's process, and the grader's requests on them
+"""The objects of one run of a notebook in the learner's process, and the grader's requests on them
 (course: the instructors' page, grading).
 
-:class:`Objects` keeps what the answer cells bound and what came of the grader's requests,
-each behind a number (a handle); :func:`serve` answers one request: a name's attribute, a
+:class:`Objects` keeps the notebook's values the grader asked for and what came of its
+requests, each behind a number (a handle); :func:`serve` answers one request: a name's attribute, a
 call (with its backward pass when an input needs its gradient), an own-work watch, a model
-assembled from the learner's parts with the weights prepared for the exercise, an empty KV
-cache for it. Run in :mod:`tinyk.answers`' child of an exercise, in the grading sandbox.
+assembled from the learner's parts with the weights prepared for the run, an empty KV
+cache for it. Run in :mod:`tinyk.answers`' child of a run, in the grading sandbox.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ __all__ = ["Objects", "serve"]
 
 
 class Objects:
-    """The objects behind the handles of one exercise, by number."""
+    """The objects behind the handles of one run, by number."""
 
     def __init__(self, requests: BinaryIO, out: BinaryIO) -> None:
         self.items: list[Any] = []
         self.tickets: dict[int, tuple[list[Any], Any]] = {}
-        self.models: dict[str, Any] = {}  # the weights prepared for the exercise (PREPARED), by name
+        self.models: dict[str, Any] = {}  # the weights prepared for the run (PREPARED), by name
         self.requests, self.out = requests, out
 
     def handle(self, value: Any) -> tuple:
@@ -149,7 +149,7 @@ def serve(objects: Objects, request: tuple) -> tuple:
 
         base = objects.models.get(request[1])
         if base is None:
-            raise ValueError(f"no model {request[1]!r} was prepared for this exercise")
+            raise ValueError(f"no model {request[1]!r} was prepared for this run")
         return ("ok", objects.encode(build_model(base, objects.decode(request[2]))))
     if op == "cache":  # an empty KV cache for a model assembled here: (model, batch, max_len)
         from tinyk.generation import KVCache

@@ -55,14 +55,19 @@ class AnswerServer:
         # why the notebooks share the learner's process's namespaces ("" while each has its own;
         # None until the process has started; once said, for the rest of the server's life)
         self.shared: str | None = None
-        self.deadline: float | None = None  # time.monotonic() past which nothing runs (limit_total)
-        self.total = 0.0  # the seconds limit_total gave
+        self.total: float | None = None  # the seconds limit_total gave (None: no total limit)
+        self.spent = 0.0  # the seconds spent waiting for the learner's replies since limit_total
 
     def limit_total(self, seconds: float) -> None:
-        """From now on, ``seconds`` in all for every reply still to come and every new start of
-        the learner's process (the submission's total time limit); past them, a request fails
-        with that reason (each reply keeps its own ``timeout`` as well)."""
-        self.deadline, self.total = time.monotonic() + seconds, seconds
+        """From now on, ``seconds`` in all spent waiting for the learner's replies (the
+        submission's total time limit); past them, a request fails with that reason (each reply
+        keeps its own ``timeout`` as well). Only the learner's own time counts: not the grader's
+        work on its side, nor its wait for another student's test cell to end
+        (:data:`tinyk.verdict.TEST_CELL_LOCK`), nor the start of the learner's process."""
+        self.total, self.spent = seconds, 0.0
+
+    def _left(self) -> float | None:
+        return None if self.total is None else max(0.0, self.total - self.spent)
 
     def _past_total(self) -> AnswerFailed:
         return AnswerFailed(f"the submission ran past its total time limit ({self.total:g} s)", ended=True)
@@ -73,7 +78,7 @@ class AnswerServer:
 
     def _start(self) -> subprocess.Popen:
         if self.proc is None or self.proc.poll() is not None:
-            if self.deadline is not None and time.monotonic() >= self.deadline:
+            if self._left() == 0.0:
                 raise self._past_total()
             self.proc = subprocess.Popen(self._argv(),
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
@@ -164,21 +169,25 @@ class AnswerServer:
 
     def _frame(self, timeout: float, total: bool = True) -> Any:
         """The next frame, read back as data (``weights_only``), within ``timeout`` seconds (and,
-        with ``total``, before the :meth:`limit_total` deadline)."""
+        with ``total``, within what is left of the :meth:`limit_total` seconds)."""
         proc = self.proc
         assert proc is not None and proc.stdout is not None
-        wait = timeout
-        if total and self.deadline is not None:
-            wait = min(timeout, max(0.0, self.deadline - time.monotonic()))
+        wait, left = timeout, self._left() if total else None
+        if left is not None:
+            wait = min(timeout, left)
         reader = _Deadline(proc.stdout.fileno(), wait)
+        started = time.monotonic()
         try:
             frame = answer_wire.read_frame(reader, _REPLY_LIMIT)  # type: ignore[arg-type]
         except TimeoutError:
             self.close()
             if wait < timeout:
                 raise self._past_total() from None
-            raise AnswerFailed(f"no answer within {timeout:g} s (the per-cell time limit)",
-                               ended=True) from None
+            raise AnswerFailed(f"no answer within {min(timeout, self.timeout):g} s (the per-cell time "
+                               f"limit)", ended=True) from None
+        finally:
+            if total:
+                self.spent += time.monotonic() - started
         if frame is None:
             self.close()
             raise AnswerFailed("the answer's process ended or sent more than 256 MB", ended=True)
@@ -187,10 +196,11 @@ class AnswerServer:
         except Exception as err:
             raise AnswerFailed(f"the answer sent something that is not plain data ({err})"[:300]) from err
 
-    def receive(self) -> tuple:
-        """The next reply, checked to be data, within the per-reply timeout."""
+    def receive(self, timeout: float | None = None) -> tuple:
+        """The next reply, checked to be data, within ``timeout`` seconds (the per-reply
+        timeout when None)."""
         self._start()
-        reply = self._frame(self.timeout)
+        reply = self._frame(self.timeout if timeout is None else timeout)
         if (type(reply) is not tuple or not reply or reply[0] not in ("ok", "err", "done", "cb")
                 or (reply[0] == "err" and not (len(reply) == 3 and all(type(x) is str for x in reply)))
                 or (reply[0] == "ok" and len(reply) != 2)):

@@ -1,40 +1,42 @@
-"""The learner's answers, run away from the verdict (course: the instructors' page, grading).
+"""The learner's notebook, run away from the verdict (course: the instructors' page, grading).
 
-Run by the grader as a script (``python -I answers.py``) inside the grading sandbox: no
-IPython, no notebook, no test code. For each exercise it forks a fresh child that runs only
-that exercise's answer cells, in a namespace of their own, then serves what the trusted
-process (:mod:`tinyk.verdict`) asks for: a name's value, an attribute, a call on the tests'
-inputs, or, for a test that puts the learner's parts into a model (05.10's capstone), that
-model's forward passes, assembled here from weights loaded before the answer runs
-(:data:`PREPARED`). Everything it sends back is plain data (numbers, strings, lists, dicts, plain
-tensors rebuilt from bytes by ``torch.load(weights_only=True)``), or a handle that stands for
-an object that stays here (a module, a function). The comparisons, the hidden checks and the
-points are decided on the other side, where no code of the student's runs.
+Run by the grader as a script (``python -I answers.py``) inside the grading sandbox. For each
+run of a notebook it forks a fresh child that runs the notebook's cells the grader sends, one
+at a time, through IPython's own shell (:func:`_shell`: its input transformations, magics and
+display hook, as a Jupyter kernel runs them), each within the per-cell time limit; a cell's
+error is said and the run goes on. Between cells it serves what the trusted process
+(:mod:`tinyk.verdict`) asks for: a name's value, an attribute, a call on the tests' inputs,
+or, for a test that puts the learner's parts into a model (05.10's capstone), that model's
+forward passes, assembled here from weights loaded before the notebook's cells run
+(:data:`PREPARED`). No test cell is ever sent here. Everything it sends back is plain data
+(numbers, strings, lists, dicts, plain tensors rebuilt from bytes by
+``torch.load(weights_only=True)``), or a handle that stands for an object that stays here (a
+module, a function). The comparisons, the hidden checks and the points are decided on the
+other side, where no code of the student's runs.
 
-The course's reference code of a part is out of the learner's reach here, as far as a
-process can put it: under the grader's sandbox the ``tinyk`` package's files are hidden and
-this script runs from a copy of them (its first argument), whose modules that hold the parts
-(:data:`HIDDEN`) it imports and then deletes, so no source of them is left to read or run
-as text; and in the child of an exercise
-that asks for a part (``RMSNorm``, ``repeat_kv``, ... of :data:`REFERENCES`), the
-package's objects of that part are removed from every ``tinyk`` module before the answer
-runs (the parts the instructor's answer defines), so that ``from tinyk import RMSNorm``
-fails there. What stays within reach is an object the answer finds in memory through
-another (a model's layer, the garbage collector): calling it is what
-:mod:`tinyk.own_work`'s watch reports.
+The course's reference code of a part is out of the learner's reach here: under the grader's
+sandbox the ``tinyk`` package's files are hidden and this script runs from a copy of them (its
+first argument), whose modules that hold the parts (:data:`HIDDEN`) it imports and then
+deletes, so no source of them is left to read or run as text; and in the child of a run, the
+package's objects of every part the run asks for (``RMSNorm``, ``repeat_kv``, ... of
+:data:`REFERENCES`) are replaced in every ``tinyk`` module by a :class:`Withheld` before the
+first cell runs, then freed (:func:`withhold`): no class, function or code object of theirs is
+left for the collector to find. Using a stand-in sets :data:`TOUCHED`, so that the grader
+judges an exercise that then fails again in a run that withholds only its own parts.
 
-Each notebook starts clean, under the grader's sandbox: its exercises' children fork from a
-process of its own, in new user, mount, process and IPC namespaces, with a private /tmp and
-/dev/shm, new empty writable folders and the package's copy read-only; when the grader moves
-on to the next notebook, that process ends, and every process the notebook's answers left
-running ends with it (:func:`_notebook`). Where a sandbox cannot make namespaces within it,
-the notebooks share this process's, and the first reply says why.
+Each notebook starts clean, under the grader's sandbox: its runs fork from a process of its
+own, in new user, mount, process and IPC namespaces, with a private /tmp and /dev/shm, new
+empty writable folders and the package's copy read-only; when the grader moves on to the next
+notebook, that process ends, and every process the notebook's cells left running ends with it
+(:func:`_notebook`). Where a sandbox cannot make namespaces within it, the notebooks share
+this process's, and the first reply says why.
 
-The wire (frames, markers, replies) is :mod:`tinyk.answer_wire`; the objects of an exercise and
-the requests on them, :mod:`tinyk.answer_objects`. They are imported once the package is on
-the path (:func:`_load`): this script imports nothing of it before. Whatever the student's
-code prints goes to stderr; a child that corrupts its replies only fails its own exercises.
+The wire (frames, markers, replies) is :mod:`tinyk.answer_wire`; the objects of a run and the
+requests on them, :mod:`tinyk.answer_objects`. They are imported once the package is on the
+path (:func:`_load`): this script imports nothing of it before. Whatever the student's code
+prints goes to stderr; a child that corrupts its replies only fails its own run.
 """
+
 
 from __future__ import annotations
 
@@ -56,7 +58,7 @@ HIDDEN = ("tinyk.model", "tinyk.upstream", "tinyk.part_checks", "tinyk.divergenc
           "tinyk.checks")
 PRELOADED = ("tinyk", "tinyk.generation", "tinyk.own_work", *HIDDEN)
 # Each part of the build track (tinyk.parts.PART_NAMES) and the names of the package's own
-# versions of it, removed from every tinyk module in the child of an exercise that asks for it.
+# versions of it, withheld in every tinyk module in the child of a run that asks for it (withhold).
 REFERENCES: dict[str, tuple[str, ...]] = {
     "RMSNorm": ("RMSNorm",),
     "rope_tables": ("precompute_freqs_cis",),
@@ -77,18 +79,62 @@ def defines(source: str) -> list[str]:
     return [name for name in _DEFINES.findall(source) if name in REFERENCES]
 
 
+class Withheld:
+    """What stands for a part of the package that an exercise asks the learner to write, in the
+    process that runs their notebook: importing it works (so that a setup cell's ``from tinyk
+    import ...`` binds every other name), using it raises :class:`WithheldPart` with a message that
+    names the part. It holds no code of the part."""
+
+    def __init__(self, name: str) -> None:
+        object.__setattr__(self, "_name", name)
+
+    def _refuse(self) -> WithheldPart:
+        TOUCHED[0] = True
+        return WithheldPart(f"tinyk's {self._name} is withheld while this notebook is graded (an "
+                            f"exercise asks you to write it): the grader runs your own code only")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse()
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or attr.startswith("_repr_") or attr.startswith("_ipython"):
+            raise AttributeError(attr)  # IPython's display and Python's protocols ask for these
+        raise self._refuse()
+
+    def __mro_entries__(self, bases: tuple) -> tuple:  # ``class Mine(RMSNorm)``
+        raise self._refuse()
+
+    def __repr__(self) -> str:
+        return f"<tinyk's {self._name}, withheld while this notebook is graded>"
+
+
+class WithheldPart(RuntimeError):
+    """A withheld part of the package was used (:class:`Withheld`)."""
+
+
+# Whether the notebook's run used a withheld part (a demo cell, an answer, a test's call): an
+# exercise that then fails is judged again with only its own parts withheld (tinyk.verdict).
+TOUCHED = [False]
+
+
 def withhold(parts: list[str]) -> list[str]:
-    """Remove the package's own versions of ``parts`` (:data:`REFERENCES`) from every loaded
-    ``tinyk`` module; return the names removed."""
+    """Put a :class:`Withheld` in place of the package's own versions of ``parts``
+    (:data:`REFERENCES`) in every loaded ``tinyk`` module, under every name they are bound to,
+    and let the collector free them; return the names withheld."""
+    import gc
+
     names = {ref for part in parts for ref in REFERENCES.get(part, ())}
     if not names:
         return []
     modules = [m for n, m in list(sys.modules.items()) if n == "tinyk" or n.startswith("tinyk.")]
-    objects = [vars(m)[n] for m in modules for n in names if n in vars(m)]
+    objects = {id(obj): name for m in modules for name in names if (obj := vars(m).get(name)) is not None
+               and not isinstance(obj, Withheld)}
     for module in modules:
         for attr, value in list(vars(module).items()):
-            if attr in names or any(value is obj for obj in objects):
-                delattr(module, attr)
+            if attr in names or id(value) in objects:
+                setattr(module, attr, Withheld(attr if attr in names else objects[id(value)]))
+    objects.clear()
+    gc.collect()
     return sorted(names)
 
 
@@ -112,11 +158,54 @@ def _prepare(names: list[str]) -> dict[str, Any]:
     return {name: PREPARED[name][1]() for name in names if name in PREPARED}
 
 
-def _exercise(sources: list[str], names: list[str], parts: list[str], requests: BinaryIO,
-              out: BinaryIO, prepare: Sequence[str] = ()) -> None:
-    """In the child: load the models the test assembles (``prepare``), withhold the package's
-    versions of the parts the exercise asks for, run the answer cells, send the names they
-    bound, then serve requests."""
+def _shell() -> Any:
+    """An IPython shell for the notebook's cells, as a Jupyter kernel runs them: IPython's input
+    transformations (magics, ``!`` lines), its display hook and its tracebacks (plain, to
+    stderr); no history file, no GUI event loop (``%matplotlib inline`` draws with Agg)."""
+    import tempfile
+
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    class Shell(InteractiveShell):
+        def enable_gui(self, gui: str | None = None) -> None:  # a kernel's inline figures need none
+            return None
+
+    os.environ["IPYTHONDIR"] = tempfile.mkdtemp(prefix="ipython-")
+    os.environ["MPLBACKEND"] = "Agg"
+    config = Config()
+    config.HistoryManager.enabled = False
+    config.InteractiveShell.colors = "nocolor"
+    config.InteractiveShell.xmode = "Plain"
+    shell = Shell.instance(config=config)
+    shell.user_ns["__name__"] = "__main__"
+    return shell
+
+
+def _cell(shell: Any, source: str, timeout: float) -> str:
+    """Run one of the notebook's cells within ``timeout`` seconds; return its error ("" when
+    none), as a kernel's run goes on past a cell's error."""
+
+    def late(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"the cell ran past the per-cell time limit ({timeout:g} s)")
+
+    previous = signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        result = shell.run_cell(source, store_history=False)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    error = result.error_before_exec or result.error_in_exec
+    return "" if error is None else f"{type(error).__name__}: {error}"[:300]
+
+
+def _run(parts: list[str], prepare: Sequence[str], requests: BinaryIO, out: BinaryIO) -> None:
+    """In the child of one run of a notebook: load the models its tests assemble
+    (``prepare``), withhold the package's versions of ``parts``, then serve the grader: each of
+    the notebook's cells to run in turn (``("cell", source, timeout)``), the values of names
+    (``("names", [...])``), whether a withheld part was used (``("touched",)``), and the test
+    cells' requests on the learner's objects, until ``("end",)``."""
     from tinyk.answer_objects import Objects, serve
     from tinyk.answer_wire import error, read_frame, reply
 
@@ -129,22 +218,28 @@ def _exercise(sources: list[str], names: list[str], parts: list[str], requests: 
     withhold(parts)
     objects = Objects(requests, out)
     objects.models = models
-    space: dict[str, Any] = {"__name__": "__main__"}
     try:
-        for number, source in enumerate(sources):
-            exec(compile(source, f"<answer cell {number + 1}>", "exec"), space)
-        found = {name: objects.encode(space[name]) for name in names if name in space}
-        reply(out, ("ok", ("d", list(found.items()))))
-    except BaseException as exc:  # the answer cell itself failed: the tests will say so
-        traceback.print_exc()
-        reply(out, error(exc))
+        shell = _shell()
+    except Exception as exc:
+        reply(out, ("err", "RuntimeError", f"the grader could not start IPython: {type(exc).__name__}: "
+                                           f"{exc}"[:300]))
         return
+    reply(out, ("ok", ("v", None)))
+    space = shell.user_ns
     while (frame := read_frame(requests)) is not None:
         request = pickle.loads(frame)
         if request[0] == "end":
             return
         try:
-            answer = serve(objects, request)
+            if request[0] == "cell":
+                answer = ("ok", ("v", _cell(shell, request[1], float(request[2]))))
+            elif request[0] == "names":
+                answer = ("ok", ("d", [(name, objects.encode(space[name])) for name in request[1]
+                                       if type(name) is str and name in space]))
+            elif request[0] == "touched":
+                answer = ("ok", ("v", bool(TOUCHED[0])))
+            else:
+                answer = serve(objects, request)
         except BaseException as exc:
             answer = error(exc)
         reply(out, answer)
@@ -165,6 +260,7 @@ def _load(library: str | None) -> None:
     torch.set_num_threads(1)
     for name in PRELOADED:
         importlib.import_module(name)
+    importlib.import_module("IPython.core.interactiveshell")  # each run's shell (_shell)
     if not library:
         return
     for name in HIDDEN:
@@ -173,15 +269,14 @@ def _load(library: str | None) -> None:
         shutil.rmtree(folder)  # no compiled copy of them either
 
 
-def _serve_exercise(request: tuple, requests: BinaryIO, out: BinaryIO) -> None:
-    """Fork the exercise's child, wait until it ends, then say so (``("done",)``)."""
+def _serve_run(request: tuple, requests: BinaryIO, out: BinaryIO) -> None:
+    """Fork the child of one run of the notebook (``("run", parts, prepare)``), wait until it
+    ends, then say so (``("done",)``)."""
     pid = os.fork()
     if pid == 0:
         code = 0
         try:
-            parts = request[3] if len(request) > 3 else []  # the parts whose reference is withheld
-            prepare = request[4] if len(request) > 4 else []  # the models the test assembles
-            _exercise(request[1], request[2], parts, requests, out, prepare)
+            _run(list(request[1]), list(request[2]), requests, out)
         except BaseException:
             code = 1
         finally:
@@ -207,7 +302,7 @@ def _notebook(requests: BinaryIO, out: BinaryIO, folders: Callable[[], None]) ->
     """In a fork of the main process: new user, mount, process and IPC namespaces for one
     notebook's answers, with its ``folders``, no capability left, and a process 1 that only
     waits (``sleep``, started without copying this process); says so (or why not), then
-    forks the child of each of the notebook's exercises, until the grader asks it to leave.
+    forks the child of each of the notebook's runs, until the grader asks it to leave.
     Then it kills that process 1, and with it the kernel kills every process left in the
     namespace; its end waits for them."""
     from tinyk.answer_wire import read_frame, reply
@@ -234,16 +329,16 @@ def _notebook(requests: BinaryIO, out: BinaryIO, folders: Callable[[], None]) ->
             request = pickle.loads(frame)
             if request[0] == "leave":
                 break
-            if request[0] == "exercise":
-                _serve_exercise(request, requests, out)
+            if request[0] == "run":
+                _serve_run(request, requests, out)
     finally:
         os.kill(first, signal.SIGKILL)
         os.waitpid(first, 0)
 
 
 def main() -> None:
-    """Serve exercises until the grader closes the pipe (arguments: the package's copy, then
-    the sandbox's writable folders, made new and empty for each notebook)."""
+    """Serve the notebooks' runs until the grader closes the pipe (arguments: the package's
+    copy, then the sandbox's writable folders, made new and empty for each notebook)."""
     requests = os.fdopen(os.dup(0), "rb", buffering=0)  # unbuffered: parent and child share it
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # the student's prints go to stderr, never into a reply
@@ -277,8 +372,8 @@ def main() -> None:
                 finally:
                     os._exit(code)
             os.waitpid(pid, 0)
-        elif request[0] == "exercise":
-            _serve_exercise(request, requests, out)
+        elif request[0] == "run":
+            _serve_run(request, requests, out)
 
 
 if __name__ == "__main__":

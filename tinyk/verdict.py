@@ -1,20 +1,27 @@
 """The verdict outside the student's process (course: the instructors' page, grading).
 
-The grader runs each submitted notebook in the sandbox (nbgrader's kernel, for the outputs
-and the feedback), but the points of every exercise are decided here, in a process where no
-code of the student's ever runs:
+The points of every exercise are decided here, in a process where no code of the student's
+ever runs, and no test cell passes through a process that runs the student's code:
 
-- the student's answer cells run in :mod:`tinyk.answers`, a plain interpreter in the same
-  sandbox with no IPython, one fresh child process per exercise, and each notebook's in new
-  namespaces of its own (a private /tmp, no process of an earlier notebook's answers);
-- each exercise's test cell, visible and hidden asserts, runs here, in this process, with
-  the names the answer cells bind standing for their values: plain data as it is (numbers,
-  lists, tensors rebuilt from bytes), a function or a module as a :class:`Remote` whose
-  calls run over there on this side's inputs and send plain data back;
+- the student's notebook runs in :mod:`tinyk.answers`, in the grading sandbox: every code cell
+  but the test cells, in order, through IPython's own shell, as Jupyter runs them (the setup
+  cell's imports, cells of the student's own, magics), each within the per-cell time limit; a
+  cell's error is reported and the run goes on, as in nbgrader's run. Each notebook runs in
+  new namespaces of its own (a private /tmp, no process of an earlier notebook's run);
+- each exercise's test cell, visible and hidden asserts, runs here, at its place in the
+  notebook (after the cells above it ran there), with the names it uses from the notebook
+  and those its answer cells bind standing for their values: plain data as it is (numbers,
+  lists, tensors rebuilt from bytes), a function or a module as a :class:`Remote` whose calls
+  run over there on this side's inputs and send plain data back;
+- the package's versions of the parts the notebook's exercises ask for are withheld over
+  there before its first cell runs (:func:`tinyk.answers.withhold`); an exercise that fails
+  after the student's code used one of them is judged again, in a run that withholds only its
+  own parts (05.3.3's answer uses tinyk's RoPE, which 05.3.2 and 05.3.4 ask for);
 - a test that puts the learner's parts into a model (``build_model(base, parts)``, 05.10's
   capstone on SmolLM2) gets :class:`AssembledThere`: the model is assembled over there, from
-  the same weights loaded there before the answer ran (:data:`tinyk.answers.PREPARED`), and
-  each forward pass is one call (its logits and loss come back), not one call per part;
+  the same weights loaded there before the notebook's cells ran
+  (:data:`tinyk.answers.PREPARED`), and each forward pass is one call (its logits and loss
+  come back), not one call per part;
 - what comes back is checked for its type (``type(x) is torch.Tensor``, a real ``float``):
   a tensor subclass or an object that lies about equality never crosses.
 
@@ -37,9 +44,11 @@ gives the course's functions a test cell calls (the own-work watch, ``build_mode
 versions for objects that live over there.
 """
 
+
 from __future__ import annotations
 
 import ast
+import builtins
 import contextlib
 import io
 import json
@@ -63,11 +72,12 @@ from tinyk.remote import AnswerFailed, Remote, decode
 from tinyk.switches import GRADING
 
 __all__ = ["TEST_CELL_LOCK", "AnswerFailed", "AnswerServer", "AssembledThere", "Remote", "Verdict",
-           "defined_names", "judge", "main"]
+           "bound_names", "free_names", "judge", "main"]
 
 # One test cell at a time in this process: each sets the seed, takes stdout and swaps functions of
-# tinyk.own_work and tinyk.parts while it runs. The answer cells, in the learners' processes,
-# need no turn: several students' verdicts (the grader's threads) overlap there.
+# tinyk.own_work and tinyk.parts while it runs. The notebooks' cells, in the learners' processes,
+# need no turn: several students' verdicts (the grader's threads) overlap there; and the wait for
+# the turn is not the student's time (AnswerServer.limit_total counts their process's work only).
 TEST_CELL_LOCK = threading.Lock()
 
 
@@ -80,50 +90,107 @@ class Verdict:
     detail: str = ""
 
 
-def defined_names(sources: Sequence[str]) -> list[str]:
-    """The names the answer cells bind at their top level (def, class, assignment)."""
+def bound_names(sources: Sequence[str]) -> list[str]:
+    """The names cells bind outside any function or class body (a ``def`` inside ``try`` or
+    ``if`` too, an import, an assignment), in order, read as IPython reads the cell (its magics and ``!``
+    lines); a cell that cannot be parsed binds none here (its run says why)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
     names: list[str] = []
     for source in sources:
-        tree = python_tree(source)
-        if tree is None:
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                names.append(node.name)
-            elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                names += [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        try:
+            tree = python_tree(TransformerManager().transform_cell(source))
+        except Exception:  # IPython cannot read it either: the cell's run says why
+            tree = None
+        if tree is not None:
+            names += [name for node in tree.body for name in sorted(_bound(node))]
     return list(dict.fromkeys(names))
 
 
-def _run_test(server: AnswerServer, grade_id: str, answer: list[str], test: str,
-              parts: Sequence[str] = ()) -> Verdict:
-    """One exercise: its answer cells over there, its test cell here (``parts``: the parts of
-    the build track it asks for, whose reference code is withheld over there). A learner's
-    process that fails to keep to the protocol is ended; the next exercise gets a new one."""
-    prepare = [name for name in answers.PREPARED if re.search(rf"\b{name}\(\)", test)]
-    try:
-        server.send(("exercise", answer, defined_names(answer), list(parts), prepare))
-        reply = server.receive()
-        if reply[0] != "ok":
-            why = reply[2] if reply[0] == "err" else "its process exited while the answer cells ran"
-            if reply[0] != "done":
-                server.receive()  # the exercise's process has ended: its "done"
-            return Verdict(grade_id, False, f"answer: {why}")
-        values = decode(server, reply[1])
-    except AnswerFailed as err:
-        server.close()
-        return Verdict(grade_id, False, f"answer: {err}")
-    try:
-        verdict = _run_cell(grade_id, test, values)
-        if server.proc is not None:
-            server.send(("end",))
-            while server.receive()[0] != "done":
-                pass
-        return verdict
-    except AnswerFailed as err:
-        server.close()
-        return Verdict(grade_id, False, f"answer: {err}")
+def _bound(node: ast.stmt) -> set[str]:
+    """The names a top-level statement binds (assignments, imports, defs, loop targets, ``with
+    ... as``), anywhere in it but inside a function or class body."""
+    found: set[str] = set()
+    stack: list[ast.AST] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(item.name)
+            if item is not node:
+                continue
+            stack += [*item.decorator_list, *getattr(item, "bases", [])]
+            continue
+        if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store):
+            found.add(item.id)
+        elif isinstance(item, ast.alias):
+            found.add((item.asname or item.name).split(".")[0])
+        stack += list(ast.iter_child_nodes(item))
+    return found
+
+
+def free_names(test: str) -> list[str]:
+    """The names a test cell uses before it binds them itself: the learner's names it needs
+    from the notebook (a function, a class, a value), in the order they first appear."""
+    tree = python_tree(test)
+    if tree is None:
+        return []
+    bound: set[str] = set(dir(builtins))
+    free: list[str] = []
+    for node in tree.body:
+        for item in ast.walk(node):
+            if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Load) and item.id not in bound:
+                free.append(item.id)
+        bound |= _bound(node)
+    return list(dict.fromkeys(free))
+
+
+@dataclass
+class _Exercise:
+    """One test cell of a submission, and what the notebook runs before it."""
+
+    grade_id: str
+    cells: list[tuple[str, bool]]  # the submission's code cells since the previous test cell (source,
+    #                                whether it is an answer cell), test cells left out
+    test: str  # the source's test cell, hidden asserts included
+    parts: list[str]  # the parts of the build track the source's answer defines (withheld)
+
+    @property
+    def prepare(self) -> list[str]:
+        """The models of :data:`tinyk.answers.PREPARED` the test assembles the learner's parts into."""
+        return [name for name in answers.PREPARED if re.search(rf"\b{name}\(\)", self.test)]
+
+
+def _segments(nb: dict) -> list[tuple[str, list[tuple[str, bool]]]]:
+    """(grade_id, the code cells since the previous test cell) of each test cell of ``nb``, in
+    order; a grade_id's later test cells are left out, as are the cells after the last one."""
+    found: list[tuple[str, list[tuple[str, bool]]]] = []
+    seen: set[str] = set()
+    cells: list[tuple[str, bool]] = []
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        if is_test(cell):
+            grade_id = nbgrader(cell).get("grade_id")
+            if type(grade_id) is str and grade_id not in seen:
+                seen.add(grade_id)
+                found.append((grade_id, cells))
+                cells = []
+            continue
+        cells.append((source_text(cell), is_solution(cell)))
+    return found
+
+
+def _exercises(source: dict, submitted: dict) -> list[_Exercise]:
+    """Each exercise of ``submitted`` that ``source`` has a test for: the submission's cells
+    before it, the source's test cell, and the parts the source's answer defines."""
+    asked: dict[str, tuple[str, list[str]]] = {}
+    grade_ids = [grade_id for grade_id, _ in _segments(source)]
+    source_tests = {nbgrader(c).get("grade_id"): source_text(c) for c in source["cells"] if is_test(c)}
+    for grade_id, cells in _segments(source):
+        parts = sorted({n for text, answer in cells if answer for n in answers.defines(text)})
+        asked[grade_id] = (source_tests[grade_id], parts)
+    return [_Exercise(grade_id, cells, *asked[grade_id]) for grade_id, cells in _segments(submitted)
+            if grade_id in grade_ids]
 
 
 def _run_cell(grade_id: str, test: str, values: dict[str, Any]) -> Verdict:
@@ -145,45 +212,145 @@ def _run_cell(grade_id: str, test: str, values: dict[str, Any]) -> Verdict:
     return Verdict(grade_id, True)
 
 
-def _answers_by_test(nb: dict) -> list[tuple[str, list[str], str]]:
-    """(grade_id, the answer cells before it, its source) of each test cell of ``nb``, in order."""
-    found, answer = [], []
-    for cell in nb["cells"]:
-        if is_solution(cell) and cell.get("cell_type") == "code":
-            answer.append(source_text(cell))
-        elif is_test(cell):
-            found.append((nbgrader(cell).get("grade_id"), answer, source_text(cell)))
-            answer = []
-    return found
+class _Run:
+    """One run of a notebook in the learner's process: its cells in order, each within the
+    per-cell time limit, and the test cells judged here at their places."""
+
+    def __init__(self, server: AnswerServer, parts: Sequence[str], prepare: Sequence[str]) -> None:
+        self.server = server
+        server.send(("run", list(parts), list(prepare)))
+        reply = server.receive()
+        if reply[0] != "ok":
+            why = reply[2] if reply[0] == "err" else "its process exited as the notebook's run started"
+            if reply[0] != "done":
+                server.receive()  # the run's process has ended: its "done"
+            raise AnswerFailed(why)
+
+    def cells(self, cells: Sequence[tuple[str, bool]]) -> str:
+        """Run ``cells``; the first error of an answer cell among them ("" when none)."""
+        failed = ""
+        for source, answer in cells:
+            self.server.send(("cell", source, self.server.timeout))
+            reply = self.server.receive(self.server.timeout + _CELL_GRACE)
+            if reply[0] != "ok":
+                raise AnswerFailed("its process exited while a cell ran" if reply[0] == "done"
+                                   else f"{reply[1]}: {reply[2]}", ended=reply[0] == "done")
+            why = decode(self.server, reply[1])
+            if answer and why and not failed:
+                failed = str(why)
+        return failed
+
+    def judge(self, exercise: _Exercise, answer_error: str) -> Verdict:
+        """The exercise's test cell, here, with the names it uses from the notebook and those
+        its answer cells bind (a test may look them up by name, as 05.10.3's does)."""
+        answer = [text for text, is_answer in exercise.cells if is_answer]
+        names = [*free_names(exercise.test), *bound_names(answer)]
+        values = self.server.ask(("names", list(dict.fromkeys(names))))
+        result = _run_cell(exercise.grade_id, exercise.test, values)
+        if not result.passed and answer_error:
+            return Verdict(exercise.grade_id, False, f"answer: {answer_error}"[:300])
+        return result
+
+    def touched(self) -> bool:
+        """Whether the learner's code has used a withheld part of the package so far."""
+        return bool(self.server.ask(("touched",)))
+
+    def end(self) -> None:
+        if self.server.proc is not None:
+            self.server.send(("end",))
+            while self.server.receive()[0] != "done":
+                pass
 
 
-def _exercises(source: dict, submitted: dict) -> list[tuple[str, list[str], str, list[str]]]:
-    """(grade_id, the submission's answer cells, the source's test cell, the parts of the build
-    track that the source's answer defines) of each exercise decided here."""
-    asked = {grade_id: (test, sorted({n for text in answer for n in answers.defines(text)}))
-             for grade_id, answer, test in _answers_by_test(source)}
-    return [(grade_id, answer, *asked[grade_id]) for grade_id, answer, _ in _answers_by_test(submitted)
-            if grade_id in asked]
+# Seconds the grader waits for a cell's reply past the per-cell time limit, which the learner's
+# process enforces itself (a cell that overruns it ends with a TimeoutError, as in a kernel).
+_CELL_GRACE = 5.0
+
+
+def _first_run(server: AnswerServer, exercises: list[_Exercise], judged: Collection[str],
+               skip: dict[str, str]) -> tuple[dict[str, Verdict], set[str]]:
+    """Run the notebook once with every judged exercise's parts withheld; the verdicts, and the
+    exercises that failed after a withheld part was used."""
+    parts = sorted({p for e in exercises if e.grade_id in judged for p in e.parts})
+    prepare = sorted({m for e in exercises if e.grade_id in judged for m in e.prepare})
+    verdicts: dict[str, Verdict] = {}
+    again: set[str] = set()
+    try:
+        run = _Run(server, parts, prepare)
+    except AnswerFailed as err:
+        return {e.grade_id: Verdict(e.grade_id, False, f"answer: {err}") for e in exercises}, set()
+    current, in_test = "", False
+    try:
+        for exercise in exercises:
+            current = exercise.grade_id
+            answer_error = run.cells(exercise.cells)
+            if exercise.grade_id in skip:
+                verdicts[exercise.grade_id] = Verdict(exercise.grade_id, False, skip[exercise.grade_id])
+            elif exercise.grade_id in judged:
+                in_test = True
+                verdicts[exercise.grade_id] = found = run.judge(exercise, answer_error)
+                in_test = False
+                if not found.passed and sorted(exercise.parts) != parts and run.touched():
+                    again.add(exercise.grade_id)
+        run.end()
+    except AnswerFailed as err:
+        server.close()
+        for exercise in exercises:
+            grade_id = exercise.grade_id
+            if grade_id in verdicts or grade_id not in judged:
+                continue
+            if grade_id == current or not in_test:  # a cell ended it: so would it in Jupyter
+                verdicts[grade_id] = Verdict(grade_id, False, f"answer: {err}")
+            else:  # a test's call into the learner's code ended it: the next ones get a run
+                again.add(grade_id)
+    return verdicts, again
+
+
+def _own_run(server: AnswerServer, exercises: list[_Exercise], grade_id: str) -> Verdict:
+    """The exercise ``grade_id`` judged again in a run of its own, with only its own parts
+    withheld: an answer may use the package's versions of the notebook's other parts."""
+    index = next(i for i, e in enumerate(exercises) if e.grade_id == grade_id)
+    exercise = exercises[index]
+    try:
+        run = _Run(server, exercise.parts, exercise.prepare)
+        run.cells([cell for e in exercises[:index] for cell in e.cells])
+        result = run.judge(exercise, run.cells(exercise.cells))
+        run.end()
+        return result
+    except AnswerFailed as err:
+        server.close()
+        return Verdict(grade_id, False, f"answer: {err}")
 
 
 def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
           skip: dict[str, str] | None = None, only: Collection[str] | None = None) -> list[Verdict]:
-    """The verdict of every exercise of ``submitted``, with the tests of
-    ``source`` (the instructor's notebook, hidden tests included); the answers run in
-    ``server`` (a new one without a sandbox when None). ``skip``: exercises not to run again,
-    each with why it failed already (a timeout in the kernel's run: it would only time out
-    again). ``only``: the test cells (grade_ids) to judge, when not all of them. The
-    notebook's answers start clean in ``server``: nothing an earlier notebook's answers wrote
-    or left running there is left (:meth:`AnswerServer.notebook`)."""
+    """The verdict of every exercise of ``submitted``, with the tests of ``source`` (the
+    instructor's notebook, hidden tests included). The submission's code cells run in
+    ``server`` (a new one without a sandbox when None) in order, as Jupyter runs them, test
+    cells left out; each test cell runs here at its place, with the names it uses from the
+    notebook. The package's versions of the parts the notebook asks for are withheld there
+    from the start; an exercise that fails after the learner's code used one of them is run
+    again with only its own parts withheld. ``skip``: exercises not to judge, each with why it
+    failed already (a timeout in the kernel's run: it would only time out again); their cells
+    still run. ``only``: the test cells (grade_ids) to judge, when not all of them. The
+    notebook starts clean in ``server``: nothing an earlier notebook's answers wrote or left
+    running there is left (:meth:`AnswerServer.notebook`)."""
     own = server is None
     server = server or AnswerServer()
     skip = skip or {}
     try:
         server.notebook()
-        return [Verdict(grade_id, False, skip[grade_id]) if grade_id in skip
-                else _run_test(server, grade_id, answer, test, parts)
-                for grade_id, answer, test, parts in _exercises(source, submitted)
-                if only is None or grade_id in only]
+        exercises = _exercises(source, submitted)
+        judged = [e.grade_id for e in exercises if (only is None or e.grade_id in only)]
+        todo = [g for g in judged if g not in skip]
+        if exercises and todo:
+            verdicts, again = _first_run(server, exercises[:max(i for i, e in enumerate(exercises)
+                                                                 if e.grade_id in todo) + 1], todo, skip)
+        else:
+            verdicts, again = {}, set()
+        for grade_id in again:
+            verdicts[grade_id] = _own_run(server, exercises, grade_id)
+        return [verdicts.get(g) or Verdict(g, False, skip.get(g, "answer: not judged")) for g in judged]
     finally:
         if own:
             server.close()

@@ -1,9 +1,9 @@
 """Grading the answers alone (course section "For instructors"): ``grade --answers-only``.
 
 In either mode the points of every exercise come from the verdict outside the student's
-process (:mod:`tinyk.verdict`): the student's answer cells run in the sandbox, in a plain
-interpreter, each notebook's in namespaces of its own, and the test cells in the grader's
-process. By default the grader also runs each notebook from top to bottom in nbgrader's
+process (:mod:`tinyk.verdict`): the student's notebook runs in the sandbox, every cell but the
+test cells, in order, through IPython, each notebook's in namespaces of its own, and the test
+cells in the grader's process. By default the grader also runs each notebook from top to bottom in nbgrader's
 kernels, for the autograded notebooks and the statuses only a kernel gives. With
 ``--answers-only`` the verdict is all that runs, which is faster
 (``benchmarks/bench_grading.py --compare-answers-only`` measures by how much):
@@ -13,10 +13,10 @@ kernels, for the autograded notebooks and the statuses only a kernel gives. With
   release and graded as ``tests-modified``;
 - an answer, or a test's call into it, past the per-cell timeout, and everything past the
   student's total time limit (``total_timeout`` per notebook graded), is a ``timeout``; an
-  answer out of memory is a ``memory-limit``;
-- no notebook runs in a kernel: the student's own cells (those of no exercise) do not run,
-  no ``kernel-died`` is possible (an answer that ends its process fails that exercise alone),
-  and no autograded notebook is written (``feedback`` runs the notebooks for that).
+  answer out of memory is a ``memory-limit``; a cell that ends the notebook's process fails
+  that exercise and the next ones as ``kernel-died``;
+- no notebook runs in nbgrader's kernels, and no autograded notebook is written (``feedback``
+  runs the notebooks for that).
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ if TYPE_CHECKING:  # imports torch: only when grading
 
 __all__ = ["grade_answers", "judge_submission", "verdict_reason"]
 
-_TIMED_OUT = ("no answer within", "ran past its total time limit")  # the learner's process's limits
+# the learner's process's limits: a reply's, a cell's (which that process keeps), the submission's
+_TIMED_OUT = ("no answer within", "ran past the per-cell time limit", "ran past its total time limit")
+_DIED = "its process exited while a cell ran"  # a cell ended the notebook's run, as a kernel's death
 
 
 def judge_submission(entry: Path, notebooks: list[Notebook], released: dict[str, dict], limits: Limits,
@@ -95,6 +97,8 @@ def _status(why: str) -> Status:
         return Status.TIMEOUT
     if why.startswith(("answer: MemoryError", "test: MemoryError")):  # in the answer, or in a call into it
         return Status.MEMORY_LIMIT
+    if _DIED in why:
+        return Status.KERNEL_DIED
     return Status.OK
 
 

@@ -191,7 +191,13 @@ def rows_for(name: str, nb: Notebook, flag: Finding | None, failure: Finding | N
 
 
 def with_verdict(row: Row, why: str | None) -> Row:
-    """A row whose points the verdict outside the kernel decided: its reason for a 0 first."""
+    """A row whose points the verdict outside the kernel decided: its reason for a 0 first, in
+    place of the kernel's note that the points were lost with no error shown (the kernel runs
+    the visible tests only, which may pass where the verdict's hidden ones fail)."""
     if why and row.status == Status.OK and why not in row.detail:
-        row.detail = "; ".join(filter(None, [f"graded outside the notebook: {why}"[:300], row.detail]))
+        kept = "" if row.detail.startswith(_NO_ERROR_SHOWN) else row.detail
+        row.detail = "; ".join(filter(None, [f"graded outside the notebook: {why}"[:300], kept]))
     return row
+
+
+_NO_ERROR_SHOWN = ("test: scored ", "test: its result ")  # _lost_points's notes
