@@ -1,7 +1,8 @@
 """Optional parts of the course: a test that needs one skips, with the reason and the install line.
 
-``make test`` sets ``TINYK_REQUIRE_ALL=1``: there every part is installed, so a missing one
-fails the run instead of hiding tests behind a skip.
+``make test`` sets ``TINYK_REQUIRE_ALL=1`` in each of its test stages: there every part is
+installed, so a missing one fails the run instead of hiding tests behind a skip. Every skip of
+the tests goes through :func:`missing` (``tests/test_optional.py`` checks it).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ INSTALL = {
     "onnxscript": "pip install -e '.[web]'",
     "onnxruntime": "pip install -e '.[web]'",
     "kubernetes_validate": "pip install kubernetes-validate",
+    "copydetect": "pip install -e '.[instructor]'",
+    "jupyterlab": "pip install -r requirements.txt",
+    "jupyter_cache": "pip install -r requirements.txt (it comes with jupyter-book)",
 }
 
 

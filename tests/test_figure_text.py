@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import io
-import os
 import warnings
 from pathlib import Path
 
@@ -50,9 +49,9 @@ def _cjk_font_or_skip():
     try:
         figure_text._cjk_families()
     except RuntimeError as error:
-        if "TINYK_REQUIRE_ALL" in os.environ:
-            raise
-        pytest.skip(str(error))
+        from tests.optional import missing
+
+        missing(str(error))
 
 
 def test_numbers_are_taken_out_of_the_message():

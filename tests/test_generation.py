@@ -115,6 +115,16 @@ def test_expanding_before_caching_loses_the_saving(model):
     assert mha_cache.nbytes == model.config.n_rep * gqa_cache.nbytes
 
 
+def test_expanding_keeps_the_models_device_and_dtype(model):
+    """A model on another device comes back on it, in its dtype (05.4): ``meta`` stands in for
+    a GPU, which a CPU-built copy of the expanded model could not be fed from."""
+    moved = Transformer(model.config).to(device="meta", dtype=torch.bfloat16)
+    wide = expand_kv_heads(moved)
+    assert {(p.device.type, p.dtype) for p in wide.parameters()} == {("meta", torch.bfloat16)}
+    assert {b.device.type for b in wide.buffers()} == {"meta"}
+    assert wide.layers[0].attention.wk.weight.shape == (model.config.dim, model.config.dim)  # H_q·d_h×d
+
+
 def test_eos_is_returned_and_finished_rows_are_padded(model):
     ids, mask = left_pad(PROMPTS)
     free = generate(model, ids, mask, max_new_tokens=10, temperature=0).tolist()

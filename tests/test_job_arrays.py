@@ -114,7 +114,7 @@ def slurm(tmp_path) -> Iterator[Slurm]:
     and a slurm.conf made here (no cgroups, no accounting, state in ``tmp_path``); stopped at
     the end, pass or fail, after cancelling whatever job is left."""
     if sys.platform != "linux" or os.geteuid() != 0:  # a limit of the machine, not a missing part
-        pytest.skip("starts munged, slurmctld and slurmd as root, on Linux (CI runs it as root)")
+        missing("starts munged, slurmctld and slurmd as root, on Linux (CI runs it as root)")
     commands = ("munged", "slurmctld", "slurmd", "sbatch", "sinfo", "scancel")
     absent = [c for c in commands if not shutil.which(c)]
     if absent:

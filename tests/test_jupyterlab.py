@@ -85,7 +85,9 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A JupyterLab server over a copy of student/: yields (base URL, token)."""
-    pytest.importorskip("jupyterlab")
+    from tests.optional import need
+
+    need("jupyterlab")
     home = tmp_path_factory.mktemp("lab")
     work = home / "work"
     shutil.copytree(course.ROOT / course.STUDENTS, work)

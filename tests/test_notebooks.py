@@ -122,7 +122,9 @@ def execute_and_cache(path: Path, cache_dir: Path, workdir: Path, kernel: str | 
     Fails the calling test with the failing cell's traceback; returns the seconds it took
     and the executed notebook.
     """
-    jupyter_cache = pytest.importorskip("jupyter_cache", reason="jupyter-cache comes with jupyter-book")
+    from tests.optional import need
+
+    jupyter_cache = need("jupyter_cache")
     from jupyter_cache.base import CacheBundleIn
 
     book = _book_extension()

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
+from tests.optional import need
 from tinyk import grading
 from tinyk.course import NOTEBOOKS, course_root
 from tinyk.exercises import is_solution, nbgrader, source_text
 from tinyk.similarity import compare
 from tinyk.student_versions import released
 
-pytest.importorskip("copydetect")
+need("copydetect")
 
 GRADE_ID = "ex_05_2_3_solution"
 SOURCE = course_root() / NOTEBOOKS

@@ -221,7 +221,9 @@ def test_set_repo_rewrites_the_site_address_and_the_student_notebooks(tmp_path):
 
 def test_student_versions_are_what_nbgrader_generate_assignment_releases(tmp_path):
     """The in-process preprocessors give nbgrader's CLI output byte for byte."""
-    pytest.importorskip("nbgrader")
+    from tests.optional import need
+
+    need("nbgrader")
     from tinyk import grading
 
     prepared = tmp_path / "prepared"
@@ -295,7 +297,9 @@ def test_a_student_version_is_graded_like_a_release(tmp_path):
     """Answered in student/, a notebook scores full marks with the gradebook made from the
     sources; the Chinese version (student/zh/) left as it is, zero; neither counts as a
     modified test."""
-    pytest.importorskip("nbgrader")
+    from tests.optional import need
+
+    need("nbgrader")
     from tinyk import grading
     from tinyk.exercises import book_version
 

@@ -123,7 +123,9 @@ def sandboxed(tmp_path_factory):
     from tinyk.grading.sandbox import sandbox_argv
 
     if shutil.which("bwrap") is None:
-        pytest.skip("bubblewrap is not installed (make test installs it)")
+        from tests.optional import missing
+
+        missing("bubblewrap is not installed (make test installs it)")
     scratch, runtime = tmp_path_factory.mktemp("scratch"), tmp_path_factory.mktemp("run")
     box = verdict.AnswerServer(sandbox_argv(scratch, runtime), timeout=60)
     yield box
@@ -196,7 +198,9 @@ def test_without_nested_namespaces_the_notebooks_share_one_sandbox_and_it_is_sai
     from tinyk.grading.sandbox import sandbox_argv
 
     if shutil.which("bwrap") is None or not _bwrap_can_disable_userns():
-        pytest.skip("bubblewrap 0.8 or newer is not installed (make test installs it)")
+        from tests.optional import missing
+
+        missing("bubblewrap 0.8 or newer is not installed (make test installs it)")
     (tmp_path / "scratch").mkdir()
     (tmp_path / "run").mkdir()
     prefix = sandbox_argv(tmp_path / "scratch", tmp_path / "run")

@@ -39,7 +39,9 @@ def wheel_env(tmp_path_factory):
     try:
         env = environment()
     except NoCheckout as err:
-        pytest.skip(f"{err}: no tracked files to build the wheel from")
+        from tests.optional import missing
+
+        missing(f"{err}: no tracked files to build the wheel from")
     return env, tmp_path_factory.mktemp("wheel-work")
 
 

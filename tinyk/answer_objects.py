@@ -23,7 +23,8 @@ class Objects:
 
     def __init__(self, requests: BinaryIO, out: BinaryIO) -> None:
         self.items: list[Any] = []
-        self.tickets: dict[int, tuple[list[Any], Any]] = {}
+        self.tickets: dict[int, tuple[list[Any], Any]] = {}  # pending backward passes, by number
+        self.issued = 0  # tickets numbered so far: a number is never given twice
         self.models: dict[str, Any] = {}  # the weights prepared for the run (PREPARED), by name
         self.requests, self.out = requests, out
 
@@ -123,7 +124,7 @@ def _call(objects: Objects, request: tuple) -> tuple:
     if type(result) is not torch.Tensor:
         raise TypeError(f"returned {type(result).__name__}, not a torch.Tensor, for an input that needs "
                         f"its gradient")
-    ticket = len(objects.tickets)
+    ticket, objects.issued = objects.issued, objects.issued + 1
     objects.tickets[ticket] = (tensors, result)
     return ("ok", ("grad", ticket, result.detach().clone()))
 

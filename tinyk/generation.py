@@ -81,8 +81,9 @@ def expand_kv_heads(model: Transformer) -> Transformer:
     is what "expanding before caching" costs.
     """
     cfg = model.config
-    wide = Transformer(dataclasses.replace(cfg, n_kv_heads=cfg.n_heads)).to(
-        next(model.parameters()).dtype)
+    first = next(model.parameters())
+    wide = Transformer(dataclasses.replace(cfg, n_kv_heads=cfg.n_heads)).to(device=first.device,
+                                                                            dtype=first.dtype)
     state = dict(model.state_dict())
     for i in range(cfg.n_layers):
         for name in ("wk", "wv"):

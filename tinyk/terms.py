@@ -23,10 +23,14 @@ quoted as it is printed).
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as the package tomli (a dependency there)
+    import tomli as tomllib
 
 from tinyk.catalogues import (
     CODE,
