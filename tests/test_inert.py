@@ -237,3 +237,51 @@ def test_a_cell_with_a_line_end_reads_back_whole(tmp_path):
     class_batch._write_csv(tmp_path / "grades.csv", rows)
     (g,) = read_grades(tmp_path / "grades.csv")
     assert (g.student, g.detail) == ("\r=1+1", "line one\nline two")
+
+
+def test_a_notebook_is_left_with_nothing_nbconvert_would_run():
+    """What nbgrader's feedback template writes as it is: a cell's tags and grade_id, raw
+    cells, JavaScript and widget outputs, HTML shown "isolated" (an iframe)."""
+    nb = {"cells": [
+        {"cell_type": "code", "source": "", "outputs": [
+            {"output_type": "display_data", "metadata": {"text/html": {"isolated": True}},
+             "data": {"text/html": "<b>x</b><script>alert(1)</script>", "text/plain": "x"}},
+            {"output_type": "display_data", "metadata": {},
+             "data": {"application/javascript": "alert(2)", "text/plain": "<Javascript>",
+                      "application/vnd.jupyter.widget-view+json": {"model_id": "m"}}},
+            {"output_type": "execute_result", "metadata": {"image/png": {"width": 9}},
+             "data": {"text/markdown": "*md* <img src=x onerror=alert(3)>", "image/png": "AAAA"}}],
+         "metadata": {"tags": ['x"><script>alert(4)</script>', "solution"],
+                      "nbgrader": {"grade_id": "<script>alert(5)</script>", "grade": True}}},
+        {"cell_type": "raw", "source": "<script>alert(6)</script>", "metadata": {}},
+        {"cell_type": "markdown", "source": "# Hi\n\n<img src=x onerror=alert(7)>\n\ntext", "metadata": {
+            "nbgrader": {"grade_id": "ex_05_3_1", "solution": True}}}]}
+    inert.inert_notebook(nb)
+    code, raw, markdown = nb["cells"]
+    first, script, md = code["outputs"]
+    cleaned = "<b>x</b>&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert first == {"output_type": "display_data", "metadata": {},
+                     "data": {"text/html": cleaned, "text/plain": "x"}}
+    assert script["data"] == {"text/plain": "<Javascript>"}
+    assert md["data"] == {"image/png": "AAAA", "text/html": "<p><em>md</em> <img></p>\n"}
+    assert md["metadata"] == {"image/png": {"width": 9}}
+    assert code["metadata"] == {"tags": ["solution"]} and raw["source"] == ""
+    assert markdown["metadata"]["nbgrader"]["grade_id"] == "ex_05_3_1"
+    # the HTML block's <img> kept without its address and handler: one line, to pass Markdown unchanged
+    assert markdown["source"] == ('<div class="inert"><h1 id="Hi">Hi<a class="anchor-link" href="#Hi">'
+                                  "&#182;</a></h1><img>&#10;&#10;<p>text</p>&#10;</div>")
+
+
+def test_a_feedback_page_that_would_still_run_something_is_withheld(tmp_path, capsys):
+    from tinyk.grading.student_feedback import _inert_pages
+
+    head = "<!DOCTYPE html><html><head><title>t</title><script src='https://cdn.example/m.js'></script></head>"
+    (tmp_path / "ok.html").write_text(f"{head}<body><p>fine</p></body></html>", encoding="utf-8")
+    (tmp_path / "bad.html").write_text(f"{head}<body><iframe src='x'></iframe></body></html>",
+                                       encoding="utf-8")
+    _inert_pages(tmp_path, "amy")
+    assert [p.name for p in tmp_path.iterdir()] == ["ok.html"]
+    assert inert.page_problems((tmp_path / "ok.html").read_text(encoding="utf-8")) == []
+    assert capsys.readouterr().err == (
+        "amy: no feedback in bad.html, it would hold a <iframe> element; "
+        "src='x' on <iframe> fetches or runs a file\n")
