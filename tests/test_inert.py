@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.optional import need
 from tinyk import grading, inert
 from tinyk.gradebook import read_grades
 from tinyk.grading import batch as class_batch
@@ -196,6 +197,7 @@ PLANTED = {"<script>alert(1)</script>": "a <script> element",
 
 @pytest.mark.parametrize("planted", sorted(PLANTED))
 def test_the_page_check_finds_each_planted_thing_and_clean_html_removes_it(planted):
+    need("nbgrader")  # bleach and nbconvert, with it (the instructor extra)
     page = f"<html><head>{inert.CSP_META}</head><body>{planted}</body></html>"
     assert any(PLANTED[planted] in p for p in inert.page_problems(page)), inert.page_problems(page)
     cleaned = f"<html><head>{inert.CSP_META}</head><body>{inert.clean_html(planted)}</body></html>"
@@ -205,6 +207,7 @@ def test_the_page_check_finds_each_planted_thing_and_clean_html_removes_it(plant
 
 
 def test_clean_html_keeps_an_honest_table_and_a_data_image():
+    need("nbgrader")  # bleach and nbconvert, with it (the instructor extra)
     table = ('<table border="1" class="dataframe"><thead><tr style="text-align: right;"><th>a</th></tr>'
              '</thead><tbody><tr><td>-1.5</td></tr></tbody></table>'
              '<img src="data:image/png;base64,AAAA" alt="p"><a href="https://example.org/x">link</a>')
@@ -242,6 +245,7 @@ def test_a_cell_with_a_line_end_reads_back_whole(tmp_path):
 def test_a_notebook_is_left_with_nothing_nbconvert_would_run():
     """What nbgrader's feedback template writes as it is: a cell's tags and grade_id, raw
     cells, JavaScript and widget outputs, HTML shown "isolated" (an iframe)."""
+    need("nbgrader")  # bleach and nbconvert, with it (the instructor extra)
     nb = {"cells": [
         {"cell_type": "code", "source": "", "outputs": [
             {"output_type": "display_data", "metadata": {"text/html": {"isolated": True}},
@@ -273,6 +277,7 @@ def test_a_notebook_is_left_with_nothing_nbconvert_would_run():
 
 
 def test_a_feedback_page_that_would_still_run_something_is_withheld(tmp_path, capsys):
+    need("nbgrader")  # bleach and nbconvert, with it (the instructor extra)
     from tinyk.grading.student_feedback import _inert_pages
 
     head = "<!DOCTYPE html><html><head><title>t</title><script src='https://cdn.example/m.js'></script></head>"
