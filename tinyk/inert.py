@@ -63,7 +63,8 @@ def write_csv(file: IO[str], rows: Iterable[Iterable[Any]], lineterminator: str 
     """Write ``rows`` to ``file`` (opened with ``newline=""``), every cell through
     :func:`csv_cell`: the one writer of the instructor's CSV files. A row with a carriage
     return in a cell has every cell in double quotes: Python's writer quotes only the
-    characters of its own line end, and a reader would end the line at the bare ``\r``."""
+    characters of its own line end, and a reader would end the line at the bare carriage
+    return."""
     plain = csv.writer(file, lineterminator=lineterminator)
     quoted = csv.writer(file, lineterminator=lineterminator, quoting=csv.QUOTE_ALL)
     for row in rows:
