@@ -725,6 +725,7 @@ def test_feedback_runs_nothing_a_student_displayed_or_wrote(feedback_run):
     from tinyk.inert import CSP, page_problems
 
     out, students = feedback_run
+    assert sorted(students) == ["hard_coded", "spy", "warns", "wrong_answer"]
     for name in students:
         page = (out / name / "drill.html").read_text(encoding="utf-8")
         assert page_problems(page) == [], name

@@ -126,7 +126,9 @@ def test_the_class_report_shows_the_real_names_inertly(gradebook, capsys):
     assert ["status", "05_3_rope", "", "error", "12", "1.0000", ""] in report_rows
     with (out / "index.html").open(encoding="utf-8", newline="") as f:
         index = f.read()
-    for name in HOSTILE + HONEST:
+    names = HOSTILE + HONEST
+    assert len(names) == 12
+    for name in names:
         page = out / "students" / f"{student_id(name)}.html"  # the id the feedback folder has
         with page.open(encoding="utf-8", newline="") as f:
             text = f.read()
@@ -163,7 +165,9 @@ def test_every_lms_file_is_inert_and_matches_each_student(gradebook, capsys, fmt
     assert len(students) == len(roster) - 1  # every other student matched: the reader took the quotes off
     assert "has no grade" not in err
     cells = {c for r in students for c in r}
-    for name in (n for n in HOSTILE if n.strip() == n):  # every hostile name shows, as text
+    folders = [n for n in HOSTILE if n.strip() == n]  # on the roster
+    assert len(folders) == 4
+    for name in folders:  # every hostile name shows, as text
         assert any(c.startswith("'" + name) for c in cells), name
     if fmt == "moodle":  # its First name column: the tab- and CR-led names, the roster's spaces cut
         assert "'=1+1" in cells and not any(c.startswith(("\t", "\r", "'\t", "'\r")) for c in cells)
