@@ -263,8 +263,10 @@ def test_a_notebook_is_left_with_nothing_nbconvert_would_run():
                       "nbgrader": {"grade_id": "<script>alert(5)</script>", "grade": True}}},
         {"cell_type": "raw", "source": "<script>alert(6)</script>", "metadata": {}},
         {"cell_type": "markdown", "source": "# Hi\n\n<img src=x onerror=alert(7)>\n\ntext", "metadata": {
-            "nbgrader": {"grade_id": "ex_05_3_1", "solution": True}}}]}
+            "nbgrader": {"grade_id": "ex_05_3_1", "solution": True}}}],
+        "metadata": {"kernelspec": {}, "widgets": {"application/vnd.jupyter.widget-state+json": {}}}}
     inert.inert_notebook(nb)
+    assert nb["metadata"] == {"kernelspec": {}}
     code, raw, markdown = nb["cells"]
     first, script, md = code["outputs"]
     cleaned = "<b>x</b>&lt;script&gt;alert(1)&lt;/script&gt;"

@@ -155,7 +155,9 @@ def inert_notebook(nb: Any) -> Any:
     place and returned: Markdown cells rendered and cleaned (:func:`clean_html`), kept as
     an HTML block that renders to the cleaned HTML; raw cells cleared; outputs as
     :func:`_inert_output` leaves them; cell tags that are not plain words dropped, and so is
-    nbgrader's metadata of a cell whose ``grade_id`` is not one."""
+    nbgrader's metadata of a cell whose ``grade_id`` is not one, and the widgets' state
+    (which nbconvert writes into a script element)."""
+    nb.get("metadata", {}).pop("widgets", None)
     for cell in nb["cells"]:
         meta = cell.get("metadata", {})
         if meta.get("tags"):
