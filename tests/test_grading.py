@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import html
+import html.parser
 import json
 import os
 import re
@@ -626,24 +627,68 @@ SPY = ("shown = get_ipython().user_ns\nprint('the answer cell sees', shown['In']
        "def double(x):\n    print('called from', shown['In'][-1])\n    return 4")
 
 
-@SHARED_BATCH
-def test_feedback_shows_points_and_outputs_but_no_hidden_test(assignment, tmp_path):
-    """Each student's feedback shows the visible tests, their outputs and the points; no
-    hidden line, not even in what the student's code printed from the kernel's history."""
+# What a student's outputs and Markdown may hold that a browser would run, each planted in
+# the feedback: HTML with a script, an event handler, a frame, an SVG with onload (as HTML
+# and as an SVG output), JavaScript, Markdown with raw HTML and a javascript: link (as an
+# output and as a cell of their own), HTML shown "isolated" (nbconvert's iframe) and a
+# cell tag that closes its attribute. An honest table and a bold word must stay HTML.
+HOSTILE_OUTPUTS = """from IPython.display import HTML, SVG, Javascript, Markdown, display
+display(HTML("<script>alert('html')</script><b>bold stays</b>"))
+display(HTML("<img src=x onerror=alert('img')>"))
+display(HTML("<iframe src='https://evil.example/'></iframe>"))
+display(HTML("<object data='x.swf'></object><embed src='x.swf'>"))
+display(HTML("<svg onload=alert('svg-html')><circle r='4'/></svg>"))
+display(SVG('<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><circle r="4"/></svg>'))
+display(Javascript("alert('js')"))
+display(Markdown("**md** <script>alert('md')</script> [link](javascript:alert('md-link'))"))
+display(HTML("<b>isolated</b><script>alert('isolated')</script>"), metadata={"isolated": True})
+display(HTML('<table border="1" class="dataframe"><tr><th>a</th></tr><tr><td>-1.5</td></tr></table>'))
+"""
+HOSTILE_MARKDOWN = ("## Notes <script>alert('cell')</script>\n\n<img src=x onerror=alert('cell-img')> "
+                    "[click](javascript:alert('cell-link')) <svg onload=alert('cell-svg')></svg>\n\n"
+                    "<iframe srcdoc='<script>alert(1)</script>'></iframe> `a < b`")
+
+
+def _hostile(release: dict) -> dict:
+    """The spy (:data:`SPY`), whose answer cell also displays :data:`HOSTILE_OUTPUTS`, with a
+    Markdown cell of :data:`HOSTILE_MARKDOWN` after it and a tag that would close nbconvert's
+    attribute."""
+    def edit(nb):
+        i = _cell_of(nb, "a_solution")
+        nb["cells"][i]["metadata"]["tags"] = ['x"><script>alert("tag")</script>', "ok-tag"]
+        note = _cell("markdown", HOSTILE_MARKDOWN)
+        note["id"] = "student-note"
+        nb["cells"].insert(i + 1, note)
+    return _answer(release, HOSTILE_OUTPUTS + SPY, "print(get_ipython().user_ns['In'])\n" + SOLUTION_B, edit)
+
+
+@pytest.fixture(scope="session")
+def feedback_run(assignment, tmp_path_factory):
+    """The feedback of four students, the spy also :func:`_hostile`; their notebooks too."""
     _, notebooks, release = assignment
     students = {"warns": _answer(release, WARNS, SOLUTION_B),  # a right answer that warns
                 "hard_coded": _answer(release, "def double(x):\n    return 4", SOLUTION_B),
                 "wrong_answer": _answer(release, "def double(x):\n    return 3 * x", SOLUTION_B),
-                "spy": _answer(release, SPY, "print(get_ipython().user_ns['In'])\n" + SOLUTION_B)}
+                "spy": _hostile(release)}
+    tmp_path = tmp_path_factory.mktemp("feedback")
     subs = tmp_path / "subs"
     for name, nb in students.items():
         (subs / name).mkdir(parents=True)
         (subs / name / "drill.ipynb").write_text(json.dumps(nb))
     limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
     grading.feedback(subs, tmp_path / "feedback", notebooks, limits=limits)
+    return tmp_path / "feedback", students
+
+
+@SHARED_BATCH
+def test_feedback_shows_points_and_outputs_but_no_hidden_test(assignment, feedback_run):
+    """Each student's feedback shows the visible tests, their outputs and the points; no
+    hidden line, not even in what the student's code printed from the kernel's history."""
+    _, notebooks, _ = assignment
+    out, students = feedback_run
     source = json.loads(notebooks[0].read_text())
     assert len(_hidden_lines(source)) == 4
-    pages = {name: _page_text(tmp_path / "feedback" / name / "drill.html") for name in students}
+    pages = {name: _page_text(out / name / "drill.html") for name in students}
     leaks = {name: _hidden_in(page, source, students[name]) for name, page in pages.items()}
     assert not any(leaks.values()), leaks
     assert "Score: 3.0 / 3.0" in pages["warns"] and "hidden test failed" not in pages["warns"]
@@ -652,6 +697,63 @@ def test_feedback_shows_points_and_outputs_but_no_hidden_test(assignment, tmp_pa
     assert "AssertionError" in pages["wrong_answer"] and "hidden test failed" not in pages["wrong_answer"]
     # the spy printed the test cell it was called from, as the kernel had it: visible tests only
     assert "called from got = double(2)" in pages["spy"] and "the answer cell sees" in pages["spy"]
+
+
+class _Elements(html.parser.HTMLParser):
+    """Every element of a page (tag, attributes), as a browser's parser finds them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.found.append((tag, dict(attrs)))
+
+
+def _elements(page: str) -> list[tuple[str, dict]]:
+    parser = _Elements()
+    parser.feed(page)
+    return parser.found
+
+
+@SHARED_BATCH
+def test_feedback_runs_nothing_a_student_displayed_or_wrote(feedback_run):
+    """The hostile student's page (and every other) has no script, no event handler, no
+    frame, object or embed, no javascript: address, and the Content-Security-Policy first in
+    its head; what was planted shows as text; an honest table and bold word stay HTML; the
+    page keeps nbgrader's styles."""
+    from tinyk.inert import CSP, page_problems
+
+    out, students = feedback_run
+    assert sorted(students) == ["hard_coded", "spy", "warns", "wrong_answer"]
+    for name in students:
+        page = (out / name / "drill.html").read_text(encoding="utf-8")
+        assert page_problems(page) == [], name
+        found = _elements(page)
+        assert not [t for t, _ in found if t in ("script", "iframe", "object", "embed", "frame")], name
+        assert not [(t, a) for t, a in found for k, v in a.items() if k.startswith("on")
+                    or "javascript:" in (v or "").replace(" ", "").lower()], name
+        metas = [a for t, a in found if t == "meta"]
+        assert metas[0] == {"http-equiv": "Content-Security-Policy", "content": CSP}, name
+        assert len([t for t, _ in found if t == "style"]) >= 3, name  # bootstrap, pygments, nbgrader's
+    page = (out / "spy" / "drill.html").read_text(encoding="utf-8")
+    found = _elements(page)
+    # each planted tag shown as text where the output or the cell shows (not only in the code)
+    shown = '<div class="output_html rendered_html output_subarea">'
+    for planted in ("&lt;script&gt;alert('html')&lt;/script&gt;<b>bold stays</b></div>",
+                    "&lt;iframe src='https://evil.example/'&gt;&lt;/iframe&gt;</div>",
+                    "&lt;svg onload=alert('svg-html')&gt;&lt;circle r='4'/&gt;&lt;/svg&gt;</div>",
+                    "<b>isolated</b>&lt;script&gt;alert('isolated')&lt;/script&gt;</div>",
+                    "<p><strong>md</strong> &lt;script&gt;alert('md')&lt;/script&gt; <a "):
+        assert shown + planted in page, planted
+    assert "Notes &lt;script&gt;alert('cell')&lt;/script&gt;" in page  # the student's Markdown cell
+    assert "&lt;img src=x onerror=alert('cell-img')&gt; <a" in page
+    assert "&lt;IPython.core.display.Javascript object&gt;" in page  # its text, not the script
+    assert [a.get("class") for t, a in found if t == "table"] == ["dataframe"]  # the honest table
+    assert [t for t, _ in found].count("b") == 2 and ("strong", {}) in found
+    svg = [a["src"] for t, a in found if t == "img" and a.get("src", "").startswith("data:image/svg+xml")]
+    assert len(svg) == 1  # the SVG output: an image, in which no script of it runs
+    assert 'alert("tag")' not in page and "alert(&quot;tag&quot;)" not in page
 
 
 def test_feedback_runs_students_at_once_and_one_failure_costs_no_other_its_feedback(assignment, tmp_path,

@@ -21,12 +21,12 @@ Reading ``grades.csv`` stops at the first problem, naming the line, the field an
 
 from __future__ import annotations
 
-import csv
 import json
 from collections import Counter
 from pathlib import Path
 
 from tinyk.gradebook import ClassReport, GradesError, read_grades, summarise
+from tinyk.inert import write_csv
 from tinyk.report_pages import class_page, page, page_name, student_page
 from tinyk.report_words import exercise_name, mistake_label, named, share_sentence, words
 
@@ -120,7 +120,7 @@ def write_report(
                 page(lang, f"{words(lang)['your_title']}: {student}", body, other_page), encoding="utf-8"
             )
     with (out / "class_report.csv").open("w", newline="", encoding="utf-8") as f:
-        csv.writer(f, lineterminator="\n").writerows(report_rows(report))
+        write_csv(f, report_rows(report), lineterminator="\n")
     return report
 
 

@@ -9,6 +9,7 @@ and stops at the first problem, naming the line, the field, the value and the ru
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tinyk import mistakes
+from tinyk.inert import csv_value
 from tinyk.roster import STATUSES
 
 __all__ = ["FIELDS", "ClassReport", "Grade", "GradesError", "read_grades", "summarise"]
@@ -43,12 +45,14 @@ class Grade:
 def _table(path: Path) -> list[list[str]]:
     """The CSV's lines, the header first, checked to have every column of :data:`FIELDS`."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with Path(path).open(encoding="utf-8", newline="") as f:  # a quoted cell's \r kept
+            text = f.read()
     except FileNotFoundError:
         raise GradesError(f"{path}: no such file") from None
     except UnicodeDecodeError as err:
         raise GradesError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-    table = list(csv.reader(text.splitlines()))
+    # each cell as the grader had it: the quote that kept a formula from running taken off
+    table = [[csv_value(cell) for cell in line] for line in csv.reader(io.StringIO(text, newline=""))]
     if not table:
         raise GradesError(
             f"{path} is empty: expected the header {','.join(FIELDS)} and one row per student and exercise"

@@ -38,11 +38,20 @@ small example file of each are in ``tests/fixtures/lms/``, which the tests compa
   notebook. Gradescope documents no CSV import of scores: the identifying columns are its
   roster's, the score columns are for a script or for reading. Source: Gradescope Help,
   "Adding Students and Staff".
+
+No cell runs as a formula in a spreadsheet: a cell that starts with ``=``, ``+``, ``-``, ``@``,
+a tab or a carriage return, and is not a number, is written with a single quote first
+(:func:`tinyk.inert.csv_cell`, as OWASP's "CSV Injection" guidance recommends). The scores
+and ``-1.5`` stay numbers; a student named ``=HYPERLINK(...)`` reaches the spreadsheet and the
+LMS as ``'=HYPERLINK(...)``, shown as typed, quote included. The LMS matches students by the
+identifier column, never by name; an ``lms_id`` that would get the quote would not match, so
+the export names it on stderr (exit status 1).
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import sys
 import unicodedata
@@ -51,6 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tinyk.gradebook import GradesError, read_grades
+from tinyk.inert import csv_cell, write_csv
 
 __all__ = ["FORMATS", "Export", "Student", "export", "export_main", "read_roster"]
 
@@ -84,13 +94,15 @@ class Student:
 @dataclass
 class Export:
     """What :func:`export` wrote: the rows, the students graded but not on the roster
-    (``unknown``), and those on the roster with no grade (``missing``)."""
+    (``unknown``), those on the roster with no grade (``missing``), and the identifiers
+    (``lms_id``) written with a quote first (``quoted``, :func:`tinyk.inert.csv_cell`)."""
 
     rows: list[list[str]]
     unknown: list[str]
     missing: list[str]
     students: int
     notebooks: list[str]
+    quoted: list[str] = dataclasses.field(default_factory=list)
 
 
 def _key(name: str) -> str:
@@ -161,7 +173,8 @@ def export(grades_csv: Path, roster_csv: Path, fmt: str) -> Export:
     else:
         rows = [["Name", "Email", "SID", *notebooks]]
         rows += [[s.full_name(), s.lms_id, "", *scores(s)] for s in roster]
-    return Export(rows, unknown, missing, len(roster), notebooks)
+    quoted = [s.lms_id for s in roster if csv_cell(s.lms_id) != s.lms_id]
+    return Export(rows, unknown, missing, len(roster), notebooks, quoted)
 
 
 def export_main(grades_csv: Path, fmt: str, roster_csv: Path, out: Path) -> int:
@@ -173,7 +186,7 @@ def export_main(grades_csv: Path, fmt: str, roster_csv: Path, out: Path) -> int:
         print(f"export: {err}", file=sys.stderr)
         return 2
     with Path(out).open("w", newline="", encoding="utf-8") as f:
-        csv.writer(f).writerows(result.rows)
+        write_csv(f, result.rows)
     print(f"{result.students} student(s), {len(result.notebooks)} notebook(s) written to {out} ({fmt})")
     for name in result.unknown:
         print(f"export: {name!r} is graded in {grades_csv} but not on the roster {roster_csv}: "
@@ -181,4 +194,7 @@ def export_main(grades_csv: Path, fmt: str, roster_csv: Path, out: Path) -> int:
     for name in result.missing:
         print(f"export: {name!r} is on the roster but has no grade in {grades_csv}: exported with "
               f"empty cells", file=sys.stderr)
-    return 1 if result.unknown or result.missing else 0
+    for lms_id in result.quoted:
+        print(f"export: lms_id {lms_id!r} starts like a spreadsheet formula: written as "
+              f"{csv_cell(lms_id)!r}, which the LMS will not match to its student", file=sys.stderr)
+    return 1 if result.unknown or result.missing or result.quoted else 0

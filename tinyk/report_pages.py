@@ -1,7 +1,9 @@
 """The class report's HTML pages (course section "For instructors"): the class page and a page
 per student, each in English and in Chinese (:mod:`tinyk.report_words`), offline (no script,
 no fetched file: the charts are inline SVG) and labelled for screen readers (captions, scoped
-headers, a title and a description on every chart).
+headers, a title and a description on every chart). Every page carries a
+Content-Security-Policy that lets no script run and fetches nothing (:data:`tinyk.inert.CSP`),
+and every text of the gradebook, a student's name first, is escaped.
 
 A student's page shows the points, the status and the mistakes named, with a link to the
 exercise and its hints; never the ``detail`` column, where a hidden test's message stays with
@@ -14,6 +16,7 @@ import html
 
 from tinyk import mistakes
 from tinyk.gradebook import ClassReport
+from tinyk.inert import CSP_META
 from tinyk.report_words import exercise_name, mistake_label, share_sentence, status_label, words
 from tinyk.roster import STATUSES, student_id
 
@@ -30,7 +33,8 @@ def page(lang: str, title: str, body: str, other: str) -> str:
     """A whole page in ``lang`` around ``body``, with a link to ``other``, its other edition."""
     return (
         f'<!DOCTYPE html>\n<html lang="{"zh-CN" if lang == "zh" else "en"}">\n<head>\n'
-        f'<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f'<meta charset="utf-8">\n{CSP_META}\n'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{html.escape(title)}</title>\n"
         f"<style>{_STYLE}</style>\n</head>\n<body>\n<main>\n"
         f'<p><a href="{html.escape(other)}" hreflang="{"en" if lang == "zh" else "zh-CN"}">'
@@ -86,6 +90,7 @@ def histogram(values: list[float], max_points: float, title: str, ident: str, la
     w = words(lang)
     counts, labels = _bins(values, max_points)
     width, height, left, bottom = 40 * len(counts) + 60, 180, 40, 30
+    ident = html.escape(ident)
     desc = "; ".join(f"{label} {w['points']}: {count}" for label, count in zip(labels, counts, strict=True))
     return (
         f'<figure>\n<svg role="img" aria-labelledby="{ident}-t {ident}-d" width="{width}" height="{height}" '

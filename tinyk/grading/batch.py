@@ -33,6 +33,7 @@ from tinyk.grading.rules import Row, Status
 from tinyk.grading.runner import Limits, preflight, server_modules
 from tinyk.grading.sandbox import prepare_shared
 from tinyk.grading.student import grade_student
+from tinyk.inert import csv_value, write_csv
 from tinyk.roster import entries as submission_entries
 from tinyk.roster import student_id, student_name
 
@@ -77,11 +78,12 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def _write_csv(out: Path, lines: list[list[str]]) -> None:
-    """The gradebook CSV: the header, then the rows sorted by student, notebook and exercise."""
+    """The gradebook CSV: the header, then the rows sorted by student, notebook and exercise,
+    each cell a spreadsheet shows as text (:func:`tinyk.inert.csv_cell`)."""
     from io import StringIO
 
     buffer = StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows([FIELDS, *sorted(lines, key=lambda r: tuple(r[:3]))])
+    write_csv(buffer, [FIELDS, *sorted(lines, key=lambda r: tuple(r[:3]))], lineterminator="\n")
     _write_atomically(out, buffer.getvalue())
 
 
@@ -246,7 +248,7 @@ def merge(out: Path, shards: Sequence[Path]) -> int:
     owner: dict[str, Path] = {}
     for path in shards:
         with Path(path).open(newline="") as f:
-            table = list(csv.reader(f))
+            table = [[csv_value(cell) for cell in line] for line in csv.reader(f)]
         if not table or table[0] != FIELDS:
             raise SystemExit(f"{path}: header {table[0] if table else 'missing'}, expected {FIELDS}")
         for line in table[1:]:

@@ -4,7 +4,9 @@ instructors").
 Each submission runs in a course made from the released notebooks, whose test cells hold only
 the visible tests: the feedback shows this run, its cells and the student's outputs, so neither a
 hidden test's source nor anything its lines printed can reach it. The points come from the
-graded run, as :func:`tinyk.grading.grade` gives them.
+graded run, as :func:`tinyk.grading.grade` gives them. Nothing of the student's runs in the
+page (:mod:`tinyk.inert`): their Markdown and HTML are cleaned before nbgrader renders them,
+and the page carries a Content-Security-Policy that lets no script run.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from tinyk.grading.rules import Row, Status
 from tinyk.grading.runner import Limits, run_nbgrader, server_modules
 from tinyk.grading.sandbox import Sandbox, prepare_shared
 from tinyk.grading.student import run_student
+from tinyk.inert import inert_notebook, page_problems, with_csp
 from tinyk.mistakes import by_id, mistakes_in
 from tinyk.roster import student_id, student_name
 
@@ -85,6 +88,31 @@ def _show_grades(course: Path, sid: str, rows: list[Row]) -> None:
             _show_notebook(gradebook, course, sid, notebook, rows)
 
 
+def _make_inert(course: Path, sid: str) -> None:
+    """The student's notebooks of the shown run, rendered inertly by nbgrader: Markdown and
+    HTML cleaned, scripts and widgets dropped (:func:`tinyk.inert.inert_notebook`)."""
+    import nbformat
+
+    for path in sorted((course / "autograded" / sid / ASSIGNMENT).glob("*.ipynb")):
+        nbformat.write(inert_notebook(nbformat.read(path, as_version=4)), path)
+
+
+def _inert_pages(folder: Path, sid: str) -> None:
+    """nbgrader's pages in ``folder`` with the Content-Security-Policy and without its
+    MathJax script (:func:`tinyk.inert.with_csp`; TeX shows as written); a page in which
+    :func:`tinyk.inert.page_problems` still finds something to run is removed, and said on
+    stderr."""
+    for page in sorted(folder.rglob("*.html")):
+        text = with_csp(page.read_text(encoding="utf-8"))
+        problems = page_problems(text)
+        if problems:
+            page.unlink()
+            print(f"{sid}: no feedback in {page.name}, it would hold {'; '.join(problems[:3])}",
+                  file=sys.stderr)
+        else:
+            page.write_text(text, encoding="utf-8")
+
+
 @dataclass
 class _Courses:
     """The course a feedback run shows: made from the released notebooks (``visible``, visible
@@ -127,9 +155,11 @@ def _feedback_of(entry: Path, batch: Batch, courses: _Courses, work: Path, out_d
     if not any((course / "autograded" / sid / ASSIGNMENT / f"{nb.name}.ipynb").exists() for nb in chosen):
         return
     _show_grades(course, sid, rows)
+    _make_inert(course, sid)
     run_nbgrader(["generate_feedback", ASSIGNMENT, f"--student={sid}", "--force"], course)
     produced = course / "feedback" / sid / ASSIGNMENT
     if produced.exists():
+        _inert_pages(produced, sid)
         shutil.copytree(produced, out_dir / sid, dirs_exist_ok=True)
 
 
