@@ -325,11 +325,13 @@ def check_parts(parts: Mapping[str, object] | None = None, /, *, seed: int = 0, 
 
 
 def _same(got: object, wrong: Tensor) -> bool:
+    """Whether a part's output ``got`` is the mistaken version ``wrong`` (to float32 precision)."""
     return (isinstance(got, Tensor) and got.shape == wrong.shape
             and torch.allclose(got.detach().double(), wrong.double(), atol=1e-5, rtol=1e-4))
 
 
 def _diagnose_rmsnorm(cls: Any) -> str | None:
+    """05.2.2: the mean of the squares over another axis than the last."""
     x = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(0)) * 2 + 0.5
     got = call_part("RMSNorm", call_part("RMSNorm", cls, 8, eps=1e-5), x)
     for axis in (0, 1):
@@ -340,6 +342,7 @@ def _diagnose_rmsnorm(cls: Any) -> str | None:
 
 
 def _diagnose_rope_tables(fn: Callable[..., Any]) -> str | None:
+    """05.3.1: the frequencies θ^(-i/d_h) instead of θ^(-2i/d_h)."""
     got = call_part("rope_tables", fn, 8, 4, 10000.0)
     angles = torch.arange(4.0)[:, None] * 10000.0 ** (-torch.arange(4.0) / 8)  # i/d_h, not 2i/d_h
     if isinstance(got, tuple | list) and len(got) == 2 and _same(got[1], angles.sin()):
@@ -349,6 +352,7 @@ def _diagnose_rope_tables(fn: Callable[..., Any]) -> str | None:
 
 
 def _diagnose_gqa_attention(fn: Callable[..., Any]) -> str | None:
+    """05.4.4: the causal mask applied to the weights after the softmax, or the scores over d_h."""
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 2, 4, 4, generator=g) * 2 for _ in range(3))
     got = call_part("gqa_attention", fn, q, k, v, None)
@@ -364,6 +368,7 @@ def _diagnose_gqa_attention(fn: Callable[..., Any]) -> str | None:
 
 
 def _diagnose_shifted_loss(fn: Callable[..., Any]) -> str | None:
+    """05.6.4: the summed loss divided by every target, or by the counted labels, the first one included."""
     g = torch.Generator().manual_seed(0)
     logits, labels = torch.randn(2, 5, 7, generator=g), torch.randint(0, 7, (2, 5), generator=g)
     labels[0, :3] = -100
