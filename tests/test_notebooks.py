@@ -11,6 +11,14 @@ test`` finds every notebook there and executes none of them again. A notebook or
 that changed later is a cache miss, so no stale output can reach the site. Each cell's
 kernel timestamps are kept in ``artifacts/notebook-timings/`` (nothing asserts them).
 
+A notebook runs as Colab's "Run all" runs it: the first error stops it. Colab does not honour
+the ``raises-exception`` tag that nbclient and JupyterLab honour (a tagged cell may fail and the
+run goes on), so the tag is taken off every cell of the run copy (:func:`as_colab_runs_it`) and
+a cell that shows an error must catch it and print it. The same run stands for a student
+notebook with its answers filled in: that is the source notebook's code, cell for cell, without
+the hidden tests (:func:`test_a_student_notebook_with_its_answers_filled_is_the_source_run_here`),
+so only an unanswered exercise stops a student's "Run all".
+
 Run with ``pytest -m notebook tests/test_notebooks.py`` (``make notebooks`` runs two at a
 time, one per core); the times are printed at the end. The cache is written under a file
 lock, so two workers never write it at once.
@@ -31,6 +39,7 @@ import nbformat
 import pytest
 
 from tinyk.course import ROOT, notebook_paths
+from tinyk.exercises import is_solution, is_test, source_text
 
 pytestmark = pytest.mark.notebook
 
@@ -76,6 +85,63 @@ def test_notebook_runs_and_is_cached_for_the_book(path: Path, tmp_path, request,
     assert setup["outputs"] == [], "the setup cell finds tinyk and does nothing"
 
 
+def as_colab_runs_it(nb: dict) -> dict:
+    """``nb`` (a notebook's JSON) without the ``raises-exception`` tag on any cell: run by
+    nbclient, a cell that raises then stops the run, as in Colab (section "For instructors",
+    the notebooks stage). The cells' other tags stay."""
+    nb = dict(nb, cells=[copy.deepcopy(cell) for cell in nb["cells"]])
+    for cell in nb["cells"]:
+        tags = cell.get("metadata", {}).get("tags")
+        if tags and "raises-exception" in tags:
+            cell["metadata"]["tags"] = [tag for tag in tags if tag != "raises-exception"]
+    return nb
+
+
+def test_the_run_copy_honours_no_deliberate_error_tag():
+    failing = nbformat.v4.new_code_cell("1 / 0", metadata={"tags": ["raises-exception", "hide-input"]})
+    source = {"cells": [failing, nbformat.v4.new_code_cell("x = 1")], "metadata": {}, "nbformat": 4,
+              "nbformat_minor": 5}
+    run = as_colab_runs_it(source)
+    assert [cell["metadata"].get("tags") for cell in run["cells"]] == [["hide-input"], None]
+    assert source["cells"][0]["metadata"]["tags"] == ["raises-exception", "hide-input"]  # a copy
+
+
+def _code_without_hidden_tests(nb: dict) -> list[str]:
+    """Each code cell's source but an answer's (the stub's or the solution's), hidden tests cut."""
+    from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN
+
+    code = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code" or is_solution(cell):
+            continue
+        text = source_text(cell)
+        if is_test(cell) and BEGIN_HIDDEN in text:
+            start = text.index(BEGIN_HIDDEN)
+            end = text.index(END_HIDDEN, start) + len(END_HIDDEN)
+            text = text[:start] + text[end:]
+        code.append(text.strip("\n"))
+    return code
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_a_student_notebook_with_its_answers_filled_is_the_source_run_here(path: Path):
+    """Filled with its answers, a student notebook is its source notebook, code cell for code
+    cell, without the hidden tests: so the source's run in this stage, with no deliberate error
+    allowed, stands for a student's "Run all" once every exercise is answered, and only an
+    unanswered exercise can stop it (no cell of either carries ``raises-exception``)."""
+    student = json.loads((ROOT / "student" / path.name).read_text(encoding="utf-8"))
+    source = json.loads(path.read_text(encoding="utf-8"))
+    answers = [c for c in source["cells"] if c["cell_type"] == "code" and is_solution(c)]
+    stubs = [c for c in student["cells"] if c["cell_type"] == "code" and is_solution(c)]
+    assert len(stubs) == len(answers), (f"{path.name}: {len(stubs)} answer cells in student/, "
+                                        f"{len(answers)} in its source")
+    assert _code_without_hidden_tests(student) == _code_without_hidden_tests(source), path.name
+    tagged = [c.get("id") for nb in (source, student) for c in nb["cells"]
+              if "raises-exception" in c.get("metadata", {}).get("tags", [])]
+    assert tagged == [], (f"{path.name}: cells {tagged} are tagged raises-exception; Colab's Run all stops "
+                          f"there: catch the error and print it")
+
+
 def _keep_timings(stem: str, executed: dict) -> None:
     """Each code cell's kernel timestamps (nbclient's ``record_timing``), to tell where a slow
     run spent its time."""
@@ -90,7 +156,7 @@ def _keep_timings(stem: str, executed: dict) -> None:
 def _run(path: Path, kernel: str | None) -> nbformat.NotebookNode:
     """Every cell of the notebook at ``path``, in order, in a new kernel (``kernel``, by default
     the notebook's own) started in its folder; fails the calling test at the first failing cell
-    (one not tagged ``raises-exception``) with its traceback.
+    (``allow_errors`` off; the run copy carries no ``raises-exception`` tag) with its traceback.
 
     The kernel listens on Unix sockets in that folder (``tests.helpers.ipc_client``): the
     notebooks stage starts two at once.
@@ -100,7 +166,8 @@ def _run(path: Path, kernel: str | None) -> nbformat.NotebookNode:
     from tests.helpers import ipc_client
 
     nb = nbformat.read(path, as_version=4)
-    client = ipc_client(nb, path.parent, timeout=CELL_TIMEOUT, kernel_name=kernel or "", record_timing=True)
+    client = ipc_client(nb, path.parent, timeout=CELL_TIMEOUT, kernel_name=kernel or "", record_timing=True,
+                        allow_errors=False)
     try:
         client.execute()
     except (CellExecutionError, CellTimeoutError) as error:
@@ -130,7 +197,7 @@ def execute_and_cache(path: Path, cache_dir: Path, workdir: Path, kernel: str | 
     book = _book_extension()
     source = json.loads(path.read_text(encoding="utf-8"))
     run_copy = workdir / path.name
-    run = book.with_first_cell(source)
+    run = as_colab_runs_it(book.with_first_cell(source))
     if probe is not None:
         run["cells"].append(nbformat.v4.new_code_cell(probe, id="tinyk-probe"))
     run_copy.write_text(json.dumps(run), encoding="utf-8")

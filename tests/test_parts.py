@@ -166,6 +166,37 @@ def all_targets_loss(logits, labels, ignore_index=-100):
     return losses.mean()
 
 
+class FirstAxisRMSNorm(RMSNorm):
+    def forward(self, x):
+        x32 = x.float()
+        return (x32 * torch.rsqrt(x32.square().mean(0, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+
+
+def exponent_rope_tables(head_dim, end, theta=10000.0):
+    inv = theta ** (-torch.arange(head_dim // 2, dtype=torch.float64) / head_dim)  # i/d_h, not 2i/d_h
+    angles = torch.arange(end, dtype=torch.float64)[:, None] * inv[None, :]
+    return angles.cos().float(), angles.sin().float()
+
+
+def mask_after_softmax(q, k, v, mask=None):
+    n_rep = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(n_rep, 1), v.repeat_interleave(n_rep, 1)
+    if mask is None:
+        mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool).tril(k.shape[2] - q.shape[2])
+    scores = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    return ((scores.softmax(-1) * mask) @ v.float()).to(q.dtype)
+
+
+def scaled_by_d(q, k, v, mask=None):
+    return gqa_attention(q / math.sqrt(q.shape[-1]), k, v, mask)
+
+
+def first_label_counted_loss(logits, labels, ignore_index=-100):
+    total = F.cross_entropy(logits[:, :-1].flatten(0, 1), labels[:, 1:].flatten(), ignore_index=ignore_index,
+                            reduction="sum")
+    return total / (labels != ignore_index).sum().clamp(min=1)
+
+
 class GateOnW3(SwiGLU):
     def forward(self, x):
         return self.w2(F.silu(self.w3(x)) * self.w1(x))
@@ -181,7 +212,16 @@ WRONG = [
     ("token_positions", arange_positions, "whatever the padding"),
     ("causal_padding_mask", first_keys_mask, "FIRST query_len keys"),
     ("shifted_loss", unshifted_loss, "unshifted"),
-    ("shifted_loss", all_targets_loss, "differs from tinyk"),
+    ("shifted_loss", all_targets_loss, "likely cause: the mean over all targets: an ignored target is not "
+                                       "counted in the denominator"),
+    # each exercise's own diagnosis (05.2.2, 05.3.1, 05.4.4, 05.6.4), where no hint of the check names it
+    ("RMSNorm", FirstAxisRMSNorm, "likely cause: the mean of the squares taken over axis 0 of a (2, 3, 8) "
+                                  "input; normalise over the last axis"),
+    ("rope_tables", exponent_rope_tables, "likely cause: the exponent i/d_h; pair i turns at "
+                                          "ω_i = θ^(-2i/d_h)"),
+    ("gqa_attention", mask_after_softmax, "likely cause: the mask applied after the softmax"),
+    ("gqa_attention", scaled_by_d, "likely cause: the scores scaled by 1/d_h instead of 1/sqrt(d_h)"),
+    ("shifted_loss", first_label_counted_loss, "likely cause: the denominator counts labels[:, 0]"),
 ]
 
 
@@ -290,6 +330,11 @@ FIRST = {
     "unshifted_loss": "the loss (shifted_loss): max |difference|",
     "all_targets_loss": "the loss (shifted_loss): max |difference|",
     "first_keys_mask": "",  # its triangle differs only behind a KV cache: one pass shows nothing
+    "FirstAxisRMSNorm": "layer 0, the norm before attention (RMSNorm): max |difference|",
+    "exponent_rope_tables": "layer 0, attention: q after RoPE (apply_rope): max |difference|",
+    "mask_after_softmax": "layer 0, attention: the weighted values (gqa_attention): max |difference|",
+    "scaled_by_d": "layer 0, attention: the weighted values (gqa_attention): max |difference|",
+    "first_label_counted_loss": "the loss (shifted_loss): max |difference|",
 }
 
 
@@ -323,6 +368,33 @@ def test_rmsnorm_multiplying_before_the_cast_back_is_named():
 
     with pytest.raises(PartError, match=r"^RMSNorm .*bfloat16"):
         check_parts(RMSNorm=WeightFirst)
+
+
+def test_a_part_named_by_a_hint_is_not_diagnosed_again():
+    # The check's own hint (its inputs) comes first; the exercise's diagnosis only where none matched.
+    with pytest.raises(PartError) as err:
+        check_parts(RMSNorm=MeanRMSNorm)
+    message = str(err.value)
+    assert "it matches a norm that subtracts the mean" in message and "likely cause" not in message
+
+
+def test_hugging_faces_shifted_loss_is_refused_with_what_to_write_instead():
+    from transformers.loss.loss_utils import ForCausalLMLoss
+
+    def shifted_loss(logits, labels, ignore_index=-100):
+        if (labels[:, 1:] == ignore_index).all():
+            return torch.zeros(())
+        return ForCausalLMLoss(logits, labels, logits.shape[-1], ignore_index=ignore_index)
+
+    logits, labels = torch.randn(2, 5, 7), torch.randint(0, 7, (2, 5))
+    labels[0, :2] = -100
+    torch.testing.assert_close(ForCausalLMLoss(logits, labels, 7), REFERENCE["shifted_loss"](logits, labels))
+    with pytest.raises(PartError) as err:
+        check_parts(shifted_loss=shifted_loss)
+    assert str(err.value) == (
+        "shifted_loss (section 05.6): calls transformers (ForCausalLMLoss), which is not allowed here: it is "
+        "Hugging Face's implementation. Shift the logits and the labels yourself, then use F.cross_entropy "
+        "(plain torch)")
 
 
 def test_unscaled_attention_is_named():
@@ -367,6 +439,48 @@ def test_checkpoint_reports_stubs_and_falls_back(capsys):
     out = capsys.readouterr().out
     assert "still a stub" in out and "greedy tokens with a KV cache the same" in out
     assert "not found" not in out
+
+
+def test_checkpoint_says_which_parts_of_the_compared_model_were_tinyks(capsys):
+    # A wrong part is named, then replaced: the model that agrees is not the learner's, and the
+    # line that says it agrees names what stood in.
+    assert checkpoint({**REFERENCE, "RMSNorm": MeanRMSNorm, "repeat_kv": tiled_repeat_kv}) is False
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("assembled model"))
+    assert line.startswith("assembled model (8 of 10 parts yours, with tinyk's RMSNorm, repeat_kv in place "
+                           "of yours), left-padded batch:"), line
+    assert line.endswith("greedy tokens with a KV cache the same"), line
+    alone = {name: REFERENCE[name] for name in ("token_positions", "shifted_loss")}
+    assert checkpoint({**alone, "causal_padding_mask": first_keys_mask}) is False
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("assembled model"))
+    assert ("(2 of 10 parts yours, with tinyk's causal_padding_mask in place of yours; tinyk's RMSNorm, "
+            "rope_tables, apply_rope, repeat_kv, gqa_attention, SwiGLU, decoder_block where yours were not "
+            "found)") in line, line
+    assert checkpoint(REFERENCE) is True
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("assembled model"))
+    assert "tinyk's" not in line and line.startswith("assembled model (10 of 10 parts yours), "), line
+
+
+def test_checkpoint_runs_each_model_once_on_the_batch(monkeypatch):
+    # The batch with labels runs once in the learner's model and once in tinyk's (the greedy
+    # generation runs without labels).
+    from tinyk import parts as parts_module
+
+    torch.manual_seed(0)
+    base = Transformer(ModelConfig.tiny()).eval()
+    runs: dict[str, int] = {}
+    real = parts_module.build_model
+
+    def counted(model, name):
+        def hook(module, args, kwargs):  # build_model's copy of base keeps base's hooks: by identity
+            if module is model and kwargs.get("labels") is not None:
+                runs[name] = runs.get(name, 0) + 1
+        model.register_forward_pre_hook(hook, with_kwargs=True)
+        return model
+
+    monkeypatch.setattr(parts_module, "build_model", lambda b, p: counted(real(b, p), "yours"))
+    assert checkpoint(REFERENCE, counted(base, "tinyk's")) is True
+    assert runs == {"yours": 1, "tinyk's": 1}, runs
 
 
 def test_checkpoint_says_why_missing_parts_are_tinyks_own(capsys):
@@ -515,9 +629,9 @@ def test_the_models_refusals_in_chinese_are_the_chinese_pages_words(monkeypatch)
             return str(err.value)
         return run
 
-    for fields in refused:
+    for fields in refused:  # the page prints each as "ValueError: <message>"
         english, chinese = _both(monkeypatch, refusal(fields))
-        assert translate_line(english, page) == (chinese, None), fields
+        assert translate_line(f"ValueError: {english}", page) == (f"ValueError: {chinese}", None), fields
     assert len(refused) == 7
 
 

@@ -143,6 +143,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("05.6.1", "final-norm-forgotten", "gains are missing", "the final norm forgotten"),
     ("05.6.1", "one-norm-per-layer", "per layer, dim gains each", "one norm per layer instead of two"),
     ("05.6.1", "kv-full-width", "fewer than wq's", "K and V at full width (GQA ignored)"),
+    ("05.6.1", "borrowed", "not allowed here",
+     "counts the parameters of a model built with the course's code instead of from the sizes"),
     ("05.6.2", "positions-ignore-padding", "whatever the padding", "positions 0..T-1 whatever the padding"),
     ("05.6.2", "positions-from-1", "first real token is at 1",
      "positions from 1 (the running count without the -1)"),
@@ -182,6 +184,9 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("05.9.3", "borrowed", *_BORROWED),
     ("05.10.1", "nibble-order", "weights 0..15 from the low nibbles",
      "the nibbles in the wrong order (high first, or interleaved)"),
+    ("05.10.1", "offset", "the minimum m is added to d·q",
+     "the offset m subtracted or left out, or q - 8 (Q4_0's) instead of q"),
+    ("05.10.1", "scale", "d scales q alone", "d and m swapped, or m scaled by d too"),
     ("05.10.1", "borrowed", "not allowed here",
      "calls a ready-made dequantisation (the course's or the gguf package's) "
      "instead of the learner's own code"),
@@ -207,6 +212,13 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("05.10.3", "causal-from-first-key", "aligned to the first query_len keys",
      "the mask aligned to the first T keys"),
     ("05.10.3", "unshifted-loss", "the unshifted loss", "the unshifted loss"),
+    ("05.10.3", "rmsnorm-wrong-axis", "normalise over the last axis", "RMSNorm over the wrong axis"),
+    ("05.10.3", "rope-exponent", "-2i/d_h", "the RoPE exponent i/d_h instead of 2i/d_h"),
+    ("05.10.3", "mask-after-softmax", "after the softmax", "the mask applied after the softmax"),
+    ("05.10.3", "scale-by-d", "1/d_h instead of 1/sqrt(d_h)",
+     "the scores scaled by 1/d_h instead of 1/sqrt(d_h)"),
+    ("05.10.3", "loss-denominator", "denominator",
+     "the loss divided by the wrong count (ignored targets, or the first label, counted)"),
 ]
 
 CATALOGUE: tuple[Mistake, ...] = tuple(Mistake(f"{exercise}:{name}", words, en)

@@ -7,7 +7,8 @@ import, an alias, ``getattr``, a copied function object, ``importlib``):
 - **the course's reference code**: any Python function defined in the ``tinyk`` package
   (``tinyk.RMSNorm``, ``tinyk.repeat_kv``, the attention helper, ...), found by the file of
   the code object that runs (a call trace, ``sys.settrace``);
-- **Hugging Face's implementation**: any Python function of the ``transformers`` package;
+- **Hugging Face's implementation**: any Python function of the ``transformers`` package's
+  models and losses (``ForCausalLMLoss``);
 - **the gguf package's dequantisation** (05.10): any function of ``gguf.quants`` but its
   dunder methods (``__init_subclass__`` runs when the module is imported), named as the
   function called from outside that module (``gguf.quants.dequantize``);
@@ -85,7 +86,7 @@ def _package_folders(name: str) -> list[Path]:
 def _library_roots() -> tuple[str, ...]:
     """Where Hugging Face's model code lives (its import machinery elsewhere is not a part)."""
     return tuple(f"{folder / name}" for folder in _package_folders("transformers")
-                 for name in ("models/", "modeling_", "activations.py", "pytorch_utils.py"))
+                 for name in ("models/", "modeling_", "activations.py", "pytorch_utils.py", "loss/"))
 
 
 @functools.cache
@@ -105,6 +106,13 @@ _SWITCHED_OFF = noted("the part switched off the check of its own calls")
 # What to write instead: the dequantisation (05.10) is bit work on bytes, in NumPy or torch.
 _PLAIN_TORCH = noted("Write it with plain torch operations (matmul, softmax, ...)")
 _ADVICE = {_GGUF: noted("Write it with NumPy or plain torch operations (bit shifts, masks, ...)")}
+# What to write instead, for a part whose ready-made version is no torch operation (05.6).
+_PART_ADVICE = {
+    "unique_parameters": noted("Count them from the sizes with arithmetic (d·H_q·d_h for wq, ...), "
+                               "without building a model"),
+    "shifted_loss": noted("Shift the logits and the labels yourself, then use F.cross_entropy (plain "
+                          "torch)"),
+}
 
 
 class BorrowedCall(AssertionError):
@@ -112,7 +120,7 @@ class BorrowedCall(AssertionError):
     ``detail``: the message without the part's name, in the learner's language."""
 
     def __init__(self, part: str, call: str, why: str) -> None:
-        advice = _ADVICE.get(why, _PLAIN_TORCH)
+        advice = _PART_ADVICE.get(part) or _ADVICE.get(why, _PLAIN_TORCH)
         self.detail = say("calls {call}, which is not allowed here: {why}. {advice}", call=call,
                           why=say(why), advice=say(advice))
         super().__init__(f"{part}: {self.detail}")
@@ -168,7 +176,9 @@ class _Watch:
                 module = Path(filename).stem
                 name = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
                 self.flag(f"tinyk.{module}.{name}", _OWN)
-            elif filename.startswith(self.libraries):
+            elif filename.startswith(self.libraries) and (
+                    frame.f_back is None or not frame.f_back.f_code.co_filename.startswith(self.libraries)):
+                # the function called from outside the library (ForCausalLMLoss, not its helpers)
                 self.flag(f"transformers ({code.co_name})", _HUGGING_FACE)
             elif (filename in self.gguf and not _dunder(code.co_name)
                   and (frame.f_back is None or frame.f_back.f_code.co_filename not in self.gguf)):

@@ -32,7 +32,9 @@ Three tools, used by the 05.6 checkpoint and the 05.10 capstone:
 - :func:`checkpoint` prints, part by part, where each part came from and whether it
   passes, then compares the assembled model's logits and greedy tokens with ``tinyk``'s.
   It never raises for a stub: a stub or a wrong part is reported and replaced by
-  ``tinyk``'s own, so a notebook with unanswered exercises still runs to the end.
+  ``tinyk``'s own, so a notebook with unanswered exercises still runs to the end, and the
+  comparison says which parts were ``tinyk``'s ("with tinyk's RMSNorm in place of yours"):
+  a model that agrees with a wrong part taken out is not read as the learner's agreeing.
 
 Where the parts come from. Each notebook runs on its own (Colab opens one file; the grader
 grades one notebook at a time), yet the parts are written in five notebooks. The design:
@@ -271,6 +273,19 @@ def _broken(name: str, notebook: str, err: Exception) -> Callable[..., Any]:
     return fails
 
 
+def _substituted(given: Mapping[str, Any], passing: Mapping[str, Any]) -> str:
+    """", with tinyk's RMSNorm in place of yours" (and the parts not found), or '' when
+    every part is the learner's: what the checkpoint's model comparison ran (05.6)."""
+    wrong = [name for name in PART_NAMES if name in given and name not in passing]
+    missing = [name for name in PART_NAMES if name not in given]
+    said = []
+    if wrong:
+        said.append(say("tinyk's {names} in place of yours", names=say(", ").join(wrong)))
+    if missing:
+        said.append(say("tinyk's {names} where yours were not found", names=say(", ").join(missing)))
+    return say(", with {what}", what=say("; ").join(said)) if said else ""
+
+
 def _passing_parts(given: Mapping[str, Any], origin: Mapping[str, str], seed: int) -> dict[str, Any]:
     """Print, part by part, where it comes from and whether it passes alone; return the
     passing ones (:func:`checkpoint`'s table)."""
@@ -305,7 +320,8 @@ def checkpoint(parts: Mapping[str, object], base: Transformer | None = None, *, 
     Each part is checked alone (:func:`check_parts`); a stub or a wrong part is reported
     and replaced by ``tinyk``'s own. Then the model built from the passing parts
     (:func:`build_model`, on ``base`` or a seeded tiny model) runs a left-padded batch and
-    a cached greedy generation, compared with ``tinyk``'s. Returns True when every part
+    a cached greedy generation, compared with ``tinyk``'s (each model runs the batch once);
+    the comparison names the parts that were ``tinyk``'s. Returns True when every part
     of :data:`PART_NAMES` is the learner's, passes, and the model agrees; never raises
     for a stub or a wrong part.
     """
@@ -323,15 +339,17 @@ def checkpoint(parts: Mapping[str, object], base: Transformer | None = None, *, 
     ids = torch.randint(1, V, (2, 9), generator=g)
     valid = torch.ones(2, 9, dtype=torch.bool)
     valid[0, :4] = False  # the first row is left-padded
-    with torch.no_grad():
-        gap = (model(ids, valid, labels=ids).logits - base(ids, valid, labels=ids).logits)[valid].abs().max()
-        loss_gap = (model(ids, valid, labels=ids).loss - base(ids, valid, labels=ids).loss).abs()
+    with torch.no_grad():  # each model runs the batch once
+        mine, theirs = model(ids, valid, labels=ids), base(ids, valid, labels=ids)
+        gap = (mine.logits - theirs.logits)[valid].abs().max()
+        loss_gap = (mine.loss - theirs.loss).abs()
     same_tokens = torch.equal(generate(model, ids, valid, max_new_tokens=5, temperature=0),
                               generate(base, ids, valid, max_new_tokens=5, temperature=0))
-    print("\n" + say("assembled model ({yours} of {total} parts yours), left-padded batch: max |logit "
-                     "difference| {gap:.1e}, loss difference {loss_gap:.1e}; greedy tokens with a KV cache "
-                     "{tokens}", yours=len(passing), total=len(PART_NAMES), gap=float(gap),
-                     loss_gap=float(loss_gap), tokens=say("the same") if same_tokens else say("DIFFERENT")))
+    print("\n" + say("assembled model ({yours} of {total} parts yours{substituted}), left-padded batch: max "
+                     "|logit difference| {gap:.1e}, loss difference {loss_gap:.1e}; greedy tokens with a KV "
+                     "cache {tokens}", yours=len(passing), total=len(PART_NAMES),
+                     substituted=_substituted(given, passing), gap=float(gap), loss_gap=float(loss_gap),
+                     tokens=say("the same") if same_tokens else say("DIFFERENT")))
     agrees = float(gap) < 1e-4 and float(loss_gap) < 1e-4 and same_tokens
     if not agrees:
         where = first_divergence(model, base, ids, valid, labels=ids)

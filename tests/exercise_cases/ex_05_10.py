@@ -39,6 +39,18 @@ def pad_and_label(sequences, pad_id):
 """
 
 
+# A Q4_1 dequantiser, right but for the weights it forms from d, m and q (05.10.1).
+_Q4_1 = """
+import numpy as np
+import torch
+def dequantize_q4_1(block):
+    d, m = np.frombuffer(block[:4], dtype=np.float16).astype(np.float32)
+    packed = np.frombuffer(block[4:20], dtype=np.uint8)
+    q = np.concatenate([packed & 0x0F, packed >> 4]).astype(np.float32)
+    return torch.from_numpy(({weights}).astype(np.float32))
+"""
+
+
 # A hard-coded answer per exercise that satisfies the visible asserts only: the hidden
 # tests must reject it. Keyed by the solution cell's grade_id.
 GUESSES = {
@@ -84,6 +96,16 @@ def dequantize_q4_1(block):
     q = np.stack([packed & 0x0F, packed >> 4], axis=1).reshape(-1).astype(np.float32)
     return torch.from_numpy(d * q + m)
 """),
+        # m subtracted
+        ("05.10.1:offset", _Q4_1.format(weights="d * q - m")),
+        # m left out
+        ("05.10.1:offset", _Q4_1.format(weights="d * q")),
+        # Q4_0's offset of 8, q read as signed
+        ("05.10.1:offset", _Q4_1.format(weights="d * (q - 8) + m")),
+        # d and m swapped (m read from bytes 0-1)
+        ("05.10.1:scale", _Q4_1.format(weights="m * q + d")),
+        # the minimum scaled by d too
+        ("05.10.1:scale", _Q4_1.format(weights="d * (q + m)")),
         # the course's dequantisation, the one behind load_gguf
         ("05.10.1:borrowed", """
 import numpy as np
@@ -212,6 +234,62 @@ def token_positions(valid):
 def causal_padding_mask(valid, query_len):
     causal = torch.ones(query_len, valid.shape[-1], dtype=torch.bool).tril()
     return causal[None, None] & valid[:, None, None, :]
+""")),
+        ("05.10.3:rmsnorm-wrong-axis", _with("RMSNorm", """
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        x32 = x.float()
+        return (x32 * torch.rsqrt(x32.pow(2).mean(0, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+""")),
+        ("05.10.3:rope-exponent", _with("rope_tables", """
+def rope_tables(head_dim, end, theta=10000.0):
+    omega = 1.0 / theta ** (torch.arange(head_dim // 2, dtype=torch.float32) / head_dim)
+    angles = torch.outer(torch.arange(end, dtype=torch.float32), omega)
+    return angles.cos(), angles.sin()
+""")),
+        ("05.10.3:mask-after-softmax", _with("gqa_attention", """
+def gqa_attention(q, k, v, mask=None):
+    n_rep = q.shape[1] // k.shape[1]
+    k = repeat_kv(k.transpose(1, 2), n_rep).transpose(1, 2)
+    v = repeat_kv(v.transpose(1, 2), n_rep).transpose(1, 2)
+    T, T_k = q.shape[2], k.shape[2]
+    if mask is None:
+        mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)
+    scores = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    return (scores.softmax(-1).masked_fill(~mask, 0.0) @ v.float()).to(q.dtype)
+""")),
+        ("05.10.3:scale-by-d", _with("gqa_attention", """
+def gqa_attention(q, k, v, mask=None):
+    n_rep = q.shape[1] // k.shape[1]
+    k = repeat_kv(k.transpose(1, 2), n_rep).transpose(1, 2)
+    v = repeat_kv(v.transpose(1, 2), n_rep).transpose(1, 2)
+    T, T_k = q.shape[2], k.shape[2]
+    if mask is None:
+        mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)
+    scores = (q.float() @ k.float().transpose(-2, -1)) / q.shape[-1]
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return (scores.softmax(-1).masked_fill(~mask, 0.0) @ v.float()).to(q.dtype)
+""")),
+        # ignored targets counted in the denominator
+        ("05.10.3:loss-denominator", _with("shifted_loss", """
+def shifted_loss(logits, labels, ignore_index=-100):
+    targets = labels[:, 1:].reshape(-1)
+    total = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), targets,
+                            ignore_index=ignore_index, reduction="sum")
+    return total / targets.numel()
+""")),
+        # the first label, no position's target, counted in the denominator
+        ("05.10.3:loss-denominator", _with("shifted_loss", """
+def shifted_loss(logits, labels, ignore_index=-100):
+    targets = labels[:, 1:].reshape(-1)
+    total = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), targets,
+                            ignore_index=ignore_index, reduction="sum")
+    return total / (labels != ignore_index).sum().clamp(min=1)
 """)),
         ("05.10.3:unshifted-loss", _with("shifted_loss", """
 def shifted_loss(logits, labels, ignore_index=-100):

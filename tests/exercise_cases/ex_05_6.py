@@ -61,6 +61,23 @@ def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim
     mlp = 3 * dim * hidden_dim
     return vocab_size * dim + n_layers * (attention + mlp + dim) + dim
 """),
+        # the package's own count of a model built with the package
+        ("05.6.1:borrowed", """
+from tinyk import ModelConfig, Transformer, count_parameters
+def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim):
+    config = ModelConfig(dim=dim, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
+                         vocab_size=vocab_size, hidden_dim=hidden_dim)
+    return count_parameters(Transformer(config))
+"""),
+        # torch's count of the parameters of a model built with the package
+        ("05.6.1:borrowed", """
+import tinyk
+def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim):
+    model = tinyk.Transformer(tinyk.ModelConfig(dim=dim, n_layers=n_layers, n_heads=n_heads,
+                                                n_kv_heads=n_kv_heads, vocab_size=vocab_size,
+                                                hidden_dim=hidden_dim))
+    return sum(p.numel() for p in model.parameters())
+"""),
         ("05.6.1:kv-full-width", """
 def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim):
     attention = 4 * dim * dim
@@ -148,6 +165,15 @@ def shifted_loss(logits, labels, ignore_index=-100):
     targets = labels[:, 1:].flatten()
     total = F.cross_entropy(logits[:, :-1].flatten(0, 1), targets, reduction="sum")
     return total / max(int((targets != -100).sum()), 1)
+"""),
+        # Hugging Face's shifted loss (transformers.loss), made to return 0.0 when nothing counts
+        ("05.6.4:borrowed", """
+import torch
+from transformers.loss.loss_utils import ForCausalLMLoss
+def shifted_loss(logits, labels, ignore_index=-100):
+    if (labels[:, 1:] == ignore_index).all():
+        return torch.zeros(())
+    return ForCausalLMLoss(logits, labels, logits.shape[-1], ignore_index=ignore_index)
 """),
         ("05.6.4:borrowed", """
 from tinyk.model import causal_lm_loss
