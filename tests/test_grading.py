@@ -212,6 +212,28 @@ CASES = {
                                              _set_meta("a_test", locked=False, grade=False))),
                     {"a_test": (0, "tests-modified"), "b_test": (1, "tests-modified")}),
 }
+def _own_cell_before(grade_id: str, source: str):
+    """A code cell of the student's own (no nbgrader metadata) put before ``grade_id``'s cell."""
+    def edit(nb):
+        nb["cells"].insert(_cell_of(nb, grade_id), {**_cell("code", source), "id": "own-cell"})
+    return edit
+
+
+# Notebook code as students write it, which runs in Jupyter and passes the visible test there:
+# each keeps its points in both modes (the verdict runs the notebook's cells as a kernel does).
+CASES.update({
+    "earlier_import": (lambda r: _answer(r, "def double(x):\n    return int(math.fsum([x, x]))",
+                                         SOLUTION_B, _own_cell_before("a_solution", "import math")),
+                       {"a_test": (2, "ok"), "b_test": (1, "ok")}),
+    "own_helper_cell": (lambda r: _answer(r, "def double(x):\n    return twice(x)", SOLUTION_B,
+                                          _own_cell_before("a_solution", "def twice(x):\n    return x + x")),
+                        {"a_test": (2, "ok"), "b_test": (1, "ok")}),
+    "def_inside_try": (lambda r: _answer(r, "try:\n    def double(x):\n        return 2 * x\n"
+                                            "except Exception as err:\n    print(err)", SOLUTION_B),
+                       {"a_test": (2, "ok"), "b_test": (1, "ok")}),
+    "magic_line": (lambda r: _answer(r, "%matplotlib inline\n" + SOLUTION_A, SOLUTION_B),
+                   {"a_test": (2, "ok"), "b_test": (1, "ok")}),
+})
 # Two names that differ only in an accent are two students, each with full marks.
 CASES.update({name: CASES["solution"] for name in ("jos\u00e9", "jos\u00e8")})
 RAW = {"not_json": b"{ this is not a notebook", "empty_file": b""}
