@@ -125,9 +125,35 @@ def sandboxed(tmp_path_factory):
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed (make test installs it)")
     scratch, runtime = tmp_path_factory.mktemp("scratch"), tmp_path_factory.mktemp("run")
-    box = verdict.AnswerServer(sandbox_argv(scratch, runtime), timeout=60)
+    # its tmpfs sized for a memory limit of 1024 MB (64 MiB each), which a test fills cheaply
+    box = verdict.AnswerServer(sandbox_argv(scratch, runtime, memory_mb=TMPFS_MEMORY_MB), timeout=60)
     yield box
     box.close()
+
+
+TMPFS_MEMORY_MB = 1024
+
+
+@pytest.mark.parametrize("folder", ["/tmp", "/dev/shm", "."])
+def test_a_file_past_the_tmpfs_bound_fails_its_exercise_alone(sandboxed, folder):
+    """/tmp, /dev/shm and the working folder of a notebook's answers are tmpfs in memory, each
+    bounded (tinyk.grading.sandbox.tmpfs_bytes): the answer that writes past the bound gets
+    ENOSPC, an OSError in its own code, and the next answer keeps its points. Under the bound,
+    a file is written and read back."""
+    from tinyk.grading.sandbox import tmpfs_bytes
+
+    bound = tmpfs_bytes(TMPFS_MEMORY_MB)
+    assert bound == 64 * 2**20
+    answer = (f"import os\nchunk = bytes(2**20)\nwith open(os.path.join({folder!r}, 'small'), 'wb') as f:\n"
+              f"    f.write(chunk)\nassert open(os.path.join({folder!r}, 'small'), 'rb').read() == chunk\n"
+              f"with open(os.path.join({folder!r}, 'big'), 'wb') as f:\n"
+              f"    for _ in range({bound // 2**20 + 8}):\n        f.write(chunk)\n" + SOLUTION_A)
+    source = _drill()
+    [first, second] = verdict.judge(source, _answer(source, answer, SOLUTION_B), sandboxed)
+    assert not first.passed and "No space left on device" in first.detail, first.detail
+    assert second.passed, second.detail
+    assert [v.passed for v in verdict.judge(source, _answer(source, SOLUTION_A, SOLUTION_B), sandboxed)] \
+        == [True, True]
 
 
 # A student's first notebook leaves things behind in the verdict's run of its answers; the
