@@ -20,8 +20,8 @@ from tinyk.grading.chapter import ASSIGNMENT
 from tinyk.grading.nbgrader_fork import NbgraderRun, fork_run
 from tinyk.grading.sandbox import KERNEL_ENV, Sandbox, check_sandbox, require_linux, warn_unsandboxed
 
-__all__ = ["Limits", "autograde", "communicate", "end_leftovers", "preflight", "require_nbgrader",
-           "run_nbgrader", "say_once", "server_modules", "total_limit", "warm_server"]
+__all__ = ["Limits", "autograde", "autograde_preprocessors", "communicate", "end_leftovers", "preflight",
+           "require_nbgrader", "run_nbgrader", "say_once", "server_modules", "total_limit", "warm_server"]
 
 
 @dataclass
@@ -78,7 +78,24 @@ def _command(args: list[str], root: Path, limits: Limits | None,
     if limits is not None:
         env.update(OMP_NUM_THREADS=str(limits.threads), MKL_NUM_THREADS=str(limits.threads))
         cmd += [f"--Execute.timeout={limits.cell_timeout}", "--OverwriteCells.add_missing_cells=True"]
+    if args[:1] == ["autograde"]:
+        cmd += [f"--Autograde.autograde_preprocessors={name}" for name in autograde_preprocessors()]
     return cmd, env
+
+
+def autograde_preprocessors() -> list[str]:
+    """nbgrader's autograde preprocessors by name, its Execute replaced by one that keeps a
+    bounded share of each cell's outputs (:class:`tinyk.grading.bounded_execute.BoundedExecute`)."""
+    from nbgrader.converters.autograde import Autograde
+    from nbgrader.preprocessors import Execute
+
+    names = []
+    for step in Autograde.class_traits()["autograde_preprocessors"].default():
+        if step is Execute:
+            names.append("tinyk.grading.bounded_execute.BoundedExecute")
+        else:
+            names.append(step if isinstance(step, str) else f"{step.__module__}.{step.__qualname__}")
+    return names
 
 
 def _memory_limit(limits: Limits | None) -> Callable[[], None] | None:

@@ -1,0 +1,106 @@
+"""The kernel run's outputs, bounded (tinyk.grading.bounded_execute): what a flood of prints
+leaves in the autograded notebook, and that the outputs deciding a grade survive it.
+
+Messages as nbclient hands them over, without a kernel: the end-to-end run of a flood is the
+``print_flood`` student of tests/test_grading.py's batch.
+"""
+
+from __future__ import annotations
+
+from nbformat.v4 import new_code_cell
+from nbgrader.utils import determine_grade
+
+from tinyk.grading import runner
+from tinyk.grading.bounded_execute import (
+    CELL_OUTPUT_LIMIT,
+    DECISIVE_LIMIT,
+    NOTEBOOK_OUTPUT_LIMIT,
+    BoundedExecute,
+    size,
+)
+
+MIB = 2**20
+
+
+def _client() -> BoundedExecute:
+    client = BoundedExecute()
+    client.reset_execution_trackers()
+    client.clear_before_next_output = False  # what nbclient sets as a cell starts
+    return client
+
+
+def _message(kind: str, **content: object) -> dict:
+    return {"msg_type": kind, "header": {"msg_type": kind}, "parent_header": {"msg_id": "run"},
+            "content": content}
+
+
+def _stream(text: str, name: str = "stdout") -> dict:
+    return _message("stream", name=name, text=text)
+
+
+def _test_cell(outputs: list) -> object:
+    cell = new_code_cell("assert double(2) == 4", metadata={"nbgrader": {
+        "grade": True, "solution": False, "locked": True, "points": 2, "grade_id": "a_test"}})
+    cell.outputs = outputs
+    return cell
+
+
+def test_a_flood_keeps_the_first_bytes_of_a_cell_and_counts_the_rest():
+    client, outs = _client(), []
+    for _ in range(20):  # 20 MiB printed, one MiB a message
+        client.output(outs, _stream("x" * MIB), None, 0)
+    assert sum(size(o) for o in outs) == CELL_OUTPUT_LIMIT == 4 * MIB
+    assert client.cell_dropped == 20 * MIB - CELL_OUTPUT_LIMIT
+    # a message that crosses the bound keeps the part that fits
+    client, outs = _client(), []
+    client.output(outs, _stream("y" * (CELL_OUTPUT_LIMIT - 10)), None, 0)
+    client.output(outs, _stream("z" * 100), None, 0)
+    assert outs[-1].text == "z" * 10 and client.cell_dropped == 90
+
+
+def test_the_outputs_that_decide_a_grade_survive_the_flood():
+    """nbgrader scores a test cell 0 on its first error or stderr output: a flood of stdout
+    before them must not drop them (that would turn a failing test into full points)."""
+    client, outs = _client(), []
+    for _ in range(10):
+        client.output(outs, _stream("x" * MIB), None, 0)
+    client.output(outs, _message("error", ename="AssertionError", evalue="v" * MIB,
+                                 traceback=["line " * 1000] * 50), None, 0)
+    assert outs[-1].output_type == "error" and len(outs[-1].evalue) == DECISIVE_LIMIT
+    assert sum(map(len, outs[-1].traceback)) == DECISIVE_LIMIT
+    assert determine_grade(_test_cell(outs)) == (0, 2.0)
+    client, outs = _client(), []
+    for _ in range(10):
+        client.output(outs, _stream("x" * MIB), None, 0)
+    for _ in range(1000):  # only the first stderr output past the bound is kept
+        client.output(outs, _stream("e" * 100, "stderr"), None, 0)
+    assert [o.get("name") for o in outs[4:]] == ["stderr"]
+    assert determine_grade(_test_cell(outs)) == (0, 2.0)
+    client, outs = _client(), []  # no decisive output: the flood of stdout alone keeps full points
+    for _ in range(10):
+        client.output(outs, _stream("x" * MIB), None, 0)
+    assert determine_grade(_test_cell(outs)) == (2.0, 2.0)
+
+
+def test_a_notebook_keeps_its_own_bound_across_cells():
+    client = _client()
+    cells = NOTEBOOK_OUTPUT_LIMIT // CELL_OUTPUT_LIMIT + 2
+    kept = []
+    for index in range(cells):
+        client.cell_kept = client.cell_dropped = client.cell_past = 0  # as preprocess_cell does
+        outs: list = []
+        for _ in range(CELL_OUTPUT_LIMIT // MIB + 1):
+            client.output(outs, _stream("x" * MIB), None, index)
+        kept.append(sum(size(o) for o in outs))
+    assert sum(kept) == NOTEBOOK_OUTPUT_LIMIT and kept[-1] == 0
+
+
+def test_autograde_runs_the_bounded_execute_in_place_of_nbgraders():
+    names = runner.autograde_preprocessors()
+    assert names[0] == "tinyk.grading.bounded_execute.BoundedExecute"
+    assert "nbgrader.preprocessors.execute.Execute" not in names
+    assert "nbgrader.preprocessors.saveautogrades.SaveAutoGrades" in names  # the rest as nbgrader has it
+    cmd, _ = runner._command(["autograde", "chapter05"], runner.Path("/course"), None, None)
+    assert [a.split("=", 1)[1] for a in cmd if a.startswith("--Autograde.autograde_preprocessors=")] == names
+    cmd, _ = runner._command(["generate_feedback", "chapter05"], runner.Path("/course"), None, None)
+    assert not any(a.startswith("--Autograde.") for a in cmd)
