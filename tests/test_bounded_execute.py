@@ -1,11 +1,15 @@
-"""The kernel run's outputs, bounded (tinyk.grading.bounded_execute): what a flood of prints
-leaves in the autograded notebook, and that the outputs deciding a grade survive it.
+"""The kernel run's outputs, bounded: what a flood of prints leaves in the autograded notebook
+(tinyk.grading.bounded_execute), that the outputs deciding a grade survive it, and what it
+leaves in nbgrader's and the warm server's logs (tinyk.grading.runner.BoundedLog).
 
 Messages as nbclient hands them over, without a kernel: the end-to-end run of a flood is the
 ``print_flood`` student of tests/test_grading.py's batch.
 """
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 from nbformat.v4 import new_code_cell
 from nbgrader.utils import determine_grade
@@ -104,3 +108,31 @@ def test_autograde_runs_the_bounded_execute_in_place_of_nbgraders():
     assert [a.split("=", 1)[1] for a in cmd if a.startswith("--Autograde.autograde_preprocessors=")] == names
     cmd, _ = runner._command(["generate_feedback", "chapter05"], runner.Path("/course"), None, None)
     assert not any(a.startswith("--Autograde.") for a in cmd)
+
+
+def test_a_log_keeps_its_first_and_last_bytes_and_never_blocks_its_writer():
+    """50 MiB written to a log of 1 MiB, as a kernel's os.write echoed to nbgrader's stdout:
+    the start and the end kept, the middle counted."""
+    with runner.BoundedLog() as log:
+        code = ("import os, sys\nfd = os.open(sys.argv[1], os.O_WRONLY)\nos.write(fd, b'FIRST')\n"
+                "for _ in range(50):\n    os.write(fd, b'x' * 2**20)\nos.write(fd, b'LAST')\n")
+        subprocess.run([sys.executable, "-c", code, str(log.path)], check=True, timeout=600)
+        text = log.text()
+    assert text.startswith("FIRST") and text.endswith("LAST")
+    assert log.dropped == 50 * MIB + 9 - runner.LOG_LIMIT
+    assert f"[{log.dropped:,} bytes of output dropped here: the grader keeps {runner.LOG_LIMIT:,}]" in text
+    assert len(text) < runner.LOG_LIMIT + 200 and not log.folder.exists()
+
+
+def test_a_writer_left_running_holds_no_log_up():
+    """A process of the student's still writing when nbgrader has ended: the log's end does not
+    wait for it, and its next write goes to a closed pipe."""
+    with runner.BoundedLog() as log:
+        left = subprocess.Popen([sys.executable, "-c", "import os, sys\n"
+                                 "fd = os.open(sys.argv[1], os.O_WRONLY)\nprint('open', flush=True)\n"
+                                 "try:\n    while True:\n        os.write(fd, b'y' * 2**16)\n"
+                                 "except BrokenPipeError:\n    print('closed')\n", str(log.path)],
+                                stdout=subprocess.PIPE, text=True)
+        assert left.stdout is not None and left.stdout.readline() == "open\n"
+    assert left.communicate(timeout=600)[0] == "closed\n"
+    assert len(log.head) + len(log.tail) <= runner.LOG_LIMIT
