@@ -63,8 +63,10 @@ def check_sandbox() -> None:
     if bwrap is None:
         raise SystemExit(f"grading runs each submission in a bubblewrap sandbox, but 'bwrap' is not "
                          f"installed: {INSTALL_BWRAP}")
+    # --size and --perms (bubblewrap 0.5 and later) bound the sandbox's /tmp (sandbox_argv)
     probe = subprocess.run([bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
-                            "--proc", "/proc", "--dev", "/dev", "true"], capture_output=True, text=True)
+                            "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(2**20),
+                            "--tmpfs", "/tmp", "true"], capture_output=True, text=True)
     if probe.returncode != 0:
         raise SystemExit(f"bubblewrap cannot build a sandbox here ({probe.stderr.strip()[:200]}): "
                          f"{INSTALL_BWRAP}")
