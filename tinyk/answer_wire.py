@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 __all__ = ["ARG", "CALLBACK", "DEPTH_LIMIT", "FRAME_LIMIT", "ITEM_LIMIT", "PICKLE_LIMIT", "REF",
@@ -137,13 +137,10 @@ def check_reply(tree: Any) -> None:
     dense one on the CPU. Iterative: a deep tree costs no recursion."""
     import torch
 
-    items = tensor_bytes = 0
+    items, tensor_bytes = 1, 0
     stack: list[tuple[Any, int]] = [(tree, 0)]
     while stack:
         node, depth = stack.pop()
-        items += 1
-        if items > ITEM_LIMIT:
-            raise TooLarge("a reply", items, ITEM_LIMIT, "values")
         if isinstance(node, torch.Tensor):
             if node.layout != torch.strided or node.device.type != "cpu":
                 raise ValueError(f"the answer's process sent a {node.layout} tensor on {node.device}, "
@@ -156,17 +153,27 @@ def check_reply(tree: Any) -> None:
                 stack.append((node.grad, depth + 1))
             continue
         children = _children(node)
-        if children is not None:
-            if depth >= DEPTH_LIMIT:
-                raise TooLarge("lists, tuples and dicts nested", depth + 1, DEPTH_LIMIT, "levels")
-            stack.extend((child, depth + 1) for child in children)
+        if children is None:
+            continue
+        if depth >= DEPTH_LIMIT:
+            raise TooLarge("lists, tuples and dicts nested", depth + 1, DEPTH_LIMIT, "levels")
+        items += len(children)
+        if items > ITEM_LIMIT:
+            raise TooLarge("a reply", items, ITEM_LIMIT, "values")
+        stack.extend((child, depth + 1) for child in children if type(child) not in _LEAVES)
 
 
-def _children(node: Any) -> Iterator[Any] | None:
-    if isinstance(node, list | tuple | set | frozenset):
-        return iter(node)
+_LEAVES = frozenset({type(None), bool, int, float, complex, str, bytes})  # counted, nothing inside
+
+
+def _children(node: Any) -> Sequence[Any] | None:
+    """What ``node`` holds (a dict its keys and values), or None for a value that holds nothing."""
+    if isinstance(node, list | tuple):
+        return node
+    if isinstance(node, set | frozenset):
+        return list(node)
     if isinstance(node, dict):
-        return (x for pair in node.items() for x in pair)
+        return [x for pair in node.items() for x in pair]
     return None
 
 
