@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from nbformat.v4 import new_code_cell
+from nbformat.v4 import new_code_cell, new_notebook
 from nbgrader.utils import determine_grade
 
 from tinyk.grading import runner
@@ -97,6 +97,21 @@ def test_a_notebook_keeps_its_own_bound_across_cells():
             client.output(outs, _stream("x" * MIB), None, index)
         kept.append(sum(size(o) for o in outs))
     assert sum(kept) == NOTEBOOK_OUTPUT_LIMIT and kept[-1] == 0
+
+
+def test_an_update_of_a_display_is_cut_to_a_cells_bound():
+    """display(..., display_id=...) then update_display with 10 MiB of HTML: the output shown
+    keeps a cell's bound of it."""
+    client = _client()
+    cell = new_code_cell("")
+    client.nb = new_notebook(cells=[cell])
+    shown = _message("display_data", data={"text/html": "<p>0</p>"}, metadata={},
+                     transient={"display_id": "bar"})
+    client.process_message(shown, cell, 0)
+    update = _message("update_display_data", data={"text/html": "x" * (10 * MIB)}, metadata={},
+                      transient={"display_id": "bar"})
+    client.process_message(update, cell, 0)
+    assert len(cell.outputs) == 1 and len(cell.outputs[0].data["text/html"]) == CELL_OUTPUT_LIMIT
 
 
 def test_autograde_runs_the_bounded_execute_in_place_of_nbgraders():

@@ -101,6 +101,16 @@ class BoundedExecute(Execute):
                 f"first {self.cell_limit:,} of a cell and {self.notebook_limit:,} of a notebook]\n")))
         return cell, resources
 
+    def _update_display_id(self, display_id: str, msg: dict) -> None:
+        """nbclient's update of the outputs shown under ``display_id`` (in any cell), each of
+        its representations cut to a cell's bound: an update replaces an output already kept."""
+        data = msg.get("content", {}).get("data")
+        if isinstance(data, dict):
+            limit = self.cell_limit
+            msg["content"]["data"] = {k: v[:limit] if isinstance(v, str) else v for k, v in data.items()
+                                      if isinstance(v, str) or len(str(v)) <= limit}
+        super()._update_display_id(display_id, msg)
+
     def output(self, outs: list[NotebookNode], msg: dict, display_id: str | None,
                cell_index: int) -> NotebookNode | None:
         """nbclient's handling of one output message, within the bounds: an output past them is
