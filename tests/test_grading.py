@@ -186,6 +186,13 @@ CASES = {
                             {"a_test": (0, "memory-limit"), "b_test": (1, "tests-modified")}),
     "huge_output": (lambda r: _answer(r, "for i in range(20_000):\n    print('x' * 100)\n" + SOLUTION_A,
                                       SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
+    # 20 MiB printed, half of it written to the kernel's file descriptor (which ipykernel echoes to
+    # nbgrader's stdout): the kernel's run keeps a few MiB of it (tinyk.grading.bounded_execute),
+    # nbgrader's log 1 MiB (runner.BoundedLog), the verdict's the first 64 KiB
+    # (tinyk.answer_server); the honest answer keeps its points
+    "print_flood": (lambda r: _answer(r, "import os\nchunk = 'x' * 2**20\nfor i in range(10):\n"
+                                         "    print(chunk)\n    os.write(1, chunk.encode())\n" + SOLUTION_A,
+                                      SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
     "eq_always_true": (lambda r: _answer(r, "class Liar:\n    def __eq__(self, other):\n        return True\n"
                                             "def double(x):\n    return Liar()", SOLUTION_B),
                        {"a_test": (0, "ok"), "b_test": (1, "ok")}),

@@ -249,6 +249,63 @@ def test_the_sandbox_is_read_only_outside_its_folders(tmp_path):
     assert not (Path("/tmp") / "scratch-ok").exists()
 
 
+FILL_PROBE = """
+import errno, importlib.util, json, os
+def fill(folder):
+    chunk, written = bytes(2**20), 0
+    try:
+        with open(os.path.join(folder, "fill"), "wb") as f:
+            for _ in range(BOUND // 2**20 + 4):
+                f.write(chunk)
+                written += 1
+    except OSError as err:
+        return [errno.errorcode[err.errno], written]
+    finally:
+        if os.path.exists(os.path.join(folder, "fill")):
+            os.unlink(os.path.join(folder, "fill"))
+    return ["written", written]
+result = {"tmp": fill("/tmp"), "shm": fill("/dev/shm"), "dev": fill("/dev")}
+spec = importlib.util.spec_from_file_location("warm_kernel", WARM_KERNEL)  # by path: no torch
+warm = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(warm)
+warm.new_namespaces()
+from pathlib import Path
+warm.private_folders(empty=[Path(SCRATCH)])  # a warm kernel's, or a notebook's answers' (tinyk.answers)
+result.update(private_tmp=fill("/tmp"), private_shm=fill("/dev/shm"), private_empty=fill(SCRATCH))
+print(json.dumps(result))
+"""
+
+
+def test_a_sandboxs_tmpfs_hold_a_share_of_its_memory_limit(tmp_path):
+    """/tmp and /dev/shm are tmpfs, in memory outside the address-space limit: each holds
+    tmpfs_bytes(memory_mb) (4 MiB for a limit of 64 MB), and so do the private ones that a
+    warm kernel and a notebook's answers mount in their own namespaces (tinyk.warm_kernel);
+    past it a write fails with ENOSPC. /dev itself is read-only."""
+    from tinyk.grading.sandbox import tmpfs_bytes
+
+    grading.check_sandbox()
+    (scratch := tmp_path / "scratch").mkdir()
+    (runtime := tmp_path / "run").mkdir()
+    bound = tmpfs_bytes(64)
+    code = (FILL_PROBE.replace("BOUND", str(bound)).replace("SCRATCH", repr(str(scratch)))
+            .replace("WARM_KERNEL", repr(str(Path(tinyk.__file__).parent / "warm_kernel.py"))))
+    done = subprocess.run([*sandbox_argv(scratch, runtime, memory_mb=64), sys.executable, "-c", code],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.splitlines()[-1])
+    full = ["ENOSPC", bound // 2**20]  # every whole MiB under the bound written, the next refused
+    assert result == {"tmp": full, "shm": full, "dev": ["EROFS", 0], "private_tmp": full,
+                      "private_shm": full, "private_empty": full}
+    # the grader's own sandboxes take the submission's limit: its kernels' and its warm server's
+    from tinyk.grading.sandbox import Sandbox
+
+    box = Sandbox.create(tmp_path / "box", warm=True, memory_mb=2048)
+    kernel = json.loads((box.jupyter / "kernels" / "python3" / "kernel.json").read_text())["argv"]
+    for argv in (kernel, box.server_argv(3)):
+        assert [argv[i - 2:i + 2] for i, a in enumerate(argv) if a == "--tmpfs"] == \
+            [["--size", str(2**27), "--tmpfs", "/dev/shm"], ["--size", str(2**27), "--tmpfs", "/tmp"]]
+
+
 SHARED_PROBE = """
 import json
 from pathlib import Path

@@ -127,9 +127,35 @@ def sandboxed(tmp_path_factory):
 
         missing("bubblewrap is not installed (make test installs it)")
     scratch, runtime = tmp_path_factory.mktemp("scratch"), tmp_path_factory.mktemp("run")
-    box = verdict.AnswerServer(sandbox_argv(scratch, runtime), timeout=60)
+    # its tmpfs sized for a memory limit of 1024 MB (64 MiB each), which a test fills cheaply
+    box = verdict.AnswerServer(sandbox_argv(scratch, runtime, memory_mb=TMPFS_MEMORY_MB), timeout=60)
     yield box
     box.close()
+
+
+TMPFS_MEMORY_MB = 1024
+
+
+@pytest.mark.parametrize("folder", ["/tmp", "/dev/shm", "."])
+def test_a_file_past_the_tmpfs_bound_fails_its_exercise_alone(sandboxed, folder):
+    """/tmp, /dev/shm and the working folder of a notebook's answers are tmpfs in memory, each
+    bounded (tinyk.grading.sandbox.tmpfs_bytes): the answer that writes past the bound gets
+    ENOSPC, an OSError in its own code, and the next answer keeps its points. Under the bound,
+    a file is written and read back."""
+    from tinyk.grading.sandbox import tmpfs_bytes
+
+    bound = tmpfs_bytes(TMPFS_MEMORY_MB)
+    assert bound == 64 * 2**20
+    answer = (f"import os\nchunk = bytes(2**20)\nwith open(os.path.join({folder!r}, 'small'), 'wb') as f:\n"
+              f"    f.write(chunk)\nassert open(os.path.join({folder!r}, 'small'), 'rb').read() == chunk\n"
+              f"with open(os.path.join({folder!r}, 'big'), 'wb') as f:\n"
+              f"    for _ in range({bound // 2**20 + 8}):\n        f.write(chunk)\n" + SOLUTION_A)
+    source = _drill()
+    [first, second] = verdict.judge(source, _answer(source, answer, SOLUTION_B), sandboxed)
+    assert not first.passed and "No space left on device" in first.detail, first.detail
+    assert second.passed, second.detail
+    assert [v.passed for v in verdict.judge(source, _answer(source, SOLUTION_A, SOLUTION_B), sandboxed)] \
+        == [True, True]
 
 
 # A student's first notebook leaves things behind in the verdict's run of its answers; the
@@ -314,6 +340,143 @@ def test_a_forged_reply_is_not_data_and_runs_nothing(server, tmp_path):
     assert not result.passed and not marker.exists()
     # the server goes on serving the next exercise: an honest answer keeps its points
     assert _judge(server, "05_2", "ex_05_2_1_test", None).passed
+
+
+def _forged(prelude: str, reply: str) -> str:
+    """An answer cell that writes into every pipe it holds a well-formed frame of ``reply``
+    (a torch.save payload, after ``prelude``), then defines a wrong ``rms``."""
+    return (f"import io, os, struct, torch\n{prelude}\nbuffer = io.BytesIO()\n"
+            f"torch.save({reply}, buffer)\npayload = buffer.getvalue()\n"
+            "for fd in range(3, 64):\n    try:\n"
+            "        os.write(fd, struct.pack('<Q', len(payload)) + payload)\n"
+            "    except OSError:\n        pass\n" + _RMS_WRONG)
+
+
+# Replies past the wire's bounds (tinyk.answer_wire), each with what its failure names.
+OVERSIZED = {
+    # 4 bytes of storage standing for 2**26 float32s: refused once rebuilt, before any use
+    "stride_0": (_forged("", "('ok', ('t', torch.zeros(1).expand(2**26)))"),
+                 "strides (0,)): 268,435,456 bytes (256.0 MiB), over the grader's bound of 134,217,728"),
+    # a real tensor, returned as an honest student would: its frame is refused by its header
+    "huge_real": ("import torch\ndef rms(x, eps=0.0):\n    return torch.zeros(2**25 + 2**22)\n",
+                  "sent a reply: 150,996,"),
+    "deeply_nested": (_forged("x = ('v', 1)\nfor _ in range(200):\n    x = ('l', [x])", "('ok', x)"),
+                      "nested: 65 levels, over the grader's bound of 64 levels"),
+}
+
+
+@pytest.mark.parametrize("case", OVERSIZED)
+def test_a_reply_past_the_bounds_fails_its_exercise_alone(server, case):
+    """A reply over a bound of the wire ends its own exercise, with the size and the bound in
+    its reason, and the grader's process holds nothing of its size; the next exercise gets a
+    new process and keeps its points."""
+    import resource
+
+    answer, reason = OVERSIZED[case]
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB: the grader's peak so far
+    result = _judge(server, "05_2", "ex_05_2_1_test", answer)
+    assert not result.passed and reason in result.detail, result.detail
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown < 64 * 2**10, f"the grader's peak memory grew by {grown} KiB"  # 128 MiB refused
+    assert _judge(server, "05_2", "ex_05_2_1_test", None).passed
+
+
+def _saved(tree: object, **options: object) -> bytes:
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(tree, buffer, **options)
+    return buffer.getvalue()
+
+
+def test_a_small_expanded_tensor_crosses_the_wire_as_it_is():
+    """A stride-0 view within the bounds is read back as that view (12 bytes of storage)."""
+    import torch
+
+    from tinyk import answer_wire
+    from tinyk.remote import decode
+
+    reply = answer_wire.load_reply(_saved(("ok", ("t", torch.arange(3.0).expand(4, 3)))))
+    tensor = decode(None, reply[1])
+    assert tensor.stride() == (0, 1) and tensor.untyped_storage().nbytes() == 12
+    assert tensor.tolist() == [[0.0, 1.0, 2.0]] * 4
+
+
+def test_the_wire_counts_what_a_tensor_stands_for_and_every_value():
+    """The checks of a reply once read (answer_wire.check_reply), each past its bound: a view of
+    8 KiB of storage standing for a tebibyte, tensors past the bound only together, a million
+    values and one, 65 levels."""
+    import torch
+
+    from tinyk import answer_wire
+
+    def refused(tree: object) -> str:
+        with pytest.raises(answer_wire.TooLarge) as caught:
+            answer_wire.check_reply(tree)
+        return str(caught.value)
+
+    huge = torch.zeros(2**11).as_strided((2**10, 2**28), (1, 0))
+    assert "strides (1, 0)): 1,099,511,627,776 bytes (1.0 TiB), over the grader's bound" in refused(huge)
+    half = torch.zeros(1).expand(answer_wire.TENSOR_LIMIT // 8)  # 64 MiB each, 4 bytes of storage
+    answer_wire.check_reply([half, half])
+    assert "134,217,732 bytes" in refused([half, half, torch.zeros(1)])
+    assert "1,000,001 values, over the grader's bound of 1,000,000 values" in refused([None] * 1_000_000)
+    nested: list = []
+    for _ in range(63):  # 64 lists
+        nested = [nested]
+    answer_wire.check_reply(nested)
+    assert "nested: 65 levels, over the grader's bound of 64 levels" in refused([nested])
+
+
+def test_the_wire_checks_a_frame_and_a_payload_before_reading_them():
+    """A frame's header over the bound: refused with its payload left unread. A payload of
+    another form than torch.save's stored zip (the legacy format sizes its storages from the
+    stream; a compressed entry may inflate past the frame), or whose pickle is over its bound:
+    refused before it is unpickled."""
+    import struct
+    import zipfile
+
+    import torch
+
+    from tinyk import answer_wire
+
+    stream = io.BytesIO(struct.pack("<Q", answer_wire.FRAME_LIMIT + 1) + b"x" * 100)
+    with pytest.raises(answer_wire.TooLarge, match=r"134,217,729 bytes .* bound of 134,217,728 bytes"):
+        answer_wire.read_frame(stream, answer_wire.FRAME_LIMIT)
+    assert stream.tell() == 8
+    stream = io.BytesIO(struct.pack("<Q", 3) + b"abc")
+    assert answer_wire.read_frame(stream, answer_wire.FRAME_LIMIT) == b"abc"
+    with pytest.raises(ValueError, match=r"not a torch\.save archive"):
+        answer_wire.load_reply(_saved(torch.zeros(3), _use_new_zipfile_serialization=False))
+    squeezed = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(_saved(torch.zeros(2**16)))) as plain, \
+            zipfile.ZipFile(squeezed, "w", zipfile.ZIP_DEFLATED) as packed:
+        for entry in plain.infolist():
+            packed.writestr(entry.filename, plain.read(entry))
+    assert len(squeezed.getvalue()) < 2**16  # 256 KiB of zeros in far less
+    with pytest.raises(ValueError, match="compressed entry"):
+        answer_wire.load_reply(squeezed.getvalue())
+    words = [("v", f"{i:07d}" * 150) for i in range(4000)]  # 4.3 MB of pickle
+    with pytest.raises(answer_wire.TooLarge, match=r"a reply's pickle: 4,27.* bound of 4,194,304 bytes"):
+        answer_wire.load_reply(_saved(("ok", ("l", words))))
+    assert answer_wire.load_reply(_saved(("ok", ("l", words[:3800]))))[1][1][-1] == words[3799]
+
+
+def test_a_print_flood_is_cut_to_the_bound_and_the_answer_keeps_its_points(server):
+    """200 MiB printed by an answer (to stdout and stderr, both the learner's stderr): the
+    grader keeps the first OUTPUT_LIMIT bytes and counts the rest, the honest answer passes."""
+    from tinyk.answer_server import OUTPUT_LIMIT
+
+    before = server.dropped + len(server.printed)
+    answer = ("import sys\nchunk = 'x' * 2**20\nfor i in range(200):\n"
+              "    (sys.stdout if i % 2 else sys.stderr).write(chunk)\n"
+              "def rms(x, eps=0.0):\n    return (sum(v * v for v in x) / len(x) + eps) ** 0.5\n")
+    result = _judge(server, "05_2", "ex_05_2_1_test", answer)
+    assert result.passed, result.detail
+    output = server.output()
+    assert len(server.printed) == OUTPUT_LIMIT
+    assert server.dropped + len(server.printed) - before >= 200 * 2**20
+    assert output.endswith(f"more bytes of output dropped: the grader keeps the first {OUTPUT_LIMIT:,}]\n")
 
 
 HONEST = {

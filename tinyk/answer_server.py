@@ -3,17 +3,18 @@
 Part of the verdict outside the student's process (:mod:`tinyk.verdict`). An
 :class:`AnswerServer` starts :mod:`tinyk.answers` (under the sandbox's command line, with
 the package's folder hidden), sends it requests and reads its replies: length-prefixed
-frames, each read back as data (``torch.load(weights_only=True)``) within a deadline and a
-size limit, so that a learner's process that stalls, floods or forges a reply ends its own
-exercise and never the grader. Under the sandbox, :meth:`AnswerServer.notebook` gives each
-notebook's answers a clean start: new namespaces, a private /tmp, nothing an earlier
-notebook's answers left running.
+frames, each read back as data (``torch.load(weights_only=True)``) within a deadline and the
+wire's bounds (:func:`tinyk.answer_wire.load_reply`), so that a learner's process that stalls,
+floods or forges a reply ends its own exercise and never the grader. What the learner's code
+prints (its process's stderr) is read while the grader waits for a reply, its first
+:data:`OUTPUT_LIMIT` bytes kept and the rest counted and dropped (:meth:`AnswerServer.output`).
+Under the sandbox, :meth:`AnswerServer.notebook` gives each notebook's answers a clean start:
+new namespaces, a private /tmp, nothing an earlier notebook's answers left running.
 """
 
 from __future__ import annotations
 
 import builtins
-import io
 import os
 import pickle
 import select
@@ -27,15 +28,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from tinyk import answer_wire, answers
 from tinyk.remote import AnswerFailed, decode, detached_args, request_args
 
-__all__ = ["PACKAGE", "AnswerFailed", "AnswerServer"]
+__all__ = ["OUTPUT_LIMIT", "PACKAGE", "AnswerFailed", "AnswerServer"]
 
 _START_TIMEOUT = 300.0  # seconds for the learner's process to start (import torch), on a busy machine
-_REPLY_LIMIT = 256 * 2**20  # bytes of one reply: more is an error, never a crash of the grader
+# bytes of the learner's prints kept (the rest is counted, not kept): a traceback or a few pages
+# of a learner's debugging prints, never a disk filled by a loop that prints
+OUTPUT_LIMIT = 64 * 2**10
 PACKAGE = Path(answers.__file__).resolve().parent  # the tinyk package's folder, hidden from the learner
 _LIBRARY = "/tmp/.tinyk-answers"  # where the learner's process finds its copy, in the sandbox's own /tmp
 
@@ -49,7 +50,9 @@ class AnswerServer:
         self.prefix, self.timeout, self.memory_mb = list(prefix), timeout, memory_mb
         self.proc: subprocess.Popen | None = None
         self.callbacks: list[Any] = []  # the test's functions that the learner's code may call
-        self.log = tempfile.TemporaryFile()  # the student's prints: a file, never a pipe
+        self.printed = bytearray()  # the first OUTPUT_LIMIT bytes of the learner's prints (stderr)
+        self.dropped = 0  # bytes of their prints past those, counted and dropped
+        self.errors: int | None = None  # the read end of the learner's process's stderr
         self.library: Path | None = None  # the copy of the package the sandboxed process loads
         self.in_notebook = False  # the exercises sent run in a notebook's own namespaces
         # why the notebooks share the learner's process's namespaces ("" while each has its own;
@@ -80,9 +83,15 @@ class AnswerServer:
         if self.proc is None or self.proc.poll() is not None:
             if self._left() == 0.0:
                 raise self._past_total()
-            self.proc = subprocess.Popen(self._argv(),
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                         preexec_fn=_memory_limit(self.memory_mb), start_new_session=True)
+            self._close_errors()
+            self.errors, errors = os.pipe()
+            os.set_blocking(self.errors, False)
+            try:
+                self.proc = subprocess.Popen(self._argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             stderr=errors, preexec_fn=_memory_limit(self.memory_mb),
+                                             start_new_session=True)
+            finally:
+                os.close(errors)
             # its start (importing torch) is not the learner's time: a limit of its own
             ready = self._frame(max(self.timeout, _START_TIMEOUT), total=False)
             if not (type(ready) is tuple and len(ready) == 2 and ready[0] == "ready"
@@ -157,6 +166,40 @@ class AnswerServer:
         if self.library is not None:
             shutil.rmtree(self.library, ignore_errors=True)
             self.library = None
+        self._close_errors()
+
+    def _close_errors(self) -> None:
+        """Keep what is left in the ended process's stderr (within the bound), and close it."""
+        if self.errors is not None:
+            self._drain(self.errors)
+            os.close(self.errors)
+            self.errors = None
+
+    def _drain(self, fd: int) -> bool:
+        """Read what the learner's stderr holds now, without waiting and a few MiB at most: the
+        first :data:`OUTPUT_LIMIT` bytes kept, the rest counted. Whether it is at its end."""
+        for _ in range(64):
+            try:
+                chunk = os.read(fd, 2**16)
+            except OSError:  # nothing more for now (BlockingIOError)
+                return False
+            if not chunk:
+                return True
+            room = max(0, OUTPUT_LIMIT - len(self.printed))
+            self.printed += chunk[:room]
+            self.dropped += len(chunk) - min(room, len(chunk))
+        return False
+
+    def output(self) -> str:
+        """What the learner's code printed so far: its first :data:`OUTPUT_LIMIT` bytes, and a
+        line saying how many more were dropped."""
+        if self.errors is not None:
+            self._drain(self.errors)
+        text = self.printed.decode(errors="replace")
+        if self.dropped:
+            text += (f"\n[{self.dropped:,} more bytes of output dropped: the grader keeps the first "
+                     f"{OUTPUT_LIMIT:,}]\n")
+        return text
 
     def send(self, request: tuple) -> None:
         """Send one request (starting the learner's process if it is not running)."""
@@ -175,24 +218,30 @@ class AnswerServer:
         wait, left = timeout, self._left() if total else None
         if left is not None:
             wait = min(timeout, left)
-        reader = _Deadline(proc.stdout.fileno(), wait)
+        reader = _Deadline(proc.stdout.fileno(), wait, self.errors, self._drain)
         started = time.monotonic()
         try:
-            frame = answer_wire.read_frame(reader, _REPLY_LIMIT)  # type: ignore[arg-type]
+            frame = answer_wire.read_frame(reader, answer_wire.FRAME_LIMIT)  # type: ignore[arg-type]
         except TimeoutError:
             self.close()
             if wait < timeout:
                 raise self._past_total() from None
             raise AnswerFailed(f"no answer within {min(timeout, self.timeout):g} s (the per-cell time "
                                f"limit)", ended=True) from None
+        except answer_wire.TooLarge as err:  # its payload left unread, in the pipe of an ended process
+            self.close()
+            raise AnswerFailed(str(err), ended=True) from None
         finally:
             if total:
                 self.spent += time.monotonic() - started
         if frame is None:
             self.close()
-            raise AnswerFailed("the answer's process ended or sent more than 256 MB", ended=True)
+            raise AnswerFailed("the answer's process ended", ended=True)
         try:
-            return torch.load(io.BytesIO(frame), weights_only=True)
+            return answer_wire.load_reply(frame)
+        except answer_wire.TooLarge as err:  # dropped before anything of it is used
+            self.close()
+            raise AnswerFailed(str(err), ended=True) from None
         except Exception as err:
             raise AnswerFailed(f"the answer sent something that is not plain data ({err})"[:300]) from err
 
@@ -253,16 +302,25 @@ def _memory_limit(memory_mb: int | None) -> Callable[[], None] | None:
 
 class _Deadline:
     """A pipe's reads, each waiting only until one deadline (``TimeoutError`` past it): a
-    learner's process that sends half a reply and stalls cannot hold the grader."""
+    learner's process that sends half a reply and stalls cannot hold the grader. While it
+    waits, the learner's stderr ``errors`` is handed to ``drain`` whenever it holds something:
+    a learner that prints never blocks on a full pipe, nor fills the grader's memory."""
 
-    def __init__(self, fd: int, timeout: float) -> None:
-        self.fd, self.end = fd, time.monotonic() + timeout
+    def __init__(self, fd: int, timeout: float, errors: int | None = None,
+                 drain: Callable[[int], bool] | None = None) -> None:
+        self.fd, self.end, self.errors, self.drain = fd, time.monotonic() + timeout, errors, drain
 
     def read(self, size: int) -> bytes:
-        ready, _, _ = select.select([self.fd], [], [], max(0.0, self.end - time.monotonic()))
-        if not ready:
-            raise TimeoutError
-        return os.read(self.fd, min(size, 2**20))
+        while True:
+            watched = [self.fd] if self.errors is None else [self.fd, self.errors]
+            ready, _, _ = select.select(watched, [], [], max(0.0, self.end - time.monotonic()))
+            if not ready:
+                raise TimeoutError
+            if self.fd in ready:
+                return os.read(self.fd, min(size, 2**20))
+            assert self.drain is not None and self.errors is not None
+            if self.drain(self.errors):  # its stderr closed: only its stdout is left to watch
+                self.errors = None
 
 
 def _exception(reply: tuple) -> BaseException:

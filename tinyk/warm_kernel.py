@@ -149,17 +149,33 @@ def _read_only(folder: Path) -> None:
     _mount("none", str(folder), None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | kept)
 
 
+def tmp_size() -> str:
+    """The size option of the sandbox's /tmp (``",size=..."``, as bubblewrap's ``--size`` set
+    it, :func:`tinyk.grading.sandbox.tmpfs_bytes`), from /proc/self/mountinfo; "" when /tmp is
+    no tmpfs or has no size of its own."""
+    size = ""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        before, _, after = line.partition(" - ")
+        fields = after.split()
+        if before.split()[4] == "/tmp" and fields[:1] == ["tmpfs"]:  # the last one mounted wins
+            size = next((f",{o}" for o in fields[-1].split(",") if o.startswith("size=")), "")
+    return size
+
+
 def private_folders(hidden: Sequence[Path] = (), empty: Sequence[Path] = (),
                     read_only: Sequence[Path] = ()) -> None:
     """In a new mount namespace: a private /tmp and /dev/shm, /dev read-only, the sandbox's
     mounts inside /tmp bound back where they were (those in ``read_only`` read-only), except
     the folders ``hidden`` (behind an empty read-only tmpfs, or gone with the old /tmp) and
-    ``empty`` (a new empty tmpfs each, writable), and what lies inside them."""
+    ``empty`` (a new empty tmpfs each, writable), and what lies inside them. Each writable
+    tmpfs is no larger than the sandbox's /tmp (:func:`tmp_size`): a student who writes past it
+    gets ENOSPC, not the machine's memory."""
+    size = tmp_size()
     _mount("none", "/", None, _MS_REC | _MS_PRIVATE)
     dropped = [*hidden, *empty]
     kept = [p for p in _mounts_under_tmp() if not any(p == d or d in p.parents for d in dropped)]
     fds = [os.open(folder, os.O_RDONLY | os.O_DIRECTORY) for folder in kept]
-    _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
+    _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode=0755{size}")
     for folder, fd in zip(kept, fds, strict=True):
         folder.mkdir(parents=True, exist_ok=True)
         _mount(f"/proc/self/fd/{fd}", str(folder), None, _MS_BIND | _MS_REC)  # read-only stays so
@@ -169,11 +185,11 @@ def private_folders(hidden: Sequence[Path] = (), empty: Sequence[Path] = (),
             _mount("tmpfs", str(folder), "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_RDONLY, "mode=0555")
     for folder in empty:
         folder.mkdir(parents=True, exist_ok=True)
-        _mount("tmpfs", str(folder), "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
+        _mount("tmpfs", str(folder), "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode=0755{size}")
     for folder in read_only:
         _read_only(folder)
     if Path("/dev/shm").is_dir():
-        _mount("tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777")
+        _mount("tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode=1777{size}")
         _read_only(Path("/dev"))
 
 

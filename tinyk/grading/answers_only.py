@@ -71,7 +71,7 @@ def judge_submission(entry: Path, notebooks: list[Notebook], released: dict[str,
     if not graded:
         return flags, found
     with tempfile.TemporaryDirectory(prefix="tinyk-answers-") as tmp:
-        sandbox = Sandbox.create(Path(tmp), limits.threads) if sandboxed else None
+        sandbox = Sandbox.create(Path(tmp), limits.threads, memory_mb=limits.memory_mb) if sandboxed else None
         server = verdict.AnswerServer(answers_prefix(sandbox, limits), limits.cell_timeout, limits.memory_mb)
         try:
             server.start()

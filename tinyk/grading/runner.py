@@ -6,6 +6,8 @@ kernel; and, whatever ends the run, no process of the student's left behind.
 from __future__ import annotations
 
 import os
+import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,8 +22,9 @@ from tinyk.grading.chapter import ASSIGNMENT
 from tinyk.grading.nbgrader_fork import NbgraderRun, fork_run
 from tinyk.grading.sandbox import KERNEL_ENV, Sandbox, check_sandbox, require_linux, warn_unsandboxed
 
-__all__ = ["Limits", "autograde", "communicate", "end_leftovers", "preflight", "require_nbgrader",
-           "run_nbgrader", "say_once", "server_modules", "total_limit", "warm_server"]
+__all__ = ["LOG_LIMIT", "BoundedLog", "Limits", "autograde", "autograde_preprocessors", "communicate",
+           "end_leftovers", "preflight", "require_nbgrader", "run_nbgrader", "say_once", "server_modules",
+           "total_limit", "warm_server"]
 
 
 @dataclass
@@ -42,6 +45,84 @@ class Limits:
     # the verdict alone, no notebook run in nbgrader's kernels (tinyk.grading.answers_only): the
     # same points, statuses of its own, so a run's fingerprint keeps it
     answers_only: bool = False
+
+
+# Bytes kept of what nbgrader and the warm server write on their stdout and stderr, half from
+# the start and half from the end: their own log is some kilobytes, but a kernel's output at
+# the level of its file descriptors (a program the student runs, os.write) reaches it too,
+# echoed there by ipykernel, and must fill neither the grader's disk nor its memory.
+LOG_LIMIT = 2**20
+
+
+class BoundedLog:
+    """A named pipe that a process writes its output to, read by a thread of the grader's
+    that keeps the first and the last ``limit // 2`` bytes and counts the rest: a log that
+    never holds more, whatever is written to it, nor blocks its writer. :meth:`text`, once
+    the writers are done, ends the reading and says how much was dropped; so does the end of
+    a ``with`` block."""
+
+    def __init__(self, limit: int = LOG_LIMIT) -> None:
+        self.limit, self.head, self.tail, self.dropped = limit, bytearray(), bytearray(), 0
+        self.folder = Path(tempfile.mkdtemp(prefix="tinyk-log-"))
+        self.path = self.folder / "log"
+        os.mkfifo(self.path, 0o600)
+        self._read = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        self._hold = os.open(self.path, os.O_WRONLY)  # never at its end while the grader reads it
+        self._wake, self._woken = os.pipe()
+        self._thread = threading.Thread(target=self._run, name="tinyk-log", daemon=True)
+        self._thread.start()
+
+    def __enter__(self) -> BoundedLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.text()
+
+    def writer(self) -> int:
+        """A new descriptor that writes to the log (the caller closes it)."""
+        return os.open(self.path, os.O_WRONLY)
+
+    def _run(self) -> None:
+        while True:
+            ready, _, _ = select.select([self._read, self._wake], [], [])
+            if self._read in ready:
+                self._drain()
+            if self._wake in ready:
+                return
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self._read, 2**16)
+            except BlockingIOError:
+                return
+            if not chunk:
+                return
+            half = self.limit // 2
+            room = max(0, half - len(self.head))
+            self.head += chunk[:room]
+            self.tail += chunk[room:]
+            if len(self.tail) > 2 * half:  # trimmed now and then, not at every read
+                self.dropped += len(self.tail) - half
+                del self.tail[:len(self.tail) - half]
+
+    def text(self) -> str:
+        """Everything kept, with a line in the middle for what was dropped; the reading ends
+        here (a writer still left, a process of a student's, then writes to a closed pipe)."""
+        if self._thread.is_alive():
+            os.write(self._woken, b"x")
+            self._thread.join()
+            self._drain()
+            for fd in (self._read, self._hold, self._wake, self._woken):
+                os.close(fd)
+            shutil.rmtree(self.folder, ignore_errors=True)
+            half = self.limit // 2
+            if len(self.tail) > half:
+                self.dropped += len(self.tail) - half
+                del self.tail[:len(self.tail) - half]
+        middle = f"\n[{self.dropped:,} bytes of output dropped here: the grader keeps {self.limit:,}]\n"
+        return (self.head.decode(errors="replace") + (middle if self.dropped else "")
+                + self.tail.decode(errors="replace"))
 
 
 def require_nbgrader() -> None:
@@ -78,7 +159,24 @@ def _command(args: list[str], root: Path, limits: Limits | None,
     if limits is not None:
         env.update(OMP_NUM_THREADS=str(limits.threads), MKL_NUM_THREADS=str(limits.threads))
         cmd += [f"--Execute.timeout={limits.cell_timeout}", "--OverwriteCells.add_missing_cells=True"]
+    if args[:1] == ["autograde"]:
+        cmd += [f"--Autograde.autograde_preprocessors={name}" for name in autograde_preprocessors()]
     return cmd, env
+
+
+def autograde_preprocessors() -> list[str]:
+    """nbgrader's autograde preprocessors by name, its Execute replaced by one that keeps a
+    bounded share of each cell's outputs (:class:`tinyk.grading.bounded_execute.BoundedExecute`)."""
+    from nbgrader.converters.autograde import Autograde
+    from nbgrader.preprocessors import Execute
+
+    names = []
+    for step in Autograde.class_traits()["autograde_preprocessors"].default():
+        if step is Execute:
+            names.append("tinyk.grading.bounded_execute.BoundedExecute")
+        else:
+            names.append(step if isinstance(step, str) else f"{step.__module__}.{step.__qualname__}")
+    return names
 
 
 def _memory_limit(limits: Limits | None) -> Callable[[], None] | None:
@@ -105,19 +203,17 @@ def run_nbgrader(args: list[str], root: Path, limits: Limits | None = None, time
     """
     cmd, env = _command(args, root, limits, sandbox)
     memory = None if limits is None else limits.memory_mb * 2**20
-    # Output goes to files, not pipes: a process the student's code left behind holds any
-    # inherited pipe open, and reading a pipe to its end would wait for that process.
-    with tempfile.NamedTemporaryFile("w+") as out, tempfile.NamedTemporaryFile("w+") as err:
-        proc = fork_run(cmd, str(root), env, memory, out.name, err.name)
+    # Output goes to bounded logs, read until nbgrader ends and not to their end: a process the
+    # student's code left behind may hold them open.
+    with BoundedLog() as out, BoundedLog() as err:
+        proc = fork_run(cmd, str(root), env, memory, str(out.path), str(err.path))
         try:
             communicate(proc, timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)  # nbgrader and whatever shares its session
             proc.wait()
             raise
-        out.seek(0)
-        err.seek(0)
-        return subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read())
+        return subprocess.CompletedProcess(cmd, proc.returncode, out.text(), err.text())
 
 
 def communicate(proc: subprocess.Popen | NbgraderRun, timeout: float | None) -> None:
@@ -194,13 +290,17 @@ def warm_server(sandbox: Sandbox | None, limits: Limits, release: Path | None = 
     import socket
 
     modules = server_modules(release)
-    with tempfile.TemporaryFile("w+") as log, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+    # the log of the server and of the kernels forked from it
+    with BoundedLog() as log, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
         listener.bind(str(sandbox.socket))
         listener.listen(16)
-        fd = listener.fileno()
-        proc = subprocess.Popen(sandbox.server_argv(fd, modules), stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=log, preexec_fn=_memory_limit(limits), start_new_session=True,
-                                pass_fds=(fd,))
+        fd, writer = listener.fileno(), log.writer()
+        try:
+            proc = subprocess.Popen(sandbox.server_argv(fd, modules), stdin=subprocess.DEVNULL, stdout=writer,
+                                    stderr=writer, preexec_fn=_memory_limit(limits), start_new_session=True,
+                                    pass_fds=(fd,))
+        finally:
+            os.close(writer)
         listener.close()  # the server's alone: when it ends, a launcher's connect fails at once
         try:
             yield
@@ -211,8 +311,7 @@ def warm_server(sandbox: Sandbox | None, limits: Limits, release: Path | None = 
             except ProcessLookupError:  # ended, and nothing of its group is left
                 pass
             proc.wait()
-            log.seek(0)
-            lines = log.read().splitlines()
+            lines = log.text().splitlines()
             cold = [line.removeprefix("cold: ") for line in lines if line.startswith("cold: ")]
             if lines[:1] != ["warm"]:
                 _say_cold(cold[0] if cold else f"the server ended: {' '.join(lines)[-300:]}")

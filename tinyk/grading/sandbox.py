@@ -1,9 +1,10 @@
 """The bubblewrap sandbox a student's kernel starts in (course section "For instructors").
 
 Read-only: the system folders, the Python installation and environment, the tinyk package,
-the grader's copy of SmolLM2's tokenizer (:func:`shared_read_only`). Writable: the kernel's
-scratch folder, its runtime folder (connection file and the Unix sockets of its channels), a
-private /tmp. Every namespace unshared: no network, its own processes, which all end when
+the grader's copy of SmolLM2's tokenizer (:func:`shared_read_only`), /dev. Writable: the
+kernel's scratch folder, its runtime folder (connection file and the Unix sockets of its
+channels), a private /tmp and /dev/shm, each a tmpfs (in memory) of :func:`tmpfs_bytes`.
+Every namespace unshared: no network, its own processes, which all end when
 the kernel ends. The course copy, the gradebook and the hidden tests are out of its sight.
 Linux only.
 """
@@ -21,8 +22,9 @@ from pathlib import Path
 
 from tinyk.switches import GRADING, LANGUAGE
 
-__all__ = ["INSTALL_BWRAP", "KERNEL_ENV", "Sandbox", "check_sandbox", "prepare_shared", "require_linux",
-           "sandbox_argv", "shared_read_only", "warn_unsandboxed"]
+__all__ = ["INSTALL_BWRAP", "KERNEL_ENV", "MEMORY_MB", "TMPFS_SHARE", "Sandbox", "check_sandbox",
+           "prepare_shared", "require_linux", "sandbox_argv", "shared_read_only", "tmpfs_bytes",
+           "warn_unsandboxed"]
 
 INSTALL_BWRAP = ("install bubblewrap (Debian/Ubuntu: 'sudo apt-get install bubblewrap'; Fedora: "
                  "'sudo dnf install bubblewrap'), and allow unprivileged user namespaces if your "
@@ -36,6 +38,12 @@ _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 # of the release's tests and of the mistakes' words, whatever language a notebook's setup cell
 # asks for (it sets only an unset one); MPLBACKEND=agg: pyplot shows nothing.
 KERNEL_ENV = {GRADING: "1", LANGUAGE: "en", "MPLBACKEND": "agg"}
+MEMORY_MB = 8192  # the grader's default --memory-mb (tinyk.grading.runner.Limits)
+# A tmpfs holds its files in memory, outside the address-space limit of --memory-mb: each one a
+# student's code can write (/tmp, /dev/shm and, in a notebook's own namespaces of the verdict,
+# its new empty folders: four at most at once, tinyk.warm_kernel.private_folders) holds a
+# sixteenth of it, a quarter in all; past it, a write fails with ENOSPC (an OSError in their code).
+TMPFS_SHARE = 16
 _HOME = Path("/tmp")  # the sandboxed process's home: its caches, in its private /tmp, start empty
 # but for the grader's read-only copies (shared_read_only)
 
@@ -55,8 +63,10 @@ def check_sandbox() -> None:
     if bwrap is None:
         raise SystemExit(f"grading runs each submission in a bubblewrap sandbox, but 'bwrap' is not "
                          f"installed: {INSTALL_BWRAP}")
+    # --size and --perms (bubblewrap 0.5 and later) bound the sandbox's /tmp (sandbox_argv)
     probe = subprocess.run([bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
-                            "--proc", "/proc", "--dev", "/dev", "true"], capture_output=True, text=True)
+                            "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(2**20),
+                            "--tmpfs", "/tmp", "true"], capture_output=True, text=True)
     if probe.returncode != 0:
         raise SystemExit(f"bubblewrap cannot build a sandbox here ({probe.stderr.strip()[:200]}): "
                          f"{INSTALL_BWRAP}")
@@ -151,18 +161,27 @@ def prepare_shared(modules: Sequence[str]) -> None:
               f"{str(err)[:200]}): each kernel that loads it builds it again", file=sys.stderr)
 
 
-def sandbox_argv(scratch: Path, runtime: Path, threads: int = 1, also: Sequence[Path] = ()) -> list[str]:
+def tmpfs_bytes(memory_mb: int) -> int:
+    """Bytes of each tmpfs a student's code can write, for a memory limit of ``memory_mb``
+    megabytes: a :data:`TMPFS_SHARE`-th of it (512 MiB at the default 8192)."""
+    return memory_mb * 2**20 // TMPFS_SHARE
+
+
+def sandbox_argv(scratch: Path, runtime: Path, threads: int = 1, also: Sequence[Path] = (),
+                 memory_mb: int = MEMORY_MB) -> list[str]:
     """The bubblewrap command line a kernel starts under (its own command follows it).
 
     Read-only: the system folders, the Python installation and environment, the tinyk package,
-    the grader's copies of what a kernel would build again (:func:`shared_read_only`).
+    the grader's copies of what a kernel would build again (:func:`shared_read_only`), /dev.
     Writable: ``scratch`` (its working folder), ``runtime`` (its connection file and the Unix
     sockets of its channels), the folders ``also`` (the warm server's socket folder), a private
-    /tmp. Every namespace unshared: no network (its own empty loopback), its own processes,
-    which all end when the kernel ends.
+    /tmp and /dev/shm of :func:`tmpfs_bytes` of ``memory_mb`` each. Every namespace unshared:
+    no network (its own empty loopback), its own processes, which all end when the kernel ends.
     """
+    size = str(tmpfs_bytes(memory_mb))
     argv = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
-            "--clearenv", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+            "--clearenv", "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
+            "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm", "--size", size, "--tmpfs", "/tmp"]
     for name in _SYSTEM_DIRS:
         if os.path.islink(name):
             argv += ["--symlink", os.readlink(name), name]
@@ -192,16 +211,20 @@ class Sandbox:
     runtime: Path
     threads: int = 1
     warm: Path | None = None
+    memory_mb: int = MEMORY_MB  # the submission's memory limit, of which its tmpfs take a share
 
     @classmethod
-    def create(cls, base: Path, threads: int = 1, warm: bool = False) -> Sandbox:
-        """The folders and kernelspec of a new sandbox under ``base`` (warm kernels with ``warm``)."""
-        box = cls(base / "jupyter", base / "scratch", base / "run", threads, base / "warm" if warm else None)
+    def create(cls, base: Path, threads: int = 1, warm: bool = False, memory_mb: int = MEMORY_MB) -> Sandbox:
+        """The folders and kernelspec of a new sandbox under ``base`` (warm kernels with ``warm``),
+        whose tmpfs are sized for a memory limit of ``memory_mb`` (:func:`tmpfs_bytes`)."""
+        box = cls(base / "jupyter", base / "scratch", base / "run", threads, base / "warm" if warm else None,
+                  memory_mb)
         for folder in (box.scratch, box.runtime, *([box.warm] if box.warm else [])):
             folder.mkdir(parents=True)
         spec = box.jupyter / "kernels" / "python3"
         spec.mkdir(parents=True)
-        argv = [*sandbox_argv(box.scratch, box.runtime, threads), sys.executable, "-m", "ipykernel_launcher",
+        argv = [*sandbox_argv(box.scratch, box.runtime, threads, memory_mb=memory_mb), sys.executable,
+                "-m", "ipykernel_launcher",
                 "-f", "{connection_file}"]
         if box.warm is not None:
             argv = [sys.executable, "-I", "-S", str(Path(__file__).with_name("kernel_launcher.py")),
@@ -224,5 +247,5 @@ class Sandbox:
         # by its path, with -P: not as tinyk.warm_kernel, whose package's import would import torch
         script = str(Path(__file__).resolve().parent.parent / "warm_kernel.py")
         command = ["-P", script, str(fd), str(self.socket), str(self.scratch), str(self.runtime)]
-        return [*sandbox_argv(self.scratch, self.runtime, self.threads, [self.warm]), sys.executable,
-                *command, *modules]
+        box = sandbox_argv(self.scratch, self.runtime, self.threads, [self.warm], self.memory_mb)
+        return [*box, sys.executable, *command, *modules]

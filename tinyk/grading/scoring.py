@@ -110,7 +110,7 @@ def answers_prefix(sandbox: Sandbox | None, limits: Limits) -> list[str]:
         return []
     scratch = sandbox.scratch.parent / "answers"
     scratch.mkdir(exist_ok=True)
-    return sandbox_argv(scratch, sandbox.runtime, limits.threads)
+    return sandbox_argv(scratch, sandbox.runtime, limits.threads, memory_mb=limits.memory_mb)
 
 
 def _reasons(course: Path, sid: str, pairs: list[tuple[Notebook, Path]], limits: Limits,

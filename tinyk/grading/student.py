@@ -67,5 +67,6 @@ def grade_student(name: str, entry: Path, notebooks: list[Notebook], template: P
     with tempfile.TemporaryDirectory(prefix="tinyk-grade-") as tmp:
         course = Path(tmp) / "course"
         shutil.copytree(template, course)
-        sandbox = Sandbox.create(Path(tmp), limits.threads, limits.warm_kernels) if sandboxed else None
+        sandbox = (Sandbox.create(Path(tmp), limits.threads, limits.warm_kernels, limits.memory_mb)
+                   if sandboxed else None)
         return run_student(name, entry, course, notebooks, released, limits, sandbox)[0]

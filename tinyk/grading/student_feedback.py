@@ -142,7 +142,7 @@ def _feedback_of(entry: Path, batch: Batch, courses: _Courses, work: Path, out_d
     sid = student_id(name)
     course = work / "course"
     shutil.copytree(courses.shown, course)
-    box = Sandbox.create(work, limits.threads, limits.warm_kernels) if sandbox else None
+    box = Sandbox.create(work, limits.threads, limits.warm_kernels, limits.memory_mb) if sandbox else None
     try:
         rows, failure = run_student(name, entry, course, courses.visible, courses.shown_released, limits, box,
                                     chosen)
