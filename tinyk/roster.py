@@ -68,7 +68,7 @@ def _link(path: Path, submissions: Path | None) -> str:
             if path.absolute().is_relative_to(submissions.absolute()) else ()
         if resolved.is_relative_to(root) and resolved != root:
             first = resolved.relative_to(root).parts[0]
-            if (first,) != own and not first.startswith("."):
+            if (first,) != own and not first.startswith(".") and os.path.lexists(root / first):
                 return f"a symbolic link to another student's submission ({student_name(root / first)})"
     return f"a symbolic link to {target}"
 
@@ -158,6 +158,8 @@ def parse_notebook(data: bytes, name: str) -> dict:
     if not isinstance(raw, dict):
         raise Refused(f"{name} holds a JSON {type(raw).__name__}, not an object: not a notebook")
     version = raw.get("nbformat")
+    if "nbformat" not in raw:
+        raise Refused(f"{name} has no field 'nbformat' (the version every notebook states): not a notebook")
     if type(version) is not int or version not in versions:
         readable = ", ".join(map(str, sorted(versions)))
         raise Refused(f"{name} has nbformat {version!r}, a version nbformat {nbformat.__version__} "
