@@ -549,3 +549,34 @@ def test_a_cell_python_cannot_parse_is_left_to_the_kernel(source, parser_error):
                     {"cell_type": "code", "metadata": {}, "source": "import builtins"}]}
     assert submission.tampering(nb) == "imports builtins"  # the next cell is still read
     assert verdict.defined_names([source, "answer = 2"]) == ["answer"]
+
+
+def test_each_unreadable_notebook_says_what_is_wrong_with_it(tmp_path):
+    """Bytes that are no notebook are named for what they are; an nbformat 3 notebook, made by
+    nbformat's own v3 module, is upgraded to version 4 with its nbgrader metadata kept; a file
+    over the bound is refused from its size, before a byte of it is read."""
+    from nbformat import v3
+
+    cases = {b"\xff\xfe{}": "x.ipynb is not UTF-8 text (byte 0): not a notebook",
+             b"  \n": "x.ipynb is empty: not a notebook",
+             b"[1, 2]": "x.ipynb holds a JSON list, not an object: not a notebook",
+             b'{"cells": []}': "x.ipynb has no field 'nbformat' (the version every notebook states)",
+             b'{"nbformat": 5, "nbformat_minor": 0}': "x.ipynb has nbformat 5, a version nbformat ",
+             b'{"nbformat": 4, "nbformat_minor": 5, "cells": [{"cell_type": "code"}], "metadata": {}}':
+                 "x.ipynb is not a valid notebook (nbformat 4): "}
+    for data, said in cases.items():
+        with pytest.raises(roster.Refused) as refused:
+            roster.parse_notebook(data, "x.ipynb")
+        assert str(refused.value).startswith(said), (data, str(refused.value))
+    meta = {"nbgrader": {"grade_id": "a_solution", "solution": True}}
+    cell = v3.new_code_cell(input="x = 1", metadata=meta)
+    old = v3.new_notebook(worksheets=[v3.new_worksheet(cells=[cell])])
+    upgraded = roster.parse_notebook(v3.writes_json(old).encode(), "old.ipynb")
+    assert upgraded["nbformat"] == 4 and upgraded["cells"][0]["source"] == "x = 1"
+    assert upgraded["cells"][0]["metadata"]["nbgrader"] == meta["nbgrader"]
+    path = tmp_path / "big.ipynb"
+    path.write_bytes(b"{" * 2**20)
+    assert roster.read_submitted(path, limit=2**20) == b"{" * 2**20
+    path.write_bytes(b"{" * (2**20 + 1))
+    with pytest.raises(roster.Refused, match=r"^big.ipynb is 1.0 MB \(1,048,577 bytes\), over the 1 MB "):
+        roster.read_submitted(path, limit=2**20)
