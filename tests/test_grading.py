@@ -565,6 +565,125 @@ def test_answers_only_stops_at_the_total_time_limit_and_switching_mode_grades_ag
     assert {r["status"] for r in _table(out).values()} == {"timeout"}
 
 
+# What the grader refuses to read, before any kernel: one small batch beside two honest
+# students, who keep their full marks. The similarity check reads the same folder.
+HONEST_A = ("def double(x):\n    total = 0\n    for step in range(2):\n        total = total + x\n"
+            "    if type(x) is int:\n        return int(total)\n    return total")
+RENAMED_A = HONEST_A.replace("total", "acc").replace("step", "k")
+
+
+def _nbformat_3(nb: dict) -> str:
+    """``nb`` written as an nbformat 3 notebook, by nbformat's own v3 module."""
+    from nbformat import v3
+
+    cells = [v3.new_code_cell(input=source_text(c), metadata=c["metadata"]) if c["cell_type"] == "code"
+             else v3.new_text_cell("markdown", source=source_text(c), metadata=c["metadata"])
+             for c in nb["cells"]]
+    old = v3.new_notebook(worksheets=[v3.new_worksheet(cells=cells)], metadata=nb["metadata"])
+    return v3.writes_json(old)
+
+
+def _unflagged(nb: dict) -> None:
+    """The answer cell of exercise A without its nbgrader metadata: a student who edited the
+    metadata (the cell keeps the release's id; an answer found by its place alone is
+    ``tests/test_similarity.py``'s)."""
+    del nb["cells"][_cell_of(nb, "a_solution")]["metadata"]["nbgrader"]
+
+
+@pytest.fixture(scope="session")
+def guarded_batch(assignment):
+    """Every file the grader must not read, and two honest students, graded with
+    ``answers_only`` (the same checks before grading as a kernel's run, no kernel started)."""
+    from nbformat import v4
+
+    from tinyk.roster import MAX_NOTEBOOK_BYTES, student_id
+
+    base, notebooks, release = assignment
+    subs = base / "guarded"
+    honest = _answer(release, HONEST_A, SOLUTION_B)
+    files = {"ana": json.dumps(honest),
+             "ben": json.dumps(_answer(release, "def double(x):\n    return x * 2", SOLUTION_B)),
+             "old": _nbformat_3(_answer(release, RENAMED_A, SOLUTION_B)),
+             "unflagged": json.dumps(_answer(release, RENAMED_A, SOLUTION_B, _unflagged)),
+             "future": json.dumps({**v4.new_notebook(), "nbformat": 5}),
+             "jos\u00e9": json.dumps(honest), student_id("jos\u00e9"): json.dumps(honest)}
+    for name, text in files.items():
+        (subs / name).mkdir(parents=True)
+        (subs / name / "drill.ipynb").write_text(text)
+    for name in ("fifo", "zeros", "mirror", "folder", "huge"):
+        (subs / name).mkdir()
+    os.mkfifo(subs / "fifo" / "drill.ipynb")
+    (subs / "zeros" / "drill.ipynb").symlink_to("/dev/zero")
+    (subs / "mirror" / "drill.ipynb").symlink_to(Path("..", "ana", "drill.ipynb"))
+    (subs / "twin").symlink_to("ana", target_is_directory=True)
+    (subs / "folder" / "drill.ipynb").mkdir()
+    with (subs / "huge" / "drill.ipynb").open("wb") as f:  # sparse: no disk, and never read
+        f.truncate(MAX_NOTEBOOK_BYTES + 1)
+    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384, answers_only=True)
+    rows = grading.grade(subs, base / "guarded.csv", notebooks, limits=limits, jobs=2, progress=False)
+    return base, subs, {(r.student, r.exercise): r for r in rows}
+
+
+NOT_READ = ", not a regular file: the grader does not read it"
+NO_LINK = ": the grader follows no symbolic link"
+CLASSMATE = "a symbolic link to another student's submission"
+GUARDED = {  # student -> (status, the detail's start) of both rows
+    "fifo": ("unreadable", "drill.ipynb is a FIFO (a named pipe)" + NOT_READ),
+    "zeros": ("unreadable", "drill.ipynb is a symbolic link to /dev/zero" + NO_LINK),
+    "mirror": ("unreadable", f"drill.ipynb is {CLASSMATE} (ana)" + NO_LINK),
+    "twin": ("unreadable", f"twin is {CLASSMATE} (ana)" + NO_LINK),
+    "folder": ("unreadable", "drill.ipynb is a folder" + NOT_READ),
+    "huge": ("unreadable", "drill.ipynb is 20.0 MB (20,971,521 bytes), over the 20 MB bound on a submitted "
+                           "notebook: not read"),
+    "future": ("unreadable", "drill.ipynb has nbformat 5, a version nbformat "),
+    "jos\u00e9": ("error", "not graded: 'jose-d994e1d0' ('jose-d994e1d0') and 'jos\u00e9' ('jos\\xe9') in "),
+}
+
+
+@ANSWERS_ONLY
+def test_files_the_grader_must_not_read_are_named_and_honest_rows_stay_intact(guarded_batch):
+    _, subs, rows = guarded_batch
+    for student in ("ana", "ben", "old"):  # honest, and an nbformat 3 notebook upgraded by nbformat
+        assert [(rows[student, e].points, rows[student, e].status) for e in ("a_test", "b_test")] == [
+            (2, "ok"), (1, "ok")], [rows[student, e] for e in ("a_test", "b_test")]
+    # the answer cell without its metadata is found by its cell id: graded, and said
+    assert [(rows["unflagged", e].points, rows["unflagged", e].status) for e in ("a_test", "b_test")] == [
+        (2, "tests-modified"), (1, "tests-modified")]
+    assert rows["unflagged", "a_test"].detail == (
+        "restored from the release: a_solution nbgrader metadata removed (its cell found by its id)")
+    for student, (status, detail) in GUARDED.items():
+        for exercise in ("a_test", "b_test"):
+            row = rows[student, exercise]
+            assert (row.points, row.status) == (0, status) and row.detail.startswith(detail), row
+    assert "cannot read (it reads 1, 2, 3, 4)" in rows["future", "a_test"].detail
+    named = rows["jos\u00e9", "a_test"].detail
+    assert rows["jose-d994e1d0", "a_test"].detail == named and "is the grader id of another of them" in named
+    students = {p.name if p.is_dir() and not p.is_symlink() else p.stem for p in subs.iterdir()}
+    assert {s for s, _ in rows} == students and len(rows) == 2 * len(students)  # every student, once
+
+
+@ANSWERS_ONLY
+def test_similarity_compares_an_old_and_an_unflagged_copy_and_follows_no_link(guarded_batch):
+    """The nbformat 3 copy and the copy whose answer cell lost its metadata are both paired
+    with the answer they copied (and with each other); the honest independent answer is not;
+    the links and the refused files are listed as not compared, none of them read."""
+    pytest.importorskip("copydetect")
+    from tinyk.similarity import compare
+
+    base, subs, rows = guarded_batch
+    pairs, students, skipped = compare(subs, base / "source", threshold=0.6)
+    found = {(p.exercise, frozenset((p.a, p.b))): (p.share_a, p.share_b) for p in pairs
+             if p.exercise == "a_solution"}  # b: the one answer all of them share
+    assert set(found) == {("a_solution", frozenset(pair)) for pair in
+                          (("ana", "old"), ("ana", "unflagged"), ("old", "unflagged"))}, found
+    assert all(share == 1.0 for shares in found.values() for share in shares), found
+    assert students == len(list(subs.iterdir())) - 2  # all but the two entries of one id
+    assert skipped[0] == rows["jos\u00e9", "a_test"].detail  # the two entries of one id, once
+    for student in ("fifo", "zeros", "mirror", "twin", "folder", "huge", "future"):
+        assert any(why.startswith(f"{student}: {GUARDED[student][1]}") for why in skipped), (student, skipped)
+    assert len(skipped) == 8, skipped
+
+
 def test_answers_only_is_refused_with_cold_kernels(capsys):
     assert grading.main(["grade", "subs", "--out", "g.csv", "--answers-only", "--cold-kernels"]) == 2
     assert "with --answers-only no kernel starts" in capsys.readouterr().err

@@ -297,19 +297,31 @@ def test_student_ids_are_unique_and_stable_for_any_unicode_name():
     assert roster.student_id("jose\u0301") == ids["josé"]  # decomposed: the same text
 
 
-def test_two_entries_with_one_id_stop_grading_before_anything_runs(tmp_path):
+def test_entries_that_would_be_one_student_are_named_and_set_apart(tmp_path, capsys):
+    """Two names in two Unicode forms, a folder and a file of one name, and a folder named
+    like another student's grader id: each pair is named in one sentence (both names, told
+    apart, and why), set apart from the run on stderr, and the other students go on."""
+    from tinyk.grading.batch import start
+
     subs = tmp_path / "subs"
-    for name in ("jos\u00e9", "jose\u0301"):  # é precomposed, and e + combining acute accent
+    for name in ("jos\u00e9", "jose\u0301", "bob", "ann", "zoe", roster.student_id("zo\u00eb")):
         (subs / name).mkdir(parents=True)
-    with pytest.raises(SystemExit, match=r"in .* are one student") as stop:
-        grading.grade(subs, tmp_path / "g.csv", [], source=tmp_path, sandbox=False, progress=False)
-    assert r"('jos\xe9')" in str(stop.value) and r"('jose\u0301')" in str(stop.value)  # both, told apart
-    assert not (tmp_path / "g.csv.parts").exists()
-    (subs / "jose\u0301").rmdir()
-    (subs / "bob").mkdir()
     (subs / "bob.ipynb").write_text("{}")
-    with pytest.raises(SystemExit, match=r"'bob' .* and 'bob.ipynb' .* are one student"):
-        grading.feedback(subs, tmp_path / "feedback", [], source=tmp_path, sandbox=False)
+    (subs / "zo\u00eb").mkdir()
+    said = roster.collisions(roster.entries(subs))
+    assert sorted(p.name for p in said) == sorted(["jos\u00e9", "jose\u0301", "bob", "bob.ipynb", "zo\u00eb",
+                                                    roster.student_id("zo\u00eb")])
+    nfc = said[subs / "jos\u00e9"]
+    assert nfc == said[subs / "jose\u0301"] and r"('jos\xe9')" in nfc and r"('jose\u0301')" in nfc
+    assert "the same text once Unicode-normalised (NFC)" in nfc and "id 'jose-d994e1d0'" in nfc
+    assert "'bob' ('bob') and 'bob.ipynb' ('bob.ipynb')" in said[subs / "bob"]
+    assert "a folder and a file of one name" in said[subs / "bob"]
+    named, zoe_id = said[subs / "zo\u00eb"], roster.student_id("zo\u00eb")
+    assert f"{zoe_id!r} is the grader id of another of them" in named and named == said[subs / zoe_id], named
+    batch = start(subs, [], tmp_path, None, sandbox=False)
+    assert [p.name for p in batch.entries] == ["ann", "zoe"] and batch.collided == said
+    err = capsys.readouterr().err
+    assert err.count("are one student to the grader") == 3 and nfc in err
 
 
 def _stream(name: str, text: str) -> dict:
@@ -537,3 +549,34 @@ def test_a_cell_python_cannot_parse_is_left_to_the_kernel(source, parser_error):
                     {"cell_type": "code", "metadata": {}, "source": "import builtins"}]}
     assert submission.tampering(nb) == "imports builtins"  # the next cell is still read
     assert verdict.bound_names([source, "answer = 2"]) == ["answer"]
+
+
+def test_each_unreadable_notebook_says_what_is_wrong_with_it(tmp_path):
+    """Bytes that are no notebook are named for what they are; an nbformat 3 notebook, made by
+    nbformat's own v3 module, is upgraded to version 4 with its nbgrader metadata kept; a file
+    over the bound is refused from its size, before a byte of it is read."""
+    from nbformat import v3
+
+    cases = {b"\xff\xfe{}": "x.ipynb is not UTF-8 text (byte 0): not a notebook",
+             b"  \n": "x.ipynb is empty: not a notebook",
+             b"[1, 2]": "x.ipynb holds a JSON list, not an object: not a notebook",
+             b'{"cells": []}': "x.ipynb has no field 'nbformat' (the version every notebook states)",
+             b'{"nbformat": 5, "nbformat_minor": 0}': "x.ipynb has nbformat 5, a version nbformat ",
+             b'{"nbformat": 4, "nbformat_minor": 5, "cells": [{"cell_type": "code"}], "metadata": {}}':
+                 "x.ipynb is not a valid notebook (nbformat 4): "}
+    for data, said in cases.items():
+        with pytest.raises(roster.Refused) as refused:
+            roster.parse_notebook(data, "x.ipynb")
+        assert str(refused.value).startswith(said), (data, str(refused.value))
+    meta = {"nbgrader": {"grade_id": "a_solution", "solution": True}}
+    cell = v3.new_code_cell(input="x = 1", metadata=meta)
+    old = v3.new_notebook(worksheets=[v3.new_worksheet(cells=[cell])])
+    upgraded = roster.parse_notebook(v3.writes_json(old).encode(), "old.ipynb")
+    assert upgraded["nbformat"] == 4 and upgraded["cells"][0]["source"] == "x = 1"
+    assert upgraded["cells"][0]["metadata"]["nbgrader"] == meta["nbgrader"]
+    path = tmp_path / "big.ipynb"
+    path.write_bytes(b"{" * 2**20)
+    assert roster.read_submitted(path, limit=2**20) == b"{" * 2**20
+    path.write_bytes(b"{" * (2**20 + 1))
+    with pytest.raises(roster.Refused, match=r"^big.ipynb is 1.0 MB \(1,048,577 bytes\), over the 1 MB "):
+        roster.read_submitted(path, limit=2**20)

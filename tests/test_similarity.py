@@ -73,3 +73,36 @@ def test_a_renamed_copy_is_flagged_and_an_independent_answer_is_not(tmp_path, ca
     shares = {(p.a, p.b): (p.share_a, p.share_b) for p in compare(tmp_path / "subs", SOURCE, 0.01)[0]}
     assert len(shares) == 3 and max(shares.values()) == (1.0, 1.0)
     assert all(0.1 < s < 0.2 for pair, both in shares.items() if "carl" in pair for s in both), shares
+
+
+def test_an_answer_cell_is_found_however_its_metadata_was_edited():
+    """The answer of each exercise of 05.2's release, from a student's copy whose answer cells
+    lost their ``solution`` flag, their nbgrader metadata, or that and their cell id; the
+    release's own unchanged code between them is never taken for an answer."""
+    from tinyk.similarity import answer_cells
+
+    release = released(json.loads((SOURCE / "05_2_rmsnorm.ipynb").read_text()), "05_2_rmsnorm")
+    answers = [c for c in release["cells"] if is_solution(c)]
+    assert len(answers) >= 3
+    copy = json.loads(json.dumps(release))
+    edits = {}
+    for k, cell in enumerate(copy["cells"]):
+        if not is_solution(cell):
+            continue
+        gid = nbgrader(cell)["grade_id"]
+        cell["source"] = edits[gid] = f"# answer of {gid}\n{RENAMED}"
+        how = len(edits) % 3
+        if how == 0:
+            cell["metadata"]["nbgrader"]["solution"] = False
+        else:
+            del cell["metadata"]["nbgrader"]
+            if how == 2:
+                cell["id"] = f"renamed-{k}"
+    odd = {"cell_type": "code", "id": "odd", "metadata": {"nbgrader": ["no", "dict"]}, "source": "x = 1"}
+    copy["cells"].insert(0, odd)  # metadata no grader writes: read past, not a crash
+    assert answer_cells(copy, release) == edits
+    untouched = answer_cells(release, release)
+    assert untouched == {nbgrader(c)["grade_id"]: source_text(c) for c in answers}
+    # an answer cell taken out leaves nothing of the release's own code in its place
+    del copy["cells"][next(k for k, c in enumerate(copy["cells"]) if c["id"].startswith("renamed-"))]
+    assert len(answer_cells(copy, release)) == len(edits) - 1

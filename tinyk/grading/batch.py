@@ -18,9 +18,11 @@ import hashlib
 import json
 import os
 import re
+import stat
+import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +36,8 @@ from tinyk.grading.runner import Limits, preflight, server_modules
 from tinyk.grading.sandbox import prepare_shared
 from tinyk.grading.student import grade_student
 from tinyk.inert import csv_value, write_csv
+from tinyk.roster import Refused, collisions, read_submitted, student_id, student_name
 from tinyk.roster import entries as submission_entries
-from tinyk.roster import student_id, student_name
 
 __all__ = ["FIELDS", "Batch", "grade", "merge", "parse_shard", "shard_of", "start"]
 
@@ -45,28 +47,61 @@ FIELDS = ["student", "notebook", "exercise", "points", "max_points", "status", "
 @dataclass
 class Batch:
     """What a grading or feedback run works on: one entry (folder or file) per student, the
-    chapter notebooks with exercises, the limits of every submission."""
+    chapter notebooks with exercises, the limits of every submission; and the entries that
+    would be one student to the grader, not graded, each with the reason that names them
+    (:func:`tinyk.roster.collisions`)."""
 
     entries: list[Path]
     notebooks: list[Notebook]
     limits: Limits
+    collided: dict[Path, str] = field(default_factory=dict)
 
 
 def start(submissions: Path, notebooks: Sequence[str | Path] | None, source: Path | None,
           limits: Limits | None, sandbox: bool) -> Batch:
     """The checks before a run (:func:`~tinyk.grading.runner.preflight`), then its students and
-    notebooks (stops at two entries that would be one student)."""
+    notebooks. Entries that would be one student are set apart, named on stderr, and the
+    run goes on with the others."""
     preflight(sandbox)
-    return Batch(submission_entries(submissions), chapter_notebooks(notebooks, source), limits or Limits())
+    found = submission_entries(submissions)
+    collided = collisions(found)
+    for reason in dict.fromkeys(collided.values()):
+        print(reason, file=sys.stderr)
+    return Batch([e for e in found if e not in collided], chapter_notebooks(notebooks, source),
+                 limits or Limits(), collided)
+
+
+def _files(entry: Path) -> list[Path]:
+    """The entry and everything in it, no symbolic link followed (``os.walk`` lists a link to
+    a folder as a name, and goes no further)."""
+    if not stat.S_ISDIR(os.lstat(entry).st_mode):
+        return [entry]
+    found = []
+    for folder, dirs, files in os.walk(entry):
+        found += [Path(folder, name) for name in dirs + files]
+    return found
 
 
 def _files_digest(entry: Path) -> str:
-    """A digest of a student's files (names and contents)."""
+    """A digest of a student's files (names and contents), read as the grader reads them: a
+    regular file by its contents (by its size alone past :data:`~tinyk.roster.MAX_NOTEBOOK_BYTES`,
+    which no grade reads past), a symbolic link by its target, never followed, and a FIFO, a
+    device or a socket by what it is, never opened."""
     digest = hashlib.sha256()
-    for path in sorted([entry] if entry.is_file() else entry.rglob("*")):
-        if path.is_file():
-            digest.update(path.name.encode())
-            digest.update(path.read_bytes())
+    for path in sorted(_files(entry)):
+        mode = os.lstat(path).st_mode
+        if stat.S_ISDIR(mode):
+            continue
+        digest.update(path.name.encode())
+        if stat.S_ISLNK(mode):
+            digest.update(b"\0symbolic link\0" + os.fsencode(os.readlink(path)))
+        elif not stat.S_ISREG(mode):
+            digest.update(f"\0{stat.S_IFMT(mode):o}\0".encode())
+        else:
+            try:
+                digest.update(read_submitted(path))
+            except Refused as refused:  # over the bound: graded by its size
+                digest.update(f"\0{refused}\0".encode())
     return digest.hexdigest()
 
 
@@ -189,11 +224,25 @@ def _grade_all(todo: list[_Job], batch: Batch, template: Path, released: dict[st
                 bar.update(1)
 
 
-def _gather(parts: Path, entries: list[Path], out: Path) -> list[Row]:
-    """The rows of ``entries`` from their parts, sorted, written to the CSV ``out``."""
+def _collided_rows(batch: Batch) -> list[Row]:
+    """An ``error`` row per exercise for each entry that would be one student with another,
+    its detail naming them all (a folder and a file of one name give the same rows once)."""
+    rows: dict[tuple[str, str, str], Row] = {}
+    for entry, reason in batch.collided.items():
+        name = student_name(entry)
+        for nb in batch.notebooks:
+            for grade_id, pts in nb.tests:
+                row = Row(name, nb.name, grade_id, 0.0, pts, Status.ERROR, reason)
+                rows.setdefault((name, nb.name, grade_id), row)
+    return list(rows.values())
+
+
+def _gather(parts: Path, entries: list[Path], out: Path, collided: Sequence[Row] = ()) -> list[Row]:
+    """The rows of ``entries`` from their parts, and those of ``collided``, sorted, written to
+    the CSV ``out``."""
     names = {student_id(student_name(e)) for e in entries}
     rows = [Row(**r) for part in sorted(parts.glob("*.json")) if part.stem in names
-            for r in json.loads(part.read_text())["rows"]]
+            for r in json.loads(part.read_text())["rows"]] + list(collided)
     rows.sort(key=lambda r: (r.student, r.notebook, r.exercise))
     _write_csv(out, [[r.student, r.notebook, r.exercise, f"{r.points:g}", f"{r.max_points:g}", r.status,
                       r.detail] for r in rows])
@@ -214,6 +263,8 @@ def grade(submissions: Path, out: Path, notebooks: Sequence[str | Path] | None =
         raise SystemExit("no notebook with exercises to grade")
     if shard is not None:
         batch.entries = [e for e in batch.entries if shard_of(student_name(e), shard[1]) == shard[0]]
+        batch.collided = {e: why for e, why in batch.collided.items()
+                          if shard_of(student_name(e), shard[1]) == shard[0]}
     parts = out.with_name(out.name + ".parts")
     parts.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tinyk-course-") as tmp:
@@ -235,7 +286,7 @@ def grade(submissions: Path, out: Path, notebooks: Sequence[str | Path] | None =
         _grade_all(todo, batch, template, released, sandbox, jobs or max(1, (os.cpu_count() or 2)), bar)
         if bar is not None:
             bar.close()
-    return _gather(parts, batch.entries, out)
+    return _gather(parts, batch.entries, out, _collided_rows(batch))
 
 
 def merge(out: Path, shards: Sequence[Path]) -> int:

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import stat
 from pathlib import Path
 
 from tinyk.exercises import nbgrader, python_tree, source_text
 from tinyk.grading.chapter import ASSIGNMENT, Notebook
 from tinyk.grading.rules import Finding, Status
+from tinyk.roster import Refused, parse_notebook, read_submitted, refusal
 
 __all__ = ["SKIP_TAG", "checked", "emptied_when_graded", "read_notebook", "restore_release",
            "submission_files", "submit", "tampering", "write_for_grading"]
@@ -23,28 +26,40 @@ _GUARDED_NAMES = {"isinstance", "type", "float", "int", "bool", "len", "all", "a
 SKIP_TAG = "skip-when-grading"
 
 
-def submission_files(entry: Path, notebooks: list[Notebook]) -> dict[str, Path | None]:
+def _refusal(path: Path, submissions: Path) -> Path | Finding:
+    """``path`` when it is a regular file; else (a folder, a FIFO, a device, a socket, a
+    symbolic link, which is never followed) the ``unreadable`` finding that names what it is."""
+    refused = refusal(path, submissions)
+    return (Status.UNREADABLE, refused) if refused else path
+
+
+def submission_files(entry: Path, notebooks: list[Notebook]) -> dict[str, Path | Finding | None]:
     """Which file holds each notebook: a folder holds ``NAME.ipynb`` files; a single file
-    counts as the submission of the one notebook being graded."""
-    if entry.is_dir():
-        return {nb.name: (entry / f"{nb.name}.ipynb") if (entry / f"{nb.name}.ipynb").exists() else None
-                for nb in notebooks}
+    counts as the submission of the one notebook being graded. A file that is no regular file
+    (a folder, a FIFO, a device, a socket, a symbolic link: never followed, wherever it leads)
+    is its ``unreadable`` finding instead, which :func:`checked` passes on; so is an entry that
+    is none of a folder and a file."""
+    mode = os.lstat(entry).st_mode
+    if stat.S_ISDIR(mode):
+        files: dict[str, Path | Finding | None] = {}
+        for nb in notebooks:
+            path = entry / f"{nb.name}.ipynb"
+            files[nb.name] = _refusal(path, entry.parent) if os.path.lexists(path) else None
+        return files
+    if not stat.S_ISREG(mode):
+        refused = _refusal(entry, entry.parent)
+        return {nb.name: refused for nb in notebooks}
     if len(notebooks) != 1:  # an error for this student only (reported in their rows)
         raise ValueError(f"{entry.name} is a single file, but {len(notebooks)} notebooks are graded: "
                          f"submit a folder, or grade one --notebook")
     return {notebooks[0].name: entry}
 
 
-def read_notebook(path: Path) -> dict | None:
-    """The notebook at ``path``, or None when it is not text, not JSON or not a valid notebook."""
-    import nbformat
-
-    try:
-        nb = nbformat.reads(path.read_text(encoding="utf-8", errors="strict"), as_version=4)
-        nbformat.validate(nb)
-    except Exception:  # not text, not JSON, not a notebook: all "unreadable"
-        return None
-    return nb
+def read_notebook(path: Path, submissions: Path | None = None) -> dict:
+    """The notebook at ``path`` as nbformat 4 (an older version upgraded by nbformat), read as
+    a regular file within the bound on its size (:func:`tinyk.roster.read_submitted`); raises
+    :class:`~tinyk.roster.Refused` saying why it is not a readable notebook."""
+    return parse_notebook(read_submitted(path, submissions), path.name)
 
 
 def _tampering_at(node: ast.AST) -> str:
@@ -111,11 +126,24 @@ def _read_sequence(submitted: dict, exercises: dict[str, dict],
                    changes: list[str]) -> tuple[dict[str, dict], list[str | dict]]:
     """The student's cell of each exercise (the first of its grade_id) and the submission as a
     sequence of those grade_ids and the student's own cells; a duplicate, or nbgrader metadata
-    on a cell of no exercise, is listed in ``changes`` and its metadata removed."""
+    on a cell of no exercise, is listed in ``changes`` and its metadata removed. An answer cell
+    whose nbgrader metadata was removed, and no other cell of that grade_id, is found by its
+    cell id (the release's)."""
+    named = {gid for cell in submitted["cells"]
+             if isinstance(meta := cell.get("metadata", {}).get("nbgrader"), dict)
+             and isinstance(gid := meta.get("grade_id"), str)}
+    by_cell_id = {cell["id"]: grade_id for grade_id, cell in exercises.items()
+                  if nbgrader(cell).get("solution") and cell.get("id") and grade_id not in named}
     theirs: dict[str, dict] = {}
     sequence: list[str | dict] = []
     for cell in submitted["cells"]:
         meta = cell.get("metadata", {}).get("nbgrader")
+        cell_id = cell.get("id")
+        found = by_cell_id.get(cell_id) if meta is None and isinstance(cell_id, str) else None
+        if found is not None and found not in theirs:
+            theirs[found] = cell
+            sequence.append(found)
+            continue
         if meta is not None:
             grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
             grade_id = grade_id if isinstance(grade_id, str) else None
@@ -153,8 +181,10 @@ def _restored(original: dict, mine: dict, grade_id: str, translated: dict[str, s
     meta, cell = nbgrader(original), _copy(original)
     if mine.get("cell_type") != original["cell_type"]:
         changes.append(f"{grade_id} retyped")
-    if not isinstance(mine["metadata"]["nbgrader"], dict) or \
-            _nbgrader_meta(mine["metadata"]["nbgrader"]) != _nbgrader_meta(meta):
+    theirs = mine.get("metadata", {}).get("nbgrader")
+    if theirs is None:
+        changes.append(f"{grade_id} nbgrader metadata removed (its cell found by its id)")
+    elif not isinstance(theirs, dict) or _nbgrader_meta(theirs) != _nbgrader_meta(meta):
         changes.append(f"{grade_id} nbgrader metadata changed")
     if meta.get("solution"):
         cell["source"] = source_text(mine)
@@ -184,9 +214,10 @@ def restore_release(submitted: dict, released: dict,
     the release's source. Each of the student's other cells stays after the exercise cell it
     followed (the last one before it that was not moved). Listed as changes: an exercise
     cell edited (a locked one), deleted (a locked one is put back), duplicated (the copies
-    run as the student's own cells), moved, retyped or with its nbgrader metadata changed,
-    and nbgrader metadata on a cell that is no released exercise (removed: the cell runs as
-    the student's own). A locked cell as the Chinese student version has it (``translated``,
+    run as the student's own cells), moved, retyped or with its nbgrader metadata changed
+    or removed (an answer cell without it is found by the release's cell id), and nbgrader
+    metadata on a cell that is no released exercise (removed: the cell runs as the student's
+    own). A locked cell as the Chinese student version has it (``translated``,
     grade_id -> source) is not an edit: it is restored from the release like any other.
     """
     exercises = {nbgrader(c)["grade_id"]: c for c in released["cells"] if nbgrader(c)}
@@ -232,14 +263,18 @@ def write_for_grading(submitted: dict, path: Path) -> None:
     nbformat.write(nbformat.from_dict(submitted), path)
 
 
-def checked(path: Path | None, nb: Notebook, released: dict) -> tuple[dict | None, Finding | None]:
+def checked(path: Path | Finding | None, nb: Notebook, released: dict) -> tuple[dict | None, Finding | None]:
     """A submitted notebook restored from the release, with what the checks found; None in
-    place of the notebook when it is not graded (missing, unreadable, tampering)."""
+    place of the notebook when it is not graded (missing, unreadable, tampering). ``path`` is
+    what :func:`submission_files` found: a file, None, or the finding of a file not read."""
     if path is None:
         return None, (Status.MISSING, f"no {nb.name}.ipynb in the submission")
-    submitted = read_notebook(path)
-    if submitted is None:
-        return None, (Status.UNREADABLE, f"{path.name} is not a readable notebook")
+    if isinstance(path, tuple):
+        return None, path
+    try:
+        submitted = read_notebook(path)
+    except Refused as refused:
+        return None, (Status.UNREADABLE, str(refused))
     restored, changed = restore_release(submitted, released, nb.translated)
     tampered = tampering(restored)
     if tampered:
