@@ -508,6 +508,7 @@ def answers_batch(assignment):
 def test_answers_only_gives_each_submission_its_points_and_status(answers_batch, student):
     base, *_ = answers_batch
     table = _table(base / "answers.csv")
+    assert set(ANSWERS_ONLY_CASES[student]) == {"a_test", "b_test"}
     for exercise, (points, status) in ANSWERS_ONLY_CASES[student].items():
         row = table[(student, exercise)]
         assert (float(row["points"]), row["status"]) == (points, status), row

@@ -564,6 +564,7 @@ def test_each_unreadable_notebook_says_what_is_wrong_with_it(tmp_path):
              b'{"nbformat": 5, "nbformat_minor": 0}': "x.ipynb has nbformat 5, a version nbformat ",
              b'{"nbformat": 4, "nbformat_minor": 5, "cells": [{"cell_type": "code"}], "metadata": {}}':
                  "x.ipynb is not a valid notebook (nbformat 4): "}
+    assert len(cases) == 6
     for data, said in cases.items():
         with pytest.raises(roster.Refused) as refused:
             roster.parse_notebook(data, "x.ipynb")
