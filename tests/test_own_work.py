@@ -217,3 +217,30 @@ def test_a_called_method_is_named_by_its_class_whatever_the_metaclass_says():
     assert _called_name(_Sub().method()) == "_Sub.method"
     here = sys._getframe()
     assert _called_name(here) == here.f_code.co_name  # a plain function: its own name
+
+
+# The course's functions compared by what they compute, not by their file's name: the package's
+# repeat_kv (180 bytes of bytecode), its code moved to another file name, and its text run anew.
+_MOVED = types.FunctionType(tinyk.repeat_kv.__code__.replace(co_filename="/home/student/mine.py"),
+                            tinyk.repeat_kv.__globals__)
+_RETYPED: dict = {}
+exec(compile(__import__("inspect").getsource(tinyk.model.repeat_kv), "<retyped>", "exec"),
+     vars(tinyk.model).copy(), _RETYPED)
+
+
+@pytest.mark.parametrize("copy", [_MOVED, _RETYPED["repeat_kv"]], ids=["moved", "retyped"])
+def test_the_courses_code_under_another_file_name_is_still_the_courses(copy):
+    """A part that calls a function of the package whose code it copied under another file name
+    (``code.replace(co_filename=...)``) or retyped is caught, naming the function."""
+    def attention(q, k, v, mask=None):
+        return honest_attention(q, copy(k.transpose(1, 2), 1).transpose(1, 2), v)
+
+    with pytest.raises(BorrowedCall, match=r"calls tinyk\.model\.repeat_kv, which is not allowed"):
+        run_own("gqa_attention", attention, Q, K, K)
+    assert torch.equal(copy(X, 2), tinyk.repeat_kv(X, 2))  # the same code: the same numbers
+
+
+def test_a_part_written_as_the_course_writes_it_is_the_learners_own():
+    """The part watched may match its own reference instruction for instruction (a learner who
+    writes repeat_kv as llama2.c does): only the course's other functions count as borrowed."""
+    assert torch.equal(run_own("repeat_kv", _RETYPED["repeat_kv"], X, 2), tinyk.repeat_kv(X, 2))

@@ -6,7 +6,10 @@ import, an alias, ``getattr``, a copied function object, ``importlib``):
 
 - **the course's reference code**: any Python function defined in the ``tinyk`` package
   (``tinyk.RMSNorm``, ``tinyk.repeat_kv``, the attention helper, ...), found by the file of
-  the code object that runs (a call trace, ``sys.settrace``);
+  the code object that runs (a call trace, ``sys.settrace``), and by what it computes: a
+  function of the package in memory whose code was copied under another file name
+  (``code.replace(co_filename=...)``) or retyped is the course's too (:func:`_course_code`;
+  but for the part watched, whose own reference a learner may well write the same way);
 - **Hugging Face's implementation**: any Python function of the ``transformers`` package's
   models and losses (``ForCausalLMLoss``);
 - **the gguf package's dequantisation** (05.10): any function of ``gguf.quants`` but its
@@ -27,16 +30,20 @@ the call and the part.
 Callables the test itself hands to the part (e.g. the attention and MLP of a decoder
 block) are wrapped with :func:`trusted` and may run anything.
 
-What this cannot see: code copied as text from ``tinyk`` into the answer (it runs as the
-learner's own), and a part that switches the watch off from inside (``sys.settrace``,
-leaving the modes): that is detected afterwards and reported as tampering.
+What this cannot see: code of ``tinyk`` that is no longer in memory (in the grader's run, the
+parts the notebook asks for are withheld there: :mod:`tinyk.answers`) copied as text into the
+answer, code too short to tell from a learner's own (under :data:`_COMPARED_BYTES` of bytecode),
+and a part that switches the watch off from inside (``sys.settrace``, leaving the modes): that
+is detected afterwards and reported as tampering.
 """
 
 from __future__ import annotations
 
 import functools
+import gc
 import inspect
 import sys
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -148,6 +155,48 @@ def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
+# Code objects with fewer bytes of bytecode than this are not compared by what they compute: a
+# few instructions (``return x``, unpacking a tuple) a learner may well write as the course does.
+_COMPARED_BYTES = 48
+
+
+def _code_key(code: types.CodeType) -> tuple:
+    """What a code object computes, without its names and places: its bytecode, the names and
+    constants it uses (a nested function's by its own key) and its arguments."""
+    consts = tuple(_code_key(c) if isinstance(c, types.CodeType) else (type(c).__name__, repr(c))
+                   for c in code.co_consts)
+    return (code.co_code, code.co_names, consts, code.co_argcount, code.co_kwonlyargcount)
+
+
+_INDEX: dict[str, Any] = {"modules": None, "code": {}}
+
+
+def _course_code() -> dict[tuple, str]:
+    """The code of every function of the package that the garbage collector holds (a class
+    that only a loaded model still holds counts too), by :func:`_code_key`, with its name;
+    made again when another module of the package has been imported since."""
+    modules = tuple(sorted(n for n in sys.modules if n == "tinyk" or n.startswith("tinyk.")))
+    if _INDEX["modules"] != modules:
+        index: dict[tuple, str] = {}
+        for obj in gc.get_objects():
+            if type(obj) is types.FunctionType:
+                code = obj.__code__
+                filename = code.co_filename
+                if (filename.startswith(_TINYK) and filename not in _EXEMPT
+                        and len(code.co_code) >= _COMPARED_BYTES):
+                    name = getattr(code, "co_qualname", code.co_name)
+                    index.setdefault(_code_key(code), f"tinyk.{Path(filename).stem}.{name}")
+        _INDEX.update(modules=modules, code=index)
+    return _INDEX["code"]
+
+
+def _own_references(part: str) -> frozenset[str]:
+    """The names of the package's own versions of ``part`` (:data:`tinyk.answers.REFERENCES`)."""
+    from tinyk.answers import REFERENCES
+
+    return frozenset(REFERENCES.get(part, ()))
+
+
 class _Watch:
     """The state of one watch: what was seen, and how deep inside trusted callables."""
 
@@ -158,6 +207,18 @@ class _Watch:
         self.seen: list[tuple[str, str]] = []
         self.libraries = _library_roots()
         self.gguf = _gguf_quants()
+        own = _own_references(part)
+        self.course = {key: name for key, name in _course_code().items()
+                       if name.split(".")[2] not in own}
+        self.compared: dict[types.CodeType, str | None] = {}  # each code object looked at, once
+
+    def copied(self, code: types.CodeType) -> str | None:
+        """The course's function whose code ``code`` is, under whatever file name."""
+        if len(code.co_code) < _COMPARED_BYTES:
+            return None
+        if code not in self.compared:
+            self.compared[code] = self.course.get(_code_key(code))
+        return self.compared[code]
 
     def flag(self, call: str, why: str) -> None:
         if self.trusted_depth == 0 and not any(c == call for c, _ in self.seen):
@@ -176,6 +237,8 @@ class _Watch:
                 module = Path(filename).stem
                 name = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
                 self.flag(f"tinyk.{module}.{name}", _OWN)
+            elif not filename.startswith(_TINYK) and (copy := self.copied(code)) is not None:
+                self.flag(copy, _OWN)
             elif filename.startswith(self.libraries) and (
                     frame.f_back is None or not frame.f_back.f_code.co_filename.startswith(self.libraries)):
                 # the function called from outside the library (ForCausalLMLoss, not its helpers)
