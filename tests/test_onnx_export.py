@@ -17,7 +17,7 @@ import torch
 from tests.optional import need
 from tinyk import KVCache, generate, onnx_export
 from tinyk.course import ROOT
-from tinyk.data import CharTokenizer
+from tinyk.data import CharTokenizer, synthetic_text
 from tinyk.model import ModelConfig, Transformer, apply_rotary_emb
 from tinyk.onnx_export import DecoderForExport, export_course_model, input_names, main, output_names
 from tinyk.playground import EXAMPLE_PROMPT, encode, example_run, write_example
@@ -402,9 +402,23 @@ def test_what_the_playground_page_states(exported, model):
 
         return sum(answer(a, b) == f"{b}+{a}\n" for a in range(10) for b in range(10))
 
-    assert (correct(""), correct("1+2=2+1\n")) == (44, 100)
-    assert ("completes 44 of the 100 prompts `a+b=` correctly this way, and all 100 after an example "
-            "line") in page
+    assert (correct(""), correct("1+2=2+1\n")) == (44, 100)  # the shipped weights' counts
+    assert ("With the shipped weights the model completes 44 of the 100 prompts `a+b=` correctly this "
+            "way, and all 100 after an example line") in page
+    # Training windows start anywhere in a text of 8-symbol lines: 1 start in 8 is a line's first
+    # symbol, and every window of 32 holds a complete line followed by the start of another.
+    text = synthetic_text(n_lines=3000, seed=0)
+    line_starts = {0} | {i + 1 for i, ch in enumerate(text) if ch == "\n"}
+    starts = range(len(text) - COURSE_RUN["block_size"])  # random_batches' range of starts
+    assert {len(line) for line in text.split("\n")[:-1]} == {7} and len(starts) == 23_968
+    assert sum(s in line_starts for s in starts) * 8 == len(starts)  # exactly 1 in 8
+    assert all(any(a in line_starts and a + 8 in line_starts for a in range(s, s + 32 - 8))
+               for s in starts[:8])  # every offset into a line
+    assert ("8-token lines, so only 1 window in 8 begins at the start of a line, while a line after a "
+            "complete line comes in every window") in page
+    assert "rarely" not in page
+    assert "the page's logits agree with `tinyk`'s in PyTorch to within 0.0001" in page and TOL == 1e-4
+    assert "once a model has loaded, it works offline" in page
     assert EXAMPLE_PROMPT == "1+2=2+1\n3+7=" and "an example line, then `3+7=`" in page
     assert (COURSE_RUN["block_size"], c.max_seq_len) == (32, 64)
     assert "trained on windows of 32 tokens" in page and "`max_seq_len`, 64 tokens" in page

@@ -163,3 +163,23 @@ def test_tiny_experiment_loss_falls_well_below_the_unigram_entropy():
     entropy = float(re.search(r"unigram entropy\s+([\d.]+)", text).group(1))
     final = float(re.search(r"mean of the last 50 steps ([\d.]+)", text).group(1))
     assert final < 0.5 * entropy, (final, entropy)
+
+
+def test_tiny_experiment_breaks_past_the_trained_offsets_and_recovers_when_cropped():
+    """05.7: sampled lines follow the rule within the first 32 symbols, most later ones do not,
+    and most of the later ones do once the context is cropped to 32 tokens (its prose and quiz 3
+    say so); the run also prints its distance from the shipped weights."""
+    import re
+
+    text = sitecheck.visible_text(HTML / "notebooks" / "05_7_checks.html")
+    counts = {}
+    for name, printed in [("inside", r"generated lines ending within the 32 trained positions:"),
+                          ("beyond", r"generated lines ending beyond them:"),
+                          ("cropped", r"context cropped to 32 tokens, lines ending beyond 32 symbols:")]:
+        found = re.search(printed + r"\s+(\d+) of (\d+)", text)
+        assert found, f"05.7 does not print its {name} count"
+        counts[name] = (int(found.group(1)), int(found.group(2)))
+    assert counts["inside"][0] == counts["inside"][1] > 0, counts
+    assert 2 * counts["beyond"][0] < counts["beyond"][1], counts  # most break
+    assert 2 * counts["cropped"][0] > counts["cropped"][1], counts  # most follow again
+    assert re.search(r"largest difference between this run's weights and the shipped ones: [\d.e+-]+", text)
