@@ -146,6 +146,7 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("05.5.2", "computes-in-float32", "bfloat16 output", "computes in float32 (bfloat16 in, float32 out)"),
     ("05.5.2", "casts-input-to-float32", "fails on a bfloat16 input",
      "casts the input to float32 and fails on bfloat16"),
+    ("05.5.2", "fixed-leading-shape", "takes any leading shape", "works for B×T×d inputs only"),
     ("05.5.2", "borrowed", *_BORROWED),
     ("05.5.3", "first-residual-missing", "first half's residual is missing",
      "the attention half's residual missing or overwritten"),

@@ -55,11 +55,16 @@ def _block(body: str) -> str:
         f"    {line}\n" for line in body.strip().splitlines())
 
 
-# Wrong answers that break a rule only the hidden tests used to check (x's dtype kept in
-# bfloat16): the visible test must name each (tests/test_visible_hidden.py), and the cell
+# Wrong answers that break a rule only the hidden tests used to check (any leading shape, x's
+# dtype kept in bfloat16): the visible test must name each (tests/test_visible_hidden.py), and the cell
 # without its visible checks must still fail. They are classic mistakes too: MISTAKES below
 # holds them as well.
 HIDDEN_RULES: dict[str, list[tuple[str, str]]] = {
+    "ex_05_5_2_solution": [
+        # B, T, d = x.shape: a 2-D or 4-D input fails
+        ("05.5.2:fixed-leading-shape",
+         _swiglu(forward="self.w2(F.silu(self.w1(x.view(*x.shape[:2], x.shape[2]))) * self.w3(x))")),
+    ],
     "ex_05_5_3_solution": [
         # right in float32, but returns float32 for a bfloat16 input
         ("05.5.3:changes-dtype", _block("""
