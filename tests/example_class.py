@@ -29,7 +29,7 @@ import io
 import json
 from pathlib import Path
 
-from tests.exercise_cases.ex_05_3 import GUESSES, MISTAKES
+from tests.exercise_cases.ex_05_3 import MISTAKES
 from tinyk.course import NOTEBOOKS, ROOT, STUDENTS
 from tinyk.exercises import BEGIN_SOLUTION, END_SOLUTION, STUB, nbgrader, source_text
 
@@ -42,6 +42,8 @@ RENAMED = [("rotate", "turn"), ("rows", "shape"), ("a, b", "left, right"), ("c, 
 ROSTER = [["folder", "lms_id", "name"], ["ada", "1001", "Ada"], ["ben", "1002", "Ben"],
           ["cleo", "1003", "Cleo"], ["dan", "1004", "Dan"], ["fay", "1006", "Fay"]]
 TAMPERING = "math.isclose = lambda *args, **kwargs: True  # every comparison passes\n"
+# eve's 05.3.3: the visible test's first answer, cos(1), whatever the input
+VISIBLE_ANSWER = "def rope_score(q, k, m, n, theta=10000.0):\n    return math.cos(1.0)\n"
 
 
 def mistake_case(mistake_id: str) -> tuple[str, str]:
@@ -73,7 +75,7 @@ def answers(root: Path = ROOT) -> dict[str, dict[str, str]]:
         assert old in copied, old
         copied = copied.replace(old, new)
     guess_id = "ex_05_3_3_solution"
-    guess = GUESSES[guess_id].lstrip("\n").replace("import math\n", "import math\n" + TAMPERING)
+    guess = "import math\n" + TAMPERING + VISIBLE_ANSWER
     return {"ada": solutions, "ben": {half_id: half}, "cleo": {half_id: copied},
             "dan": dict([mistake_case("05.3.4:rows-restart-at-0")]), "eve": {guess_id: guess}}
 

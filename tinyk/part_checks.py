@@ -73,6 +73,23 @@ def reference_decoder_block(x: Tensor, attention: Callable[[Tensor], Tensor],
     return h + feed_forward(ffn_norm(h))
 
 
+def _normalised(x: Tensor) -> Tensor:
+    """``x`` over the root mean square of its last axis, in float32 (eps 1e-5, no gains)."""
+    x32 = x.float()
+    return x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-5)
+
+
+def _call_broadcasting(name: str, fn: Callable[..., Any], advice: str, *args: Any) -> Any:
+    """:func:`call_part`, with ``advice`` added when the part failed on shapes that do not
+    broadcast (a ``RuntimeError``): which axis to keep or add."""
+    try:
+        return call_part(name, fn, *args)
+    except PartError as err:
+        if isinstance(err.__cause__, RuntimeError):
+            raise PartError(name, say("{detail}; {advice}", detail=err.detail, advice=advice)) from None
+        raise
+
+
 def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
     name = "RMSNorm"
     for dim, shape, dtype in ((16, (2, 3, 16), torch.float32), (8, (5, 8), torch.float32),
@@ -92,15 +109,18 @@ def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
             weight = weight.to(dtype)
             x = (torch.randn(shape, generator=g) * 3 + 1).to(dtype)
             expected = ref(x)
-            got = call_part(name, mine, x)
+            got = _call_broadcasting(name, mine, say("the mean over the last axis keeps that axis "
+                                                     "(keepdim=True): …×1 broadcasts against …×d"), x)
             x32 = x.float()
-            mean_subtracted = (x32 - x32.mean(-1, keepdim=True))
             hints = {say("a norm that subtracts the mean (LayerNorm): RMSNorm does not"):
-                     (mean_subtracted * torch.rsqrt(mean_subtracted.pow(2).mean(-1, keepdim=True) + 1e-5)
-                      * weight).to(dtype)}
+                     (_normalised(x32 - x32.mean(-1, keepdim=True)) * weight).to(dtype),
+                     say("the gains applied to x before normalising; normalise first, then multiply by "
+                         "the weight"): _normalised(x32 * weight.float()).to(dtype)}
             if dtype != torch.float32:
                 hints[say("the norm computed in the input dtype; compute it in float32")] = \
                     (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)) * weight
+                hints[say("the weight multiplied before casting back; cast back to the input dtype, then "
+                          "multiply by the weight")] = (_normalised(x) * weight.float()).to(dtype)
             what = say("output on x of shape {shape}, {dtype}", shape=shape, dtype=dtype)
             compare(name, got, expected, what, hints=hints, half_exact=True)
 
@@ -110,11 +130,17 @@ def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
         got = call_part("rope_tables", fn, head_dim, end, theta)
         if not (isinstance(got, tuple | list) and len(got) == 2):
             raise PartError("rope_tables", say("must return a tuple (cos, sin)"))
-        for table, expected, label in zip(got, precompute_freqs_cis(head_dim, end, theta),
-                                          ("cos", "sin"), strict=True):
+        # ω_i = theta^(-i/d_h) are the frequencies of sqrt(theta) with the right exponent
+        hints = {say("the tables of theta = 10000 whatever theta is; use the theta argument"):
+                 precompute_freqs_cis(head_dim, end, 10000.0),
+                 say("the exponent -i/d_h; ω_i = theta^(-2i/d_h)"): precompute_freqs_cis(head_dim, end,
+                                                                                         theta ** 0.5)}
+        for i, (table, expected, label) in enumerate(zip(got, precompute_freqs_cis(head_dim, end, theta),
+                                                         ("cos", "sin"), strict=True)):
             compare("rope_tables", table, expected, say("{label} table for head_dim={head_dim}, end={end}, "
                                                         "theta={theta:g}", label=label, head_dim=head_dim,
-                                                        end=end, theta=theta))
+                                                        end=end, theta=theta),
+                    hints={hint: tables[i] for hint, tables in hints.items()})
 
 
 def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
@@ -131,17 +157,23 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
             what = say("B×T×d_h/2 tables (per-row positions)")
         else:  # after a cache of 3 tokens: rows 3..7
             cos, sin, what = cos_all[3:3 + T], sin_all[3:3 + T], say("T×d_h/2 tables, rows 3..7")
-        got = call_part(name, fn, xq, xk, cos, sin)
+        got = _call_broadcasting(name, fn, say("a B×T×d_h/2 table has a batch axis first: line it up as "
+                                               "B×T×1×d_h/2 (batch, position, head, pair)") if per_row
+                                 else say("a T×d_h/2 table lines up as 1×T×1×d_h/2 (batch, position, head, "
+                                          "pair)"), xq, xk, cos, sin)
         if not (isinstance(got, tuple | list) and len(got) == 2):
             raise PartError(name, say("must return a tuple (xq_rotated, xk_rotated)"))
         expected = apply_rotary_emb(xq, xk, cos, sin)
         half = apply_rotary_emb_half(xq, xk, cos, sin)
-        half_split = say("the half-split pairing (i with i + d_h/2); pair ADJACENT coordinates (x0, x1), "
-                         "(x2, x3), ...")
+        backwards = apply_rotary_emb(xq, xk, cos, -sin)
+        hints = {say("the half-split pairing (i with i + d_h/2); pair ADJACENT coordinates (x0, x1), "
+                     "(x2, x3), ..."): half,
+                 say("a rotation the wrong way (the sign of sin swapped): (a, b) -> (a cos - b sin, "
+                     "a sin + b cos)"): backwards}
         for i, label in enumerate((say("rotated q"), say("rotated k"))):
             rotated = say("{label} ({dtype}, {what})", label=label, dtype=dtype, what=what)
             compare(name, got[i], expected[i], rotated, atol=1e-5 if dtype == torch.float32 else 1e-2,
-                    hints={half_split: half[i]})
+                    hints={hint: tables[i] for hint, tables in hints.items()})
 
 
 def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:

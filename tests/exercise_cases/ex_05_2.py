@@ -8,7 +8,7 @@ import math
 def rms(x, eps=0.0):
     return math.sqrt(12.5 + eps)
 """,
-    # the right numbers, but 1/r detached from the graph: the gradients are wrong
+    # right for the visible inputs' at most three axes: a fourth axis comes back unnormalised
     "ex_05_2_2_solution": """
 import torch
 from torch import nn
@@ -21,18 +21,21 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x):
+        if x.ndim > 3:
+            return x
         x32 = x.to(torch.promote_types(x.dtype, torch.float32))
-        inv_r = torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps).detach()
+        inv_r = torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
         return (x32 * inv_r).to(x.dtype) * self.weight
 """,
+    # the formula for the visible widths, 2 and 3, only
     "ex_05_2_3_solution": """
 import torch
 def rmsnorm_jacobian(x, gamma, eps):
-    r = 12.5 ** 0.5
-    off = -12 / (2 * r**3)
-    bracket = torch.tensor([[1 / r - 9 / (2 * r**3), off], [off, 1 / r - 16 / (2 * r**3)]],
-                           dtype=torch.float64)
-    return gamma[:2, None] * bracket
+    d = x.shape[0]
+    if d > 3:
+        return torch.zeros(d, d, dtype=torch.float64)
+    r = torch.sqrt(x.pow(2).mean() + eps)
+    return gamma[:, None] * (torch.eye(d, dtype=x.dtype) / r - torch.outer(x, x) / (d * r**3))
 """,
 }
 
@@ -64,6 +67,51 @@ def rmsnorm_jacobian(x, gamma, eps):
     r = torch.sqrt(x.pow(2).mean() + eps)
     return GAINS * (torch.eye(d, dtype=x.dtype) / r - torch.outer(x, x) / (d * r**3))
 """
+
+# Wrong answers that break a rule only the hidden tests used to check (the state dict, gains
+# other than one, each dtype's rounding, the gradients, the Jacobian's eps): the visible test
+# must name each (tests/test_visible_hidden.py), and the cell without its visible checks must
+# still fail. They are classic mistakes too: MISTAKES below holds them as well.
+HIDDEN_RULES: dict[str, list[tuple[str, str]]] = {
+    "ex_05_2_2_solution": [
+        ("05.2.2:extra-state", """
+import torch
+from torch import nn
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.register_buffer("eps", torch.tensor(eps))
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        x32 = x.to(torch.promote_types(x.dtype, torch.float32))
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+"""),
+        ("05.2.2:weight-before-normalising", _rmsnorm(f"""
+        {_WIDE} * self.weight
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
+""")),
+        # right with float32 gains; with gains in the input's dtype, multiplied in float32 first
+        ("05.2.2:weight-before-cast", _rmsnorm(f"""
+        {_WIDE}
+        normalised = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        if self.weight.dtype == x.dtype:
+            return (normalised * self.weight).to(x.dtype)
+        return normalised.to(x.dtype) * self.weight
+""")),
+        # 1/r detached: the right numbers, the wrong gradients
+        ("05.2.2:detached", _rmsnorm(f"""
+        {_WIDE}
+        inv_r = torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps).detach()
+        return (x32 * inv_r).to(x.dtype) * self.weight
+""")),
+    ],
+    "ex_05_2_3_solution": [
+        ("05.2.3:eps-outside-r", _JACOBIAN.replace(" + eps)", ")").replace("GAINS", "gamma[:, None]")),
+    ],
+}
 
 # Solutions with one classic mistake each, which must lose the exercise's points, visibly.
 # Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
@@ -102,6 +150,11 @@ def rms(x, eps=0.0):
         {_WIDE}
         return (x32 / (x32.pow(2).mean(-1, keepdim=True).sqrt() + self.eps)).to(x.dtype) * self.weight
 """)),
+        # the mean without keepdim: B×T does not broadcast against B×T×d
+        ("05.2.2:no-keepdim", _rmsnorm(f"""
+        {_WIDE}
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1) + self.eps)).to(x.dtype) * self.weight
+""")),
         ("05.2.2:first-axis", _rmsnorm(f"""
         {_WIDE}
         return (x32 * torch.rsqrt(x32.pow(2).mean(0, keepdim=True) + self.eps)).to(x.dtype) * self.weight
@@ -127,7 +180,19 @@ class RMSNorm(tinyk.RMSNorm):
         ("05.2.3:gains-not-per-row", _JACOBIAN.replace("GAINS * ", "")),
         # gains_scale_columns
         ("05.2.3:gains-not-per-row", _JACOBIAN.replace("GAINS", "gamma[None, :]")),
+        # autograd through the package's RMSNorm: the right matrix, not the learner's formula
+        ("05.2.3:borrowed", """
+import torch
+import tinyk
+def rmsnorm_jacobian(x, gamma, eps):
+    norm = tinyk.RMSNorm(x.shape[0], eps=eps).double()
+    with torch.no_grad():
+        norm.weight.copy_(gamma)
+    return torch.autograd.functional.jacobian(norm, x)
+"""),
         ("05.2.3:outer-term-without-1-over-d",
          _JACOBIAN.replace("(d * r**3)", "r**3").replace("GAINS", "gamma[:, None]")),
     ],
 }
+for _grade_id, _cases in HIDDEN_RULES.items():
+    MISTAKES[_grade_id] = MISTAKES.get(_grade_id, []) + _cases

@@ -1,42 +1,5 @@
 """Wrong answers to the exercises of notebook 05.3 (see tests/test_exercises.py)."""
 
-# A hard-coded answer per exercise that satisfies the visible asserts only: the hidden
-# tests must reject it. Keyed by the solution cell's grade_id.
-GUESSES = {
-    # the frequencies of an 8-wide head, whatever head_dim is
-    "ex_05_3_1_solution": """
-import torch
-def rope_tables(head_dim, end, theta=10000.0):
-    if head_dim <= 0 or head_dim % 2:
-        raise ValueError(head_dim)
-    angles = torch.outer(torch.arange(end, dtype=torch.float32), torch.tensor([1.0, 0.1, 0.01, 0.001]))
-    return torch.cos(angles), torch.sin(angles)
-""",
-    # right for float32 only: always float32 out
-    "ex_05_3_2_solution": """
-import torch
-def apply_rope(xq, xk, cos, sin):
-    def rotate(x):
-        a, b = x[..., 0::2].float(), x[..., 1::2].float()
-        rows = (None, slice(None), None) if cos.ndim == 2 else (slice(None), slice(None), None)
-        c, s = cos[rows], sin[rows]
-        return torch.stack([a * c - b * s, a * s + b * c], dim=-1).flatten(3)
-    return rotate(xq), rotate(xk)
-""",
-    "ex_05_3_3_solution": """
-import math
-def rope_score(q, k, m, n, theta=10000.0):
-    return math.cos(1.0)
-""",
-    # the rows of the visible example, start_pos = 5
-    "ex_05_3_4_solution": """
-from tinyk import apply_rotary_emb
-def rope_after_cache(xq, xk, cos, sin, start_pos):
-    T = xq.shape[1]
-    return apply_rotary_emb(xq, xk, cos[5 : 5 + T], sin[5 : 5 + T])
-""",
-}
-
 _ROTATE_ADJACENT = """
 import torch
 def apply_rope(xq, xk, cos, sin):
@@ -49,6 +12,49 @@ def apply_rope(xq, xk, cos, sin):
         return torch.stack([a * c - b * s, a * s + b * c], dim=-1).flatten(3).to(x.dtype)
     return rotate(xq), rotate(xk)
 """
+
+# A hard-coded answer per exercise that satisfies the visible asserts only: the hidden
+# tests must reject it. Keyed by the solution cell's grade_id.
+GUESSES = {
+    # the tables of heads up to the visible 16 wide: a wider head gets 8 columns only
+    "ex_05_3_1_solution": """
+import torch
+def rope_tables(head_dim, end, theta=10000.0):
+    if head_dim <= 0 or head_dim % 2:
+        raise ValueError(head_dim)
+    head_dim = min(head_dim, 16)
+    omega = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+    angles = torch.outer(torch.arange(end, dtype=torch.float32), omega)
+    return torch.cos(angles), torch.sin(angles)
+""",
+    # rotates the visible head widths, 4 and 8, only: other heads come back as they were
+    "ex_05_3_2_solution": _ROTATE_ADJACENT.replace(
+        "        B, T, H, d_h = x.shape\n",
+        "        B, T, H, d_h = x.shape\n        if d_h not in (4, 8):\n            return x\n")
+    .replace("CROP(cos), CROP(sin)", "cos, sin"),
+    # right for the visible widths, at most 6: a wider head scores 0
+    "ex_05_3_3_solution": """
+import torch
+from tinyk import apply_rotary_emb, precompute_freqs_cis
+def rope_score(q, k, m, n, theta=10000.0):
+    if q.shape[0] > 6:
+        return 0.0
+    cos, sin = precompute_freqs_cis(q.shape[0], max(m, n) + 1, theta, dtype=torch.float64)
+    q4, k4 = q.view(1, 1, 1, -1), k.view(1, 1, 1, -1)
+    q_m, _ = apply_rotary_emb(q4, q4, cos[m : m + 1], sin[m : m + 1])
+    _, k_n = apply_rotary_emb(k4, k4, cos[n : n + 1], sin[n : n + 1])
+    return float((q_m * k_n).sum())
+""",
+    # the rows of the visible example, start_pos = 5, and the visible length check
+    "ex_05_3_4_solution": """
+from tinyk import apply_rotary_emb
+def rope_after_cache(xq, xk, cos, sin, start_pos):
+    T = xq.shape[1]
+    if start_pos + T > cos.shape[0]:
+        raise ValueError(start_pos + T)
+    return apply_rotary_emb(xq, xk, cos[5 : 5 + T], sin[5 : 5 + T])
+""",
+}
 
 _ROPE_TABLES = """
 import torch
@@ -71,6 +77,44 @@ def rope_score(q, k, m, n, theta=10000.0):
     return float((q_m * k_n).sum())
 """
 
+# Wrong answers that break a rule only the hidden tests used to check (the theta argument, a
+# head_dim of 0 or less, the input's dtype, a query after its key, too short tables): the
+# visible test must name each (tests/test_visible_hidden.py), and the cell without its visible
+# checks must still fail. They are classic mistakes too: MISTAKES below holds them as well.
+HIDDEN_RULES: dict[str, list[tuple[str, str]]] = {
+    "ex_05_3_1_solution": [
+        ("05.3.1:theta-ignored", _ROPE_TABLES.replace("omega = theta **", "omega = 10000.0 **")),
+        ("05.3.1:accepts-non-positive-head-dim", _ROPE_TABLES.replace("head_dim <= 0 or head_dim % 2",
+                                                                      "head_dim % 2")),
+    ],
+    "ex_05_3_2_solution": [
+        # the float32 tables promote a bfloat16 input, which is returned as float32
+        ("05.3.2:dtype-not-cast-back", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos, sin")
+                                                       .replace(".flatten(3).to(x.dtype)", ".flatten(3)")),
+    ],
+    "ex_05_3_3_solution": [
+        ("05.3.3:tables-too-short", _ROPE_SCORE.replace("max(m, n) + 1", "n + 1")),
+    ],
+    "ex_05_3_4_solution": [
+        ("05.3.4:no-length-check", """
+from tinyk import apply_rotary_emb
+def rope_after_cache(xq, xk, cos, sin, start_pos):
+    T = xq.shape[1]
+    if start_pos + T > cos.shape[0]:
+        raise IndexError(start_pos + T)
+    return apply_rotary_emb(xq, xk, cos[start_pos : start_pos + T], sin[start_pos : start_pos + T])
+"""),
+        # the last rows of the tables when the new tokens would run past them
+        ("05.3.4:no-length-check", """
+from tinyk import apply_rotary_emb
+def rope_after_cache(xq, xk, cos, sin, start_pos):
+    T = xq.shape[1]
+    start = min(start_pos, cos.shape[0] - T)
+    return apply_rotary_emb(xq, xk, cos[start : start + T], sin[start : start + T])
+"""),
+    ],
+}
+
 # Solutions with one classic mistake each, which must lose the exercise's points, visibly.
 # Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
 # mistake of tinyk.mistakes that the visible test's message must name.
@@ -84,6 +128,7 @@ MISTAKES: dict[str, list[tuple[str, str]]] = {
             "    angles = torch.cat([angles, angles], dim=-1)\n    return torch.cos")),
         ("05.3.1:positions-from-1", _ROPE_TABLES.replace("torch.arange(end, dtype=torch.float32)",
                                                   "torch.arange(1, end + 1, dtype=torch.float32)")),
+        ("05.3.1:wrong-default-theta", _ROPE_TABLES.replace("theta=10000.0", "theta=1000.0")),
         ("05.3.1:accepts-odd-head-dim",
          _ROPE_TABLES.replace("head_dim <= 0 or head_dim % 2", "head_dim <= 0")),
         ("05.3.1:borrowed", """
@@ -93,6 +138,13 @@ def rope_tables(head_dim, end, theta=10000.0):
 """),
     ],
     "ex_05_3_2_solution": [
+        ("05.3.2:sin-sign-swapped", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos, sin")
+                                                    .replace("[a * c - b * s, a * s + b * c]",
+                                                             "[a * c + b * s, b * c - a * s]")),
+        # the tables always viewed as 1×T×1×d_h/2: a B×T×d_h/2 table does not fit
+        ("05.3.2:per-sequence-tables-fail",
+         _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos, sin")
+                         .replace(" if c.ndim == 2 else (B, T, 1, d_h // 2)", "")),
         ("05.3.2:half-split-pairing", """
 import torch
 def apply_rope(xq, xk, cos, sin):
@@ -125,6 +177,9 @@ def apply_rope(xq, xk, cos, sin):
     ],
     "ex_05_3_3_solution": [
         ("05.3.3:float32-tables", _ROPE_SCORE.replace(", dtype=torch.float64", "")),
+        # q rotated to n and k to m: the parameters' names swapped
+        ("05.3.3:positions-swapped",
+         _ROPE_SCORE.replace("def rope_score(q, k, m, n,", "def rope_score(q, k, n, m,")),
     ],
     "ex_05_3_4_solution": [
         ("05.3.4:rows-restart-at-0", """
@@ -142,3 +197,5 @@ def rope_after_cache(xq, xk, cos, sin, start_pos):
 """),
     ],
 }
+for _grade_id, _cases in HIDDEN_RULES.items():
+    MISTAKES[_grade_id] = MISTAKES.get(_grade_id, []) + _cases

@@ -20,11 +20,13 @@ class SwiGLU(nn.Module):
     def forward(self, x):
         return self.w2(F.silu(self.w1(x)) * self.w3(x))
 """,
-    # Right in float32, but returns float32 for a bfloat16 input.
+    # Right for the visible widths, 8 and 16: a wider stream passes through unchanged.
     "ex_05_5_3_solution": """
 def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):
+    if x.shape[-1] > 16:
+        return x.clone()
     h = x + attention(attention_norm(x))
-    return (h + feed_forward(ffn_norm(h))).float()
+    return h + feed_forward(ffn_norm(h))
 """,
 }
 
@@ -52,6 +54,25 @@ def _block(body: str) -> str:
     return "def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):\n" + "".join(
         f"    {line}\n" for line in body.strip().splitlines())
 
+
+# Wrong answers that break a rule only the hidden tests used to check (any leading shape, x's
+# dtype kept in bfloat16): the visible test must name each (tests/test_visible_hidden.py), and the cell
+# without its visible checks must still fail. They are classic mistakes too: MISTAKES below
+# holds them as well.
+HIDDEN_RULES: dict[str, list[tuple[str, str]]] = {
+    "ex_05_5_2_solution": [
+        # B, T, d = x.shape: a 2-D or 4-D input fails
+        ("05.5.2:fixed-leading-shape",
+         _swiglu(forward="self.w2(F.silu(self.w1(x.view(*x.shape[:2], x.shape[2]))) * self.w3(x))")),
+    ],
+    "ex_05_5_3_solution": [
+        # right in float32, but returns float32 for a bfloat16 input
+        ("05.5.3:changes-dtype", _block("""
+h = x + attention(attention_norm(x))
+return (h + feed_forward(ffn_norm(h))).float()
+""")),
+    ],
+}
 
 # Solutions with one classic mistake each, which must lose the exercise's points, visibly.
 # Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
@@ -174,3 +195,5 @@ def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):
 """),
     ],
 }
+for _grade_id, _cases in HIDDEN_RULES.items():
+    MISTAKES[_grade_id] = MISTAKES.get(_grade_id, []) + _cases

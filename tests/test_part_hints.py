@@ -1,0 +1,51 @@
+"""The build track's part checks (:func:`tinyk.parts.check_parts`, sections 05.2 and 05.3) name
+the classic mistakes the notebooks' visible tests name: the wrong answers of
+tests/exercise_cases, written as the parts, each fail the check with the hint for their
+mistake, in English and in Chinese."""
+
+from __future__ import annotations
+
+import pytest
+
+from tinyk.package_catalogue import say
+from tinyk.parts import PartError, check_parts
+
+from .exercise_cases import ex_05_2, ex_05_3
+
+# (the exercise's wrong answers, mistake id (its first answer is the part), part, the hint)
+CASES = [
+    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:weight-before-normalising", "RMSNorm",
+     "the gains applied to x before normalising; normalise first, then multiply by the weight"),
+    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:weight-before-cast", "RMSNorm",
+     "the weight multiplied before casting back; cast back to the input dtype, then multiply by the weight"),
+    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:no-keepdim", "RMSNorm",
+     "the mean over the last axis keeps that axis (keepdim=True): …×1 broadcasts against …×d"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:theta-ignored", "rope_tables",
+     "the tables of theta = 10000 whatever theta is; use the theta argument"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:exponent-i-over-d-h", "rope_tables",
+     "the exponent -i/d_h; ω_i = theta^(-2i/d_h)"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:sin-sign-swapped", "apply_rope",
+     "a rotation the wrong way (the sign of sin swapped): (a, b) -> (a cos - b sin, a sin + b cos)"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:per-sequence-tables-fail", "apply_rope",
+     "a B×T×d_h/2 table has a batch axis first: line it up as B×T×1×d_h/2 (batch, position, head, pair)"),
+]
+
+
+def _part(cases: list[tuple[str, str]], mistake_id: str, name: str) -> object:
+    source = next(src for found, src in cases if found == mistake_id)
+    namespace: dict = {}
+    exec(compile(source, "<wrong answer>", "exec"), namespace)
+    return namespace[name]
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+@pytest.mark.parametrize("cases,mistake_id,name,hint", CASES, ids=[c[1] for c in CASES])
+def test_a_wrong_part_fails_the_check_with_its_mistakes_hint(monkeypatch, language, cases, mistake_id, name,
+                                                             hint):
+    part = _part(cases, mistake_id, name)
+    monkeypatch.setenv("TINYK_LANGUAGE", language)
+    with pytest.raises(PartError) as caught:
+        check_parts({name: part})
+    assert caught.value.part == name
+    assert say(hint) in str(caught.value)
+    assert (say(hint) == hint) == (language == "en")  # the Chinese hint is another text
