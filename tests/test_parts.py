@@ -214,11 +214,10 @@ WRONG = [
     ("shifted_loss", unshifted_loss, "unshifted"),
     ("shifted_loss", all_targets_loss, "likely cause: the mean over all targets: an ignored target is not "
                                        "counted in the denominator"),
-    # each exercise's own diagnosis (05.2.2, 05.3.1, 05.4.4, 05.6.4), where no hint of the check names it
+    ("rope_tables", exponent_rope_tables, "the exponent -i/d_h; ω_i = theta^(-2i/d_h)"),  # 05.3.1's hint
+    # each exercise's own diagnosis (05.2.2, 05.4.4, 05.6.4), where no hint of the check names it
     ("RMSNorm", FirstAxisRMSNorm, "likely cause: the mean of the squares taken over axis 0 of a (2, 3, 8) "
                                   "input; normalise over the last axis"),
-    ("rope_tables", exponent_rope_tables, "likely cause: the exponent i/d_h; pair i turns at "
-                                          "ω_i = θ^(-2i/d_h)"),
     ("gqa_attention", mask_after_softmax, "likely cause: the mask applied after the softmax"),
     ("gqa_attention", scaled_by_d, "likely cause: the scores scaled by 1/d_h instead of 1/sqrt(d_h)"),
     ("shifted_loss", first_label_counted_loss, "likely cause: the denominator counts labels[:, 0]"),

@@ -373,16 +373,6 @@ def _diagnose_rmsnorm(cls: Any) -> str | None:
     return None
 
 
-def _diagnose_rope_tables(fn: Callable[..., Any]) -> str | None:
-    """05.3.1: the frequencies θ^(-i/d_h) instead of θ^(-2i/d_h)."""
-    got = call_part("rope_tables", fn, 8, 4, 10000.0)
-    angles = torch.arange(4.0)[:, None] * 10000.0 ** (-torch.arange(4.0) / 8)  # i/d_h, not 2i/d_h
-    if isinstance(got, tuple | list) and len(got) == 2 and _same(got[1], angles.sin()):
-        return say("the exponent i/d_h; pair i turns at ω_i = θ^(-2i/d_h), so ω_1 = 10000^(-2/8) = 0.1 "
-                   "for an 8-wide head")
-    return None
-
-
 def _diagnose_gqa_attention(fn: Callable[..., Any]) -> str | None:
     """05.4.4: the causal mask applied to the weights after the softmax, or the scores over d_h."""
     g = torch.Generator().manual_seed(0)
@@ -415,8 +405,8 @@ def _diagnose_shifted_loss(fn: Callable[..., Any]) -> str | None:
 
 
 _DIAGNOSES: dict[str, Callable[[Any], str | None]] = {
-    "RMSNorm": _diagnose_rmsnorm, "rope_tables": _diagnose_rope_tables,
-    "gqa_attention": _diagnose_gqa_attention, "shifted_loss": _diagnose_shifted_loss,
+    "RMSNorm": _diagnose_rmsnorm, "gqa_attention": _diagnose_gqa_attention,
+    "shifted_loss": _diagnose_shifted_loss,
 }
 
 
