@@ -37,6 +37,7 @@ from tinyk.part_compare import (
     as_tensor,
     call_part,
     compare,
+    diagnosed,
     first_off,
     reject_unknown,
 )
@@ -343,84 +344,6 @@ def check_parts(parts: Mapping[str, object] | None = None, /, *, seed: int = 0, 
             try:
                 _CHECKS[name](given[name], g)
             except PartError as err:
-                raise _diagnosed(err, given[name]) from None
+                raise diagnosed(err, given[name]) from None
             checked.append(name)
     return checked
-
-
-# ---------------------------------------------------------------------------
-# Each exercise's own diagnosis, for a part that differs and no hint above named why: the
-# part runs once more on a small input of the exercise's test, and the classic mistake its
-# output matches is said in that test's words (05.2.2, 05.3.1, 05.4.4, 05.6.4), so that the
-# 05.10 capstone names the mistake, not only the part.
-# ---------------------------------------------------------------------------
-
-
-def _same(got: object, wrong: Tensor) -> bool:
-    """Whether a part's output ``got`` is the mistaken version ``wrong`` (to float32 precision)."""
-    return (isinstance(got, Tensor) and got.shape == wrong.shape
-            and torch.allclose(got.detach().double(), wrong.double(), atol=1e-5, rtol=1e-4))
-
-
-def _diagnose_rmsnorm(cls: Any) -> str | None:
-    """05.2.2: the mean of the squares over another axis than the last."""
-    x = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(0)) * 2 + 0.5
-    got = call_part("RMSNorm", call_part("RMSNorm", cls, 8, eps=1e-5), x)
-    for axis in (0, 1):
-        if _same(got, x * torch.rsqrt(x.pow(2).mean(axis, keepdim=True) + 1e-5)):
-            return say("the mean of the squares taken over axis {axis} of a {shape} input; normalise over "
-                       "the last axis (the d features of one position)", axis=axis, shape=tuple(x.shape))
-    return None
-
-
-def _diagnose_gqa_attention(fn: Callable[..., Any]) -> str | None:
-    """05.4.4: the causal mask applied to the weights after the softmax, or the scores over d_h."""
-    g = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(1, 2, 4, 4, generator=g) * 2 for _ in range(3))
-    got = call_part("gqa_attention", fn, q, k, v, None)
-    causal = torch.ones(4, 4, dtype=torch.bool).tril()
-    scores = q @ k.transpose(-2, -1)
-    if _same(got, ((scores / 2).softmax(-1) * causal) @ v):
-        return say("the mask applied after the softmax, so the allowed weights no longer sum to 1; mask the "
-                   "scores before the softmax")
-    if _same(got, (scores / 4).masked_fill(~causal, float("-inf")).softmax(-1) @ v):
-        return say("the scores scaled by 1/d_h instead of 1/sqrt(d_h): divide q·k by the square root of the "
-                   "head width")
-    return None
-
-
-def _diagnose_shifted_loss(fn: Callable[..., Any]) -> str | None:
-    """05.6.4: the summed loss divided by every target, or by the counted labels, the first one included."""
-    g = torch.Generator().manual_seed(0)
-    logits, labels = torch.randn(2, 5, 7, generator=g), torch.randint(0, 7, (2, 5), generator=g)
-    labels[0, :3] = -100
-    total = F.cross_entropy(logits[:, :-1].reshape(-1, 7), labels[:, 1:].reshape(-1), reduction="sum")
-    got = call_part("shifted_loss", fn, logits, labels)
-    if _same(got, total / labels[:, 1:].numel()):
-        return say("the mean over all targets: an ignored target is not counted in the denominator either")
-    if _same(got, total / (labels != -100).sum()):
-        return say("the denominator counts labels[:, 0], which is no position's target: divide by the "
-                   "counted targets of labels[:, 1:]")
-    return None
-
-
-_DIAGNOSES: dict[str, Callable[[Any], str | None]] = {
-    "RMSNorm": _diagnose_rmsnorm, "gqa_attention": _diagnose_gqa_attention,
-    "shifted_loss": _diagnose_shifted_loss,
-}
-
-
-def _diagnosed(err: PartError, part: object) -> PartError:
-    """``err``, with the classic mistake the part makes (:data:`_DIAGNOSES`) when its message
-    names none yet; the same error otherwise."""
-    diagnose = _DIAGNOSES.get(err.part)
-    if diagnose is None or say("; it matches {hint}", hint="") in err.detail:
-        return err
-    try:
-        cause = diagnose(part)
-    except PartError:  # the part fails on this input too: the first message says enough
-        return err
-    if cause is None:
-        return err
-    return PartError(err.part, err.detail + say("; likely cause: {cause}", cause=cause))
-
