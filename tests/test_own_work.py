@@ -220,7 +220,8 @@ def test_a_called_method_is_named_by_its_class_whatever_the_metaclass_says():
 
 
 # The course's functions compared by what they compute, not by their file's name: the package's
-# repeat_kv (180 bytes of bytecode), its code moved to another file name, and its text run anew.
+# repeat_kv (180 bytes of bytecode), its code moved to another file name, and its exact text run
+# anew with the package's names.
 _MOVED = types.FunctionType(tinyk.repeat_kv.__code__.replace(co_filename="/home/student/mine.py"),
                             tinyk.repeat_kv.__globals__)
 _RETYPED: dict = {}
@@ -231,7 +232,7 @@ exec(compile(__import__("inspect").getsource(tinyk.model.repeat_kv), "<retyped>"
 @pytest.mark.parametrize("copy", [_MOVED, _RETYPED["repeat_kv"]], ids=["moved", "retyped"])
 def test_the_courses_code_under_another_file_name_is_still_the_courses(copy):
     """A part that calls a function of the package whose code it copied under another file name
-    (``code.replace(co_filename=...)``) or retyped is caught, naming the function."""
+    (``code.replace(co_filename=...)``), or whose exact text it ran anew, is caught, naming it."""
     def attention(q, k, v, mask=None):
         return honest_attention(q, copy(k.transpose(1, 2), 1).transpose(1, 2), v)
 

@@ -19,10 +19,11 @@ sandbox the ``tinyk`` package's files are hidden and this script runs from a cop
 first argument), whose modules that hold the parts (:data:`HIDDEN`) it imports and then
 deletes, so no source of them is left to read or run as text; and in the child of a run, the
 package's objects of every part the run asks for (``RMSNorm``, ``repeat_kv``, ... of
-:data:`REFERENCES`) are replaced in every ``tinyk`` module by a :class:`Withheld` before the
-first cell runs, then freed (:func:`withhold`): no class, function or code object of theirs is
-left for the collector to find. Using a stand-in sets :data:`TOUCHED`, so that the grader
-judges an exercise that then fails again in a run that withholds only its own parts.
+:data:`tinyk.own_work.REFERENCES`) are replaced in every ``tinyk`` module by a
+:class:`Withheld` before the first cell runs, then freed (:func:`withhold`): no class,
+function or code object of theirs is left for the collector to find. Using a stand-in sets
+:data:`TOUCHED`, so that the grader judges an exercise that then fails again in a run that
+withholds only its own parts.
 
 Each notebook starts clean, under the grader's sandbox: its runs fork from a process of its
 own, in new user, mount, process and IPC namespaces, with a private /tmp and /dev/shm, new
@@ -57,25 +58,14 @@ from typing import Any, BinaryIO
 HIDDEN = ("tinyk.model", "tinyk.upstream", "tinyk.part_checks", "tinyk.divergence", "tinyk.parts",
           "tinyk.checks")
 PRELOADED = ("tinyk", "tinyk.generation", "tinyk.own_work", *HIDDEN)
-# Each part of the build track (tinyk.parts.PART_NAMES) and the names of the package's own
-# versions of it, withheld in every tinyk module in the child of a run that asks for it (withhold).
-REFERENCES: dict[str, tuple[str, ...]] = {
-    "RMSNorm": ("RMSNorm",),
-    "rope_tables": ("precompute_freqs_cis",),
-    "apply_rope": ("apply_rotary_emb", "apply_rotary_emb_half", "rotate_half"),
-    "repeat_kv": ("repeat_kv",),
-    "gqa_attention": ("Attention", "reference_gqa_attention"),
-    "SwiGLU": ("MLP",),
-    "decoder_block": ("DecoderLayer", "reference_decoder_block"),
-    "token_positions": ("token_positions", "reference_token_positions"),
-    "causal_padding_mask": ("padding_to_attention",),
-    "shifted_loss": ("causal_lm_loss",),
-}
 _DEFINES = re.compile(r"^(?:def|class)\s+(\w+)", re.M)
 
 
 def defines(source: str) -> list[str]:
-    """The parts of the build track (:data:`REFERENCES`) that a cell's ``def``/``class`` lines name."""
+    """The parts of the build track (:data:`tinyk.own_work.REFERENCES`) that a cell's
+    ``def``/``class`` lines name."""
+    from tinyk.own_work import REFERENCES
+
     return [name for name in _DEFINES.findall(source) if name in REFERENCES]
 
 
@@ -104,6 +94,12 @@ class Withheld:
     def __mro_entries__(self, bases: tuple) -> tuple:  # ``class Mine(RMSNorm)``
         raise self._refuse()
 
+    def __instancecheck__(self, instance: Any) -> bool:  # ``isinstance(x, MLP)``
+        raise self._refuse()
+
+    def __subclasscheck__(self, subclass: Any) -> bool:
+        raise self._refuse()
+
     def __repr__(self) -> str:
         return f"<tinyk's {self._name}, withheld while this notebook is graded>"
 
@@ -119,9 +115,11 @@ TOUCHED = [False]
 
 def withhold(parts: list[str]) -> list[str]:
     """Put a :class:`Withheld` in place of the package's own versions of ``parts``
-    (:data:`REFERENCES`) in every loaded ``tinyk`` module, under every name they are bound to,
-    and let the collector free them; return the names withheld."""
+    (:data:`tinyk.own_work.REFERENCES`) in every loaded ``tinyk`` module, under every name
+    they are bound to, and let the collector free them; return the names withheld."""
     import gc
+
+    from tinyk.own_work import REFERENCES
 
     names = {ref for part in parts for ref in REFERENCES.get(part, ())}
     if not names:
@@ -200,6 +198,15 @@ def _cell(shell: Any, source: str, timeout: float) -> str:
     return "" if error is None else f"{type(error).__name__}: {error}"[:300]
 
 
+def _value(objects: Any, value: Any) -> tuple:
+    """``value`` for the grader: as data, or as a handle when it cannot be sent as data (nested
+    too deep, say): the test's calls reach it over there as they reach a function."""
+    try:
+        return objects.encode(value)
+    except Exception:
+        return objects.handle(value)
+
+
 def _run(parts: list[str], prepare: Sequence[str], requests: BinaryIO, out: BinaryIO) -> None:
     """In the child of one run of a notebook: load the models its tests assemble
     (``prepare``), withhold the package's versions of ``parts``, then serve the grader: each of
@@ -234,7 +241,7 @@ def _run(parts: list[str], prepare: Sequence[str], requests: BinaryIO, out: Bina
             if request[0] == "cell":
                 answer = ("ok", ("v", _cell(shell, request[1], float(request[2]))))
             elif request[0] == "names":
-                answer = ("ok", ("d", [(name, objects.encode(space[name])) for name in request[1]
+                answer = ("ok", ("d", [(name, _value(objects, space[name])) for name in request[1]
                                        if type(name) is str and name in space]))
             elif request[0] == "touched":
                 answer = ("ok", ("v", bool(TOUCHED[0])))
@@ -257,7 +264,7 @@ def _load(library: str | None) -> None:
         sys.path.insert(0, library)
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))  # the sandbox's --threads
     for name in PRELOADED:
         importlib.import_module(name)
     importlib.import_module("IPython.core.interactiveshell")  # each run's shell (_shell)

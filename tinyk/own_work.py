@@ -7,9 +7,10 @@ import, an alias, ``getattr``, a copied function object, ``importlib``):
 - **the course's reference code**: any Python function defined in the ``tinyk`` package
   (``tinyk.RMSNorm``, ``tinyk.repeat_kv``, the attention helper, ...), found by the file of
   the code object that runs (a call trace, ``sys.settrace``), and by what it computes: a
-  function of the package in memory whose code was copied under another file name
-  (``code.replace(co_filename=...)``) or retyped is the course's too (:func:`_course_code`;
-  but for the part watched, whose own reference a learner may well write the same way);
+  function of the package in memory whose code object a part reuses under another file name
+  (``code.replace(co_filename=...)``), or whose exact text it runs anew with the package's
+  names, is the course's too (:func:`_course_code`; but for the part watched, whose own
+  reference a learner may well write the same way);
 - **Hugging Face's implementation**: any Python function of the ``transformers`` package's
   models and losses (``ForCausalLMLoss``);
 - **the gguf package's dequantisation** (05.10): any function of ``gguf.quants`` but its
@@ -30,11 +31,12 @@ the call and the part.
 Callables the test itself hands to the part (e.g. the attention and MLP of a decoder
 block) are wrapped with :func:`trusted` and may run anything.
 
-What this cannot see: code of ``tinyk`` that is no longer in memory (in the grader's run, the
-parts the notebook asks for are withheld there: :mod:`tinyk.answers`) copied as text into the
-answer, code too short to tell from a learner's own (under :data:`_COMPARED_BYTES` of bytecode),
-and a part that switches the watch off from inside (``sys.settrace``, leaving the modes): that
-is detected afterwards and reported as tampering.
+What this cannot see: code of ``tinyk`` copied as text into the answer and changed on the way
+(another docstring, another name for an import: the bytecode then differs), or copied from a
+function no longer in memory (in the grader's run, the parts the notebook asks for are withheld
+there: :mod:`tinyk.answers`), code too short to tell from a learner's own (under
+:data:`_COMPARED_BYTES` of bytecode), and a part that switches the watch off from inside
+(``sys.settrace``, leaving the modes): that is detected afterwards and reported as tampering.
 """
 
 from __future__ import annotations
@@ -155,6 +157,21 @@ def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
+# Each part of the build track (tinyk.parts.PART_NAMES) and the names of the package's own
+# versions of it, withheld in every tinyk module in the grader's run of a notebook that asks for it
+# (tinyk.answers.withhold); a part watched may match its own references (_own_references).
+REFERENCES: dict[str, tuple[str, ...]] = {
+    "RMSNorm": ("RMSNorm",),
+    "rope_tables": ("precompute_freqs_cis",),
+    "apply_rope": ("apply_rotary_emb", "apply_rotary_emb_half", "rotate_half"),
+    "repeat_kv": ("repeat_kv",),
+    "gqa_attention": ("Attention", "reference_gqa_attention"),
+    "SwiGLU": ("MLP",),
+    "decoder_block": ("DecoderLayer", "reference_decoder_block"),
+    "token_positions": ("token_positions", "reference_token_positions"),
+    "causal_padding_mask": ("padding_to_attention",),
+    "shifted_loss": ("causal_lm_loss",),
+}
 # Code objects with fewer bytes of bytecode than this are not compared by what they compute: a
 # few instructions (``return x``, unpacking a tuple) a learner may well write as the course does.
 _COMPARED_BYTES = 48
@@ -191,9 +208,7 @@ def _course_code() -> dict[tuple, str]:
 
 
 def _own_references(part: str) -> frozenset[str]:
-    """The names of the package's own versions of ``part`` (:data:`tinyk.answers.REFERENCES`)."""
-    from tinyk.answers import REFERENCES
-
+    """The names of the package's own versions of ``part`` (:data:`REFERENCES`)."""
     return frozenset(REFERENCES.get(part, ()))
 
 
