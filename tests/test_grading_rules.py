@@ -541,14 +541,14 @@ def test_a_cell_python_cannot_parse_is_left_to_the_kernel(source, parser_error):
     student's grading goes on instead of failing with the parser's error as its reason."""
     import ast
 
-    from tinyk import verdict
+    from tinyk import cell_names
 
     with pytest.raises(parser_error):
         ast.parse(source)
     nb = {"cells": [{"cell_type": "code", "metadata": {}, "source": source},
                     {"cell_type": "code", "metadata": {}, "source": "import builtins"}]}
     assert submission.tampering(nb) == "imports builtins"  # the next cell is still read
-    assert verdict.bound_names([source, "answer = 2"]) == ["answer"]
+    assert cell_names.bound_names([source, "answer = 2"]) == ["answer"]
 
 
 def test_each_unreadable_notebook_says_what_is_wrong_with_it(tmp_path):

@@ -24,6 +24,7 @@ import pytest
 from tests.helpers import processes_left, processes_running, processes_running_source
 from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
 from tinyk import course, verdict
+from tinyk.cell_names import free_names
 from tinyk.exercises import is_solution, nbgrader
 
 NOTEBOOKS = {"_".join(p.stem.split("_")[:2]): p for p in course.notebook_paths()}  # "05_2": 05_2_rmsnorm
@@ -693,9 +694,9 @@ def test_notebook_code_keeps_its_points_as_in_jupyter(server, style):
 
 
 def test_the_notebooks_other_exercises_may_use_the_packages_parts(server):
-    """05.3.3's answer imports tinyk's RoPE, which 05.3.2 and 05.3.4 ask for: the whole
-    notebook's run withholds both, the exercise fails there after using them, and is judged
-    again in a run that withholds only its own parts (none): full marks, as alone."""
+    """05.3.3's and 05.3.4's answers use tinyk's RoPE, which 05.3.1 and 05.3.2 ask for: the
+    whole notebook's run withholds both, those exercises fail there after using them, and each
+    is judged again in a run that withholds only its own parts (none): full marks, as alone."""
     source = _source("05_3")
     results = {v.grade_id: v for v in verdict.judge(source, source, server)}
     assert [v.passed for v in results.values()] == [True] * 4, results
@@ -705,38 +706,49 @@ def test_the_notebooks_other_exercises_may_use_the_packages_parts(server):
     assert not again.passed and "AssertionError" in again.detail, again.detail
 
 
-def test_waiting_for_another_students_test_cell_costs_none_of_ones_own_time(tmp_path):
+def _waits_for_the_turn(thread) -> bool:
+    """Whether ``thread`` is blocked on the grader's turn (in verdict._run_cell, at the lock)."""
+    import sys
+
+    frame = sys._current_frames().get(thread.ident)
+    while frame is not None:
+        if frame.f_code is verdict._run_cell.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_waiting_for_another_students_test_cell_costs_none_of_ones_own_time():
     """A slow classmate's test cell keeps the turn (verdict.TEST_CELL_LOCK) longer than this
     student's whole time limit: the student's clock counts only the time their own process
-    works, so they keep the points they get alone."""
+    works, so it stands still while they wait, and they keep the points they get alone."""
     import threading
 
     box = verdict.AnswerServer(timeout=60)
-    marker = tmp_path / "answered"
     source = _source("05_2")
     submitted = _only(source, "ex_05_2_1_test", None)
-    answer = submitted["cells"][0]
-    answer["source"] = f"{''.join(answer['source'])}\nopen({str(marker)!r}, 'w').write('ran')\n"
     results: list[list[verdict.Verdict]] = []
     try:
         box.start()
-        box.limit_total(3.0)  # the student's own work takes a few hundredths of a second
+        box.limit_total(2.0)
         judging = threading.Thread(target=lambda: results.append(verdict.judge(source, submitted, box)))
         verdict.TEST_CELL_LOCK.acquire()  # the classmate's test cell
         try:
             judging.start()
-            for _ in range(1200):
-                if marker.exists():
+            for _ in range(6000):  # until the student's test cell waits for the turn
+                if _waits_for_the_turn(judging):
                     break
-                time.sleep(0.1)
-            time.sleep(4.0)  # the turn is kept past the 3 s: that wait is not the student's
+                time.sleep(0.05)
+            assert _waits_for_the_turn(judging)
+            spent = box.spent
+            time.sleep(3.0)  # the turn is kept past the student's 2 s
+            assert box.spent == spent, "waiting for the turn counted as the student's time"
         finally:
             verdict.TEST_CELL_LOCK.release()
         judging.join(timeout=600)
     finally:
         box.close()
     assert [(v.grade_id, v.passed, v.detail) for v in results[0]] == [("ex_05_2_1_test", True, "")]
-    assert box.spent < 3.0
 
 
 _DIGEST = ("import hashlib, types\n\n"
@@ -782,3 +794,53 @@ def test_no_code_of_a_withheld_part_is_left_in_the_learners_process(sandboxed, s
     solution["source"] = "".join(original["source"]) + "\n" + _WALK
     [result] = verdict.judge(source, submitted, sandboxed, only=[grade_id])
     assert result.passed, result.detail
+
+
+def _two_cells(before: str, answer: str, test: str) -> tuple[dict, dict]:
+    """(source, submission) of a one-exercise notebook: a cell of the student's own, the answer
+    cell and the test cell (the source's answer is ``def f(v): return v + 1``)."""
+    def notebook(answer_text: str) -> dict:
+        meta = {"grade": False, "grade_id": "f_solution", "locked": False, "schema_version": 3,
+                "solution": True}
+        test_meta = {"grade": True, "grade_id": "f_test", "locked": True, "points": 1, "schema_version": 3,
+                     "solution": False}
+        cells = [("", {}, before), ("", {"nbgrader": meta}, answer_text), ("", {"nbgrader": test_meta}, test)]
+        return {"cells": [{"cell_type": "code", "metadata": m, "source": text, "outputs": [],
+                           "execution_count": None} for _, m, text in cells],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    return notebook("def f(v):\n    return v + 1\n"), notebook(answer)
+
+
+@pytest.mark.parametrize("case", ["big", "deep"])
+def test_the_test_takes_only_the_names_it_reads(server, case):
+    """The test's loop variable, parameter and comprehension variable are its own: a notebook
+    value of the same name, too big or too deep to send, is never fetched; an honest answer
+    keeps its point, and its next exercise is judged as usual."""
+    before = {"big": "x = 'a' * (5 * 2**20)\n",  # over the wire's 4 MiB bound for a reply's pickle
+              "deep": "x = []\nfor _ in range(30):\n    x = [x]\n"}[case]  # over 20 levels
+    test = ("for x in [1, 2]:\n    assert f(x) == x + 1\n"
+            "def g(x):\n    return f(x)\n"
+            "assert [g(x) for x in (3,)] == [4]\n")
+    source, submitted = _two_cells(before, "def f(v):\n    return v + 1\n", test)
+    assert free_names(test) == ["f"]
+    assert [(v.passed, v.detail) for v in verdict.judge(source, submitted, server)] == [(True, "")]
+    assert _judge(server, "05_2", "ex_05_2_1_test", None).passed
+
+
+def test_a_value_that_cannot_cross_as_data_is_reached_over_there(server):
+    """A value the test reads that is nested too deep to send as data stays with the student, as
+    a handle (a function's way): the test still runs, and the verdict goes on."""
+    before = "x = []\nfor _ in range(30):\n    x = [x]\n"
+    source, submitted = _two_cells(before, "def f(v):\n    return v + 1\n",
+                                   "assert f(1) == 2 and type(x).__name__ == 'Remote'\n")
+    assert [(v.passed, v.detail) for v in verdict.judge(source, submitted, server)] == [(True, "")]
+    assert _judge(server, "05_2", "ex_05_2_1_test", None).passed
+
+
+def test_an_answer_cannot_rebind_a_builtin_the_test_uses(server):
+    """``def abs`` in the answer cell does not become the test's abs: the comparison stays
+    Python's own, and a wrong answer still scores 0."""
+    source, submitted = _two_cells("", "def f(v):\n    return 0\n\ndef abs(v):\n    return 0.0\n",
+                                   "assert abs(f(3) - 4) < 1e-6\n")
+    [result] = verdict.judge(source, submitted, server)
+    assert not result.passed and result.detail.startswith("test: AssertionError"), result.detail

@@ -66,7 +66,9 @@ class AnswerServer:
         submission's total time limit); past them, a request fails with that reason (each reply
         keeps its own ``timeout`` as well). Only the learner's own time counts: not the grader's
         work on its side, nor its wait for another student's test cell to end
-        (:data:`tinyk.verdict.TEST_CELL_LOCK`), nor the start of the learner's process."""
+        (:data:`tinyk.verdict.TEST_CELL_LOCK`), nor the start of the learner's process; the
+        verdict leaves out a run's set-up and the runs it adds (``receive(total=False)``,
+        :attr:`spent` put back)."""
         self.total, self.spent = seconds, 0.0
 
     def _left(self) -> float | None:
@@ -245,11 +247,12 @@ class AnswerServer:
         except Exception as err:
             raise AnswerFailed(f"the answer sent something that is not plain data ({err})"[:300]) from err
 
-    def receive(self, timeout: float | None = None) -> tuple:
+    def receive(self, timeout: float | None = None, total: bool = True) -> tuple:
         """The next reply, checked to be data, within ``timeout`` seconds (the per-reply
-        timeout when None)."""
+        timeout when None); with ``total``, its wait counts in the student's time
+        (:meth:`limit_total`)."""
         self._start()
-        reply = self._frame(self.timeout if timeout is None else timeout)
+        reply = self._frame(self.timeout if timeout is None else timeout, total)
         if (type(reply) is not tuple or not reply or reply[0] not in ("ok", "err", "done", "cb")
                 or (reply[0] == "err" and not (len(reply) == 3 and all(type(x) is str for x in reply)))
                 or (reply[0] == "ok" and len(reply) != 2)):

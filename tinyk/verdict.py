@@ -16,7 +16,7 @@ ever runs, and no test cell passes through a process that runs the student's cod
 - the package's versions of the parts the notebook's exercises ask for are withheld over
   there before its first cell runs (:func:`tinyk.answers.withhold`); an exercise that fails
   after the student's code used one of them is judged again, in a run that withholds only its
-  own parts (05.3.3's answer uses tinyk's RoPE, which 05.3.2 and 05.3.4 ask for);
+  own parts (05.3.3's and 05.3.4's answers use tinyk's RoPE, which 05.3.1 and 05.3.2 ask for);
 - a test that puts the learner's parts into a model (``build_model(base, parts)``, 05.10's
   capstone on SmolLM2) gets :class:`AssembledThere`: the model is assembled over there, from
   the same weights loaded there before the notebook's cells ran
@@ -47,7 +47,6 @@ versions for objects that live over there.
 
 from __future__ import annotations
 
-import ast
 import builtins
 import contextlib
 import io
@@ -67,12 +66,13 @@ import torch
 from tinyk import answers
 from tinyk.answer_server import AnswerServer
 from tinyk.assembled import AssembledThere, model_functions, swapped, watched_anywhere
-from tinyk.exercises import is_solution, is_test, nbgrader, python_tree, source_text
+from tinyk.cell_names import bound_names, free_names
+from tinyk.exercises import is_solution, is_test, nbgrader, source_text
 from tinyk.remote import AnswerFailed, Remote, decode
 from tinyk.switches import GRADING
 
 __all__ = ["TEST_CELL_LOCK", "AnswerFailed", "AnswerServer", "AssembledThere", "Remote", "Verdict",
-           "bound_names", "free_names", "judge", "main"]
+           "judge", "main"]
 
 # One test cell at a time in this process: each sets the seed, takes stdout and swaps functions of
 # tinyk.own_work and tinyk.parts while it runs. The notebooks' cells, in the learners' processes,
@@ -88,60 +88,6 @@ class Verdict:
     grade_id: str
     passed: bool
     detail: str = ""
-
-
-def bound_names(sources: Sequence[str]) -> list[str]:
-    """The names cells bind outside any function or class body (a ``def`` inside ``try`` or
-    ``if`` too, an import, an assignment), in order, read as IPython reads the cell (its magics and ``!``
-    lines); a cell that cannot be parsed binds none here (its run says why)."""
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    names: list[str] = []
-    for source in sources:
-        try:
-            tree = python_tree(TransformerManager().transform_cell(source))
-        except Exception:  # IPython cannot read it either: the cell's run says why
-            tree = None
-        if tree is not None:
-            names += [name for node in tree.body for name in sorted(_bound(node))]
-    return list(dict.fromkeys(names))
-
-
-def _bound(node: ast.stmt) -> set[str]:
-    """The names a top-level statement binds (assignments, imports, defs, loop targets, ``with
-    ... as``), anywhere in it but inside a function or class body."""
-    found: set[str] = set()
-    stack: list[ast.AST] = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            found.add(item.name)
-            if item is not node:
-                continue
-            stack += [*item.decorator_list, *getattr(item, "bases", [])]
-            continue
-        if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store):
-            found.add(item.id)
-        elif isinstance(item, ast.alias):
-            found.add((item.asname or item.name).split(".")[0])
-        stack += list(ast.iter_child_nodes(item))
-    return found
-
-
-def free_names(test: str) -> list[str]:
-    """The names a test cell uses before it binds them itself: the learner's names it needs
-    from the notebook (a function, a class, a value), in the order they first appear."""
-    tree = python_tree(test)
-    if tree is None:
-        return []
-    bound: set[str] = set(dir(builtins))
-    free: list[str] = []
-    for node in tree.body:
-        for item in ast.walk(node):
-            if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Load) and item.id not in bound:
-                free.append(item.id)
-        bound |= _bound(node)
-    return list(dict.fromkeys(free))
 
 
 @dataclass
@@ -219,7 +165,9 @@ class _Run:
     def __init__(self, server: AnswerServer, parts: Sequence[str], prepare: Sequence[str]) -> None:
         self.server = server
         server.send(("run", list(parts), list(prepare)))
-        reply = server.receive()
+        # the grader's set-up over there (the models a test assembles, IPython's shell): not the
+        # student's time, and a limit of its own
+        reply = server.receive(max(server.timeout, _SET_UP_TIMEOUT), total=False)
         if reply[0] != "ok":
             why = reply[2] if reply[0] == "err" else "its process exited as the notebook's run started"
             if reply[0] != "done":
@@ -227,25 +175,35 @@ class _Run:
             raise AnswerFailed(why)
 
     def cells(self, cells: Sequence[tuple[str, bool]]) -> str:
-        """Run ``cells``; the first error of an answer cell among them ("" when none)."""
-        failed = ""
+        """Run ``cells``; the first error of an answer cell among them, else the first time or
+        memory limit any of them reached ("" when none): what a failed test is put down to."""
+        failed, limit = "", ""
         for source, answer in cells:
             self.server.send(("cell", source, self.server.timeout))
             reply = self.server.receive(self.server.timeout + _CELL_GRACE)
             if reply[0] != "ok":
                 raise AnswerFailed("its process exited while a cell ran" if reply[0] == "done"
                                    else f"{reply[1]}: {reply[2]}", ended=reply[0] == "done")
-            why = decode(self.server, reply[1])
+            why = str(decode(self.server, reply[1]) or "")
             if answer and why and not failed:
-                failed = str(why)
-        return failed
+                failed = why
+            if why.startswith(("TimeoutError", "MemoryError")) and not limit:
+                limit = why
+        return failed or limit
 
     def judge(self, exercise: _Exercise, answer_error: str) -> Verdict:
         """The exercise's test cell, here, with the names it uses from the notebook and those
         its answer cells bind (a test may look them up by name, as 05.10.3's does)."""
         answer = [text for text, is_answer in exercise.cells if is_answer]
-        names = [*free_names(exercise.test), *bound_names(answer)]
-        values = self.server.ask(("names", list(dict.fromkeys(names))))
+        if re.search(r"\bglobals\(\)", exercise.test):  # a test that looks names up (05.10.3's parts)
+            answer = [text for text, _ in exercise.cells]
+        names = [*free_names(exercise.test), *(n for n in bound_names(answer) if n not in _BUILTINS)]
+        try:
+            values = self.server.ask(("names", list(dict.fromkeys(names))))
+        except AnswerFailed:
+            raise
+        except Exception as err:  # a value the learner's process could not send
+            return Verdict(exercise.grade_id, False, f"answer: {type(err).__name__}: {err}"[:300])
         result = _run_cell(exercise.grade_id, exercise.test, values)
         if not result.passed and answer_error:
             return Verdict(exercise.grade_id, False, f"answer: {answer_error}"[:300])
@@ -265,6 +223,12 @@ class _Run:
 # Seconds the grader waits for a cell's reply past the per-cell time limit, which the learner's
 # process enforces itself (a cell that overruns it ends with a TimeoutError, as in a kernel).
 _CELL_GRACE = 5.0
+# Seconds for a run's set-up over there (loading SmolLM2 for 05.10's capstone, IPython's shell),
+# on a busy machine: the grader's own work, not counted in the student's time.
+_SET_UP_TIMEOUT = 300.0
+# Names an answer may bind that the test cell never takes from it: a test's abs, max or all is
+# Python's own, never the student's (an answer's ``def abs`` would run in the test's comparisons).
+_BUILTINS = frozenset(dir(builtins))
 
 
 def _first_run(server: AnswerServer, exercises: list[_Exercise], judged: Collection[str],
@@ -311,6 +275,7 @@ def _own_run(server: AnswerServer, exercises: list[_Exercise], grade_id: str) ->
     withheld: an answer may use the package's versions of the notebook's other parts."""
     index = next(i for i, e in enumerate(exercises) if e.grade_id == grade_id)
     exercise = exercises[index]
+    spent = server.spent  # a run of the grader's choosing: not counted in the student's time
     try:
         run = _Run(server, exercise.parts, exercise.prepare)
         run.cells([cell for e in exercises[:index] for cell in e.cells])
@@ -320,6 +285,8 @@ def _own_run(server: AnswerServer, exercises: list[_Exercise], grade_id: str) ->
     except AnswerFailed as err:
         server.close()
         return Verdict(grade_id, False, f"answer: {err}")
+    finally:
+        server.spent = spent
 
 
 def judge(source: dict, submitted: dict, server: AnswerServer | None = None,

@@ -39,10 +39,11 @@ changed), :mod:`~tinyk.grading.batch` (a class, shards, resume),
 :mod:`~tinyk.grading.student_feedback` and :mod:`~tinyk.grading.cli`.
 
 The kernel's run gives the outputs (and the feedback); the points of every exercise, 05.10's
-capstone included, come from :mod:`tinyk.verdict`, which runs the student's answer cells again
-in the same sandbox, in a plain interpreter (:mod:`tinyk.answers`), and the test cells in the
-grader's own process, where no code of the student's runs. ``grade --answers-only`` runs that
-verdict alone, without the kernels (:mod:`~tinyk.grading.answers_only`).
+capstone included, come from :mod:`tinyk.verdict`, which runs the student's notebook again in
+the same sandbox, every cell but the test cells, through IPython (:mod:`tinyk.answers`), and
+the test cells in the grader's own process, where no code of the student's runs.
+``grade --answers-only`` runs that verdict alone, without the kernels
+(:mod:`~tinyk.grading.answers_only`).
 """
 
 from __future__ import annotations

@@ -74,8 +74,8 @@ def _verdicts(pairs: list[tuple[Notebook, Path]], prefix: list[str], limits: Lim
     try:
         server.start()  # importing torch over there: other students' verdicts go on meanwhile
         server.limit_total(total_limit(limits, len(pairs)))
-        # one test cell at a time in this process (verdict.TEST_CELL_LOCK); the answer cells of
-        # other students' verdicts run in their own processes meanwhile
+        # one test cell at a time in this process (verdict.TEST_CELL_LOCK); the notebooks' cells
+        # of other students' verdicts run in their own processes meanwhile
         return [[asdict(v) for v in verdict.judge(json.loads(nb.path.read_text()),
                                                   json.loads(path.read_text()),
                                                   server, timed_out.get(nb.name))] for nb, path in pairs]
@@ -136,9 +136,9 @@ def _reasons(course: Path, sid: str, pairs: list[tuple[Notebook, Path]], limits:
 
 def judge(course: Path, sid: str, notebooks: list[Notebook], limits: Limits,
           sandbox: Sandbox | None) -> dict[tuple[str, str], str]:
-    """The verdict outside the student's kernel (:mod:`tinyk.verdict`): the student's answer
-    cells run again in the sandbox, in a plain interpreter, and the test cells here, in a
-    process of the grader's. Its result replaces the kernel's score of every exercise it
+    """The verdict outside the student's kernel (:mod:`tinyk.verdict`): the student's notebook
+    runs again in the sandbox, every cell but the test cells, through IPython, and the test
+    cells here, in a process of the grader's. Its result replaces the kernel's score of every exercise it
     decides, in the gradebook. Returns why each of those exercises failed, by (notebook,
     grade_id) ('' when it passed)."""
     from nbgrader.api import MissingEntry
