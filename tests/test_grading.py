@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import processes_left, processes_running
+from tests.optional import need
 from tinyk import grading
 from tinyk.course import ROOT, notebook_paths
 from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN, book_version, nbgrader, source_text
@@ -668,7 +669,7 @@ def test_similarity_compares_an_old_and_an_unflagged_copy_and_follows_no_link(gu
     """The nbformat 3 copy and the copy whose answer cell lost its metadata are both paired
     with the answer they copied (and with each other); the honest independent answer is not;
     the links and the refused files are listed as not compared, none of them read."""
-    pytest.importorskip("copydetect")
+    need("copydetect")
     from tinyk.similarity import compare
 
     base, subs, rows = guarded_batch
