@@ -60,6 +60,13 @@ def test_a_page_s_every_block_is_translated_tables_and_glossary_included():
                             "logits", "  softmax 之前的分数。"]
 
 
+def test_a_glossary_left_open_at_the_end_of_the_page_is_translated_to_its_last_line():
+    """Markdown closes a fence at the end of the page (book/glossary.md ends so)."""
+    missing: list[str] = []
+    out = translate_page_source(PAGE.rstrip("\n").removesuffix("```"), MESSAGES, missing, "book/symbols")
+    assert missing == [] and out.endswith("logits\n  softmax 之前的分数。\n")
+
+
 def test_a_block_without_its_translation_is_named_and_left_as_it_is():
     """A careless catalogue: a table cell and a definition lack their translation."""
     messages = {k: v for k, v in MESSAGES.items() if k not in ("model width", "Scores before the softmax.")}
@@ -76,13 +83,23 @@ def test_a_table_cell_it_cannot_place_is_an_error_that_names_it():
 
 def test_every_markdown_page_of_the_book_has_its_chinese_source():
     """The catalogues of the book's Markdown pages cover every block (tables and glossary
-    included); the English words left are code, names and maths."""
+    included): no message of a page's catalogue is left in English in its Chinese source."""
+    from tinyk.chinese_notebooks import load_messages
+    from tinyk.translations.sources import page_catalogue
+
     pages = sorted((course.ROOT / "book").glob("*.md"))
     assert len(pages) >= 8
+    compared = 0
     for path in pages:
         text, missing = translated_page(course.ROOT, f"book/{path.stem}", path)
         assert missing == [], missing[:3]
-        assert text != path.read_text(encoding="utf-8"), path.name
+        text, source = " ".join(text.split()), " ".join(path.read_text(encoding="utf-8").split())
+        messages = load_messages(page_catalogue(course.ROOT, f"book/{path.stem}"))
+        english = [en for en, zh in messages.items()  # not the table of contents' captions (intro.po)
+                   if en != zh and len(en.split()) >= 4 and en in source]
+        assert [en[:60] for en in english if en in text or messages[en] not in text] == [], path.name
+        compared += len(english)
+    assert compared >= 100
     glossary, _ = translated_page(course.ROOT, "book/glossary", course.ROOT / "book" / "glossary.md")
     assert "\n键值缓存（KV cache）\n  在生成步骤之间保留下来的" in glossary
 

@@ -63,9 +63,11 @@ def _table(lines: list[str], first: int, cells: list, messages: dict[str, str], 
 
 def _glossary(lines: list[str], messages: dict[str, str], missing: list[str], where: str) -> list[str]:
     """A ``{glossary}`` fence's lines: each term (a line of its own, not indented) and each
-    paragraph of a definition (indented lines) translated; the fence's lines stay."""
+    paragraph of a definition (indented lines) translated; the fence's lines stay (a fence
+    left open at the end of the page has no closing line)."""
     out = [lines[0]]
-    body, closing = lines[1:-1], lines[-1:]
+    closed = len(lines) >= 2 and lines[-1].strip().startswith(("```", ":::"))
+    body, closing = (lines[1:-1], lines[-1:]) if closed else (lines[1:], [])
     i = 0
     while i < len(body):
         line = body[i]
