@@ -10,6 +10,7 @@ as an English one does: maths typeset, solution toggles, sliders, no request lea
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pytest
@@ -368,3 +369,122 @@ def test_no_interface_text_is_left_in_english_on_a_chinese_page():
     assert not any("列印" in p.read_text(encoding="utf-8") for p in pages)
     chapter = (ZH / "notebooks" / "05_3_rope.html").read_text(encoding="utf-8")
     assert "打印成 PDF" in chapter and "搜索本书……" in chapter and "tinyk 课程作者" in chapter
+
+
+# Each query of the Chinese search page, and the page its results must include: the words a
+# Chinese reader types (whole course terms, and words that are part of one: 注意力 within
+# 分组查询注意力), which Sphinx's Chinese index holds only as jieba cuts them (tinyk.translations.builds).
+SEARCHES = {"注意力": "notebooks/05_4_gqa.html", "旋转": "notebooks/05_3_rope.html",
+            "掩码": "notebooks/05_6_head_protocol.html", "键值缓存": "notebooks/05_4_gqa.html",
+            "分组查询注意力": "notebooks/05_4_gqa.html", "旋转位置编码": "notebooks/05_3_rope.html"}
+
+
+def _search(page, url: str) -> list[str]:  # noqa: F811  (the fixture's page)
+    """The pages (in their order, anchors dropped, once each) that the search page at ``url``
+    lists once Sphinx's search script has finished (its summary is written last)."""
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_function("() => document.querySelector('#search-results .search-summary')?.innerText",
+                           timeout=30_000)
+    hrefs = page.eval_on_selector_all("#search-results ul.search li > a",
+                                      "links => links.map(a => a.getAttribute('href'))")
+    return list(dict.fromkeys(href.split("#")[0] for href in hrefs))
+
+
+_ARTICLE = re.compile(r'<article class="bd-article"[^>]*>(.*?)</article>', re.S)
+
+
+@functools.cache
+def _article(path) -> str:
+    """A page's article text, code and outputs included (what Sphinx indexes), without the
+    navigation (which names every page)."""
+    import html
+
+    found = _ARTICLE.search(path.read_text(encoding="utf-8"))
+    return html.unescape(re.sub(r"<[^>]+>", " ", found[1])) if found else ""
+
+
+def test_the_chinese_search_finds_the_course_terms(page, site_url):  # noqa: F811
+    """Searching the Chinese site for a Chinese word lists the page about it among the first
+    three, and only pages that have the word; the English site's search still finds an
+    English word."""
+    from urllib.parse import quote
+
+    for query, expected in SEARCHES.items():
+        found = _search(page, f"{site_url}/zh/search.html?q={quote(query)}")
+        assert expected in found[:3], f"{query}: {expected} not among the first results {found}"
+        without = [p for p in found if query not in _article(ZH / p)]
+        assert without == [], f"{query}: results without the word: {without}"
+    english = _search(page, f"{site_url}/search.html?q=attention")
+    assert "notebooks/05_4_gqa.html" in english, english
+    assert all("attention" in _article(HTML / p).lower() for p in english), english
+    assert page.external_requests == [] and page.console_errors == []
+
+
+# The theme's download links (the source's, and a notebook's where myst-nb wrote one), as it
+# writes them: the address first, then the classes.
+_DOWNLOADS = re.compile(r'<a href="([^"]+)"[^>]*\sclass="[^"]*\bbtn-download-(?:source|notebook)-button\b')
+
+
+def _downloads(address: str, edition) -> dict[str, tuple[str, bytes]]:
+    """Each page of an edition (the general index and search aside): the address its
+    download button links to, relative to the edition's root, and what the site serves there."""
+    from urllib.parse import urljoin
+    from urllib.request import urlopen
+
+    base = f"{address}/" if edition == HTML else f"{address}/zh/"
+    found = {}
+    skipped = {"_static", "_sources", "zh", "genindex.html", "search.html"}
+    for path in sorted(p for p in edition.rglob("*.html") if not skipped & set(p.relative_to(edition).parts)):
+        rel = path.relative_to(edition).as_posix()
+        links = _DOWNLOADS.findall(path.read_text(encoding="utf-8"))
+        if rel == "index.html" and not links:  # the root's redirect to the first page
+            continue
+        assert len(links) == 1, f"{rel}: download links {links}"
+        url = urljoin(base + rel, links[0])
+        assert url.startswith(base + "_sources/"), f"{rel}: {url}"
+        with urlopen(url) as reply:
+            found[rel] = (url[len(base):], reply.read())
+    return found
+
+
+def _english_left(download: str, docname: str) -> tuple[list[str], int]:
+    """The English prose of a page (each translated message of its catalogue with four words
+    or more that its source holds: not the table of contents' captions, which are among the
+    root page's messages) still in its download, and how many such messages there are: their
+    translations must be there instead."""
+    from tinyk.chinese_notebooks import load_messages
+    from tinyk.translations.sources import page_catalogue
+
+    text = " ".join(download.split())
+    source = " ".join((course.ROOT / f"{docname}.md").read_text(encoding="utf-8").split())
+    messages = {en: zh for en, zh in load_messages(page_catalogue(course.ROOT, docname)).items()
+                if en != zh and len(_LATIN_WORD.findall(en)) >= 4 and en in source}
+    return [en[:70] for en, zh in messages.items() if en in text or zh not in text], len(messages)
+
+
+def test_every_download_button_gives_the_page_in_its_edition_s_language(site_url):  # noqa: F811
+    """The download button of every page, followed: the English edition serves a Markdown
+    page's own source and a chapter's English student notebook; the Chinese edition serves
+    the Chinese student notebook and the Markdown page in Chinese, every paragraph translated."""
+    english, chinese = _downloads(site_url, HTML), _downloads(site_url, ZH)
+    assert set(english) == set(chinese) and len(chinese) >= PAGES_AT_LEAST
+    counted = 0
+    for rel, (where, body) in sorted(chinese.items()):
+        docname = rel.removesuffix(".html")
+        en_where, en_body = english[rel]
+        assert where == en_where, f"{rel}: {where} against {en_where}"
+        if where.endswith(".ipynb"):
+            source = course.ROOT / f"{docname}.ipynb"
+            assert en_body == course.student_path(source, language="en").read_bytes(), rel
+            assert body == course.student_path(source, language="zh").read_bytes(), rel
+            assert _chinese_share(body.decode()) > 0.3 > _chinese_share(en_body.decode()), rel
+            continue
+        assert where == f"_sources/{docname}.md", where
+        assert en_body == (course.ROOT / f"{docname}.md").read_bytes(), rel
+        left, messages = _english_left(body.decode(), docname)
+        assert left == [], f"{rel}: its Chinese download keeps English paragraphs: {left[:3]}"
+        # The check sees English where it is: the English download fails it on every message.
+        assert len(_english_left(en_body.decode(), docname)[0]) == messages, rel
+        assert _CJK.search(body.decode()), rel
+        counted += messages
+    assert counted >= 100, f"only {counted} paragraphs compared"

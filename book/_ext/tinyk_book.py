@@ -60,6 +60,10 @@
   edition), or (for a notebook without one) nbgrader's release of it
   (:func:`tinyk.student_versions.released`). This
   must come last: Sphinx copies originals while it writes pages.
+- ``build-finished``, Chinese edition: every Markdown page's copy is overwritten with its
+  Chinese source, each block replaced by its translation in the page's catalogue
+  (:mod:`tinyk.translations.sources`), so that no download of the Chinese site is English; a
+  block without a translation is a warning.
 """
 
 from __future__ import annotations
@@ -200,6 +204,27 @@ def _publish_student_notebooks(app, exception):
 
             student = released(json.loads(path.read_text(encoding="utf-8")), path.stem)
             target.write_text(json.dumps(student, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _publish_chinese_pages(app, exception):
+    if exception is not None or app.builder.format != "html" or edition(app) != "zh":
+        return
+    from tinyk.translations.sources import translated_page
+
+    for docname in sorted(app.env.found_docs):
+        path = Path(app.env.doc2path(docname))
+        if path.suffix != ".md":
+            continue
+        try:
+            text, missing = translated_page(Path(app.srcdir), docname, path)
+        except ValueError as error:
+            _LOG.warning(f"{docname}: its download stays English: {error}")
+            continue
+        for line in missing:
+            _LOG.warning(f"{line}: no translation for the page's download (run `make translations`)")
+        target = Path(app.outdir, "_sources", docname + path.suffix)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
 
 
 def _alt_text_from_png(app, doctree, docname):
@@ -589,4 +614,5 @@ def setup(app):
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)  # after all scripts
     app.connect("build-finished", _rewrite_pages)
     app.connect("build-finished", _publish_student_notebooks)
+    app.connect("build-finished", _publish_chinese_pages)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

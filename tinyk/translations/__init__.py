@@ -44,7 +44,8 @@ message must keep), :mod:`~tinyk.translations.checks` (every catalogue's message
 found), :mod:`~tinyk.translations.builds` (the Sphinx runs: extraction, the Chinese site),
 :mod:`~tinyk.translations.outputs` (printed output translated, its messages found),
 :mod:`~tinyk.translations.pages` (what the Chinese build changes in a page it
-has read), :mod:`~tinyk.translations.cli` (the commands).
+has read), :mod:`~tinyk.translations.sources` (the Markdown pages' downloads, in Chinese),
+:mod:`~tinyk.translations.cli` (the commands).
 """
 
 from __future__ import annotations

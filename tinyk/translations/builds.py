@@ -1,16 +1,26 @@
 """The Sphinx runs of the Chinese edition (the book's *For instructors* page): extracting the
 English pages' messages (``update``, ``check``) and building the Chinese site
-(``python -m tinyk.translations build``) with its interface's words as Sphinx settings."""
+(``python -m tinyk.translations build``) with its interface's words as Sphinx settings.
+
+The Chinese site's search: Sphinx indexes a ``zh_CN`` page with ``sphinx.search.zh``, which
+cuts Chinese text into words with ``jieba`` (without it, the index holds no Chinese word at
+all, so the build refuses to run without it). ``jieba`` indexes every word of a compound and
+its sub-words (``cut_for_search``: 注意力 within 分组查询注意力), but a compound it does not
+know is only its parts, and the search page looks a query up whole: the course's own terms
+(:func:`search_words`) are added to its dictionary, so that 分组查询注意力 and 键值缓存 are
+found as they are written."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 
 from tinyk.addresses import site_url
 from tinyk.catalogues import LANGUAGE, interface_catalogue, read_catalogue
 from tinyk.checkout import course_root
 
-__all__ = ["build", "extract", "interface_settings", "run_sphinx"]
+__all__ = ["build", "extract", "interface_settings", "run_sphinx", "search_dictionary", "search_words"]
 
 # The Sphinx settings of the Chinese edition that are words, by their English value (the
 # book's _config.yml and myst-nb's defaults), translated in the interface's catalogue.
@@ -59,13 +69,62 @@ def interface_settings(root: Path | None = None) -> dict[str, str]:
     return settings
 
 
+_WORD = re.compile(r"[\u3400-\u9fff]{2,}")  # a Chinese word of two characters or more
+
+
+def search_words(root: Path | None = None) -> list[str]:
+    """The course's Chinese terms, each a word of the Chinese site's search: every term of
+    ``locale/zh_CN/terms.toml`` and the Chinese of every glossary headword (``KV cache (键值缓存)``),
+    where it is Chinese characters only (a term with Latin letters or a space is indexed by
+    its parts: ``SwiGLU 门控前馈网络``), split at the enumeration comma (``查询、键、值``)."""
+    from tinyk.catalogues import HEADWORD, glossary_terms
+    from tinyk.terms import load_terms
+
+    root = course_root(root)
+    terms = [term.chinese for term in load_terms(root)]
+    headwords = [m["chinese"] for h in glossary_terms(root) if (m := HEADWORD.match(h.strip()))]
+    return sorted({word for text in terms + headwords for word in re.split(r"[、，,]", text.strip())
+                   if _WORD.fullmatch(word)})
+
+
+def search_dictionary(root: Path, folder: Path) -> Path:
+    """``jieba``'s user dictionary of :func:`search_words` (one word a line, its frequency
+    left to ``jieba``), written into ``folder``. Its name carries a hash of its words, so
+    that new words change the build's settings and Sphinx indexes every page again."""
+    text = "".join(f"{word}\n" for word in search_words(root))
+    path = folder / f"search-words-{hashlib.sha256(text.encode()).hexdigest()[:12]}.txt"
+    if not path.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _require_jieba() -> None:
+    """``jieba`` is there (Sphinx would index no Chinese word without it), and says nothing
+    when it loads its dictionary."""
+    import logging
+
+    try:
+        import jieba
+    except ImportError:
+        raise SystemExit("the Chinese edition's search needs jieba (requirements.txt): without it, "
+                         "Sphinx's Chinese search index holds no Chinese word; run `make setup`") from None
+    jieba.setLogLevel(logging.WARNING)
+
+
 def build(root: Path | None = None, *, everything: bool = False) -> int:
     """Build the Chinese edition into ``_build/html/zh``: the English build's settings with
     ``language`` set, its notebooks' outputs taken from the same execution cache (nothing
-    executes that the English build or the notebook stage already ran), warnings are errors."""
+    executes that the English build or the notebook stage already ran), warnings are errors.
+    The search index is Chinese (``sphinx.search.zh``, the course's terms in ``jieba``'s
+    dictionary: :func:`search_dictionary`)."""
     root = course_root(root)
+    _require_jieba()
+    doctrees = root / "_build" / ".doctrees-zh"
+    words = search_dictionary(root, doctrees)
     overrides = {"language": LANGUAGE, "locale_dirs": [str(root / "locale")], "nitpicky": True,
+                 "html_search_language": "zh", "html_search_options": {"dict": str(words)},
                  "nb_execution_cache_path": str(root / "_build" / ".jupyter_cache"),
                  "html_baseurl": f"{site_url(root)}zh/", **interface_settings(root)}
-    return run_sphinx(root, root / "_build" / "html" / "zh", root / "_build" / ".doctrees-zh", "html",
+    return run_sphinx(root, root / "_build" / "html" / "zh", doctrees, "html",
                       overrides, warningiserror=True, keep_going=True, force_all=everything)
