@@ -468,17 +468,21 @@ def test_every_download_button_gives_the_page_in_its_edition_s_language(site_url
     the Chinese student notebook and the Markdown page in Chinese, every paragraph translated."""
     english, chinese = _downloads(site_url, HTML), _downloads(site_url, ZH)
     assert set(english) == set(chinese) and len(chinese) >= PAGES_AT_LEAST
+    for rel, (where, _) in chinese.items():
+        assert where == english[rel][0], f"{rel}: {where} against {english[rel][0]}"
+    notebooks = sorted(rel for rel, (where, _) in chinese.items() if where.endswith(".ipynb"))
+    pages = sorted(rel for rel in chinese if rel not in notebooks)
+    assert len(notebooks) == len(course.notebook_paths()) and len(pages) >= 5, (notebooks, pages)
+    for rel in notebooks:
+        source = course.ROOT / f"{rel.removesuffix('.html')}.ipynb"
+        body, en_body = chinese[rel][1], english[rel][1]
+        assert en_body == course.student_path(source, language="en").read_bytes(), rel
+        assert body == course.student_path(source, language="zh").read_bytes(), rel
+        assert _chinese_share(body.decode()) > 0.3 > _chinese_share(en_body.decode()), rel
     counted = 0
-    for rel, (where, body) in sorted(chinese.items()):
+    for rel in pages:
         docname = rel.removesuffix(".html")
-        en_where, en_body = english[rel]
-        assert where == en_where, f"{rel}: {where} against {en_where}"
-        if where.endswith(".ipynb"):
-            source = course.ROOT / f"{docname}.ipynb"
-            assert en_body == course.student_path(source, language="en").read_bytes(), rel
-            assert body == course.student_path(source, language="zh").read_bytes(), rel
-            assert _chinese_share(body.decode()) > 0.3 > _chinese_share(en_body.decode()), rel
-            continue
+        (where, body), en_body = chinese[rel], english[rel][1]
         assert where == f"_sources/{docname}.md", where
         assert en_body == (course.ROOT / f"{docname}.md").read_bytes(), rel
         left, messages = _english_left(body.decode(), docname)

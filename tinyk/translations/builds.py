@@ -5,10 +5,10 @@ English pages' messages (``update``, ``check``) and building the Chinese site
 The Chinese site's search: Sphinx indexes a ``zh_CN`` page with ``sphinx.search.zh``, which
 cuts Chinese text into words with ``jieba`` (without it, the index holds no Chinese word at
 all, so the build refuses to run without it). ``jieba`` indexes every word of a compound and
-its sub-words (``cut_for_search``: 注意力 within 分组查询注意力), but a compound it does not
-know is only its parts, and the search page looks a query up whole: the course's own terms
-(:func:`search_words`) are added to its dictionary, so that 分组查询注意力 and 键值缓存 are
-found as they are written."""
+its sub-words (``cut_for_search``: the term for attention within that for grouped-query
+attention), but a compound it does not know is only its parts, and the search page looks a
+query up whole: the course's own terms (:func:`search_words`) are added to its dictionary, so
+that the terms for grouped-query attention and the KV cache are found as they are written."""
 
 from __future__ import annotations
 
@@ -74,16 +74,16 @@ _WORD = re.compile(r"[\u3400-\u9fff]{2,}")  # a Chinese word of two characters o
 
 def search_words(root: Path | None = None) -> list[str]:
     """The course's Chinese terms, each a word of the Chinese site's search: every term of
-    ``locale/zh_CN/terms.toml`` and the Chinese of every glossary headword (``KV cache (键值缓存)``),
-    where it is Chinese characters only (a term with Latin letters or a space is indexed by
-    its parts: ``SwiGLU 门控前馈网络``), split at the enumeration comma (``查询、键、值``)."""
+    ``locale/zh_CN/terms.toml`` and the Chinese of every glossary headword (the Chinese before
+    ``(KV cache)``), where it is Chinese characters only (a term with Latin letters or a space,
+    such as SwiGLU's, is indexed by its parts), split at the enumeration comma (U+3001)."""
     from tinyk.catalogues import HEADWORD, glossary_terms
     from tinyk.terms import load_terms
 
     root = course_root(root)
     terms = [term.chinese for term in load_terms(root)]
     headwords = [m["chinese"] for h in glossary_terms(root) if (m := HEADWORD.match(h.strip()))]
-    return sorted({word for text in terms + headwords for word in re.split(r"[、，,]", text.strip())
+    return sorted({word for text in terms + headwords for word in re.split("[\u3001\uff0c,]", text.strip())
                    if _WORD.fullmatch(word)})
 
 
