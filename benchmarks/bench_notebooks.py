@@ -14,7 +14,6 @@ reported as such, and the script exits with 1.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import sys
 import tempfile
@@ -47,7 +46,7 @@ def run(nb: dict, folder: Path) -> tuple[float, float]:
     import nbformat
     from nbclient import NotebookClient
 
-    client = NotebookClient(nbformat.from_dict(copy.deepcopy(nb)), timeout=600, allow_errors=False,
+    client = NotebookClient(nbformat.reads(json.dumps(nb), as_version=4), timeout=600, allow_errors=False,
                             kernel_name="python3", resources={"metadata": {"path": str(folder)}})
     started = time.perf_counter()
     with client.setup_kernel():
