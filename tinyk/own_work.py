@@ -159,7 +159,7 @@ def _dunder(name: str) -> bool:
 
 # Each part of the build track (tinyk.parts.PART_NAMES) and the names of the package's own
 # versions of it, withheld in every tinyk module in the grader's run of a notebook that asks for it
-# (tinyk.answers.withhold); a part watched may match its own references (_own_references).
+# (tinyk.answers.withhold); a part watched may match its own references (_course_code_for).
 REFERENCES: dict[str, tuple[str, ...]] = {
     "RMSNorm": ("RMSNorm",),
     "rope_tables": ("precompute_freqs_cis",),
@@ -177,6 +177,7 @@ REFERENCES: dict[str, tuple[str, ...]] = {
 _COMPARED_BYTES = 48
 
 
+@functools.cache  # each code object is looked at once, whatever the number of watches
 def _code_key(code: types.CodeType) -> tuple:
     """What a code object computes, without its names and places: its bytecode, the names and
     constants it uses (a nested function's by its own key) and its arguments."""
@@ -185,31 +186,40 @@ def _code_key(code: types.CodeType) -> tuple:
     return (code.co_code, code.co_names, consts, code.co_argcount, code.co_kwonlyargcount)
 
 
-_INDEX: dict[str, Any] = {"modules": None, "code": {}}
+# The index of the course's code (_course_code), made again when another module of the package
+# has been imported since (``size``: len(sys.modules) when last looked at, the cheap test first),
+# and its part of each part watched (_course_code_for): a watch starts at every call of a part.
+_INDEX: dict[str, Any] = {"size": -1, "modules": None, "code": {}, "parts": {}}
 
 
 def _course_code() -> dict[tuple, str]:
     """The code of every function of the package that the garbage collector holds (a class
-    that only a loaded model still holds counts too), by :func:`_code_key`, with its name;
-    made again when another module of the package has been imported since."""
-    modules = tuple(sorted(n for n in sys.modules if n == "tinyk" or n.startswith("tinyk.")))
-    if _INDEX["modules"] != modules:
-        index: dict[tuple, str] = {}
-        for obj in gc.get_objects():
-            if type(obj) is types.FunctionType:
-                code = obj.__code__
-                filename = code.co_filename
-                if (filename.startswith(_TINYK) and filename not in _EXEMPT
-                        and len(code.co_code) >= _COMPARED_BYTES):
-                    name = getattr(code, "co_qualname", code.co_name)
-                    index.setdefault(_code_key(code), f"tinyk.{Path(filename).stem}.{name}")
-        _INDEX.update(modules=modules, code=index)
+    that only a loaded model still holds counts too), by :func:`_code_key`, with its name."""
+    if _INDEX["size"] != len(sys.modules):
+        _INDEX["size"] = len(sys.modules)
+        modules = tuple(sorted(n for n in sys.modules if n == "tinyk" or n.startswith("tinyk.")))
+        if _INDEX["modules"] != modules:
+            index: dict[tuple, str] = {}
+            for obj in gc.get_objects():
+                if type(obj) is types.FunctionType:
+                    code = obj.__code__
+                    filename = code.co_filename
+                    if (filename.startswith(_TINYK) and filename not in _EXEMPT
+                            and len(code.co_code) >= _COMPARED_BYTES):
+                        name = getattr(code, "co_qualname", code.co_name)
+                        index.setdefault(_code_key(code), f"tinyk.{Path(filename).stem}.{name}")
+            _INDEX.update(modules=modules, code=index, parts={})
     return _INDEX["code"]
 
 
-def _own_references(part: str) -> frozenset[str]:
-    """The names of the package's own versions of ``part`` (:data:`REFERENCES`)."""
-    return frozenset(REFERENCES.get(part, ()))
+def _course_code_for(part: str) -> dict[tuple, str]:
+    """:func:`_course_code` but the part's own references (:data:`REFERENCES`), which a learner
+    may well write the same way."""
+    index = _course_code()
+    if part not in _INDEX["parts"]:
+        own = frozenset(REFERENCES.get(part, ()))
+        _INDEX["parts"][part] = {key: name for key, name in index.items() if name.split(".")[2] not in own}
+    return _INDEX["parts"][part]
 
 
 class _Watch:
@@ -222,18 +232,13 @@ class _Watch:
         self.seen: list[tuple[str, str]] = []
         self.libraries = _library_roots()
         self.gguf = _gguf_quants()
-        own = _own_references(part)
-        self.course = {key: name for key, name in _course_code().items()
-                       if name.split(".")[2] not in own}
-        self.compared: dict[types.CodeType, str | None] = {}  # each code object looked at, once
+        self.course = _course_code_for(part)
 
     def copied(self, code: types.CodeType) -> str | None:
         """The course's function whose code ``code`` is, under whatever file name."""
         if len(code.co_code) < _COMPARED_BYTES:
             return None
-        if code not in self.compared:
-            self.compared[code] = self.course.get(_code_key(code))
-        return self.compared[code]
+        return self.course.get(_code_key(code))
 
     def flag(self, call: str, why: str) -> None:
         if self.trusted_depth == 0 and not any(c == call for c, _ in self.seen):
