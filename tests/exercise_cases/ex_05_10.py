@@ -30,6 +30,23 @@ def _with(name: str, wrong: str) -> str:
     return block.sub(lambda _: wrong.strip("\n") + "\n\n\n", source, count=1)
 
 
+# The capstone's gqa_attention up to its scores: the heads grouped and the causal mask built as
+# the solution does (each wrong answer below then computes the weighted values its own way).
+_GQA_HEAD = """def gqa_attention(q, k, v, mask=None):
+    n_rep = q.shape[1] // k.shape[1]
+    k = repeat_kv(k.transpose(1, 2), n_rep).transpose(1, 2)
+    v = repeat_kv(v.transpose(1, 2), n_rep).transpose(1, 2)
+    T, T_k = q.shape[2], k.shape[2]
+    if mask is None:
+        mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)
+"""
+
+
+def _gqa_with(rest: str) -> str:
+    """The capstone's solution with gqa_attention's lines after :data:`_GQA_HEAD` as ``rest``."""
+    return _with("gqa_attention", _GQA_HEAD + rest.lstrip("\n"))
+
+
 # The start of pad_and_label (05.10.2) with right padding; the mistakes below finish it.
 _PADDED = """
 import torch
@@ -194,25 +211,11 @@ def apply_rope(xq, xk, cos, sin):
 def repeat_kv(x, n_rep):
     return x.repeat(1, 1, n_rep, 1)
 """)),
-        ("05.10.3:no-scale", _with("gqa_attention", """
-def gqa_attention(q, k, v, mask=None):
-    n_rep = q.shape[1] // k.shape[1]
-    k = repeat_kv(k.transpose(1, 2), n_rep).transpose(1, 2)
-    v = repeat_kv(v.transpose(1, 2), n_rep).transpose(1, 2)
-    T, T_k = q.shape[2], k.shape[2]
-    if mask is None:
-        mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)
+        ("05.10.3:no-scale", _gqa_with("""
     scores = (q.float() @ k.float().transpose(-2, -1)).masked_fill(~mask, -1e30)
     return (scores.softmax(-1).masked_fill(~mask, 0.0) @ v.float()).to(q.dtype)
 """)),
-        ("05.10.3:nan-on-masked-row", _with("gqa_attention", """
-def gqa_attention(q, k, v, mask=None):
-    n_rep = q.shape[1] // k.shape[1]
-    k = repeat_kv(k.transpose(1, 2), n_rep).transpose(1, 2)
-    v = repeat_kv(v.transpose(1, 2), n_rep).transpose(1, 2)
-    T, T_k = q.shape[2], k.shape[2]
-    if mask is None:
-        mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)
+        ("05.10.3:nan-on-masked-row", _gqa_with("""
     scores = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(q.shape[-1])
     return (scores.masked_fill(~mask, float("-inf")).softmax(-1) @ v.float()).to(q.dtype)
 """)),
@@ -252,25 +255,11 @@ def rope_tables(head_dim, end, theta=10000.0):
     angles = torch.outer(torch.arange(end, dtype=torch.float32), omega)
     return angles.cos(), angles.sin()
 """)),
-        ("05.10.3:mask-after-softmax", _with("gqa_attention", """
-def gqa_attention(q, k, v, mask=None):
-    n_rep = q.shape[1] // k.shape[1]
-    k = repeat_kv(k.transpose(1, 2), n_rep).transpose(1, 2)
-    v = repeat_kv(v.transpose(1, 2), n_rep).transpose(1, 2)
-    T, T_k = q.shape[2], k.shape[2]
-    if mask is None:
-        mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)
+        ("05.10.3:mask-after-softmax", _gqa_with("""
     scores = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(q.shape[-1])
     return (scores.softmax(-1).masked_fill(~mask, 0.0) @ v.float()).to(q.dtype)
 """)),
-        ("05.10.3:scale-by-d", _with("gqa_attention", """
-def gqa_attention(q, k, v, mask=None):
-    n_rep = q.shape[1] // k.shape[1]
-    k = repeat_kv(k.transpose(1, 2), n_rep).transpose(1, 2)
-    v = repeat_kv(v.transpose(1, 2), n_rep).transpose(1, 2)
-    T, T_k = q.shape[2], k.shape[2]
-    if mask is None:
-        mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)
+        ("05.10.3:scale-by-d", _gqa_with("""
     scores = (q.float() @ k.float().transpose(-2, -1)) / q.shape[-1]
     scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     return (scores.softmax(-1).masked_fill(~mask, 0.0) @ v.float()).to(q.dtype)
