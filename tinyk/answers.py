@@ -44,7 +44,6 @@ from __future__ import annotations
 import glob
 import os
 import pickle
-import re
 import shutil
 import signal
 import sys
@@ -58,17 +57,6 @@ from typing import Any, BinaryIO
 HIDDEN = ("tinyk.model", "tinyk.upstream", "tinyk.part_checks", "tinyk.divergence", "tinyk.parts",
           "tinyk.checks")
 PRELOADED = ("tinyk", "tinyk.generation", "tinyk.own_work", *HIDDEN)
-_DEFINES = re.compile(r"^(?:def|class)\s+(\w+)", re.M)
-
-
-def defines(source: str) -> list[str]:
-    """The parts of the build track (:data:`tinyk.own_work.REFERENCES`) that a cell's
-    ``def``/``class`` lines name."""
-    from tinyk.own_work import REFERENCES
-
-    return [name for name in _DEFINES.findall(source) if name in REFERENCES]
-
-
 class Withheld:
     """What stands for a part of the package that an exercise asks the learner to write, in the
     process that runs their notebook: importing it works (so that a setup cell's ``from tinyk

@@ -68,6 +68,7 @@ from tinyk.answer_server import AnswerServer
 from tinyk.assembled import AssembledThere, model_functions, swapped, watched_anywhere
 from tinyk.cell_names import bound_names, free_names
 from tinyk.exercises import is_solution, is_test, nbgrader, source_text
+from tinyk.own_work import REFERENCES
 from tinyk.remote import AnswerFailed, Remote, decode
 from tinyk.switches import GRADING
 
@@ -133,7 +134,7 @@ def _exercises(source: dict, submitted: dict) -> list[_Exercise]:
     grade_ids = [grade_id for grade_id, _ in _segments(source)]
     source_tests = {nbgrader(c).get("grade_id"): source_text(c) for c in source["cells"] if is_test(c)}
     for grade_id, cells in _segments(source):
-        parts = sorted({n for text, answer in cells if answer for n in answers.defines(text)})
+        parts = sorted(n for n in bound_names([text for text, answer in cells if answer]) if n in REFERENCES)
         asked[grade_id] = (source_tests[grade_id], parts)
     return [_Exercise(grade_id, cells, *asked[grade_id]) for grade_id, cells in _segments(submitted)
             if grade_id in grade_ids]
