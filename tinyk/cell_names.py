@@ -17,7 +17,9 @@ from collections.abc import Sequence
 
 from tinyk.exercises import python_tree
 
-__all__ = ["bound_names", "free_names"]
+__all__ = ["BUILTINS", "bound_names", "free_names"]
+
+BUILTINS = frozenset(dir(builtins))  # Python's own names: never a notebook's
 
 
 def bound_names(sources: Sequence[str]) -> list[str]:
@@ -71,7 +73,7 @@ class _Free(ast.NodeVisitor):
     (Python's own scopes, from :mod:`symtable`) that the cell never binds itself."""
 
     def __init__(self) -> None:
-        self.bound: set[str] = set(dir(builtins))
+        self.bound: set[str] = set(BUILTINS)
         self.free: list[str] = []
 
     def read(self, node: ast.AST | None) -> None:
@@ -203,5 +205,5 @@ def free_names(test: str) -> list[str]:
         nested += [s.get_name() for s in table.get_symbols()
                    if s.is_referenced() and s.is_global() and not s.is_assigned()]
         tables += table.get_children()
-    later = [n for n in nested if n not in top_level and n not in dir(builtins)]
+    later = [n for n in nested if n not in top_level and n not in BUILTINS]
     return list(dict.fromkeys([*free.free, *later]))

@@ -47,7 +47,6 @@ versions for objects that live over there.
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import io
 import json
@@ -66,7 +65,7 @@ import torch
 from tinyk import answers
 from tinyk.answer_server import AnswerServer
 from tinyk.assembled import AssembledThere, model_functions, swapped, watched_anywhere
-from tinyk.cell_names import bound_names, free_names
+from tinyk.cell_names import BUILTINS, bound_names, free_names
 from tinyk.exercises import is_solution, is_test, nbgrader, source_text
 from tinyk.own_work import REFERENCES
 from tinyk.remote import AnswerFailed, Remote, decode
@@ -198,7 +197,9 @@ class _Run:
         answer = [text for text, is_answer in exercise.cells if is_answer]
         if re.search(r"\bglobals\(\)", exercise.test):  # a test that looks names up (05.10.3's parts)
             answer = [text for text, _ in exercise.cells]
-        names = [*free_names(exercise.test), *(n for n in bound_names(answer) if n not in _BUILTINS)]
+        # a test's abs, max or all is Python's own, never the student's: an answer's ``def abs``
+        # would run in the test's comparisons
+        names = [*free_names(exercise.test), *(n for n in bound_names(answer) if n not in BUILTINS)]
         try:
             values = self.server.ask(("names", list(dict.fromkeys(names))))
         except AnswerFailed:
@@ -227,9 +228,6 @@ _CELL_GRACE = 5.0
 # Seconds for a run's set-up over there (loading SmolLM2 for 05.10's capstone, IPython's shell),
 # on a busy machine: the grader's own work, not counted in the student's time.
 _SET_UP_TIMEOUT = 300.0
-# Names an answer may bind that the test cell never takes from it: a test's abs, max or all is
-# Python's own, never the student's (an answer's ``def abs`` would run in the test's comparisons).
-_BUILTINS = frozenset(dir(builtins))
 
 
 def _first_run(server: AnswerServer, exercises: list[_Exercise], judged: Collection[str],
