@@ -23,7 +23,7 @@ from tinyk import course
 
 # One worker builds (or finds) the environment for both tests (make runs the unit tests
 # with --dist loadgroup).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel-install")]
+pytestmark = [pytest.mark.slow, pytest.mark.lab, pytest.mark.xdist_group("wheel-install")]
 ROOT = course.ROOT
 
 
