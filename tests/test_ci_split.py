@@ -61,7 +61,7 @@ def test_the_ci_jobs_run_each_check_of_make_test_once():
     assert len(local) == 3 and len(ci) == 4, (local, ci)
     assert _selected(ci) == _selected(local)
     assert max(_selected(ci).values()) == 1
-    # in tests/: every combination but notebook-and-not-site (12 of 16); the notebook stage: all 8 with notebook
+    # tests/: every combination but notebook-and-not-site (12 of 16); the notebook stage: the 8 with notebook
     assert len(_selected(local)) == 12 + 8
 
 
