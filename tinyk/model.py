@@ -52,6 +52,7 @@ __all__ = [
     "count_parameters",
     "count_parameters_naive",
     "parameter_budget",
+    "causal_triangle",
     "padding_to_attention",
     "valid_tokens",
     "token_positions",
@@ -462,7 +463,7 @@ class Attention(nn.Module):
         if mask is None and 1 < T < T_k:
             # Queries after a cache are the last T of the T_k keys: the triangle starts at
             # T_k - T. SDPA's is_causal would draw it from the first key (top-left) instead.
-            mask = torch.ones(T, T_k, dtype=torch.bool, device=device).tril(T_k - T)  # T×T_k
+            mask = causal_triangle(T, T_k, device)
         return mask
 
     def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
@@ -486,7 +487,7 @@ class Attention(nn.Module):
         the mask (causal when None), softmax in float32, blocked weights set to zero."""
         T, T_k = q.shape[-2], k.shape[-2]
         if mask is None:
-            mask = torch.ones(T, T_k, dtype=torch.bool, device=q.device).tril(T_k - T)  # T×T_k
+            mask = causal_triangle(T, T_k, q.device)
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)  # B×H_q×T×T_k
         # The smallest finite value, not -inf: a row with no allowed key then softmaxes to a
         # uniform row instead of 0/0 = NaN, and zeroing the blocked entries leaves zeros.
@@ -570,6 +571,15 @@ class CausalLMOutput:
         return getattr(self, key)
 
 
+def causal_triangle(query_len: int, key_len: int, device: torch.device | str | None = None) -> Tensor:
+    """``T×T_k`` booleans, True where query ``i`` may attend key ``j``: ``j <= i + (T_k - T)``.
+
+    The queries are the last ``T`` of the ``T_k`` keys (earlier ones are in the cache), so the
+    triangle starts at ``T_k - T``; with ``T == T_k`` it is the lower triangle (05.4, 05.6).
+    """
+    return torch.ones(query_len, key_len, dtype=torch.bool, device=device).tril(key_len - query_len)
+
+
 def padding_to_attention(valid: Tensor, query_len: int) -> Tensor:
     """Combine causality and a ``B×T_k`` valid-token mask into ``B×1×T×T_k`` booleans.
 
@@ -577,9 +587,7 @@ def padding_to_attention(valid: Tensor, query_len: int) -> Tensor:
     the cache). Query ``i`` may attend key ``j`` when ``j`` is a real token and
     ``j <= i + (T_k - T)``. A padding query row may end up with no allowed key at all.
     """
-    key_len = valid.shape[-1]
-    causal = torch.ones(query_len, key_len, dtype=torch.bool, device=valid.device)
-    causal = causal.tril(key_len - query_len)  # T×T_k
+    causal = causal_triangle(query_len, valid.shape[-1], valid.device)  # T×T_k
     return causal[None, None] & valid[:, None, None, :]  # 1×1×T×T_k & B×1×1×T_k -> B×1×T×T_k
 
 
