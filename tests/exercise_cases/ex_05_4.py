@@ -154,6 +154,10 @@ _NEW_RULES: dict[str, list[tuple[str, str]]] = {
     "ex_05_4_2_solution": [
         ("05.4.2:bytes-ignored", _plan_with(("batch * bytes_per_element", "batch * 4"))),
         ("05.4.2:expanded-twice", _plan_with(("ratio * gqa_bytes", "2 * gqa_bytes"))),
+        # the expanded cache counted from H_q itself, the ratio taken as 2 always
+        ("05.4.2:expanded-twice", _plan_with(
+            ("ratio * gqa_bytes", "gqa_bytes * config.n_heads // config.n_kv_heads"),
+            ("ratio = config.n_heads // config.n_kv_heads", "ratio = 2"))),
     ],
     "ex_05_4_3_solution": [
         # a new tensor in the default dtype, filled head by head
