@@ -19,11 +19,11 @@ same message (the course's Chinese word for "hint", a wrong variant of "prompt",
 that says both); its ``allow_zh`` names Chinese text that may contain one (an English message
 quoted as it is printed).
 
-An entry's ``gloss`` (``token（词元）``: the course keeps the seed's token, zh.d2l.ai's readers
-know 词元) is written once on each page a reader may open first: the first place a page's
-Chinese says the term, in document order, writes the gloss, and no other place on the page
-does (:func:`gloss_problems`, over the pages' catalogues, ``book/`` and ``notebooks/``). The
-gloss is never a wrong variant.
+An entry's ``gloss`` (for token: the term, then the Chinese word zh.d2l.ai writes for it in
+full-width brackets; the course keeps the seed's token) is written once on each page a reader
+may open first: the first place a page's Chinese says the term, in document order, writes the
+gloss, and no other place on the page does (:func:`gloss_problems`, over the pages'
+catalogues, ``book/`` and ``notebooks/``). The gloss is never a wrong variant.
 """
 
 from __future__ import annotations
