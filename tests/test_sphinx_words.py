@@ -102,3 +102,21 @@ def test_sphinx_builds_a_chinese_search_page_with_the_courses_words(tmp_path):
     shown = (tmp_path / "html" / "_static" / "translations.js").read_text(encoding="utf-8")
     assert "没有找到与你的搜索匹配的页面" in shown and POLITE not in shown
     assert "您" not in (tmp_path / "html" / "search.html").read_text(encoding="utf-8")
+
+
+def test_the_translations_check_names_sphinxs_polite_you_and_a_renamed_message(tmp_path):
+    from tinyk.translations.sphinx_words import sphinx_problems
+
+    assert sphinx_problems(ROOT) == []
+    root = tmp_path / "course"
+    (root / SPHINX_WORDS).parent.mkdir(parents=True)
+    shutil.copy(ROOT / "_config.yml", root / "_config.yml")
+    (root / "notebooks").mkdir()
+    text = (ROOT / SPHINX_WORDS).read_text(encoding="utf-8")
+    planted = text.replace("did not match", "matched no").replace("你可以", POLITE + "可以")
+    (root / SPHINX_WORDS).write_text(planted, encoding="utf-8")
+    found = sphinx_problems(root)
+    assert len(found) == 3, found
+    assert "Sphinx has no such message" in found[0] and "says the polite you" in found[1]
+    assert found[2].startswith("sphinx.po: 'Your search did not match any documents.")
+    assert "word it" in found[2]

@@ -20,7 +20,8 @@ from pathlib import Path
 from tinyk.catalogues import LANGUAGE, read_catalogue
 from tinyk.checkout import course_root
 
-__all__ = ["SPHINX_WORDS", "sphinx_catalogue", "sphinx_js_messages", "sphinx_locale", "sphinx_words"]
+__all__ = ["SPHINX_WORDS", "sphinx_catalogue", "sphinx_js_messages", "sphinx_locale", "sphinx_problems",
+           "sphinx_words"]
 
 SPHINX_WORDS = Path("locale") / LANGUAGE / "sphinx.po"
 _JS_START, _JS_END = "Documentation.addTranslations(", ");"
@@ -48,6 +49,33 @@ def sphinx_words(root: Path | None = None) -> dict[str, str]:
             if m.id and isinstance(m.id, str) and m.string}
 
 
+_POLITE = "\u60a8"  # the polite "you", which the Chinese edition never writes
+
+
+def _known() -> set[str]:
+    """Every msgid of Sphinx's own Chinese catalogues, the templates' and the JavaScript's."""
+    js = sphinx_js_messages(sphinx_catalogue("sphinx.js"))["messages"]
+    return {str(m.id) for m in read_catalogue(sphinx_catalogue("sphinx.po")) if m.id} | set(js)
+
+
+def sphinx_problems(root: Path | None = None) -> list[str]:
+    """The messages of ``locale/zh_CN/sphinx.po`` that Sphinx does not have (renamed: the course's
+    words would never show) or that say the polite "you"; and every message of Sphinx's own
+    Chinese catalogues that says it without ``sphinx.po`` wording it otherwise."""
+    words = sphinx_words(root)
+    known = _known()
+    own = {str(m.id): str(m.string) for m in read_catalogue(sphinx_catalogue("sphinx.po")) if m.id}
+    own.update(sphinx_js_messages(sphinx_catalogue("sphinx.js"))["messages"])
+    found = [f"sphinx.po: {msgid[:60]!r}: Sphinx has no such message (its wording changed): copy the new "
+             f"msgid from {sphinx_catalogue('sphinx.po')}" for msgid in sorted(set(words) - known)]
+    found += [f"sphinx.po: {msgid[:60]!r}: says the polite you; the course says the plain one"
+              for msgid, msgstr in words.items() if _POLITE in msgstr]
+    found += [f"sphinx.po: {msgid[:60]!r}: Sphinx's Chinese says the polite you here: word it in sphinx.po"
+              for msgid, msgstr in own.items()
+              if _POLITE in (msgstr if isinstance(msgstr, str) else "".join(msgstr)) and msgid not in words]
+    return found
+
+
 def sphinx_locale(root: Path | None, folder: Path) -> Path:
     """A locale folder (``folder``) holding ``zh_CN/LC_MESSAGES/sphinx.mo`` and ``sphinx.js``:
     the course's words for Sphinx's messages over Sphinx's own. A message of ``sphinx.po``
@@ -57,8 +85,7 @@ def sphinx_locale(root: Path | None, folder: Path) -> Path:
 
     words = sphinx_words(root)
     js = sphinx_js_messages(sphinx_catalogue("sphinx.js"))
-    known = {str(m.id) for m in read_catalogue(sphinx_catalogue("sphinx.po")) if m.id} | set(js["messages"])
-    unknown = sorted(set(words) - known)
+    unknown = sorted(set(words) - _known())
     if unknown:
         raise SystemExit(f"{SPHINX_WORDS}: Sphinx has no message {unknown[0]!r}: its wording changed; "
                          f"copy the new msgid from {sphinx_catalogue('sphinx.po')}")
