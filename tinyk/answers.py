@@ -125,22 +125,24 @@ def withhold(parts: list[str]) -> list[str]:
 
 
 def _smollm2() -> Any:
-    """SmolLM2's model alone (only the test's side uses the tokenizer, which takes seconds to build)."""
-    from tinyk.gguf import load_gguf, smollm2_path
+    """SmolLM2's config and weights, plain tensors: no model of the package's is built here
+    (only the test's side uses the tokenizer, which takes seconds to build)."""
+    from tinyk.gguf import gguf_weights, smollm2_path
 
-    return load_gguf(smollm2_path())[0]
+    return gguf_weights(smollm2_path())[:2]
 
 
 # The models a test may assemble from the learner's parts here (``build_model``), by name: the
-# call in the test that loads it (on the grader's side), and how it is loaded here. The test's
-# run over there hands this side the parts, and each of the model's forward passes runs here,
-# on the grader's inputs (05.10's capstone, SmolLM2).
+# call in the test that loads it (on the grader's side), and how its weights are loaded here. The
+# test's run over there hands this side the parts, the model is made of those weights and the
+# parts alone (tinyk.learners_model), and each of its forward passes runs here, on the grader's
+# inputs (05.10's capstone, SmolLM2).
 PREPARED: dict[str, tuple[str, Callable[[], Any]]] = {"smollm2": ("tinyk.parts.smollm2", _smollm2)}
 
 
 def _prepare(names: list[str]) -> dict[str, Any]:
-    """The models of :data:`PREPARED` an exercise's test assembles from the learner's parts,
-    loaded before the package's versions of the parts are withheld (which they are built from)."""
+    """The weights of the models of :data:`PREPARED` an exercise's test assembles from the
+    learner's parts (a config and plain tensors each)."""
     return {name: PREPARED[name][1]() for name in names if name in PREPARED}
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from tinyk import answers
+from tinyk.part_compare import PART_NAMES
 from tinyk.remote import AnswerFailed, Remote, handle, request_args
 
 __all__ = ["AssembledThere", "model_functions", "swapped", "watched_anywhere"]
@@ -118,8 +119,8 @@ def model_functions(module: Any) -> dict[str, Any]:
     def build_model(base: Any, parts: Any = None, /, **more: Any) -> Any:
         given = {**(parts or {}), **more}
         there = next((p for p in given.values() if isinstance(p, Remote)), None)
-        name = _prepared(base) if there is not None else None
-        if there is None or name is None:
+        name = _prepared(base) if there is not None and set(PART_NAMES) <= set(given) else None
+        if there is None or name is None:  # any part missing is tinyk's own: built here
             return build(base, parts, **more)
         server = handle(there)[0]
         model = server.ask(("assemble", name, request_args(given, [], server)))
