@@ -706,6 +706,39 @@ def test_the_notebooks_other_exercises_may_use_the_packages_parts(server):
     assert not again.passed and "AssertionError" in again.detail, again.detail
 
 
+def _exercises_only(nb: dict, grade_ids: list[str]) -> dict:
+    """``nb`` cut down to the answer and test cells of the exercises ``grade_ids`` (their tests' ids)."""
+    cells = nb["cells"]
+    keep = []
+    for grade_id in grade_ids:
+        index = next(i for i, c in enumerate(cells) if nbgrader(c).get("grade_id") == grade_id)
+        keep += [next(c for c in reversed(cells[:index]) if is_solution(c)), cells[index]]
+    return {**nb, "cells": copy.deepcopy(keep)}
+
+
+# Reading a part of the package in an answer, the ways Python reads a function.
+READING = {"getsource": "inspect.getsource(tinyk.repeat_kv)",
+           "getsourcelines": "inspect.getsourcelines(tinyk.repeat_kv)",
+           "signature": "inspect.signature(tinyk.repeat_kv)",
+           "code": "tinyk.repeat_kv.__code__", "wrapped": "getattr(tinyk.repeat_kv, '__wrapped__', None)"}
+
+
+@pytest.mark.parametrize("reading", READING)
+def test_reading_a_withheld_part_counts_as_using_it(server, reading):
+    """05.4.4's answer reads tinyk's repeat_kv (which 05.4.3 asks for) before its own attention:
+    withheld in the notebook's run, reading it is using it, and the exercise, failed there, is
+    judged again in a run that withholds only its own parts, where tinyk's repeat_kv is there
+    to read: full marks, as in Jupyter."""
+    source = _exercises_only(_source("05_4"), ["ex_05_4_3_test", "ex_05_4_4_test"])
+    submitted = copy.deepcopy(source)
+    answer = submitted["cells"][2]
+    reads = f"import inspect\nimport tinyk\nread = {READING[reading]}\n"
+    answer["source"] = reads + "".join(answer["source"])
+    results = verdict.judge(source, submitted, server)
+    assert [(v.grade_id, v.passed, v.detail) for v in results] == [
+        ("ex_05_4_3_test", True, ""), ("ex_05_4_4_test", True, "")], results
+
+
 def _waits_for_the_turn(thread) -> bool:
     """Whether ``thread`` is blocked on the grader's turn (in verdict._run_cell, at the lock)."""
     import sys

@@ -75,7 +75,7 @@ class Withheld:
         raise self._refuse()
 
     def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__") or attr.startswith("_repr_") or attr.startswith("_ipython"):
+        if attr not in _INTROSPECTED and attr.startswith(("__", "_repr_", "_ipython")):
             raise AttributeError(attr)  # IPython's display and Python's protocols ask for these
         raise self._refuse()
 
@@ -90,6 +90,13 @@ class Withheld:
 
     def __repr__(self) -> str:
         return f"<tinyk's {self._name}, withheld while this notebook is graded>"
+
+
+# What reading a function or a class asks for (``inspect.getsource``, ``getsourcelines`` and
+# ``signature`` ask for ``__wrapped__`` first): asking a stand-in is using the part.
+_INTROSPECTED = frozenset({"__code__", "__wrapped__", "__func__", "__self__", "__globals__", "__closure__",
+                           "__defaults__", "__kwdefaults__", "__signature__", "__mro__", "__bases__",
+                           "__subclasses__"})
 
 
 class WithheldPart(RuntimeError):
