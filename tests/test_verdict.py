@@ -255,8 +255,9 @@ ROUTES = {
     "import_module": ("from tinyk.model import RMSNorm\n", _WITHHELD),
     "getattr": ("import tinyk.model\nRMSNorm = getattr(tinyk.model, 'Rms'.replace('ms', 'MS') + 'Norm')\n",
                 _WITHHELD),
+    # the module's text, lent to inspect, has the withheld part's lines blank (tinyk.kept_source)
     "source_as_text": ("import inspect, tinyk.model\nns = {}\nexec(inspect.getsource(tinyk.model), ns)\n"
-                       "RMSNorm = ns['RMSNorm']\n", "OSError: could not get source code"),
+                       "RMSNorm = ns['RMSNorm']\n", "KeyError: 'RMSNorm'"),
     "file_as_text": ("import tinyk.model\nns = {'__name__': 'copy'}\n"
                      "exec(open(tinyk.model.__file__).read(), ns)\nRMSNorm = ns['RMSNorm']\n",
                      "FileNotFoundError"),
@@ -735,6 +736,25 @@ def test_reading_a_withheld_part_counts_as_using_it(server, reading):
     reads = f"import inspect\nimport tinyk\nread = {READING[reading]}\n"
     answer["source"] = reads + "".join(answer["source"])
     results = verdict.judge(source, submitted, server)
+    assert [(v.grade_id, v.passed, v.detail) for v in results] == [
+        ("ex_05_4_3_test", True, ""), ("ex_05_4_4_test", True, "")], results
+
+
+def test_under_the_sandbox_a_part_read_is_lent_to_inspect_but_not_the_withheld_ones(sandboxed):
+    """Under the sandbox the files of the modules that hold the parts are gone; their text is
+    lent to inspect, without the parts the run withholds. 05.4.4's answer reads tinyk's
+    repeat_kv (withheld in the notebook's run, there in its own run) and checks that the
+    module's text holds no line of the attention that it asks for: full marks."""
+    source = _exercises_only(_source("05_4"), ["ex_05_4_3_test", "ex_05_4_4_test"])
+    submitted = copy.deepcopy(source)
+    answer = submitted["cells"][2]
+    answer["source"] = ("import inspect\nimport tinyk.model\n"
+                        "assert 'n_rep' in inspect.getsource(tinyk.repeat_kv)\n"
+                        "text = inspect.getsource(tinyk.model)\n"
+                        "assert 'def repeat_kv(' in text and 'class Transformer(' in text\n"
+                        "assert 'class Attention(' not in text and 'attention_by_hand(self' not in text\n"
+                        + "".join(answer["source"]))
+    results = verdict.judge(source, submitted, sandboxed)
     assert [(v.grade_id, v.passed, v.detail) for v in results] == [
         ("ex_05_4_3_test", True, ""), ("ex_05_4_4_test", True, "")], results
 

@@ -17,13 +17,14 @@ other side, where no code of the student's runs.
 The course's reference code of a part is out of the learner's reach here: under the grader's
 sandbox the ``tinyk`` package's files are hidden and this script runs from a copy of them (its
 first argument), whose modules that hold the parts (:data:`HIDDEN`) it imports and then
-deletes, so no source of them is left to read or run as text; and in the child of a run, the
-package's objects of every part the run asks for (``RMSNorm``, ``repeat_kv``, ... of
-:data:`tinyk.own_work.REFERENCES`) are replaced in every ``tinyk`` module by a
-:class:`Withheld` before the first cell runs, then freed (:func:`withhold`): no class,
-function or code object of theirs is left for the collector to find. Using a stand-in sets
-:data:`TOUCHED`, so that the grader judges an exercise that then fails again in a run that
-withholds only its own parts.
+deletes; and in the child of a run, the package's objects of every part the run asks for
+(``RMSNorm``, ``repeat_kv``, ... of :data:`tinyk.own_work.REFERENCES`) are replaced in every
+``tinyk`` module by a :class:`Withheld` before the first cell runs, then freed
+(:func:`withhold`): no class, function or code object of theirs is left for the collector to
+find, and no source of them to read or run as text (``inspect`` reads the rest of those
+modules' text, :mod:`tinyk.kept_source`). Using a stand-in, or reading it as a function
+(``inspect.getsource``, ``__code__``), sets :data:`TOUCHED`, so that the grader judges an
+exercise that then fails again in a run that withholds only its own parts.
 
 Each notebook starts clean, under the grader's sandbox: its runs fork from a process of its
 own, in new user, mount, process and IPC namespaces, with a private /tmp and /dev/shm, new
@@ -114,12 +115,14 @@ def withhold(parts: list[str]) -> list[str]:
     they are bound to, and let the collector free them; return the names withheld."""
     import gc
 
+    from tinyk.kept_source import lend
     from tinyk.own_work import REFERENCES
 
     names = {ref for part in parts for ref in REFERENCES.get(part, ())}
+    modules = [m for n, m in list(sys.modules.items()) if n == "tinyk" or n.startswith("tinyk.")]
+    lend(vars(m)[name] for m in modules for name in names if name in vars(m))  # the text, not theirs
     if not names:
         return []
-    modules = [m for n, m in list(sys.modules.items()) if n == "tinyk" or n.startswith("tinyk.")]
     objects = {id(obj): name for m in modules for name in names if (obj := vars(m).get(name)) is not None
                and not isinstance(obj, Withheld)}
     for module in modules:
@@ -267,6 +270,9 @@ def _load(library: str | None) -> None:
     importlib.import_module("IPython.core.interactiveshell")  # each run's shell (_shell)
     if not library:
         return
+    from tinyk.kept_source import keep
+
+    keep(sys.modules[name] for name in HIDDEN)  # for inspect, without a run's withheld parts
     for name in HIDDEN:
         os.remove(sys.modules[name].__file__)
     for folder in glob.glob(os.path.join(library, "tinyk", "**", "__pycache__"), recursive=True):
