@@ -7,10 +7,11 @@ that know about :class:`~tinyk.remote.Remote`:
 
 - ``tinyk.own_work.watched`` (:func:`watched_anywhere`): the own-work watch runs where the
   learner's part runs, in their process;
-- ``tinyk.parts.build_model`` and ``first_divergence`` (:func:`model_functions`): the
-  learner's parts put into a model loaded there before the answer ran
-  (:data:`tinyk.answers.PREPARED`) give an :class:`AssembledThere`, whose forward pass is
-  one call over there, not one call per part and layer.
+- ``tinyk.parts.build_model`` and ``first_divergence`` (:func:`model_functions`): all ten of
+  the learner's parts put into a prepared model (:data:`tinyk.answers.PREPARED`) give an
+  :class:`AssembledThere`: over there, the model is made of the weights loaded before the
+  answer ran and those parts alone (:mod:`tinyk.learners_model`), and its forward pass is
+  one call, not one call per part and layer.
 """
 
 from __future__ import annotations
