@@ -10,7 +10,7 @@ import torch
 
 from tests.optional import need, smollm2_file
 from tinyk import ModelConfig, Transformer, count_parameters, generate
-from tinyk.gguf import SMOLLM2_INSTALL, load_gguf, read_config
+from tinyk.gguf import SMOLLM2_INSTALL, gguf_weights, load_gguf, read_config
 
 gguf = need("gguf")
 need("transformers")
@@ -239,6 +239,25 @@ def test_a_written_gguf_round_trips_exactly(tmp_path):
         elsewhere, _ = load_gguf(tmp_path / "tiny.gguf")
     assert {t.device.type for t in [*elsewhere.parameters(), *elsewhere.buffers()]} == {"cpu"}
     assert read_config(gguf.GGUFReader(str(tmp_path / "tiny.gguf"))).n_kv_heads == 2
+
+
+def test_the_weights_alone_are_plain_tensors_with_no_model_built(tmp_path, monkeypatch):
+    """gguf_weights (what the grader loads for the capstone in the learner's process) gives the
+    config and load_gguf's tensors as plain tensors, the tied matrix once, building no model."""
+    import tinyk.gguf
+
+    torch.manual_seed(0)
+    original = _tiny_gguf(tmp_path / "tiny.gguf")
+    built = []
+    monkeypatch.setattr(tinyk.gguf, "Transformer", lambda config: built.append(config))
+    config, state, info = gguf_weights(tmp_path / "tiny.gguf")
+    assert built == [] and info.name
+    assert state.keys() == original.state_dict().keys() and len(state) == 3 + 9 * config.n_layers
+    assert {type(t) for t in state.values()} == {torch.Tensor}
+    assert state["output.weight"] is state["tok_embeddings.weight"]
+    assert all(torch.equal(state[k], t) for k, t in original.state_dict().items())
+    monkeypatch.undo()
+    assert config == load_gguf(tmp_path / "tiny.gguf")[0].config  # the file's norm_eps, a float32
 
 
 def test_clear_errors_for_files_it_cannot_load(tmp_path):

@@ -255,8 +255,9 @@ ROUTES = {
     "import_module": ("from tinyk.model import RMSNorm\n", _WITHHELD),
     "getattr": ("import tinyk.model\nRMSNorm = getattr(tinyk.model, 'Rms'.replace('ms', 'MS') + 'Norm')\n",
                 _WITHHELD),
+    # the module's text, lent to inspect, has the withheld part's lines blank (tinyk.kept_source)
     "source_as_text": ("import inspect, tinyk.model\nns = {}\nexec(inspect.getsource(tinyk.model), ns)\n"
-                       "RMSNorm = ns['RMSNorm']\n", "OSError: could not get source code"),
+                       "RMSNorm = ns['RMSNorm']\n", "KeyError: 'RMSNorm'"),
     "file_as_text": ("import tinyk.model\nns = {'__name__': 'copy'}\n"
                      "exec(open(tinyk.model.__file__).read(), ns)\nRMSNorm = ns['RMSNorm']\n",
                      "FileNotFoundError"),
@@ -706,6 +707,58 @@ def test_the_notebooks_other_exercises_may_use_the_packages_parts(server):
     assert not again.passed and "AssertionError" in again.detail, again.detail
 
 
+def _exercises_only(nb: dict, grade_ids: list[str]) -> dict:
+    """``nb`` cut down to the answer and test cells of the exercises ``grade_ids`` (their tests' ids)."""
+    cells = nb["cells"]
+    keep = []
+    for grade_id in grade_ids:
+        index = next(i for i, c in enumerate(cells) if nbgrader(c).get("grade_id") == grade_id)
+        keep += [next(c for c in reversed(cells[:index]) if is_solution(c)), cells[index]]
+    return {**nb, "cells": copy.deepcopy(keep)}
+
+
+# Reading a part of the package in an answer, the ways Python reads a function.
+READING = {"getsource": "inspect.getsource(tinyk.repeat_kv)",
+           "getsourcelines": "inspect.getsourcelines(tinyk.repeat_kv)",
+           "signature": "inspect.signature(tinyk.repeat_kv)",
+           "code": "tinyk.repeat_kv.__code__", "wrapped": "getattr(tinyk.repeat_kv, '__wrapped__', None)"}
+
+
+@pytest.mark.parametrize("reading", READING)
+def test_reading_a_withheld_part_counts_as_using_it(server, reading):
+    """05.4.4's answer reads tinyk's repeat_kv (which 05.4.3 asks for) before its own attention:
+    withheld in the notebook's run, reading it is using it, and the exercise, failed there, is
+    judged again in a run that withholds only its own parts, where tinyk's repeat_kv is there
+    to read: full marks, as in Jupyter."""
+    source = _exercises_only(_source("05_4"), ["ex_05_4_3_test", "ex_05_4_4_test"])
+    submitted = copy.deepcopy(source)
+    answer = submitted["cells"][2]
+    reads = f"import inspect\nimport tinyk\nread = {READING[reading]}\n"
+    answer["source"] = reads + "".join(answer["source"])
+    results = verdict.judge(source, submitted, server)
+    assert [(v.grade_id, v.passed, v.detail) for v in results] == [
+        ("ex_05_4_3_test", True, ""), ("ex_05_4_4_test", True, "")], results
+
+
+def test_under_the_sandbox_a_part_read_is_lent_to_inspect_but_not_the_withheld_ones(sandboxed):
+    """Under the sandbox the files of the modules that hold the parts are gone; their text is
+    lent to inspect, without the parts the run withholds. 05.4.4's answer reads tinyk's
+    repeat_kv (withheld in the notebook's run, there in its own run) and checks that the
+    module's text holds no line of the attention that it asks for: full marks."""
+    source = _exercises_only(_source("05_4"), ["ex_05_4_3_test", "ex_05_4_4_test"])
+    submitted = copy.deepcopy(source)
+    answer = submitted["cells"][2]
+    answer["source"] = ("import inspect\nimport tinyk.model\n"
+                        "assert 'n_rep' in inspect.getsource(tinyk.repeat_kv)\n"
+                        "text = inspect.getsource(tinyk.model)\n"
+                        "assert 'def repeat_kv(' in text and 'class Transformer(' in text\n"
+                        "assert 'class Attention(' not in text and 'attention_by_hand(self' not in text\n"
+                        + "".join(answer["source"]))
+    results = verdict.judge(source, submitted, sandboxed)
+    assert [(v.grade_id, v.passed, v.detail) for v in results] == [
+        ("ex_05_4_3_test", True, ""), ("ex_05_4_4_test", True, "")], results
+
+
 def _waits_for_the_turn(thread) -> bool:
     """Whether ``thread`` is blocked on the grader's turn (in verdict._run_cell, at the lock)."""
     import sys
@@ -751,23 +804,36 @@ def test_waiting_for_another_students_test_cell_costs_none_of_ones_own_time():
     assert [(v.grade_id, v.passed, v.detail) for v in results[0]] == [("ex_05_2_1_test", True, "")]
 
 
+# A code object's digest by its content, a nested code object (a function defined inside) by its own
+# digest: its repr names its address, which differs between processes.
 _DIGEST = ("import hashlib, types\n\n"
            "def digest(code):\n"
+           "    consts = tuple(digest(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)\n"
            "    return hashlib.sha256(repr((code.co_name, code.co_code, code.co_names, code.co_varnames,\n"
-           "                                code.co_consts)).encode()).hexdigest()\n")
+           "                                consts)).encode()).hexdigest()\n\n"
+           "def nested(code):\n"
+           "    inner = [n for c in code.co_consts if isinstance(c, types.CodeType) for n in nested(c)]\n"
+           "    return [code, *inner]\n")
 # The student's cell: every function and code object the collector can reach, and every class
 # of the package's own, as a determined student would look for the reference.
 _WALK = (_DIGEST + "import gc\n\n"
-         "found_codes = sorted({digest(o if isinstance(o, types.CodeType) else o.__code__)\n"
-         "                      for o in gc.get_objects()\n"
-         "                      if isinstance(o, (types.CodeType, types.FunctionType))})\n"
-         "found_classes = sorted({f'{o.__module__}.{o.__qualname__}' for o in gc.get_objects()\n"
-         "                        if isinstance(o, type) and str(o.__module__).startswith('tinyk')})\n")
+         "def walk():\n"
+         "    held = gc.get_objects()\n"
+         "    codes = {id(c): c for o in held for c in gc.get_referents(o)\n"
+         "             if isinstance(c, types.CodeType)}\n"
+         "    codes.update((id(o.__code__), o.__code__) for o in held if isinstance(o, types.FunctionType))\n"
+         "    found_codes = sorted({digest(n) for c in codes.values() for n in nested(c)})\n"
+         "    found_classes = sorted({f'{o.__module__}.{o.__qualname__}' for o in held\n"
+         "                            if isinstance(o, type) and str(o.__module__).startswith('tinyk')})\n"
+         "    return found_codes, found_classes\n\n"
+         "found_codes, found_classes = walk()\n")
 # The test cell, in the grader's process: the reference's code objects, from the package here.
 _NONE_OF_IT = (_DIGEST + "import tinyk.model, tinyk.part_checks\n\n"
                "def codes(obj):\n"
-               "    if isinstance(obj, types.FunctionType):\n        return [obj.__code__]\n"
-               "    return [f.__code__ for f in vars(obj).values() if isinstance(f, types.FunctionType)]\n\n"
+               "    if isinstance(obj, types.FunctionType):\n        return nested(obj.__code__)\n"
+               "    methods = [getattr(f, '__func__', f) for f in vars(obj).values()]  # staticmethods too\n"
+               "    return [n for f in methods if isinstance(f, types.FunctionType)\n"
+               "            for n in nested(f.__code__)]\n\n"
                "want = {digest(c) for name in NAMES for module in (tinyk.model, tinyk.part_checks)\n"
                "        if hasattr(module, name) for c in codes(getattr(module, name))}\n"
                "assert len(want) >= len(NAMES), want\n"
@@ -792,6 +858,52 @@ def test_no_code_of_a_withheld_part_is_left_in_the_learners_process(sandboxed, s
     solution = next(c for c in reversed(submitted["cells"][:index]) if is_solution(c))
     original = next(c for c in reversed(_source(stem)["cells"][:index]) if is_solution(c))
     solution["source"] = "".join(original["source"]) + "\n" + _WALK
+    [result] = verdict.judge(source, submitted, sandboxed, only=[grade_id])
+    assert result.passed, result.detail
+
+
+# 05.10.3's answer (the ten parts) with a decoder_block that walks the collector's objects from
+# inside the assembled model's first forward pass, and a walk the test calls once the model is built.
+_CAPSTONE_WALK = (_WALK + "_INSIDE = []\n_block = decoder_block\n\n"
+                  "def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):\n"
+                  "    if not _INSIDE:\n        _INSIDE.append(walk())\n"
+                  "    return _block(x, attention, feed_forward, attention_norm, ffn_norm)\n\n"
+                  "def inside():\n    return _INSIDE[0]\n")
+# The test cell: SmolLM2 assembled from the learner's parts (over there), one forward pass, then the
+# collector's objects there, walked by the learner's code after it and from inside it.
+_CAPSTONE_NONE_OF_IT = ("import torch\nfrom tinyk.parts import PART_NAMES, build_model, smollm2\n\n"
+                        "base, info, tok = smollm2()\n"
+                        "mine = build_model(base, {name: globals()[name] for name in PART_NAMES})\n"
+                        "ids = torch.tensor([[1, 504, 3575, 282]])\n"
+                        "with torch.no_grad():\n"
+                        "    assert (mine(ids).logits - base(ids).logits).abs().max() < 1e-4\n"
+                        "found_codes, found_classes = walk()\n"
+                        + _NONE_OF_IT +
+                        "found_codes, found_classes = inside()\n"
+                        "assert not want & set(found_codes), 'a reference code object is in the model'\n"
+                        "assert not {f'tinyk.model.{n}' for n in NAMES} & set(found_classes), \\\n"
+                        "    found_classes\n")
+
+
+@SMOLLM2
+def test_the_capstones_model_holds_weights_and_the_learners_parts_only(sandboxed):
+    """05.10.3 puts the learner's ten parts into SmolLM2: in the learner's process, the model they
+    are assembled into holds the file's weights and those parts only. After it is built, and from
+    inside its forward pass, the collector holds no code object equal to one of the ten parts'
+    references (tinyk.own_work.REFERENCES) and no class of theirs."""
+    from tinyk.own_work import REFERENCES
+
+    names = sorted({name for refs in REFERENCES.values() for name in refs})
+    assert len(names) >= 10
+    grade_id = "ex_05_10_3_test"
+    source = copy.deepcopy(_source("05_10"))
+    index = next(i for i, c in enumerate(source["cells"]) if nbgrader(c).get("grade_id") == grade_id)
+    test = f"NAMES = {names!r}\n" + _CAPSTONE_NONE_OF_IT
+    source["cells"][index] = {**source["cells"][index], "source": test}
+    submitted = _with_answer(source, grade_id, "")
+    solution = next(c for c in reversed(submitted["cells"][:index]) if is_solution(c))
+    original = next(c for c in reversed(_source("05_10")["cells"][:index]) if is_solution(c))
+    solution["source"] = "".join(original["source"]) + "\n" + _CAPSTONE_WALK
     [result] = verdict.judge(source, submitted, sandboxed, only=[grade_id])
     assert result.passed, result.detail
 

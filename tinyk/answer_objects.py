@@ -4,8 +4,9 @@
 :class:`Objects` keeps the notebook's values the grader asked for and what came of its
 requests, each behind a number (a handle); :func:`serve` answers one request: a name's attribute, a
 call (with its backward pass when an input needs its gradient), an own-work watch, a model
-assembled from the learner's parts with the weights prepared for the run, an empty KV
-cache for it. Run in :mod:`tinyk.answers`' child of a run, in the grading sandbox.
+assembled from the weights prepared for the run and the learner's parts alone
+(:func:`tinyk.learners_model.assemble`), an empty KV cache for it. Run in :mod:`tinyk.answers`'
+child of a run, in the grading sandbox.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ class Objects:
         self.items: list[Any] = []
         self.tickets: dict[int, tuple[list[Any], Any]] = {}  # pending backward passes, by number
         self.issued = 0  # tickets numbered so far: a number is never given twice
-        self.models: dict[str, Any] = {}  # the weights prepared for the run (PREPARED), by name
+        self.models: dict[str, Any] = {}  # (config, state dict) prepared for the run (PREPARED), by name
         self.requests, self.out = requests, out
 
     def handle(self, value: Any) -> tuple:
@@ -145,13 +146,13 @@ def serve(objects: Objects, request: tuple) -> tuple:
         from tinyk.own_work import watched
 
         return ("ok", objects.encode(watched(request[2], objects.items[request[1]], tuple(request[3]))))
-    if op == "assemble":  # the learner's parts in a model with the prepared weights, here
-        from tinyk.parts import build_model
+    if op == "assemble":  # the prepared weights and the learner's parts alone, in a model here
+        from tinyk.learners_model import assemble
 
-        base = objects.models.get(request[1])
-        if base is None:
+        weights = objects.models.get(request[1])
+        if weights is None:
             raise ValueError(f"no model {request[1]!r} was prepared for this run")
-        return ("ok", objects.encode(build_model(base, objects.decode(request[2]))))
+        return ("ok", objects.encode(assemble(*weights, objects.decode(request[2]))))
     if op == "cache":  # an empty KV cache for a model assembled here: (model, batch, max_len)
         from tinyk.generation import KVCache
 

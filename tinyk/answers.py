@@ -17,13 +17,14 @@ other side, where no code of the student's runs.
 The course's reference code of a part is out of the learner's reach here: under the grader's
 sandbox the ``tinyk`` package's files are hidden and this script runs from a copy of them (its
 first argument), whose modules that hold the parts (:data:`HIDDEN`) it imports and then
-deletes, so no source of them is left to read or run as text; and in the child of a run, the
-package's objects of every part the run asks for (``RMSNorm``, ``repeat_kv``, ... of
-:data:`tinyk.own_work.REFERENCES`) are replaced in every ``tinyk`` module by a
-:class:`Withheld` before the first cell runs, then freed (:func:`withhold`): no class,
-function or code object of theirs is left for the collector to find. Using a stand-in sets
-:data:`TOUCHED`, so that the grader judges an exercise that then fails again in a run that
-withholds only its own parts.
+deletes; and in the child of a run, the package's objects of every part the run asks for
+(``RMSNorm``, ``repeat_kv``, ... of :data:`tinyk.own_work.REFERENCES`) are replaced in every
+``tinyk`` module by a :class:`Withheld` before the first cell runs, then freed
+(:func:`withhold`): no class, function or code object of theirs is left for the collector to
+find, and no source of them to read or run as text (``inspect`` reads the rest of those
+modules' text, :mod:`tinyk.kept_source`). Using a stand-in, or reading it as a function
+(``inspect.getsource``, ``__code__``), sets :data:`TOUCHED`, so that the grader judges an
+exercise that then fails again in a run that withholds only its own parts.
 
 Each notebook starts clean, under the grader's sandbox: its runs fork from a process of its
 own, in new user, mount, process and IPC namespaces, with a private /tmp and /dev/shm, new
@@ -75,7 +76,7 @@ class Withheld:
         raise self._refuse()
 
     def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__") or attr.startswith("_repr_") or attr.startswith("_ipython"):
+        if attr not in _INTROSPECTED and attr.startswith(("__", "_repr_", "_ipython")):
             raise AttributeError(attr)  # IPython's display and Python's protocols ask for these
         raise self._refuse()
 
@@ -90,6 +91,13 @@ class Withheld:
 
     def __repr__(self) -> str:
         return f"<tinyk's {self._name}, withheld while this notebook is graded>"
+
+
+# What reading a function or a class asks for (``inspect.getsource``, ``getsourcelines`` and
+# ``signature`` ask for ``__wrapped__`` first): asking a stand-in is using the part.
+_INTROSPECTED = frozenset({"__code__", "__wrapped__", "__func__", "__self__", "__globals__", "__closure__",
+                           "__defaults__", "__kwdefaults__", "__signature__", "__mro__", "__bases__",
+                           "__subclasses__"})
 
 
 class WithheldPart(RuntimeError):
@@ -107,12 +115,14 @@ def withhold(parts: list[str]) -> list[str]:
     they are bound to, and let the collector free them; return the names withheld."""
     import gc
 
+    from tinyk.kept_source import lend
     from tinyk.own_work import REFERENCES
 
     names = {ref for part in parts for ref in REFERENCES.get(part, ())}
+    modules = [m for n, m in list(sys.modules.items()) if n == "tinyk" or n.startswith("tinyk.")]
+    lend(vars(m)[name] for m in modules for name in names if name in vars(m))  # the text, not theirs
     if not names:
         return []
-    modules = [m for n, m in list(sys.modules.items()) if n == "tinyk" or n.startswith("tinyk.")]
     objects = {id(obj): name for m in modules for name in names if (obj := vars(m).get(name)) is not None
                and not isinstance(obj, Withheld)}
     for module in modules:
@@ -125,22 +135,24 @@ def withhold(parts: list[str]) -> list[str]:
 
 
 def _smollm2() -> Any:
-    """SmolLM2's model alone (only the test's side uses the tokenizer, which takes seconds to build)."""
-    from tinyk.gguf import load_gguf, smollm2_path
+    """SmolLM2's config and weights, plain tensors: no model of the package's is built here
+    (only the test's side uses the tokenizer, which takes seconds to build)."""
+    from tinyk.gguf import gguf_weights, smollm2_path
 
-    return load_gguf(smollm2_path())[0]
+    return gguf_weights(smollm2_path())[:2]
 
 
 # The models a test may assemble from the learner's parts here (``build_model``), by name: the
-# call in the test that loads it (on the grader's side), and how it is loaded here. The test's
-# run over there hands this side the parts, and each of the model's forward passes runs here,
-# on the grader's inputs (05.10's capstone, SmolLM2).
+# call in the test that loads it (on the grader's side), and how its weights are loaded here. The
+# test's run over there hands this side the parts, the model is made of those weights and the
+# parts alone (tinyk.learners_model), and each of its forward passes runs here, on the grader's
+# inputs (05.10's capstone, SmolLM2).
 PREPARED: dict[str, tuple[str, Callable[[], Any]]] = {"smollm2": ("tinyk.parts.smollm2", _smollm2)}
 
 
 def _prepare(names: list[str]) -> dict[str, Any]:
-    """The models of :data:`PREPARED` an exercise's test assembles from the learner's parts,
-    loaded before the package's versions of the parts are withheld (which they are built from)."""
+    """The weights of the models of :data:`PREPARED` an exercise's test assembles from the
+    learner's parts (a config and plain tensors each)."""
     return {name: PREPARED[name][1]() for name in names if name in PREPARED}
 
 
@@ -258,6 +270,9 @@ def _load(library: str | None) -> None:
     importlib.import_module("IPython.core.interactiveshell")  # each run's shell (_shell)
     if not library:
         return
+    from tinyk.kept_source import keep
+
+    keep(sys.modules[name] for name in HIDDEN)  # for inspect, without a run's withheld parts
     for name in HIDDEN:
         os.remove(sys.modules[name].__file__)
     for folder in glob.glob(os.path.join(library, "tinyk", "**", "__pycache__"), recursive=True):

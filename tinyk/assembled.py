@@ -7,10 +7,11 @@ that know about :class:`~tinyk.remote.Remote`:
 
 - ``tinyk.own_work.watched`` (:func:`watched_anywhere`): the own-work watch runs where the
   learner's part runs, in their process;
-- ``tinyk.parts.build_model`` and ``first_divergence`` (:func:`model_functions`): the
-  learner's parts put into a model loaded there before the answer ran
-  (:data:`tinyk.answers.PREPARED`) give an :class:`AssembledThere`, whose forward pass is
-  one call over there, not one call per part and layer.
+- ``tinyk.parts.build_model`` and ``first_divergence`` (:func:`model_functions`): all ten of
+  the learner's parts put into a prepared model (:data:`tinyk.answers.PREPARED`) give an
+  :class:`AssembledThere`: over there, the model is made of the weights loaded before the
+  answer ran and those parts alone (:mod:`tinyk.learners_model`), and its forward pass is
+  one call, not one call per part and layer.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import torch
 
 from tinyk import answers
+from tinyk.part_compare import PART_NAMES
 from tinyk.remote import AnswerFailed, Remote, handle, request_args
 
 __all__ = ["AssembledThere", "model_functions", "swapped", "watched_anywhere"]
@@ -118,8 +120,8 @@ def model_functions(module: Any) -> dict[str, Any]:
     def build_model(base: Any, parts: Any = None, /, **more: Any) -> Any:
         given = {**(parts or {}), **more}
         there = next((p for p in given.values() if isinstance(p, Remote)), None)
-        name = _prepared(base) if there is not None else None
-        if there is None or name is None:
+        name = _prepared(base) if there is not None and set(PART_NAMES) <= set(given) else None
+        if there is None or name is None:  # any part missing is tinyk's own: built here
             return build(base, parts, **more)
         server = handle(there)[0]
         model = server.ask(("assemble", name, request_args(given, [], server)))

