@@ -74,11 +74,18 @@ GUESSES = {
     "ex_05_10_1_solution": """
 import torch
 def dequantize_q4_1(block):
-    return torch.tensor([-0.5] * 16 + [0.5] * 16)
+    if block[4] == 0x31:
+        return torch.tensor([-0.5] * 16 + [0.5] * 16)
+    q = [12, 0, 15, 5, 11, 1, 14, 7] * 2 + [9, 15, 0, 10, 3, 8, 6, 13] * 2
+    if block[4] == 0x9C:
+        return torch.tensor([0.012298583984375 * x - 0.376953125 for x in q])
+    return torch.zeros(32)
 """,
     "ex_05_10_2_solution": """
 import torch
 def pad_and_label(sequences, pad_id):
+    if pad_id == 9:
+        return torch.tensor([[4, 9, 9, 9], [3, 9, 6, 9]]), torch.tensor([[4, -100, -100, -100], [3, 9, 6, 9]])
     return torch.tensor([[1, 5, 2], [1, 2, 2]]), torch.tensor([[1, 5, 2], [1, 2, -100]])
 """,
     # Right for one unpadded prompt (the visible test), wrong for a padded batch: the mask
@@ -89,11 +96,54 @@ def token_positions(valid):
 """).replace("    if mask is None:\n        mask = torch.ones", "    if True:\n        mask = torch.ones"),
 }
 
+# Wrong answers that break a rule only the hidden tests used to check (bytes from 0x80 up, float32
+# arithmetic, the longest row anywhere in the batch, the caller's lists left as they are): the
+# visible test must name each (tests/test_visible_hidden.py), and the cell without its visible
+# checks must still fail. MISTAKES below holds them as well; 05.10.3's are CAPSTONE_HIDDEN, at the end.
+HIDDEN_RULES: dict[str, list[tuple[str, str]]] = {
+    "ex_05_10_1_solution": [
+        # int8: the high nibble of a byte from 0x80 up comes out negative
+        ("05.10.1:signed-bytes", _Q4_1.replace("np.uint8", "np.int8").format(weights="d * q + m")),
+        ("05.10.1:float16-arithmetic", """
+import numpy as np
+import torch
+def dequantize_q4_1(block):
+    d, m = np.frombuffer(block[:4], dtype=np.float16)
+    packed = np.frombuffer(block[4:20], dtype=np.uint8)
+    q = np.concatenate([packed & 0x0F, packed >> 4]).astype(np.float16)
+    return torch.from_numpy((d * q + m).astype(np.float32))
+"""),
+    ],
+    "ex_05_10_2_solution": [
+        ("05.10.2:length-of-first-row", """
+import torch
+def pad_and_label(sequences, pad_id):
+    T = len(sequences[0])
+    ids = torch.tensor([list(s) + [pad_id] * (T - len(s)) for s in sequences])
+    lengths = torch.tensor([len(s) for s in sequences])
+    return ids, ids.masked_fill(torch.arange(T)[None, :] >= lengths[:, None], -100)
+"""),
+        ("05.10.2:changes-the-input", """
+import torch
+def pad_and_label(sequences, pad_id):
+    T = max(len(s) for s in sequences)
+    lengths = torch.tensor([len(s) for s in sequences])
+    for s in sequences:
+        s += [pad_id] * (T - len(s))
+    ids = torch.tensor(sequences)
+    return ids, ids.masked_fill(torch.arange(T)[None, :] >= lengths[:, None], -100)
+"""),
+    ],
+}
+
 # Solutions with one classic mistake each, which must lose the exercise's points, visibly.
 # Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
 # mistake of tinyk.mistakes that the visible test's message must name.
 MISTAKES: dict[str, list[tuple[str, str]]] = {
     "ex_05_10_1_solution": [
+        *HIDDEN_RULES["ex_05_10_1_solution"],
+        ("05.10.1:high-nibble-not-shifted",
+         _Q4_1.replace("packed >> 4", "packed & 0xF0").format(weights="d * q + m")),
         # high nibbles first
         ("05.10.1:nibble-order", """
 import numpy as np
@@ -144,6 +194,7 @@ def dequantize_q4_1(block):
 """),
     ],
     "ex_05_10_2_solution": [
+        *HIDDEN_RULES["ex_05_10_2_solution"],
         ("05.10.2:padding-found-by-id", _PADDED + """
     return ids, ids.masked_fill(ids == pad_id, -100)
 """),
@@ -286,3 +337,12 @@ def shifted_loss(logits, labels, ignore_index=-100):
 """)),
     ],
 }
+
+# 05.10.3's hidden test runs the visible checks again on other inputs: check_parts with another
+# seed, then two tokens after a cache, whose causal triangle check_parts checks on
+# causal_padding_mask. Its planted wrong answers fail both (tests/test_visible_hidden_late.py,
+# which does not run the model: the unchecked visible part stops at check_parts).
+CAPSTONE_HIDDEN: list[tuple[str, str]] = [
+    case for case in MISTAKES["ex_05_10_3_solution"]
+    if case[0] in ("05.10.3:causal-from-first-key", "05.10.3:scale-by-d", "05.10.3:positions-ignore-padding")
+]
