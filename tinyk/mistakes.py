@@ -284,6 +284,16 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "the scores scaled by 1/d_h instead of 1/sqrt(d_h)"),
     ("05.10.3", "loss-denominator", "denominator",
      "the loss divided by the wrong count (ignored targets, or the first label, counted)"),
+    ("05.10.3", "rmsnorm-eps-outside-sqrt", "eps added outside the square root",
+     "RMSNorm's eps outside the square root"),
+    ("05.10.3", "softmax-over-queries", "softmax over the queries", "the softmax over the queries (dim=-2)"),
+    ("05.10.3", "scale-not-over-sqrt-d-h", "scale the scores by 1/sqrt(d_h)",
+     "the scores multiplied by sqrt(d_h), or scaled by the width of all heads"),
+    ("05.10.3", "sin-sign-swapped", "the sign of sin swapped",
+     "RoPE turning the wrong way (the sign of sin swapped)"),
+    ("05.10.3", "gate-on-up", "the gate on w3 instead of w1", "SwiGLU's gate on the up branch w3"),
+    ("05.10.3", "positions-from-1", "the first real token is at position 0", "positions counted from 1"),
+    ("05.10.3", "nan-when-nothing-counted", "must be 0.0, not nan", "the loss NaN when no target is counted"),
 ]
 
 CATALOGUE: tuple[Mistake, ...] = tuple(Mistake(f"{exercise}:{name}", words, en)

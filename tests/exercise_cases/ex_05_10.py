@@ -47,6 +47,39 @@ def _gqa_with(rest: str) -> str:
     return _with("gqa_attention", _GQA_HEAD + rest.lstrip("\n"))
 
 
+# RMSNorm with the mean of the squares as given, rope_tables with its frequencies, gqa_attention's
+# scores scaled and softmaxed as given, and shifted_loss's sum divided by a count (05.10.3).
+_RMSNORM = """
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        x32 = x.float()
+        return (x32 * torch.rsqrt(x32.pow(2).{mean} + self.eps)).to(x.dtype) * self.weight
+"""
+_ROPE = """
+def rope_tables(head_dim, end, theta=10000.0):
+    omega = {omega}
+    angles = torch.outer(torch.arange(end, dtype=torch.float32), omega)
+    return angles.cos(), angles.sin()
+"""
+_SCORES = """
+    scores = (q.float() @ k.float().transpose(-2, -1)) {scale}
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return (scores.softmax({axis}).masked_fill(~mask, 0.0) @ v.float()).to(q.dtype)
+"""
+_LOSS_OVER = """
+def shifted_loss(logits, labels, ignore_index=-100):
+    targets = labels[:, 1:].reshape(-1)
+    total = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), targets,
+                            ignore_index=ignore_index, reduction="sum")
+    return total / {count}
+"""
+
+
 # The start of pad_and_label (05.10.2) with right padding; the mistakes below finish it.
 _PADDED = """
 import torch
@@ -331,6 +364,57 @@ def shifted_loss(logits, labels, ignore_index=-100):
                             ignore_index=ignore_index, reduction="sum")
     return total / (labels != ignore_index).sum().clamp(min=1)
 """)),
+        # the mean of the squares over every entry
+        ("05.10.3:rmsnorm-wrong-axis", _with("RMSNorm", _RMSNORM.format(mean="mean()"))),
+        ("05.10.3:rmsnorm-eps-outside-sqrt", _with("RMSNorm", _RMSNORM.format(mean="mean(-1, keepdim=True)")
+                                                   .replace("torch.rsqrt(", "1 / (")
+                                                   .replace("keepdim=True) + self.eps)",
+                                                            "keepdim=True).sqrt() + self.eps)"))),
+        ("05.10.3:softmax-over-queries",
+         _gqa_with(_SCORES.format(scale="/ math.sqrt(q.shape[-1])", axis=-2))),
+        ("05.10.3:scale-not-over-sqrt-d-h",
+         _gqa_with(_SCORES.format(scale="* math.sqrt(q.shape[-1])", axis=-1))),
+        # the width of all heads, H·d_h
+        ("05.10.3:scale-not-over-sqrt-d-h",
+         _gqa_with(_SCORES.format(scale="/ math.sqrt(q.shape[1] * q.shape[-1])", axis=-1))),
+        # theta^(+2i/d_h)
+        ("05.10.3:rope-exponent", _with("rope_tables", _ROPE.format(
+            omega="theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)"))),
+        # 2i over d_h/2
+        ("05.10.3:rope-exponent", _with("rope_tables", _ROPE.format(
+            omega="1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / (head_dim // 2))"))),
+        ("05.10.3:sin-sign-swapped", _with("apply_rope", """
+def apply_rope(xq, xk, cos, sin):
+    c = cos[None, :, None, :] if cos.ndim == 2 else cos[:, :, None, :]
+    s = sin[None, :, None, :] if sin.ndim == 2 else sin[:, :, None, :]
+
+    def rotate(x):
+        x0, x1 = x.float().unflatten(-1, (-1, 2)).unbind(-1)
+        return torch.stack([x0 * c + x1 * s, -x0 * s + x1 * c], dim=-1).flatten(-2).to(x.dtype)
+
+    return rotate(xq), rotate(xk)
+""")),
+        ("05.10.3:gate-on-up", _with("SwiGLU", """
+class SwiGLU(nn.Module):
+    def __init__(self, dim, hidden_dim):
+        super().__init__()
+        self.w1 = nn.Linear(dim, hidden_dim, bias=False)
+        self.w2 = nn.Linear(hidden_dim, dim, bias=False)
+        self.w3 = nn.Linear(dim, hidden_dim, bias=False)
+
+    def forward(self, x):
+        return self.w2(self.w1(x) * F.silu(self.w3(x)))
+""")),
+        ("05.10.3:positions-from-1", _with("token_positions", """
+def token_positions(valid):
+    return valid.long().cumsum(-1)
+""")),
+        # every label, labels[:, 0] and the ignored ones included
+        ("05.10.3:loss-denominator", _with("shifted_loss", _LOSS_OVER.format(count="labels.numel()"))),
+        # the batch size
+        ("05.10.3:loss-denominator", _with("shifted_loss", _LOSS_OVER.format(count="labels.shape[0]"))),
+        ("05.10.3:nan-when-nothing-counted", _with("shifted_loss", _LOSS_OVER.format(
+            count="(targets != ignore_index).sum()"))),
         ("05.10.3:unshifted-loss", _with("shifted_loss", """
 def shifted_loss(logits, labels, ignore_index=-100):
     return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=ignore_index)
