@@ -284,6 +284,7 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "the scores scaled by 1/d_h instead of 1/sqrt(d_h)"),
     ("05.10.3", "loss-denominator", "denominator",
      "the loss divided by the wrong count (ignored targets, or the first label, counted)"),
+    ("05.10.3", "full-width-rope-tables", "one column per pair", "full-width RoPE tables (end × head_dim)"),
     ("05.10.3", "rmsnorm-eps-outside-sqrt", "eps added outside the square root",
      "RMSNorm's eps outside the square root"),
     ("05.10.3", "softmax-over-queries", "softmax over the queries", "the softmax over the queries (dim=-2)"),

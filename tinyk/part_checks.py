@@ -138,6 +138,9 @@ def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
         got = call_part("rope_tables", fn, head_dim, end, theta)
         if not (isinstance(got, tuple | list) and len(got) == 2):
             raise PartError("rope_tables", say("must return a tuple (cos, sin)"))
+        if all(getattr(table, "shape", None) == (end, head_dim) for table in got):
+            raise PartError("rope_tables", say("full-width tables, end × head_dim: one column per pair, "
+                                               "end × head_dim/2"))
         # ω_i = theta^(-i/d_h) are the frequencies of sqrt(theta) with the right exponent
         hints = {say("the tables of theta = 10000 whatever theta is; use the theta argument"):
                  precompute_freqs_cis(head_dim, end, 10000.0),

@@ -383,6 +383,8 @@ def shifted_loss(logits, labels, ignore_index=-100):
         # 2i over d_h/2
         ("05.10.3:rope-exponent", _with("rope_tables", _ROPE.format(
             omega="1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / (head_dim // 2))"))),
+        ("05.10.3:full-width-rope-tables", _with("rope_tables", _ROPE.format(
+            omega="1.0 / theta ** (torch.arange(head_dim, dtype=torch.float32) / head_dim)"))),
         ("05.10.3:sin-sign-swapped", _with("apply_rope", """
 def apply_rope(xq, xk, cos, sin):
     c = cos[None, :, None, :] if cos.ndim == 2 else cos[:, :, None, :]
