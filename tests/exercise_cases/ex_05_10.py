@@ -426,8 +426,9 @@ def shifted_loss(logits, labels, ignore_index=-100):
 
 # 05.10.3's hidden test runs the visible checks again on other inputs: check_parts with another
 # seed, then two tokens after a cache, whose causal triangle check_parts checks on
-# causal_padding_mask. Its planted wrong answers fail both (tests/test_visible_hidden_late.py,
-# which does not run the model: the unchecked visible part stops at check_parts).
+# causal_padding_mask. Its planted wrong answers fail the visible test, which names each, and
+# the hidden part at its check_parts (tests/test_visible_hidden_late.py, which loads no model:
+# the unchecked visible part stops at check_parts).
 CAPSTONE_HIDDEN: list[tuple[str, str]] = [
     case for case in MISTAKES["ex_05_10_3_solution"]
     if case[0] in ("05.10.3:causal-from-first-key", "05.10.3:scale-by-d", "05.10.3:positions-ignore-padding")
