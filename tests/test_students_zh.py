@@ -203,7 +203,7 @@ def test_a_missing_code_translation_or_student_word_is_named(tmp_path):
     assert text.count('msgid "Warning"\nmsgstr "警告"\n') == 1
     assert text.count("({url})") == 6  # STUCK, LIVE, LIVE_SMOLLM2: each msgid and msgstr
     interface.write_text(text.replace('msgid "Warning"\nmsgstr "警告"\n', "")
-                         .replace("参考答案]({url})", "参考答案]()"), encoding="utf-8")
+                         .replace("上的答案]({url})", "上的答案]()"), encoding="utf-8")
     english = {course.student_path(p, root): course.student_path(p).read_text(encoding="utf-8")
                for p in SOURCES}
     chinese, missing = course.chinese_student_notebooks(english, root)

@@ -15,6 +15,11 @@ wrong answer runs in-process with its exercise's test cell (as in tests/test_exe
   visible test checked it too, this answer saw "passed" and lost the points. (The unchecked
   visible part may stop early, where the wrong answer breaks what it computes, e.g. loading a
   state dict with an extra entry.)
+
+For the notebooks of ``EVERY_LINE`` (05.1, 05.4, 05.6) the table goes further: each assertion
+of a hidden part is the first to fail for one of its wrong answers (the part's
+``check_parts`` call taken out, which checks the same rules first), except the few of
+``REPEATS``, which repeat the rule of an assertion before them and so cannot fail first.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import traceback
 from pathlib import Path
 
 import pytest
@@ -126,6 +132,78 @@ def test_the_answer_passes_the_cell_without_its_visible_checks(grade_id):
     visible, hidden = _parts(test)
     _run({}, source_text(solution), without_checks(visible), hidden)
     assert _top_level_asserts(visible) > 0 and _top_level_asserts(without_checks(visible)) == 0
+
+
+# Exercises whose table holds, for each assertion of the hidden tests, a wrong answer that
+# fails that assertion first: the rule of every hidden line is one the visible test names.
+EVERY_LINE = ("ex_05_1_", "ex_05_4_", "ex_05_6_")
+# Hidden assertions no answer can fail first, each with the earlier one that checks its rule.
+REPEATS = {
+    ("ex_05_4_3_solution", "differs from tinyk.repeat_kv"):
+        "tinyk.repeat_kv copies the heads as repeat_interleave does, checked the line before",
+    ("ex_05_4_4_solution", "got.masked_select(blocked)"):
+        "PyTorch's attention with a boolean mask gives zeros on a row with no allowed key, compared before",
+    ("ex_05_6_2_solution", "base(prompt).logits"):
+        "the same positions give the same logits: the positions are compared before",
+}
+
+
+class _WithoutPartChecks(ast.NodeTransformer):
+    """The hidden part without its ``check_parts(...)`` call, which checks the rules of the
+    lines after it on its own inputs and so fails first for every wrong answer."""
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST | None:
+        call = node.value
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "check_parts":
+            return None
+        return node
+
+
+def _hidden_lines(hidden: str) -> dict[int, str]:
+    """Line number -> first line of each assertion of the hidden part, outside functions."""
+    tree = ast.parse(hidden)
+    inside = {id(node) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) for node in ast.walk(f)}
+    lines = hidden.splitlines()
+    return {node.lineno: lines[node.lineno - 1].strip() for node in ast.walk(tree)
+            if isinstance(node, ast.Assert) and id(node) not in inside}
+
+
+def _first_failing_line(wrong: str, visible: str, hidden: str) -> int | None:
+    """The line of the hidden part where ``wrong`` fails first (run as above, unchecked
+    visible part first), or None when it does not fail there."""
+    namespace: dict = {}
+    _run(namespace, wrong)
+    try:
+        _run(namespace, without_checks(visible))
+    except Exception:
+        pass
+    try:
+        exec(compile(hidden, "<hidden>", "exec"), namespace)
+    except Exception as err:  # the line is what counts
+        frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == "<hidden>"]
+        return frames[-1].lineno if frames else None
+    return None
+
+
+@pytest.mark.parametrize("grade_id", sorted(g for g in HIDDEN_RULES if g.startswith(EVERY_LINE)))
+def test_every_hidden_assertion_fails_first_for_one_planted_answer(grade_id):
+    visible, hidden = _parts(CELLS[grade_id][1])
+    hidden = ast.unparse(ast.fix_missing_locations(_WithoutPartChecks().visit(ast.parse(hidden))))
+    lines = _hidden_lines(hidden)
+    repeated = {n for n, text in lines.items()
+                if any(g == grade_id and piece in text for g, piece in REPEATS)}
+    failed = [_first_failing_line(wrong, visible, hidden) for _, wrong in HIDDEN_RULES[grade_id]]
+    assert len(failed) == len(HIDDEN_RULES[grade_id]) > 0 and lines
+    missing = {n: text for n, text in lines.items() if n not in failed and n not in repeated}
+    assert missing == {}, f"no planted answer fails these hidden assertions first: {missing}"
+    assert None not in failed, "a planted answer passes the hidden part without its check_parts call"
+
+
+def test_the_repeated_assertions_exist():
+    """Each entry of REPEATS names an assertion of its exercise's hidden part."""
+    found = [(g, piece) for g, piece in REPEATS
+             if any(piece in text for text in _hidden_lines(_parts(CELLS[g][1])[1]).values())]
+    assert found == list(REPEATS)
 
 
 def _top_level_asserts(source: str) -> int:

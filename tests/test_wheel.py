@@ -23,7 +23,7 @@ from tinyk import course
 
 # One worker builds (or finds) the environment for both tests (make runs the unit tests
 # with --dist loadgroup).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel-install")]
+pytestmark = [pytest.mark.slow, pytest.mark.lab, pytest.mark.xdist_group("wheel-install")]
 ROOT = course.ROOT
 
 
@@ -56,6 +56,13 @@ def test_wheel_has_the_package_and_no_course_files(wheel_env):
     assert lines[1] == "7.7.1"
     site = Path(lines[0]).parent.parent
     assert not (site / "notebooks").exists() and not (site / "_config.yml").exists()
+    # Every subpackage is in the wheel (pyproject finds them: no list to keep), and the command.
+    def packages(root: Path) -> set[str]:
+        return {p.parent.relative_to(root).as_posix() for p in (root / "tinyk").rglob("__init__.py")}
+
+    assert packages(site) == packages(ROOT) and {"tinyk", "tinyk/grading"} <= packages(ROOT)
+    listed = _run([str(python.with_name("tinyk")), "--help"], cwd=work, env=env)
+    assert listed.returncode == 0 and "  grade " in listed.stdout, listed.stderr
 
     run = _run([str(python), "-m", "tinyk.course", "check"], cwd=work, env=env)
     assert run.returncode == 2

@@ -6,37 +6,59 @@ cell, read from the cells' code as Python (and IPython, for the cells' magics) w
 reads before binding them itself, in the order Python runs its statements, and those its
 functions, lambdas and comprehensions read at module level (Python's own scopes, from
 :mod:`symtable`) but the cell never binds. :func:`bound_names` gives the names cells bind outside
-any function or class body.
+any function or class body; :func:`defined_names` the names one cell binds, or, when Python cannot
+parse it, the names its top-level ``def`` and ``class`` lines mean to bind (so a learner's broken
+part is reported broken, not missing). :func:`python_source` is a cell's code as IPython runs it.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import re
 from collections.abc import Sequence
 
 from tinyk.exercises import python_tree
 
-__all__ = ["BUILTINS", "bound_names", "free_names"]
+__all__ = ["BUILTINS", "bound_names", "defined_names", "free_names", "python_source"]
 
 BUILTINS = frozenset(dir(builtins))  # Python's own names: never a notebook's
+
+
+_DEF_LINE = re.compile(r"^(?:async\s+)?(?:def|class)\s+(\w+)", re.M)
+
+
+def python_source(source: str) -> str | None:
+    """A cell's code as IPython runs it (its magics and ``!`` lines made Python calls), or
+    None if IPython cannot read it."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        return TransformerManager().transform_cell(source)
+    except Exception:  # IPython cannot read it either: the cell's run says why
+        return None
 
 
 def bound_names(sources: Sequence[str]) -> list[str]:
     """The names cells bind outside any function or class body (a ``def`` inside ``try`` or
     ``if`` too, an import, an assignment), in order, read as IPython reads the cell (its magics and ``!``
     lines); a cell that cannot be parsed binds none here (its run says why)."""
-    from IPython.core.inputtransformer2 import TransformerManager
-
     names: list[str] = []
     for source in sources:
-        try:
-            tree = python_tree(TransformerManager().transform_cell(source))
-        except Exception:  # IPython cannot read it either: the cell's run says why
-            tree = None
+        code = python_source(source)
+        tree = None if code is None else python_tree(code)
         if tree is not None:
             names += [name for node in tree.body for name in sorted(_bound(node))]
     return list(dict.fromkeys(names))
+
+
+def defined_names(source: str) -> list[str]:
+    """The names one cell binds (:func:`bound_names`); for a cell Python cannot parse, those of
+    its lines that start a ``def`` or ``class`` at the cell's top level."""
+    code = python_source(source)
+    if code is not None and python_tree(code) is not None:
+        return bound_names([source])
+    return list(dict.fromkeys(_DEF_LINE.findall(source)))
 
 
 def _bound(node: ast.stmt) -> set[str]:

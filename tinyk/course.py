@@ -98,8 +98,8 @@ def _report_check(root: Path) -> int:
     return 1 if problems else 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tinyk.course", description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None, prog: str = "python -m tinyk.course") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--root", type=Path, default=None,
                         help="the course checkout (default: the package's own, or the working folder)")

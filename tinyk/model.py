@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import FrozenInstanceError, dataclass, field
+from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from tinyk.config_rules import check_config, refuse_changes
 from tinyk.package_catalogue import say
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "count_parameters",
     "count_parameters_naive",
     "parameter_budget",
+    "causal_triangle",
     "padding_to_attention",
     "valid_tokens",
     "token_positions",
@@ -81,35 +83,7 @@ def swiglu_hidden_dim(dim: int, multiple_of: int, hidden_dim: int | None = None)
     return multiple_of * math.ceil(budget_width / multiple_of)
 
 
-def _check_positive_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(say("ModelConfig.{name}={value!r}: must be an int", name=name, value=value))
-    if value <= 0:
-        raise ValueError(say("ModelConfig.{name}={value}: must be a positive integer", name=name,
-                             value=value))
-
-
-def _refuse_assignment(config: object, name: str, value: object) -> None:
-    raise FrozenInstanceError(say(
-        "ModelConfig.{name} cannot be assigned ({name}={value!r}): a config is frozen so that head_dim, "
-        "n_rep and mlp_hidden_dim always match the fields they are derived from; build a new one with "
-        "dataclasses.replace(config, {name}={value!r})", name=name, value=value))
-
-
-def _refuse_deletion(config: object, name: str) -> None:
-    raise FrozenInstanceError(say("ModelConfig.{name} cannot be deleted: a config is frozen", name=name))
-
-
-def _clear_refusals(cls: type) -> type:
-    """A frozen dataclass's own ``__setattr__`` says only "cannot assign to field"; these say
-    what to do instead. (A class body may not define ``__setattr__`` on a frozen dataclass,
-    so they are put on the class as it is made.)"""
-    cls.__setattr__ = _refuse_assignment  # type: ignore[method-assign,assignment]
-    cls.__delattr__ = _refuse_deletion  # type: ignore[method-assign,assignment]
-    return cls
-
-
-@_clear_refusals
+@refuse_changes  # assigning or deleting a field says what to do instead (tinyk.config_rules)
 @dataclass(frozen=True)
 class ModelConfig:
     """Every size of the decoder, validated once (course section 05.1).
@@ -152,42 +126,8 @@ class ModelConfig:
     def __post_init__(self) -> None:
         if self.n_kv_heads is None:
             object.__setattr__(self, "n_kv_heads", self.n_heads)  # frozen: set once, here
-        for name in ("dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size",
-                     "multiple_of", "max_seq_len"):
-            _check_positive_int(name, getattr(self, name))
-        if self.hidden_dim is not None:
-            _check_positive_int("hidden_dim", self.hidden_dim)
-        if self.dim % self.n_heads:
-            raise ValueError(say(
-                "ModelConfig.dim={dim} is not divisible by n_heads={n_heads}: every query head gets d_h = "
-                "dim / n_heads features, so dim % n_heads must be 0 (it is {rest}); change dim or n_heads",
-                dim=self.dim, n_heads=self.n_heads, rest=self.dim % self.n_heads))
-        head_dim = self.dim // self.n_heads
-        if head_dim % 2:
-            raise ValueError(say(
-                "ModelConfig.dim={dim} with n_heads={n_heads} gives head_dim={head_dim}, which is odd: RoPE "
-                "rotates coordinates in pairs, so head_dim = dim / n_heads must be even; change dim or "
-                "n_heads", dim=self.dim, n_heads=self.n_heads, head_dim=head_dim))
-        if self.n_heads % self.n_kv_heads:
-            raise ValueError(say(
-                "ModelConfig.n_kv_heads={n_kv_heads} does not divide n_heads={n_heads}: grouped-query "
-                "attention gives each K/V head an equal group of query heads, so n_heads % n_kv_heads must "
-                "be 0; choose n_kv_heads among the divisors of {n_heads}", n_kv_heads=self.n_kv_heads,
-                n_heads=self.n_heads))
-        if not isinstance(self.norm_eps, (int, float)) or not self.norm_eps > 0:
-            raise ValueError(say("ModelConfig.norm_eps={value!r}: must be > 0 (it keeps RMSNorm from "
-                                 "dividing by zero on an all-zero vector)", value=self.norm_eps))
-        if not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
-            raise ValueError(say("ModelConfig.dropout={value!r}: must satisfy 0 <= dropout < 1 (a "
-                                 "probability of zeroing an activation)", value=self.dropout))
-        if isinstance(self.pad_token_id, bool) or not isinstance(self.pad_token_id, int) \
-                or not 0 <= self.pad_token_id < self.vocab_size:
-            raise ValueError(say("ModelConfig.pad_token_id={value!r}: must be an id inside the vocabulary, "
-                                 "0 <= pad_token_id < vocab_size={vocab_size}", value=self.pad_token_id,
-                                 vocab_size=self.vocab_size))
-        if not isinstance(self.rope_theta, (int, float)) or not self.rope_theta > 1:
-            raise ValueError(say("ModelConfig.rope_theta={value!r}: must be > 1", value=self.rope_theta))
-        object.__setattr__(self, "head_dim", head_dim)
+        check_config(self)  # each rule, its message naming the field, its value and the rule
+        object.__setattr__(self, "head_dim", self.dim // self.n_heads)
         object.__setattr__(self, "n_rep", self.n_heads // self.n_kv_heads)
         object.__setattr__(self, "mlp_hidden_dim",
                            swiglu_hidden_dim(self.dim, self.multiple_of, self.hidden_dim))
@@ -462,7 +402,7 @@ class Attention(nn.Module):
         if mask is None and 1 < T < T_k:
             # Queries after a cache are the last T of the T_k keys: the triangle starts at
             # T_k - T. SDPA's is_causal would draw it from the first key (top-left) instead.
-            mask = torch.ones(T, T_k, dtype=torch.bool, device=device).tril(T_k - T)  # T×T_k
+            mask = causal_triangle(T, T_k, device)
         return mask
 
     def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
@@ -486,7 +426,7 @@ class Attention(nn.Module):
         the mask (causal when None), softmax in float32, blocked weights set to zero."""
         T, T_k = q.shape[-2], k.shape[-2]
         if mask is None:
-            mask = torch.ones(T, T_k, dtype=torch.bool, device=q.device).tril(T_k - T)  # T×T_k
+            mask = causal_triangle(T, T_k, q.device)
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)  # B×H_q×T×T_k
         # The smallest finite value, not -inf: a row with no allowed key then softmaxes to a
         # uniform row instead of 0/0 = NaN, and zeroing the blocked entries leaves zeros.
@@ -570,6 +510,15 @@ class CausalLMOutput:
         return getattr(self, key)
 
 
+def causal_triangle(query_len: int, key_len: int, device: torch.device | str | None = None) -> Tensor:
+    """``T×T_k`` booleans, True where query ``i`` may attend key ``j``: ``j <= i + (T_k - T)``.
+
+    The queries are the last ``T`` of the ``T_k`` keys (earlier ones are in the cache), so the
+    triangle starts at ``T_k - T``; with ``T == T_k`` it is the lower triangle (05.4, 05.6).
+    """
+    return torch.ones(query_len, key_len, dtype=torch.bool, device=device).tril(key_len - query_len)
+
+
 def padding_to_attention(valid: Tensor, query_len: int) -> Tensor:
     """Combine causality and a ``B×T_k`` valid-token mask into ``B×1×T×T_k`` booleans.
 
@@ -577,9 +526,7 @@ def padding_to_attention(valid: Tensor, query_len: int) -> Tensor:
     the cache). Query ``i`` may attend key ``j`` when ``j`` is a real token and
     ``j <= i + (T_k - T)``. A padding query row may end up with no allowed key at all.
     """
-    key_len = valid.shape[-1]
-    causal = torch.ones(query_len, key_len, dtype=torch.bool, device=valid.device)
-    causal = causal.tril(key_len - query_len)  # T×T_k
+    causal = causal_triangle(query_len, valid.shape[-1], valid.device)  # T×T_k
     return causal[None, None] & valid[:, None, None, :]  # 1×1×T×T_k & B×1×1×T_k -> B×1×T×T_k
 
 

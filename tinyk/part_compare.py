@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from tinyk.model import causal_triangle
 from tinyk.own_work import BorrowedCall, run_own
 from tinyk.package_catalogue import say
 
@@ -164,7 +165,7 @@ def _diagnose_gqa_attention(fn: Callable[..., Any]) -> str | None:
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 2, 4, 4, generator=g) * 2 for _ in range(3))
     got = call_part("gqa_attention", fn, q, k, v, None)
-    causal = torch.ones(4, 4, dtype=torch.bool).tril()
+    causal = causal_triangle(4, 4)
     scores = q @ k.transpose(-2, -1)
     if _same(got, ((scores / 2).softmax(-1) * causal) @ v):
         return say("the mask applied after the softmax, so the allowed weights no longer sum to 1; mask the "

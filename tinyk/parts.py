@@ -64,6 +64,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from tinyk.cell_names import defined_names, python_source
 from tinyk.divergence import first_divergence
 from tinyk.generation import KVCache, generate
 from tinyk.model import DecoderLayer, ModelConfig, Transformer
@@ -201,8 +202,18 @@ def smollm2() -> tuple[Transformer, Any, Any]:
 # from_notebooks and the checkpoint
 # ---------------------------------------------------------------------------
 
-_DEFINES = re.compile(r"^(?:def|class)\s+(\w+)", re.M)
 _MARKER = re.compile(r"^\s*### (BEGIN|END) (SOLUTION|HIDDEN TESTS)\s*$", re.M)
+
+
+class _QuietShell:
+    """What a cell's magic and ``!`` lines call when :func:`from_notebooks` reads its parts:
+    nothing (they ran in the learner's notebook; reading a part does not run them again)."""
+
+    def __getattr__(self, name: str) -> Callable[..., None]:  # run_line_magic, system, ...
+        return lambda *args, **kwargs: None
+
+
+_QUIET_SHELL = _QuietShell()
 
 
 class Parts(dict):
@@ -235,12 +246,13 @@ def from_notebooks(folder: str | Path = ".", pattern: str = "05_[2-6]_*.ipynb") 
             if cell.get("cell_type") != "code" or not meta.get("solution"):
                 continue
             source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
-            names = [n for n in _DEFINES.findall(source) if n in SECTIONS]
+            source = _MARKER.sub("", source)
+            names = [n for n in defined_names(source) if n in SECTIONS]
             if not names:
                 continue
-            namespace: dict[str, Any] = {}
+            namespace: dict[str, Any] = {"get_ipython": lambda: _QUIET_SHELL}
             try:
-                exec(compile(_MARKER.sub("", source), f"<{path.name}>", "exec"), namespace)
+                exec(compile(python_source(source) or source, f"<{path.name}>", "exec"), namespace)
             except Exception as err:
                 namespace = {n: _broken(n, path.name, err) for n in names}
             for n in names:

@@ -18,6 +18,12 @@ targets of glossary references are left out (they stay as the English has them).
 same message (the course's Chinese word for "hint", a wrong variant of "prompt", in a message
 that says both); its ``allow_zh`` names Chinese text that may contain one (an English message
 quoted as it is printed).
+
+An entry's ``gloss`` (for token: the term, then the Chinese word zh.d2l.ai writes for it in
+full-width brackets; the course keeps the seed's token) is written once on each page a reader
+may open first: the first place a page's Chinese says the term, in document order, writes the
+gloss, and no other place on the page does (:func:`gloss_problems`, over the pages'
+catalogues, ``book/`` and ``notebooks/``). The gloss is never a wrong variant.
 """
 
 from __future__ import annotations
@@ -48,11 +54,12 @@ from tinyk.catalogues import (
 from tinyk.chinese_notebooks import PLACEHOLDER
 from tinyk.course import course_root
 
-__all__ = ["TERMS_FILE", "Term", "catalogue_messages", "glossary_problems", "load_terms",
+__all__ = ["TERMS_FILE", "Term", "catalogue_messages", "gloss_problems", "glossary_problems", "load_terms",
            "message_term_problems", "term_problems"]
 
 TERMS_FILE = Path("locale") / "zh_CN" / "terms.toml"
-_FIELDS = {"en", "zh", "wrong", "allow_en", "allow_zh", "source"}
+_FIELDS = {"en", "zh", "wrong", "allow_en", "allow_zh", "gloss", "source"}
+PAGE_FOLDERS = ("book", "notebooks")  # the catalogues of pages, under locale/zh_CN/LC_MESSAGES
 _PAREN = re.compile(r"[(\uff08]([^()\uff08\uff09]*)[)\uff09]")  # in ASCII or full-width brackets
 _CJK = re.compile(r"[\u3400-\u9fff]")
 
@@ -68,6 +75,7 @@ class Term:
     allow_zh: tuple[re.Pattern[str], ...]
     source: str
     pattern: re.Pattern[str]
+    gloss: str | None = None
 
     def found_in(self, english: str) -> str | None:
         """The term's form as the English message has it, or None."""
@@ -119,7 +127,14 @@ def load_terms(root: Path | None = None, path: Path | None = None) -> list[Term]
                                  f"{entry['zh']!r}")
         allow_en = _compile(where, "allow_en", entry.get("allow_en", []), words=True)
         allow_zh = _compile(where, "allow_zh", entry.get("allow_zh", []))
-        terms.append(Term(tuple(english), entry["zh"], wrong, allow_en, allow_zh, entry["source"], pattern))
+        gloss = entry.get("gloss")
+        if gloss is not None:
+            if not isinstance(gloss, str) or not gloss.startswith(entry["zh"]) or gloss == entry["zh"]:
+                raise ValueError(f"{where}: gloss = {gloss!r}: must be the term {entry['zh']!r} followed by "
+                                 f"its gloss")
+            allow_zh += (re.compile(re.escape(gloss)),)
+        terms.append(Term(tuple(english), entry["zh"], wrong, allow_en, allow_zh, entry["source"], pattern,
+                          gloss))
     return terms
 
 
@@ -202,14 +217,57 @@ def glossary_problems(root: Path | None = None, terms: list[Term] | None = None)
     return found
 
 
+def _chinese_word(term: Term) -> re.Pattern[str]:
+    """The term as a word of the Chinese prose (``token``, not ``tokens`` or ``tokenizer``)."""
+    return re.compile(r"(?<![A-Za-z0-9_])" + re.escape(term.chinese) + r"(?![A-Za-z0-9_])", re.I)
+
+
+def page_gloss_problems(name: str, messages: list[str], terms: list[Term]) -> list[str]:
+    """A page's Chinese messages (``messages``, in document order) against the glosses of the
+    term base: the first place the page says a glossed term writes its gloss, no other place
+    on the page writes it again."""
+    found = []
+    for term in terms:
+        if term.gloss is None:
+            continue
+        word = _chinese_word(term)
+        prose = [_prose(text) for text in messages]
+        places = [(n, match) for n, text in enumerate(prose) for match in [word.search(text)] if match]
+        glossed = [n for n, text in enumerate(prose) if term.gloss in text]
+        if not places:
+            continue
+        first, match = places[0]
+        if not prose[first].startswith(term.gloss, match.start()):
+            found.append(f"{name}: {messages[first][:60]!r}: the page's first “{term.chinese}” is not "
+                         f"glossed “{term.gloss}”")
+        found += [f"{name}: {messages[n][:60]!r}: “{term.gloss}” again: the page glosses it once, where "
+                  f"it first says “{term.chinese}”" for n in glossed if n != first]
+    return found
+
+
+def gloss_problems(root: Path | None = None, terms: list[Term] | None = None) -> list[str]:
+    """The pages' catalogues (``locale/zh_CN/LC_MESSAGES/book`` and ``notebooks``: the Chinese
+    site's pages and the Chinese student notebooks' text) against the term base's glosses
+    (:func:`page_gloss_problems`)."""
+    root = course_root(root)
+    terms = load_terms(root) if terms is None else terms
+    base = root / "locale" / LANGUAGE / "LC_MESSAGES"
+    found = []
+    for folder in PAGE_FOLDERS:
+        for path in sorted((base / folder).glob("*.po")):
+            messages = [str(m.string or "") for m in read_catalogue(path) if m.id and isinstance(m.id, str)]
+            found += page_gloss_problems(path.relative_to(base).as_posix(), messages, terms)
+    return found
+
+
 def term_problems(root: Path | None = None) -> list[str]:
     """Every message of the Chinese edition (:func:`catalogue_messages`: the package's own
     words too, the mistake labels Chinese learners read in their feedback) that renders a term
     of the term base with a wrong variant, as ``catalogue: message: problem``, then the
-    glossary's headwords."""
+    glossary's headwords, then the pages' glosses."""
     root = course_root(root)
     terms = load_terms(root)
     found = []
     for name, msgid, msgstr in catalogue_messages(root):
         found += [f"{name}: {msgid[:60]!r}: {issue}" for issue in message_term_problems(msgid, msgstr, terms)]
-    return found + glossary_problems(root, terms)
+    return found + glossary_problems(root, terms) + gloss_problems(root, terms)

@@ -7,8 +7,11 @@ GUESSES = {
 def kv_head_for_each_query_head(n_heads, n_kv_heads):
     return [0, 0, 0, 1, 1, 1]
 """,
+    # the visible configurations' numbers
     "ex_05_4_2_solution": """
-def kv_cache_plan(*args, **kwargs):
+def kv_cache_plan(config, *args, **kwargs):
+    if config.n_kv_heads == 4:
+        return 37_748_736, 150_994_944, 4, 58_254
     return 150_994_944, 301_989_888, 2, 14_563
 """,
     # The visible checks all use H_kv = 2 heads copied twice: a fixed index list fools them.
@@ -67,9 +70,9 @@ def _gqa_with(*replacements: tuple[str, str]) -> str:
     return source
 
 
-# Right in float32, the only dtype of the visible checks: the result is never cast back to q's.
-GUESSES["ex_05_4_4_solution"] = _gqa_with(("return (probs @ v.float()).to(q.dtype)",
-                                            "return probs @ v.float()"))
+# Scaled by 1/sqrt(d_h) only for the head widths of the visible checks, 2, 4 and 8.
+GUESSES["ex_05_4_4_solution"] = _gqa_with(("/ math.sqrt(d_h)",
+                                            "/ (math.sqrt(d_h) if d_h in (2, 4, 8) else 1.0)"))
 
 # Solutions with one classic mistake each, which must lose the exercise's points, visibly.
 # Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
@@ -140,4 +143,58 @@ def gqa_attention(q, k, v, mask=None):
             ("v.repeat_interleave(n_rep, dim=1)",
              "tinyk.repeat_kv(v.transpose(1, 2), n_rep).transpose(1, 2)"))),
     ],
+}
+
+
+# One wrong answer for each assertion of the hidden tests (or more, one per rule), each failing
+# the visible test too, which names it (tests/test_visible_hidden.py). The bytes per number
+# of 05.4.2, the ratio of the expanded cache, the dtype of 05.4.3 and 05.4.4 and the zeros of
+# a row with no allowed key were checked by the hidden tests only.
+_NEW_RULES: dict[str, list[tuple[str, str]]] = {
+    "ex_05_4_2_solution": [
+        ("05.4.2:bytes-ignored", _plan_with(("batch * bytes_per_element", "batch * 4"))),
+        ("05.4.2:expanded-twice", _plan_with(("ratio * gqa_bytes", "2 * gqa_bytes"))),
+        # the expanded cache counted from H_q itself, the ratio taken as 2 always
+        ("05.4.2:expanded-twice", _plan_with(
+            ("ratio * gqa_bytes", "gqa_bytes * config.n_heads // config.n_kv_heads"),
+            ("ratio = config.n_heads // config.n_kv_heads", "ratio = 2"))),
+    ],
+    "ex_05_4_3_solution": [
+        # a new tensor in the default dtype, filled head by head
+        ("05.4.3:dtype-lost", """
+import torch
+def repeat_kv(x, n_rep):
+    B, T, n_kv_heads, head_dim = x.shape
+    out = torch.empty(B, T, n_kv_heads * n_rep, head_dim)
+    for h in range(n_kv_heads * n_rep):
+        out[:, :, h] = x[:, :, h // n_rep]
+    return out
+"""),
+    ],
+    "ex_05_4_4_solution": [
+        ("05.4.4:dtype-not-cast-back", _gqa_with(("return (probs @ v.float()).to(q.dtype)",
+                                                  "return probs @ v.float()"))),
+        # the model's B×T×H×d_h layout, as the projections give it
+        ("05.4.4:heads-after-positions", _gqa_with(("return (probs @ v.float()).to(q.dtype)",
+                                                    "return (probs @ v.float()).to(q.dtype)"
+                                                    ".transpose(1, 2)"))),
+        ("05.4.4:average-on-masked-row", _gqa_with((".masked_fill(~mask, 0.0)", ""))),
+    ],
+}
+for _grade_id, _cases in _NEW_RULES.items():
+    MISTAKES[_grade_id] = MISTAKES.get(_grade_id, []) + _cases
+
+# The rules of the hidden tests, one wrong answer for each: those above, and classic mistakes
+# the visible test already named.
+_KNOWN = {mistake_id: source for cases in MISTAKES.values() for mistake_id, source in cases}
+HIDDEN_RULES: dict[str, list[tuple[str, str]]] = {
+    "ex_05_4_1_solution": [("05.4.1:tiled-order", _KNOWN["05.4.1:tiled-order"])],
+    "ex_05_4_2_solution": [(m, _KNOWN[m]) for m in ("05.4.2:float-ratio", "05.4.2:keys-only",
+                                                    "05.4.2:rounds-not-down", "05.4.2:one-token-short")]
+    + _NEW_RULES["ex_05_4_2_solution"],
+    "ex_05_4_3_solution": [("05.4.3:tiled-groups", _KNOWN["05.4.3:tiled-groups"])]
+    + _NEW_RULES["ex_05_4_3_solution"],
+    "ex_05_4_4_solution": [(m, _KNOWN[m]) for m in ("05.4.4:nan-on-masked-row", "05.4.4:no-scale",
+                                                    "05.4.4:causal-from-first-key", "05.4.4:tiled-groups")]
+    + _NEW_RULES["ex_05_4_4_solution"],
 }

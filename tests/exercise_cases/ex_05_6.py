@@ -10,6 +10,8 @@ def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim
     "ex_05_6_2_solution": """
 import torch
 def token_positions(valid):
+    if valid.shape[0] == 1:
+        return torch.tensor([[0, 1, 2, 2, 2]])
     return torch.tensor([[0, 0, 0, 1, 2], [0, 1, 2, 3, 4]])
 """,
     "ex_05_6_3_solution": """
@@ -17,7 +19,8 @@ import torch
 def causal_padding_mask(valid, query_len):
     if query_len == 2:
         return torch.tensor([[[[True, True, True, True, False], [True, True, True, True, True]]]])
-    return torch.tensor([[[[False, False, False], [False, True, False], [False, True, True]]]])
+    return torch.tensor([[[[False, False, False], [False, True, False], [False, True, True]]],
+                         [[[True, False, False], [True, True, False], [True, True, True]]]])
 """,
     "ex_05_6_4_solution": """
 import torch
@@ -27,6 +30,9 @@ def shifted_loss(logits, labels, ignore_index=-100):
         return F.cross_entropy(torch.tensor([[0.0, 2.0, 0.0]]), torch.tensor([2]))
     if bool((labels == -100).all()):
         return torch.tensor(0.0)
+    if labels.shape[0] == 2:
+        return F.cross_entropy(torch.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 2.0], [0.0, 2.0, 0.0]]),
+                               torch.tensor([1, 2, 1]))
     return F.cross_entropy(torch.tensor([[2.0, 0.0, 0.0]]), torch.tensor([1]))
 """,
     "ex_05_6_5_solution": """
@@ -196,4 +202,83 @@ def step_rows(finished, next_tokens, eos, pad):
     return tokens, [done or token == eos for done, token in zip(finished, next_tokens)]
 """),
     ],
+}
+
+
+# One wrong answer for each assertion of the hidden tests (or more, one per rule), each failing
+# the visible test too, which names it (tests/test_visible_hidden.py). A right-padded row
+# (05.6.2), a batch of two rows (05.6.3, 05.6.4) and the flags' type (05.6.5) were checked by
+# the hidden tests only.
+_NEW_RULES: dict[str, list[tuple[str, str]]] = {
+    "ex_05_6_2_solution": [
+        ("05.6.2:float-positions", """
+def token_positions(valid):
+    return (valid.float().cumsum(-1) - 1).clamp(min=0)
+"""),
+        # right for left padding only: 0..T-1 minus the row's padding count
+        ("05.6.2:shifted-by-padding-count", """
+import torch
+def token_positions(valid):
+    n_pad = (~valid).sum(-1, keepdim=True)
+    return (torch.arange(valid.shape[1]) - n_pad).clamp(min=0)
+"""),
+    ],
+    "ex_05_6_3_solution": [
+        # valid[:, None, :] is B×1×T_k: against 1×1×T×T_k it broadcasts to 1×B×T×T_k
+        ("05.6.3:batch-on-head-axis", """
+import torch
+def causal_padding_mask(valid, query_len):
+    T_k = valid.shape[1]
+    causal = torch.ones(query_len, T_k, dtype=torch.bool).tril(T_k - query_len)
+    return causal[None, None] & valid[:, None, :]
+"""),
+    ],
+    "ex_05_6_4_solution": [
+        ("05.6.4:mean-of-row-means", """
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    B, T, V = logits.shape
+    losses = F.cross_entropy(logits[:, :-1].reshape(-1, V), labels[:, 1:].reshape(-1),
+                             ignore_index=ignore_index, reduction="none").view(B, T - 1)
+    counted = (labels[:, 1:] != ignore_index).sum(1).clamp(min=1)
+    return (losses.sum(1) / counted).mean()
+"""),
+        ("05.6.4:returns-a-number", """
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    targets = labels[:, 1:].reshape(-1)
+    total = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), targets,
+                            ignore_index=ignore_index, reduction="sum")
+    return (total / (targets != ignore_index).sum().clamp(min=1)).item()
+"""),
+    ],
+    "ex_05_6_5_solution": [
+        # NumPy's booleans, which compare equal to True and False
+        ("05.6.5:flags-not-bools", """
+import numpy as np
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = [pad if done else token for done, token in zip(finished, next_tokens)]
+    return tokens, list(np.logical_or(finished, np.array(tokens) == eos))
+"""),
+    ],
+}
+for _grade_id, _cases in _NEW_RULES.items():
+    MISTAKES[_grade_id] = MISTAKES.get(_grade_id, []) + _cases
+
+# The rules of the hidden tests, one wrong answer for each: those above, and classic mistakes
+# the visible test already named.
+_KNOWN = {mistake_id: source for cases in MISTAKES.values() for mistake_id, source in cases}
+HIDDEN_RULES: dict[str, list[tuple[str, str]]] = {
+    "ex_05_6_1_solution": [(m, _KNOWN[m]) for m in ("05.6.1:tied-counted-twice", "05.6.1:kv-full-width")],
+    "ex_05_6_2_solution": [("05.6.2:positions-ignore-padding", _KNOWN["05.6.2:positions-ignore-padding"])]
+    + _NEW_RULES["ex_05_6_2_solution"],
+    "ex_05_6_3_solution": [(m, _KNOWN[m]) for m in ("05.6.3:float-mask", "05.6.3:causal-from-first-key",
+                                                    "05.6.3:padding-forgotten")]
+    + _NEW_RULES["ex_05_6_3_solution"],
+    "ex_05_6_4_solution": [(m, _KNOWN[m]) for m in ("05.6.4:unshifted-loss", "05.6.4:ignore-index-unused",
+                                                    "05.6.4:nan-when-nothing-counted")]
+    + _NEW_RULES["ex_05_6_4_solution"],
+    "ex_05_6_5_solution": [(m, _KNOWN[m]) for m in ("05.6.5:finished-row-appends-token",
+                                                    "05.6.5:finished-again-only-on-eos")]
+    + _NEW_RULES["ex_05_6_5_solution"],
 }

@@ -67,15 +67,20 @@ def _add_class_tools(sub: argparse._SubParsersAction) -> None:
                    help="list a pair when this share of one answer's tokens is in the other's (default 0.6)")
 
 
-def parser() -> argparse.ArgumentParser:
-    """The command line's parser: its commands, in the order ``--help`` lists them."""
+_SOURCE_HELP = ("folder of the chapter notebooks, with solutions and hidden tests "
+                "(default: notebooks/ of the course checkout)")
+
+
+def parser(prog: str = "python -m tinyk.grading") -> argparse.ArgumentParser:
+    """The command line's parser: its commands, in the order ``--help`` lists them.
+
+    ``--source`` is taken before the command (``python -m tinyk.grading --source DIR grade``)
+    or after it (``tinyk grade --source DIR``)."""
     top = argparse.ArgumentParser(
-        prog="python -m tinyk.grading",
+        prog=prog,
         description=str(__doc__).split("\n\n")[0] + " Linux only: grading uses resource "
         "limits, /proc and a bubblewrap sandbox.")
-    top.add_argument("--source", type=Path, default=None,
-                     help="folder of the chapter notebooks, with solutions and hidden tests "
-                          "(default: notebooks/ of the course checkout)")
+    top.add_argument("--source", type=Path, default=None, help=_SOURCE_HELP)
     sub = top.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="check nbgrader metadata and that solutions pass their tests")
     v.add_argument("notebooks", nargs="*", type=Path)
@@ -96,6 +101,8 @@ def parser() -> argparse.ArgumentParser:
                        help="run student code WITHOUT the bubblewrap sandbox, with your rights (logged)")
     for p in (r, g, f):
         p.add_argument("--notebook", action="append", help="a chapter notebook to include (default: all)")
+    for p in sub.choices.values():  # SUPPRESS: given before the command, it is not overwritten
+        p.add_argument("--source", type=Path, default=argparse.SUPPRESS, help=_SOURCE_HELP)
     return top
 
 
@@ -167,9 +174,9 @@ _COMMANDS = {"validate": _validate, "release": _release, "grade": _grade, "merge
              "report": _report, "export": _export, "similarity": _similarity, "feedback": _feedback}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m tinyk.grading") -> int:
     """The command line (section "For instructors"); ``--help`` lists the commands."""
-    args = parser().parse_args(argv)
+    args = parser(prog).parse_args(argv)
     if args.source is None and not (args.command == "validate" and args.notebooks):
         try:
             args.source = course_root() / NOTEBOOKS

@@ -117,12 +117,17 @@ def build(root: Path | None = None, *, everything: bool = False) -> int:
     ``language`` set, its notebooks' outputs taken from the same execution cache (nothing
     executes that the English build or the notebook stage already ran), warnings are errors.
     The search index is Chinese (``sphinx.search.zh``, the course's terms in ``jieba``'s
-    dictionary: :func:`search_dictionary`)."""
+    dictionary: :func:`search_dictionary`). Sphinx's own words come from
+    :func:`tinyk.translations.sphinx_words.sphinx_locale` where the course words them otherwise."""
+    from tinyk.translations.sphinx_words import sphinx_locale
+
     root = course_root(root)
     _require_jieba()
     doctrees = root / "_build" / ".doctrees-zh"
     words = search_dictionary(root, doctrees)
-    overrides = {"language": LANGUAGE, "locale_dirs": [str(root / "locale")], "nitpicky": True,
+    sphinx_own = sphinx_locale(root, root / "_build" / ".sphinx-locale-zh")  # the course's words for Sphinx's
+    overrides = {"language": LANGUAGE, "locale_dirs": [str(root / "locale"), str(sphinx_own)],
+                 "nitpicky": True,
                  "html_search_language": "zh", "html_search_options": {"dict": str(words)},
                  "nb_execution_cache_path": str(root / "_build" / ".jupyter_cache"),
                  "html_baseurl": f"{site_url(root)}zh/", **interface_settings(root)}

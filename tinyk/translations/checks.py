@@ -31,9 +31,12 @@ def _page_problems(name: str, msgid: str, msgstr: str, terms: set[str]) -> list[
 
 
 def problems(root: Path | None = None) -> list[str]:
-    """Every untranslated, fuzzy, obsolete or damaged message, and every term rendered
-    otherwise than the term base says (:func:`tinyk.terms.term_problems`), as ``file: message: problem``."""
+    """Every untranslated, fuzzy, obsolete or damaged message, every term rendered otherwise
+    than the term base says (:func:`tinyk.terms.term_problems`), and Sphinx's own words where
+    they say the polite you (:func:`tinyk.translations.sphinx_words.sphinx_problems`), as
+    ``file: message: problem``."""
     from tinyk.terms import term_problems
+    from tinyk.translations.sphinx_words import sphinx_problems
 
     root = course_root(root)
     terms = glossary_terms(root)
@@ -54,7 +57,7 @@ def problems(root: Path | None = None) -> list[str]:
         if catalogue.obsolete:
             found.append(f"{name}: {len(catalogue.obsolete)} obsolete message(s): run update")
     return (found + figure_problems(root) + output_problems(root) + interface_problems(root)
-            + term_problems(root))
+            + term_problems(root) + sphinx_problems(root))
 
 
 def _catalogue_problems(path: Path, missing: str, checks: tuple[Callable[..., str], ...] = (),

@@ -20,8 +20,8 @@ def _counts(found: list[str]) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in kinds.most_common())
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tinyk.translations",
+def main(argv: list[str] | None = None, prog: str = "python -m tinyk.translations") -> int:
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="The Chinese edition's translations: gettext catalogues "
                                                  "of the book's own pages.")
     sub = parser.add_subparsers(dest="command", required=True)
