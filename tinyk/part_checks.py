@@ -125,6 +125,13 @@ def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
                           "multiply by the weight")] = (_normalised(x) * weight.float()).to(dtype)
             what = say("output on x of shape {shape}, {dtype}", shape=shape, dtype=dtype)
             compare(name, got, expected, what, hints=hints, half_exact=True)
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1)) * 1e-3  # where eps matters
+    outside = say("eps added outside the square root; it goes inside: rsqrt(mean(x²) + eps)")
+    small = say("output on a small x of shape (4, 8), where eps matters")
+    with torch.no_grad():
+        got = call_part(name, call_part(name, cls, 8, eps=1e-5), x)
+        compare(name, got, RMSNorm(8, eps=1e-5)(x), small,
+                hints={outside: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-5)})
 
 
 def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
@@ -132,6 +139,9 @@ def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
         got = call_part("rope_tables", fn, head_dim, end, theta)
         if not (isinstance(got, tuple | list) and len(got) == 2):
             raise PartError("rope_tables", say("must return a tuple (cos, sin)"))
+        if all(getattr(table, "shape", None) == (end, head_dim) for table in got):
+            raise PartError("rope_tables", say("full-width tables, end × head_dim: one column per pair, "
+                                               "end × head_dim/2"))
         # ω_i = theta^(-i/d_h) are the frequencies of sqrt(theta) with the right exponent
         hints = {say("the tables of theta = 10000 whatever theta is; use the theta argument"):
                  precompute_freqs_cis(head_dim, end, 10000.0),
@@ -279,7 +289,9 @@ def _check_token_positions(fn: Callable[..., Any], g: torch.Generator) -> None:
         compare("token_positions", call_part("token_positions", fn, valid), reference_token_positions(valid),
                 say("positions for valid = {valid}", valid=valid.long().tolist()),
                 hints={say("positions 0..T-1 whatever the padding; a row's positions count its real tokens "
-                           "only"): torch.arange(valid.shape[1]).expand_as(valid)})
+                           "only"): torch.arange(valid.shape[1]).expand_as(valid),
+                       say("positions from 1 (the running count without the -1); the first real token is at "
+                           "position 0"): valid.long().cumsum(-1)})
 
 
 def _check_causal_padding_mask(fn: Callable[..., Any], g: torch.Generator) -> None:

@@ -10,6 +10,7 @@ Every message is said in the learner's language (:func:`tinyk.package_catalogue.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -153,6 +154,9 @@ def _diagnose_rmsnorm(cls: Any) -> str | None:
         if _same(got, x * torch.rsqrt(x.pow(2).mean(axis, keepdim=True) + 1e-5)):
             return say("the mean of the squares taken over axis {axis} of a {shape} input; normalise over "
                        "the last axis (the d features of one position)", axis=axis, shape=tuple(x.shape))
+    if _same(got, x * torch.rsqrt(x.pow(2).mean() + 1e-5)):
+        return say("the mean of the squares taken over every entry of x; normalise over the last axis (the d "
+                   "features of one position)")
     return None
 
 
@@ -169,6 +173,14 @@ def _diagnose_gqa_attention(fn: Callable[..., Any]) -> str | None:
     if _same(got, (scores / 4).masked_fill(~causal, float("-inf")).softmax(-1) @ v):
         return say("the scores scaled by 1/d_h instead of 1/sqrt(d_h): divide q·k by the square root of the "
                    "head width")
+    if _same(got, (scores * 2).masked_fill(~causal, float("-inf")).softmax(-1) @ v):
+        return say("the scores multiplied by sqrt(d_h): scale the scores by 1/sqrt(d_h), a division")
+    if _same(got, (scores / math.sqrt(8)).masked_fill(~causal, float("-inf")).softmax(-1) @ v):
+        return say("the scores scaled by 1/sqrt(H·d_h), the width of all heads: scale the scores by "
+                   "1/sqrt(d_h), the head width")
+    if _same(got, (scores / 2).masked_fill(~causal, float("-inf")).softmax(-2) @ v):
+        return say("the softmax over the queries (dim=-2): each query's weights over the keys sum to 1, "
+                   "softmax(dim=-1)")
     return None
 
 
@@ -184,12 +196,31 @@ def _diagnose_shifted_loss(fn: Callable[..., Any]) -> str | None:
     if _same(got, total / (labels != -100).sum()):
         return say("the denominator counts labels[:, 0], which is no position's target: divide by the "
                    "counted targets of labels[:, 1:]")
+    for count in (labels.numel(), labels.shape[0], 1):
+        if _same(got, total / count):
+            return say("the summed loss divided by {count} (every label, the batch size or nothing): the "
+                       "denominator is the number of counted targets of labels[:, 1:]", count=count)
+    return None
+
+
+def _diagnose_rope_tables(fn: Callable[..., Any]) -> str | None:
+    """05.3.1: another exponent than -2i/d_h, on angles small enough for float32 (theta = 4)."""
+    got = call_part("rope_tables", fn, 8, 4, 4.0)
+    if not (isinstance(got, tuple | list) and len(got) == 2):
+        return None
+    two_i = torch.arange(0, 8, 2, dtype=torch.float64)
+    positive = say("a positive exponent, theta^(2i/d_h); ω_i = theta^(-2i/d_h) falls with i")
+    doubled = say("the exponent -4i/d_h (2i over d_h/2); ω_i = theta^(-2i/d_h)")
+    for exponent, cause in ((two_i / 8, positive), (-2 * two_i / 8, doubled)):
+        angles = torch.outer(torch.arange(4, dtype=torch.float64), 4.0 ** exponent)
+        if _same(got[0], angles.cos()) and _same(got[1], angles.sin()):
+            return cause
     return None
 
 
 _DIAGNOSES: dict[str, Callable[[Any], str | None]] = {
-    "RMSNorm": _diagnose_rmsnorm, "gqa_attention": _diagnose_gqa_attention,
-    "shifted_loss": _diagnose_shifted_loss,
+    "RMSNorm": _diagnose_rmsnorm, "rope_tables": _diagnose_rope_tables,
+    "gqa_attention": _diagnose_gqa_attention, "shifted_loss": _diagnose_shifted_loss,
 }
 
 

@@ -47,6 +47,39 @@ def _gqa_with(rest: str) -> str:
     return _with("gqa_attention", _GQA_HEAD + rest.lstrip("\n"))
 
 
+# RMSNorm with the mean of the squares as given, rope_tables with its frequencies, gqa_attention's
+# scores scaled and softmaxed as given, and shifted_loss's sum divided by a count (05.10.3).
+_RMSNORM = """
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        x32 = x.float()
+        return (x32 * torch.rsqrt(x32.pow(2).{mean} + self.eps)).to(x.dtype) * self.weight
+"""
+_ROPE = """
+def rope_tables(head_dim, end, theta=10000.0):
+    omega = {omega}
+    angles = torch.outer(torch.arange(end, dtype=torch.float32), omega)
+    return angles.cos(), angles.sin()
+"""
+_SCORES = """
+    scores = (q.float() @ k.float().transpose(-2, -1)) {scale}
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return (scores.softmax({axis}).masked_fill(~mask, 0.0) @ v.float()).to(q.dtype)
+"""
+_LOSS_OVER = """
+def shifted_loss(logits, labels, ignore_index=-100):
+    targets = labels[:, 1:].reshape(-1)
+    total = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), targets,
+                            ignore_index=ignore_index, reduction="sum")
+    return total / {count}
+"""
+
+
 # The start of pad_and_label (05.10.2) with right padding; the mistakes below finish it.
 _PADDED = """
 import torch
@@ -74,11 +107,18 @@ GUESSES = {
     "ex_05_10_1_solution": """
 import torch
 def dequantize_q4_1(block):
-    return torch.tensor([-0.5] * 16 + [0.5] * 16)
+    if block[4] == 0x31:
+        return torch.tensor([-0.5] * 16 + [0.5] * 16)
+    q = [12, 0, 15, 5, 11, 1, 14, 7] * 2 + [9, 15, 0, 10, 3, 8, 6, 13] * 2
+    if block[4] == 0x9C:
+        return torch.tensor([0.012298583984375 * x - 0.376953125 for x in q])
+    return torch.zeros(32)
 """,
     "ex_05_10_2_solution": """
 import torch
 def pad_and_label(sequences, pad_id):
+    if pad_id == 9:
+        return torch.tensor([[4, 9, 9, 9], [3, 9, 6, 9]]), torch.tensor([[4, -100, -100, -100], [3, 9, 6, 9]])
     return torch.tensor([[1, 5, 2], [1, 2, 2]]), torch.tensor([[1, 5, 2], [1, 2, -100]])
 """,
     # Right for one unpadded prompt (the visible test), wrong for a padded batch: the mask
@@ -89,11 +129,54 @@ def token_positions(valid):
 """).replace("    if mask is None:\n        mask = torch.ones", "    if True:\n        mask = torch.ones"),
 }
 
+# Wrong answers that break a rule only the hidden tests used to check (bytes from 0x80 up, float32
+# arithmetic, the longest row anywhere in the batch, the caller's lists left as they are): the
+# visible test must name each (tests/test_visible_hidden.py), and the cell without its visible
+# checks must still fail. MISTAKES below holds them as well; 05.10.3's are CAPSTONE_HIDDEN, at the end.
+HIDDEN_RULES: dict[str, list[tuple[str, str]]] = {
+    "ex_05_10_1_solution": [
+        # int8: the high nibble of a byte from 0x80 up comes out negative
+        ("05.10.1:signed-bytes", _Q4_1.replace("np.uint8", "np.int8").format(weights="d * q + m")),
+        ("05.10.1:float16-arithmetic", """
+import numpy as np
+import torch
+def dequantize_q4_1(block):
+    d, m = np.frombuffer(block[:4], dtype=np.float16)
+    packed = np.frombuffer(block[4:20], dtype=np.uint8)
+    q = np.concatenate([packed & 0x0F, packed >> 4]).astype(np.float16)
+    return torch.from_numpy((d * q + m).astype(np.float32))
+"""),
+    ],
+    "ex_05_10_2_solution": [
+        ("05.10.2:length-of-first-row", """
+import torch
+def pad_and_label(sequences, pad_id):
+    T = len(sequences[0])
+    ids = torch.tensor([list(s) + [pad_id] * (T - len(s)) for s in sequences])
+    lengths = torch.tensor([len(s) for s in sequences])
+    return ids, ids.masked_fill(torch.arange(T)[None, :] >= lengths[:, None], -100)
+"""),
+        ("05.10.2:changes-the-input", """
+import torch
+def pad_and_label(sequences, pad_id):
+    T = max(len(s) for s in sequences)
+    lengths = torch.tensor([len(s) for s in sequences])
+    for s in sequences:
+        s += [pad_id] * (T - len(s))
+    ids = torch.tensor(sequences)
+    return ids, ids.masked_fill(torch.arange(T)[None, :] >= lengths[:, None], -100)
+"""),
+    ],
+}
+
 # Solutions with one classic mistake each, which must lose the exercise's points, visibly.
 # Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
 # mistake of tinyk.mistakes that the visible test's message must name.
 MISTAKES: dict[str, list[tuple[str, str]]] = {
     "ex_05_10_1_solution": [
+        *HIDDEN_RULES["ex_05_10_1_solution"],
+        ("05.10.1:high-nibble-not-shifted",
+         _Q4_1.replace("packed >> 4", "packed & 0xF0").format(weights="d * q + m")),
         # high nibbles first
         ("05.10.1:nibble-order", """
 import numpy as np
@@ -144,6 +227,7 @@ def dequantize_q4_1(block):
 """),
     ],
     "ex_05_10_2_solution": [
+        *HIDDEN_RULES["ex_05_10_2_solution"],
         ("05.10.2:padding-found-by-id", _PADDED + """
     return ids, ids.masked_fill(ids == pad_id, -100)
 """),
@@ -280,9 +364,72 @@ def shifted_loss(logits, labels, ignore_index=-100):
                             ignore_index=ignore_index, reduction="sum")
     return total / (labels != ignore_index).sum().clamp(min=1)
 """)),
+        # the mean of the squares over every entry
+        ("05.10.3:rmsnorm-wrong-axis", _with("RMSNorm", _RMSNORM.format(mean="mean()"))),
+        ("05.10.3:rmsnorm-eps-outside-sqrt", _with("RMSNorm", _RMSNORM.format(mean="mean(-1, keepdim=True)")
+                                                   .replace("torch.rsqrt(", "1 / (")
+                                                   .replace("keepdim=True) + self.eps)",
+                                                            "keepdim=True).sqrt() + self.eps)"))),
+        ("05.10.3:softmax-over-queries",
+         _gqa_with(_SCORES.format(scale="/ math.sqrt(q.shape[-1])", axis=-2))),
+        ("05.10.3:scale-not-over-sqrt-d-h",
+         _gqa_with(_SCORES.format(scale="* math.sqrt(q.shape[-1])", axis=-1))),
+        # the width of all heads, H·d_h
+        ("05.10.3:scale-not-over-sqrt-d-h",
+         _gqa_with(_SCORES.format(scale="/ math.sqrt(q.shape[1] * q.shape[-1])", axis=-1))),
+        # theta^(+2i/d_h)
+        ("05.10.3:rope-exponent", _with("rope_tables", _ROPE.format(
+            omega="theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)"))),
+        # 2i over d_h/2
+        ("05.10.3:rope-exponent", _with("rope_tables", _ROPE.format(
+            omega="1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / (head_dim // 2))"))),
+        ("05.10.3:full-width-rope-tables", _with("rope_tables", _ROPE.format(
+            omega="1.0 / theta ** (torch.arange(head_dim, dtype=torch.float32) / head_dim)"))),
+        ("05.10.3:sin-sign-swapped", _with("apply_rope", """
+def apply_rope(xq, xk, cos, sin):
+    c = cos[None, :, None, :] if cos.ndim == 2 else cos[:, :, None, :]
+    s = sin[None, :, None, :] if sin.ndim == 2 else sin[:, :, None, :]
+
+    def rotate(x):
+        x0, x1 = x.float().unflatten(-1, (-1, 2)).unbind(-1)
+        return torch.stack([x0 * c + x1 * s, -x0 * s + x1 * c], dim=-1).flatten(-2).to(x.dtype)
+
+    return rotate(xq), rotate(xk)
+""")),
+        ("05.10.3:gate-on-up", _with("SwiGLU", """
+class SwiGLU(nn.Module):
+    def __init__(self, dim, hidden_dim):
+        super().__init__()
+        self.w1 = nn.Linear(dim, hidden_dim, bias=False)
+        self.w2 = nn.Linear(hidden_dim, dim, bias=False)
+        self.w3 = nn.Linear(dim, hidden_dim, bias=False)
+
+    def forward(self, x):
+        return self.w2(self.w1(x) * F.silu(self.w3(x)))
+""")),
+        ("05.10.3:positions-from-1", _with("token_positions", """
+def token_positions(valid):
+    return valid.long().cumsum(-1)
+""")),
+        # every label, labels[:, 0] and the ignored ones included
+        ("05.10.3:loss-denominator", _with("shifted_loss", _LOSS_OVER.format(count="labels.numel()"))),
+        # the batch size
+        ("05.10.3:loss-denominator", _with("shifted_loss", _LOSS_OVER.format(count="labels.shape[0]"))),
+        ("05.10.3:nan-when-nothing-counted", _with("shifted_loss", _LOSS_OVER.format(
+            count="(targets != ignore_index).sum()"))),
         ("05.10.3:unshifted-loss", _with("shifted_loss", """
 def shifted_loss(logits, labels, ignore_index=-100):
     return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=ignore_index)
 """)),
     ],
 }
+
+# 05.10.3's hidden test runs the visible checks again on other inputs: check_parts with another
+# seed, then two tokens after a cache, whose causal triangle check_parts checks on
+# causal_padding_mask. Its planted wrong answers fail the visible test, which names each, and
+# the hidden part at its check_parts (tests/test_visible_hidden_late.py, which loads no model:
+# the unchecked visible part stops at check_parts).
+CAPSTONE_HIDDEN: list[tuple[str, str]] = [
+    case for case in MISTAKES["ex_05_10_3_solution"]
+    if case[0] in ("05.10.3:causal-from-first-key", "05.10.3:scale-by-d", "05.10.3:positions-ignore-padding")
+]
