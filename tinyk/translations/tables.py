@@ -65,73 +65,58 @@ def _end(cell: _Cell) -> int:
     return cell.start + display_width(cell.text)
 
 
-def _table(english: list[list[_Cell]], chinese: list[list[_Cell]]) -> list[str]:
-    """The Chinese rows of one table spaced again after the English rows' columns."""
-    groups: dict[tuple[str, int], list[tuple[int, int]]] = {}  # ("start"/"end", column) -> cells
+def _column_of(english: list[list[_Cell]]) -> dict[tuple[int, int], tuple[str, int]]:
+    """(row, cell) -> its column, ("start", c) or ("end", c), for the cells (but each row's
+    first) that start at one place in two rows or more of the English, else end at one place."""
+    starts: dict[int, list[tuple[int, int]]] = {}
+    ends: dict[int, list[tuple[int, int]]] = {}
     for i, row in enumerate(english):
         for k, cell in enumerate(row[1:], 1):
-            groups.setdefault(("start", cell.start), []).append((i, k))
-    placed: dict[tuple[int, int], tuple[str, int]] = {}
-    for key, members in groups.items():
-        if len(members) > 1:
-            placed.update({m: key for m in members})
-    ends: dict[int, list[tuple[int, int]]] = {}
+            starts.setdefault(cell.start, []).append((i, k))
+    placed = {m: ("start", c) for c, members in starts.items() if len(members) > 1 for m in members}
     for i, row in enumerate(english):
         for k, cell in enumerate(row[1:], 1):
             if (i, k) not in placed:
                 ends.setdefault(_end(cell), []).append((i, k))
-    for end, members in ends.items():
-        if len(members) > 1:
-            placed.update({m: ("end", end) for m in members})
-    # Each row's cells in turn, each column once all its cells' rows have reached it.
-    out = [[row[0].text] for row in chinese]
+    placed.update({m: ("end", c) for c, members in ends.items() if len(members) > 1 for m in members})
+    return placed
+
+
+def _table(english: list[list[_Cell]], chinese: list[list[_Cell]]) -> list[str]:
+    """The Chinese rows of one table spaced again after the English rows' columns."""
+    placed = _column_of(english)
+    out = [[" " * row[0].start + row[0].text] for row in chinese]
     width = [row[0].start + display_width(row[0].text) for row in chinese]
-    indent = [row[0].start for row in chinese]
     next_cell = [1] * len(chinese)
-    order = sorted({key for key in placed.values()}, key=lambda key: key[1])
 
     def gap(i: int, k: int) -> int:
         colon = chinese[i][k - 1].text.endswith("\uff1a")
         return max(0, english[i][k].gap - colon) if (i, k) in placed else chinese[i][k].gap
 
-    def advance(i: int, until: tuple[str, int] | None) -> None:
-        # Write row i's free cells (in no column) up to the first of column ``until``.
-        while next_cell[i] < len(chinese[i]) and placed.get((i, next_cell[i])) != until:
-            k = next_cell[i]
-            if (i, k) in placed:
-                return
-            text = chinese[i][k].text
-            out[i].append(" " * gap(i, k) + text)
-            width[i] += gap(i, k) + display_width(text)
-            next_cell[i] += 1
+    def put(i: int, k: int, spaces: int) -> None:
+        out[i].append(" " * spaces + chinese[i][k].text)
+        width[i] += spaces + display_width(chinese[i][k].text)
+        next_cell[i] = k + 1
 
-    for key in order:
+    def free_cells(i: int) -> None:  # row i's cells in no column, up to its next column's
+        while next_cell[i] < len(chinese[i]) and (i, next_cell[i]) not in placed:
+            put(i, next_cell[i], gap(i, next_cell[i]))
+
+    for key in sorted(set(placed.values()), key=lambda key: key[1]):
         members = [m for m, where in placed.items() if where == key]
         for i, _ in members:
-            advance(i, key)
-        ready = [(i, k) for i, k in members if next_cell[i] == k]
-        if len(ready) != len(members):  # columns that cross: the table keeps the gaps it has
-            return ["".join(row) for row in _as_printed(chinese)]
+            free_cells(i)
+        if any(next_cell[i] != k for i, k in members):  # columns that cross: keep the gaps as printed
+            return ["".join(" " * cell.gap + cell.text for cell in row) for row in chinese]
         need = min(gap(i, k) for i, k in members)
-        if key[0] == "start":
-            target = max(width[i] + need for i, _ in members)
-            for i, k in members:
-                text = chinese[i][k].text
-                out[i].append(" " * (target - width[i]) + text)
-                width[i], next_cell[i] = target + display_width(text), k + 1
-        else:
-            target = max(width[i] + need + display_width(chinese[i][k].text) for i, k in members)
-            for i, k in members:
-                text = chinese[i][k].text
-                out[i].append(" " * (target - display_width(text) - width[i]) + text)
-                width[i], next_cell[i] = target, k + 1
+        ending = key[0] == "end"
+        own = {(i, k): display_width(chinese[i][k].text) if ending else 0 for i, k in members}
+        target = max(width[i] + need + own[i, k] for i, k in members)
+        for i, k in members:
+            put(i, k, target - own[i, k] - width[i])
     for i in range(len(chinese)):
-        advance(i, None)
-    return [" " * indent[i] + "".join(row) for i, row in enumerate(out)]
-
-
-def _as_printed(rows: list[list[_Cell]]) -> list[list[str]]:
-    return [[" " * cell.gap + cell.text for cell in row] for row in rows]
+        free_cells(i)
+    return ["".join(row) for row in out]
 
 
 def align(english: list[str], chinese: list[str]) -> list[str]:
