@@ -218,6 +218,63 @@ def test_chinese_chapter_pages_show_the_code_that_ran_with_chinese_comments():
     assert sum(counts.values()) >= 150 and all(counts.values()), counts
 
 
+def _tokens(code: str) -> list[tuple[int, str]]:
+    """A cell's Python tokens (kind, text), string literals with their words; a cell Python's
+    tokenizer cannot read (an IPython magic) is its lines, stripped."""
+    import io
+    import tokenize
+
+    try:
+        return [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(code).readline)
+                if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                                  tokenize.ENDMARKER)]
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return [(0, line.strip()) for line in code.strip().split("\n")]
+
+
+def _student_code(folder, stem: str) -> list[str]:
+    import json
+
+    from tinyk.exercises import source_text
+
+    nb = json.loads((folder / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    return [source_text(cell) for cell in nb["cells"] if cell["cell_type"] == "code"]
+
+
+def _colab_problems(stem: str) -> tuple[list[str], int]:
+    """The code cells of a chapter page that Colab's Chinese notebook has too (the English
+    page's cell is a cell of the English student version) and that the Chinese page does not
+    show token for token as the Chinese student version has it; and how many were compared."""
+    rel = f"notebooks/{stem}.html"
+    chinese, english = _code_shown(ZH / rel), _code_shown(HTML / rel)
+    en_student = _student_code(course.ROOT / "student", stem)
+    zh_student = _student_code(course.ROOT / "student" / "zh", stem)
+    assert len(en_student) == len(zh_student)
+    problems, count = [], 0
+    for shown_en, shown_zh in zip(english, chinese, strict=True):
+        same = [j for j, code in enumerate(en_student) if _tokens(code) == _tokens(shown_en)]
+        if not same:  # a solution, a cell the student version changes: not in Colab as shown
+            continue
+        count += 1
+        if _tokens(shown_zh) != _tokens(zh_student[same[0]]):
+            problems.append(f"{rel}: {shown_zh[:70]!r} is in Colab {zh_student[same[0]][:70]!r}")
+    return problems, count
+
+
+def test_chinese_pages_show_each_code_cell_as_colabs_chinese_notebook_has_it():
+    """Every code cell of a Chinese chapter page that the student notebooks have too reads
+    token for token as in the Chinese student notebook that its Colab button opens: the same
+    comments, docstrings, printed labels and visible tests' messages, in Chinese (one
+    catalogue and one function for both: tinyk.translations.pages)."""
+    results = {source.stem: _colab_problems(source.stem) for source in course.notebook_paths()}
+    assert len(results) == len(course.notebook_paths()) >= 9
+    assert [p for problems, _ in results.values() for p in problems] == []
+    counts = {stem: count for stem, (_, count) in results.items()}
+    assert sum(counts.values()) >= 100 and all(counts.values()), counts
+    gqa = "\n".join(_code_shown(ZH / "notebooks" / "05_4_gqa.html"))
+    assert "每层 K 和 V 投影" in gqa and "K and V projections" not in gqa  # a printed label
+
+
 def _pinyin(text: str) -> list[str]:
     """The syllables of a headword with their tones (``can2``), Latin words as they are."""
     from pypinyin import Style, lazy_pinyin

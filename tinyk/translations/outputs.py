@@ -54,6 +54,7 @@ from typing import Any
 from tinyk.catalogues import outputs_catalogue, read_catalogue
 from tinyk.checkout import course_root, notebook_paths
 from tinyk.figure_text import fill, message_key, needs_words
+from tinyk.translations.source_figures import is_source_figure, translate_source_figure
 from tinyk.translations.tables import align
 
 __all__ = ["KEPT", "has_words", "install", "merged_streams", "output_messages", "printed_texts",
@@ -149,8 +150,9 @@ def _translate_error(output: dict[str, Any], catalogue: Mapping[str, str]) -> li
 
 
 def translated_outputs(cell: Mapping[str, Any], catalogue: Mapping[str, str]) -> tuple[list[Any], list[str]]:
-    """(``cell``'s outputs, streams merged (:func:`merged_streams`), with their printed texts
-    and errors' messages in Chinese; the messages ``catalogue`` lacks)."""
+    """(``cell``'s outputs, streams merged (:func:`merged_streams`), with their printed texts,
+    errors' messages and the package code's figures (:mod:`tinyk.translations.source_figures`)
+    in Chinese; the messages ``catalogue`` lacks)."""
     outputs = merged_streams(cell.get("outputs", []))
     merged, missing = {**cell, "outputs": outputs}, []
     for n, field in printed_texts(merged):
@@ -161,6 +163,8 @@ def translated_outputs(cell: Mapping[str, Any], catalogue: Mapping[str, str]) ->
         for output in outputs:
             if output.get("output_type") == "error":
                 missing += _translate_error(output, catalogue)
+            elif "data" in output and is_source_figure(output["data"]):
+                missing += translate_source_figure(output["data"], catalogue)
     return outputs, missing
 
 

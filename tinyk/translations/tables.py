@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from tinyk.chinese_notebooks import display_width
 
-__all__ = ["align", "cells", "columns"]
+__all__ = ["align", "cells", "column_of", "columns"]
 
 # A gap between cells: two spaces or more; the spaces after an ASCII colon; after a full-width
 # colon, its spaces if any (the colon's own width separates it from the next cell).
@@ -65,7 +65,7 @@ def _end(cell: _Cell) -> int:
     return cell.start + display_width(cell.text)
 
 
-def _column_of(english: list[list[_Cell]]) -> dict[tuple[int, int], tuple[str, int]]:
+def column_of(english: list[list[_Cell]]) -> dict[tuple[int, int], tuple[str, int]]:
     """(row, cell) -> its column, ("start", c) or ("end", c), for the cells (but each row's
     first) that start at one place in two rows or more of the English, else end at one place."""
     starts: dict[int, list[tuple[int, int]]] = {}
@@ -84,7 +84,7 @@ def _column_of(english: list[list[_Cell]]) -> dict[tuple[int, int], tuple[str, i
 
 def _table(english: list[list[_Cell]], chinese: list[list[_Cell]]) -> list[str]:
     """The Chinese rows of one table spaced again after the English rows' columns."""
-    placed = _column_of(english)
+    placed = column_of(english)
     out = [[" " * row[0].start + row[0].text] for row in chinese]
     width = [row[0].start + display_width(row[0].text) for row in chinese]
     next_cell = [1] * len(chinese)
