@@ -130,7 +130,7 @@ def test_the_errors_the_chinese_pages_show_have_chinese_messages_or_pythons_own(
     # A cell that shows an error catches it and prints it (as Colab's "Run all" must reach the
     # end): no page shows a traceback, and each printed error line is the package's refusal
     # (ModelConfig's, reshape_for_broadcast's, the attention mask's) in Chinese, or a message
-    # Python or PyTorch wrote, kept as the reader's own run prints it.
+    # Python or PyTorch wrote, as the reader's own run prints it, followed by a Chinese gloss.
     kept = _kept()
     tracebacks = {page.stem: shown for page in sorted((HTML / "zh" / "notebooks").glob("*.html"))
                   if (shown := _error_messages(page) + _error_messages(HTML / "notebooks" / page.name))}
@@ -139,6 +139,10 @@ def test_the_errors_the_chinese_pages_show_have_chinese_messages_or_pythons_own(
              for stem, (zh, en) in pages.items()}
     assert sum(len(en) for _, en in found.values()) >= 12  # 13 printed when this was written
     assert {stem: p for stem, (zh, en) in found.items() if (p := _error_problems(zh, en, kept))} == {}
+    # Python's and PyTorch's own messages: as the reader's own run prints them, then a gloss.
+    glossed = {ln.split(":")[0]: ln for zh, _ in found.values() for ln in zh if "（中文说明：" in ln}
+    assert set(glossed) >= {"IndentationError", "SyntaxError", "RuntimeError", "TypeError"}, glossed
+    assert glossed["RuntimeError"].startswith("RuntimeError: Boolean value of Tensor with more than one")
     assert "ValueError: ModelConfig.n_layers=0：必须是正整数" in found["05_1_shapes"][0]
     assert "ValueError: ModelConfig.n_layers=0: must be a positive integer" in found["05_1_shapes"][1]
 
