@@ -549,3 +549,92 @@ def test_every_download_button_gives_the_page_in_its_edition_s_language(site_url
         assert _CJK.search(body.decode()), rel
         counted += messages
     assert counted >= 100, f"only {counted} paragraphs compared"
+
+
+# English a Chinese page may show, each with its reason: named proper nouns (a product's, a
+# project's, a person's, a paper's), and text that is data or a program's own, not the course's
+# words. Code identifiers (inline code, a code cell's names), maths and the package code shown
+# as it runs (each with its Chinese note) are not read at all (_reader_text).
+ALLOWED_ENGLISH = {
+    "Hugging Face": "a company's name",
+    "Jupyter Book": "a tool's name",
+    "Happy LLM": "the upstream project's name",
+    "Jupyter Lab": "a tool's name",
+    "Google Colab": "a product's name",
+    "Read the Docs": "a product's name",
+    "GitHub Actions": "a product's name",
+    "Creative Commons": "the licence's name",
+    "Noam Shazeer": "an author's name",
+    "Attention Is All You Need": "a paper's title, cited as published",
+    "The capital of France is Paris": "SmolLM2's own reply, quoted as the model writes it (05.10)",
+    "What is the capital of France": "the question SmolLM2 is asked, which it answers in English only",
+}
+# Pages the test does not read, each with its reason.
+NOT_READ = {
+    "book/playground.html": "its words are its script's (tinyk-playground.js), checked by its own tests",
+}
+_ENGLISH_RUN = re.compile(r"(?<![\w./-])[A-Za-z][a-z'’-]+(?:[ \u00a0]+[A-Za-z][a-z'’-]+)+(?![\w(/=])")
+_QUOTED = re.compile(r"""(?<![A-Za-z])'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|<[^<>\n]*>""")
+
+
+def _code_words(code: str) -> list[str]:
+    """The comments and the strings' text of a code cell: what a reader reads in it."""
+    import io
+    import tokenize
+
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return [ln.partition("#")[2] for ln in code.split("\n")]
+    return [t.string.lstrip("#") if t.type == tokenize.COMMENT else t.string
+            for t in tokens if t.type in (tokenize.COMMENT, tokenize.STRING)]
+
+
+def _reader_text(path) -> list[str]:
+    """The texts of a Chinese page a reader reads: prose, the words of code cells (comments
+    and strings), printed outputs without their quoted data; not maths, inline code, the
+    navigation, the bibliography (papers by their titles) or the package code's figures."""
+    from tinyk.catalogues import outputs_catalogue, read_catalogue
+    from tinyk.figure_text import message_key
+    from tinyk.translations.outputs import KEPT
+
+    kept = {str(m.id) for m in read_catalogue(outputs_catalogue())
+            if m.id and any(c.startswith(KEPT) for c in m.user_comments)}
+    soup = _soup(path)
+    main = soup.find("main") or soup
+    for tag in main(["script", "style", "math", "nav", "header", "footer"]):
+        tag.decompose()
+    for tag in main.select(".math, .headerlink, .toctree-wrapper, .citation-list, .citation, "
+                           "figure.tinyk-source pre, .tinyk-playground"):
+        tag.decompose()
+    texts = []
+    for pre in main.select("div.cell_input pre"):
+        texts += _code_words(pre.get_text())
+        pre.decompose()
+    for pre in main.select("div.cell_output pre, div.output pre"):
+        texts += [_QUOTED.sub(" ", ln) for ln in pre.get_text().split("\n") if message_key(ln)[0] not in kept]
+        pre.decompose()
+    for tag in main(["code", "pre"]):  # identifiers, commands, file names
+        tag.decompose()
+    return [*texts, main.get_text(" ")]
+
+
+def _english_left(path) -> list[str]:
+    found = []
+    for text in _reader_text(path):
+        for allowed in ALLOWED_ENGLISH:
+            text = text.replace(allowed, " ")
+        found += [m[0] for m in _ENGLISH_RUN.finditer(text)]
+    return sorted(set(found))
+
+
+def test_no_english_is_left_where_a_chinese_reader_reads():
+    """No run of two English words on any Chinese page, outside code identifiers, maths, the
+    package code shown as it runs (with its Chinese note), the lines the printed outputs'
+    catalogue keeps as printed (each with its reason, ``# kept:``) and ALLOWED_ENGLISH."""
+    pages = [p for p in _pages() if p.relative_to(ZH).as_posix() not in NOT_READ]
+    assert len(pages) >= PAGES_AT_LEAST - len(NOT_READ)
+    left = {p.relative_to(ZH).as_posix(): found for p in pages if (found := _english_left(p))}
+    assert left == {}, left
+    english = _english_left(HTML / "notebooks" / "05_1_shapes.html")  # the measure finds English
+    assert len(english) > 50, english
