@@ -552,22 +552,26 @@ def test_every_download_button_gives_the_page_in_its_edition_s_language(site_url
 
 
 # English a Chinese page may show, each with its reason: named proper nouns (a product's, a
-# project's, a person's, a paper's), and text that is data or a program's own, not the course's
-# words. Code identifiers (inline code, a code cell's names), maths and the package code shown
-# as it runs (each with its Chinese note) are not read at all (_reader_text).
+# project's, a person's), and text that is a program's own, not the course's words. Besides
+# these: code identifiers (inline code, a code cell's names and data), maths, the package code
+# shown as it runs (each figure with its Chinese note), a term's English original in brackets
+# after its Chinese (as zh.d2l.ai gives it), a program's own words quoted and followed by their
+# Chinese gloss in brackets (the grader's statuses, Python's errors), a line Python or PyTorch
+# prints followed by its Chinese gloss, and the messages the catalogues keep as they are, each
+# with its reason there (a translator comment "kept: ...", in outputs.po and the code catalogues).
 ALLOWED_ENGLISH = {
     "Hugging Face": "a company's name",
-    "Jupyter Book": "a tool's name",
-    "Happy LLM": "the upstream project's name",
-    "Jupyter Lab": "a tool's name",
     "Google Colab": "a product's name",
-    "Read the Docs": "a product's name",
-    "GitHub Actions": "a product's name",
-    "Creative Commons": "the licence's name",
-    "Noam Shazeer": "an author's name",
-    "Attention Is All You Need": "a paper's title, cited as published",
-    "The capital of France is Paris": "SmolLM2's own reply, quoted as the model writes it (05.10)",
-    "What is the capital of France": "the question SmolLM2 is asked, which it answers in English only",
+    "Jupyter Book": "a tool's name",
+    "ONNX Runtime Web": "a library's name",
+    "Datawhale": "the upstream project's organisation",
+    "Andrej Karpathy": "an author's name (nanoGPT, llama2.c)",
+    "Zhang and Sennrich": "the authors of RMSNorm's paper, cited",
+    "et al": "a citation's authors (Latin: and others)",
+    "Python bool": "Python's type, by its name",
+    "flash attention": "the name PyTorch's CPU kernel carries, quoted (05.4)",
+    "scaled dot-product attention": "what SDPA stands for, followed by its Chinese term (05.4)",
+    "The capital of France": "SmolLM2's own words, quoted as the model writes them (05.10)",
 }
 # Pages the test does not read, each with its reason.
 NOT_READ = {
@@ -578,28 +582,43 @@ _QUOTED = re.compile(r"""(?<![A-Za-z])'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|<[
 
 
 def _code_words(code: str) -> list[str]:
-    """The comments and the strings' text of a code cell: what a reader reads in it."""
-    import io
-    import tokenize
+    """What a reader reads in a code cell: its comments, docstrings and messages (what a
+    ``print`` writes, a test's or an error's message: tinyk.chinese_notebooks.code_texts);
+    other strings are data or code (a token, a dictionary key, an expected value)."""
+    from tinyk.chinese_notebooks import code_texts
 
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return [text.msgid for text in code_texts(code)]
+    except SyntaxError:  # an IPython magic: its comment
         return [ln.partition("#")[2] for ln in code.split("\n")]
-    return [t.string.lstrip("#") if t.type == tokenize.COMMENT else t.string
-            for t in tokens if t.type in (tokenize.COMMENT, tokenize.STRING)]
+
+
+def _kept_messages() -> set[str]:
+    """The messages of outputs.po and of the code catalogues translated as themselves, each with
+    its reason (a translator comment ``kept: ...``)."""
+    from tinyk.catalogues import outputs_catalogue, read_catalogue
+    from tinyk.chinese_notebooks import CODE_FOLDER
+    from tinyk.translations.outputs import KEPT
+
+    code = course.ROOT / "locale" / "zh_CN" / "LC_MESSAGES" / CODE_FOLDER
+    paths = [outputs_catalogue(), *sorted(code.glob("*.po"))]
+    return {str(m.id) for path in paths for m in read_catalogue(path)
+            if m.id and any(c.startswith(KEPT) for c in m.user_comments)}
+
+
+# "（中文说明：", which follows a line that Python or PyTorch prints
+_GLOSS = "\uff08\u4e2d\u6587\u8bf4\u660e\uff1a"
+_QUOTED_GLOSSED = re.compile(r"\u201c[^\u201d]*\u201d(?=\s*\uff08)")  # “words”（gloss）
+_ORIGINAL = re.compile(r"([\u3400-\u9fff])\s*\uff08[A-Za-z][^\uff08\uff09\u3400-\u9fff]*\uff09")
 
 
 def _reader_text(path) -> list[str]:
-    """The texts of a Chinese page a reader reads: prose, the words of code cells (comments
-    and strings), printed outputs without their quoted data; not maths, inline code, the
-    navigation, the bibliography (papers by their titles) or the package code's figures."""
-    from tinyk.catalogues import outputs_catalogue, read_catalogue
+    """The texts of a Chinese page a reader reads: prose, the words of code cells (comments,
+    docstrings, messages), printed outputs without their quoted data; not maths, inline code,
+    the navigation, the bibliography (papers by their titles) or the package code's figures."""
     from tinyk.figure_text import message_key
-    from tinyk.translations.outputs import KEPT
 
-    kept = {str(m.id) for m in read_catalogue(outputs_catalogue())
-            if m.id and any(c.startswith(KEPT) for c in m.user_comments)}
+    kept = _kept_messages()
     soup = _soup(path)
     main = soup.find("main") or soup
     for tag in main(["script", "style", "math", "nav", "header", "footer"]):
@@ -609,14 +628,16 @@ def _reader_text(path) -> list[str]:
         tag.decompose()
     texts = []
     for pre in main.select("div.cell_input pre"):
-        texts += _code_words(pre.get_text())
+        texts += [_QUOTED.sub(" ", text) for text in _code_words(pre.get_text()) if text not in kept]
         pre.decompose()
     for pre in main.select("div.cell_output pre, div.output pre"):
-        texts += [_QUOTED.sub(" ", ln) for ln in pre.get_text().split("\n") if message_key(ln)[0] not in kept]
+        texts += [_QUOTED.sub(" ", ln) for ln in pre.get_text().split("\n")
+                  if message_key(ln)[0] not in kept and _GLOSS not in ln]
         pre.decompose()
     for tag in main(["code", "pre"]):  # identifiers, commands, file names
         tag.decompose()
-    return [*texts, main.get_text(" ")]
+    texts.append(main.get_text(" "))
+    return [_QUOTED_GLOSSED.sub(" ", _ORIGINAL.sub(r"\1 ", text)) for text in texts]
 
 
 def _english_left(path) -> list[str]:
