@@ -8,7 +8,7 @@ up. :func:`align` re-spaces the translated lines of one printed text with the En
 as the pattern:
 
 - a line's **cells** (:func:`cells`) are the runs of text between gaps: two spaces or more,
-  or the spaces after a colon (``"H_kv=16: K and V"``, ``"上游，作为一个批量：['4+3\\n']"``);
+  the spaces after an ASCII colon (``"H_kv=16: K and V"``), or after a full-width colon, if any;
 - a **table** is a run of consecutive lines whose Chinese and English have as many cells,
   two or more, each line; cells of different lines that start at one place in the English
   form a left-aligned column, cells that end at one place (numbers padded on the left) a
