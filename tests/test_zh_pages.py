@@ -144,3 +144,16 @@ def test_a_hints_pseudocode_is_translated_on_the_page_and_code_is_not():
     assert blocks[2] == messages[english] + "\n" and "被屏蔽的分数" in blocks[2]
     assert blocks[:2] == ["x = 1  # scores = q @ kᵀ", "# finite: never 0/0"]
     assert blocks[3:] == ["python -m tinyk check", "unknown pseudocode"]
+
+
+def test_every_text_of_the_code_the_chinese_pages_show_has_its_translation():
+    # Solutions included: what no student notebook has (05.3's refusals, say) is in the
+    # catalogue too (`update` adds it), so no page shows a message in English.
+    missing, count = [], 0
+    for source in course.notebook_paths():
+        messages = load_messages(code_catalogue_path(ROOT, source.stem), code=True)
+        for i, code in pages.shown_code(json.loads(source.read_text(encoding="utf-8"))):
+            count += 1
+            translate_code(code, messages, missing, f"{source.stem}: cell {i}", kinds=pages.SHOWN_KINDS)
+    assert count >= 150 and len(course.notebook_paths()) >= 9
+    assert missing == []
