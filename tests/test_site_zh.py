@@ -640,7 +640,7 @@ def _reader_text(path) -> list[str]:
     return [_QUOTED_GLOSSED.sub(" ", _ORIGINAL.sub(r"\1 ", text)) for text in texts]
 
 
-def _english_left(path) -> list[str]:
+def _english_runs(path) -> list[str]:
     found = []
     for text in _reader_text(path):
         for allowed in ALLOWED_ENGLISH:
@@ -655,7 +655,7 @@ def test_no_english_is_left_where_a_chinese_reader_reads():
     catalogue keeps as printed (each with its reason, ``# kept:``) and ALLOWED_ENGLISH."""
     pages = [p for p in _pages() if p.relative_to(ZH).as_posix() not in NOT_READ]
     assert len(pages) >= PAGES_AT_LEAST - len(NOT_READ)
-    left = {p.relative_to(ZH).as_posix(): found for p in pages if (found := _english_left(p))}
+    left = {p.relative_to(ZH).as_posix(): found for p in pages if (found := _english_runs(p))}
     assert left == {}, left
-    english = _english_left(HTML / "notebooks" / "05_1_shapes.html")  # the measure finds English
+    english = _english_runs(HTML / "notebooks" / "05_1_shapes.html")  # the measure finds English
     assert len(english) > 50, english
