@@ -217,3 +217,33 @@ def test_update_adds_the_lines_of_the_newest_execution_in_the_cache(tmp_path):
     assert outputs.update_outputs(tmp_path) == (1, 0) and "no page prints this" in path.read_text()
     assert "#. 05_1_x\n" in path.read_text() and output_problems(tmp_path) == [
         "outputs.po: '{0} of {1} prompts completed': untranslated"]
+
+
+def test_the_package_codes_figure_gets_a_chinese_caption_and_note_and_keeps_its_code():
+    # 05.2's comparison cell: show_source(tinyk.RMSNorm), its output as the kernel sends it.
+    import tinyk
+    from tinyk.source import show_source
+    from tinyk.translations import source_figures
+
+    view = show_source(tinyk.RMSNorm)
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [{
+        "output_type": "execute_result", "execution_count": 1, "metadata": {},
+        "data": {"text/html": view._repr_html_(), "text/plain": repr(view)}}]}
+    shown_data = cell["outputs"][0]["data"]
+    caption, note = (outputs.message_key(m)[0] for m in source_figures.figure_messages(shown_data))
+    assert caption == "tinyk/model.py, lines {0}–{1}"
+    assert note.startswith("RMSNorm: ``y_i = γ_i x_i / r``")  # the docstring's first paragraph
+    _, missing = outputs.translated_outputs(cell, {})
+    assert missing == [caption, note]  # what `update` adds to the catalogue
+    chinese = {caption: "tinyk/model.py，第 {0}–{1} 行", note: "中文说明：RMSNorm（课程第 {0} 节）。"}
+    done, missing = outputs.translated_outputs(cell, chinese)
+    shown = done[0]["data"]["text/html"]
+    assert missing == [] and f"第 {view.first}–{view.first + len(view.lines) - 1} 行" in shown
+    assert '<p class="tinyk-source-note" lang="zh-CN">中文说明：RMSNorm（课程第 05.2 节）。</p>' in shown
+    import html
+    import re
+
+    assert "<code>tinyk/model.py, lines" not in shown
+    code = html.unescape(re.sub(r"<[^>]+>", "", shown.split("</p>", 1)[1]))
+    assert all(line.strip() in code for line in view.lines)  # the package's code, as it is
+    assert cell["outputs"][0]["data"]["text/html"] == view._repr_html_()  # the English page's, untouched

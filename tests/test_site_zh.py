@@ -218,6 +218,63 @@ def test_chinese_chapter_pages_show_the_code_that_ran_with_chinese_comments():
     assert sum(counts.values()) >= 150 and all(counts.values()), counts
 
 
+def _tokens(code: str) -> list[tuple[int, str]]:
+    """A cell's Python tokens (kind, text), string literals with their words; a cell Python's
+    tokenizer cannot read (an IPython magic) is its lines, stripped."""
+    import io
+    import tokenize
+
+    try:
+        return [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(code).readline)
+                if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                                  tokenize.ENDMARKER)]
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return [(0, line.strip()) for line in code.strip().split("\n")]
+
+
+def _student_code(folder, stem: str) -> list[str]:
+    import json
+
+    from tinyk.exercises import source_text
+
+    nb = json.loads((folder / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    return [source_text(cell) for cell in nb["cells"] if cell["cell_type"] == "code"]
+
+
+def _colab_problems(stem: str) -> tuple[list[str], int]:
+    """The code cells of a chapter page that Colab's Chinese notebook has too (the English
+    page's cell is a cell of the English student version) and that the Chinese page does not
+    show token for token as the Chinese student version has it; and how many were compared."""
+    rel = f"notebooks/{stem}.html"
+    chinese, english = _code_shown(ZH / rel), _code_shown(HTML / rel)
+    en_student = _student_code(course.ROOT / "student", stem)
+    zh_student = _student_code(course.ROOT / "student" / "zh", stem)
+    assert len(en_student) == len(zh_student)
+    problems, count = [], 0
+    for shown_en, shown_zh in zip(english, chinese, strict=True):
+        same = [j for j, code in enumerate(en_student) if _tokens(code) == _tokens(shown_en)]
+        if not same:  # a solution, a cell the student version changes: not in Colab as shown
+            continue
+        count += 1
+        if _tokens(shown_zh) != _tokens(zh_student[same[0]]):
+            problems.append(f"{rel}: {shown_zh[:70]!r} is in Colab {zh_student[same[0]][:70]!r}")
+    return problems, count
+
+
+def test_chinese_pages_show_each_code_cell_as_colabs_chinese_notebook_has_it():
+    """Every code cell of a Chinese chapter page that the student notebooks have too reads
+    token for token as in the Chinese student notebook that its Colab button opens: the same
+    comments, docstrings, printed labels and visible tests' messages, in Chinese (one
+    catalogue and one function for both: tinyk.translations.pages)."""
+    results = {source.stem: _colab_problems(source.stem) for source in course.notebook_paths()}
+    assert len(results) == len(course.notebook_paths()) >= 9
+    assert [p for problems, _ in results.values() for p in problems] == []
+    counts = {stem: count for stem, (_, count) in results.items()}
+    assert sum(counts.values()) >= 100 and all(counts.values()), counts
+    gqa = "\n".join(_code_shown(ZH / "notebooks" / "05_4_gqa.html"))
+    assert "每层 K 和 V 投影" in gqa and "K and V projections" not in gqa  # a printed label
+
+
 def _pinyin(text: str) -> list[str]:
     """The syllables of a headword with their tones (``can2``), Latin words as they are."""
     from pypinyin import Style, lazy_pinyin
@@ -492,3 +549,113 @@ def test_every_download_button_gives_the_page_in_its_edition_s_language(site_url
         assert _CJK.search(body.decode()), rel
         counted += messages
     assert counted >= 100, f"only {counted} paragraphs compared"
+
+
+# English a Chinese page may show, each with its reason: named proper nouns (a product's, a
+# project's, a person's), and text that is a program's own, not the course's words. Besides
+# these: code identifiers (inline code, a code cell's names and data), maths, the package code
+# shown as it runs (each figure with its Chinese note), a term's English original in brackets
+# after its Chinese (as zh.d2l.ai gives it), a program's own words quoted and followed by their
+# Chinese gloss in brackets (the grader's statuses, Python's errors), a line Python or PyTorch
+# prints followed by its Chinese gloss, and the messages the catalogues keep as they are, each
+# with its reason there (a translator comment "kept: ...", in outputs.po and the code catalogues).
+ALLOWED_ENGLISH = {
+    "Hugging Face": "a company's name",
+    "Google Colab": "a product's name",
+    "Jupyter Book": "a tool's name",
+    "ONNX Runtime Web": "a library's name",
+    "Datawhale": "the upstream project's organisation",
+    "Andrej Karpathy": "an author's name (nanoGPT, llama2.c)",
+    "Zhang and Sennrich": "the authors of RMSNorm's paper, cited",
+    "et al": "a citation's authors (Latin: and others)",
+    "Python bool": "Python's type, by its name",
+    "flash attention": "the name PyTorch's CPU kernel carries, quoted (05.4)",
+    "scaled dot-product attention": "what SDPA stands for, followed by its Chinese term (05.4)",
+    "The capital of France": "SmolLM2's own words, quoted as the model writes them (05.10)",
+}
+# Pages the test does not read, each with its reason.
+NOT_READ = {
+    "book/playground.html": "its words are its script's (tinyk-playground.js), checked by its own tests",
+}
+_ENGLISH_RUN = re.compile(r"(?<![\w./-])[A-Za-z][a-z'’-]+(?:[ \u00a0]+[A-Za-z][a-z'’-]+)+(?![\w(/=])")
+_QUOTED = re.compile(r"""(?<![A-Za-z])'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|<[^<>\n]*>""")
+
+
+def _code_words(code: str) -> list[str]:
+    """What a reader reads in a code cell: its comments, docstrings and messages (what a
+    ``print`` writes, a test's or an error's message: tinyk.chinese_notebooks.code_texts);
+    other strings are data or code (a token, a dictionary key, an expected value)."""
+    from tinyk.chinese_notebooks import code_texts
+
+    try:
+        return [text.msgid for text in code_texts(code)]
+    except SyntaxError:  # an IPython magic: its comment
+        return [ln.partition("#")[2] for ln in code.split("\n")]
+
+
+def _kept_messages() -> set[str]:
+    """The messages of outputs.po and of the code catalogues translated as themselves, each with
+    its reason (a translator comment ``kept: ...``)."""
+    from tinyk.catalogues import outputs_catalogue, read_catalogue
+    from tinyk.chinese_notebooks import CODE_FOLDER
+    from tinyk.translations.outputs import KEPT
+
+    code = course.ROOT / "locale" / "zh_CN" / "LC_MESSAGES" / CODE_FOLDER
+    paths = [outputs_catalogue(), *sorted(code.glob("*.po"))]
+    return {str(m.id) for path in paths for m in read_catalogue(path)
+            if m.id and any(c.startswith(KEPT) for c in m.user_comments)}
+
+
+# "（中文说明：", which follows a line that Python or PyTorch prints
+_GLOSS = "\uff08\u4e2d\u6587\u8bf4\u660e\uff1a"
+_QUOTED_GLOSSED = re.compile(r"\u201c[^\u201d]*\u201d(?=\s*\uff08)")  # “words”（gloss）
+_ORIGINAL = re.compile(r"([\u3400-\u9fff])\s*\uff08[A-Za-z][^\uff08\uff09\u3400-\u9fff]*\uff09")
+
+
+def _reader_text(path) -> list[str]:
+    """The texts of a Chinese page a reader reads: prose, the words of code cells (comments,
+    docstrings, messages), printed outputs without their quoted data; not maths, inline code,
+    the navigation, the bibliography (papers by their titles) or the package code's figures."""
+    from tinyk.figure_text import message_key
+
+    kept = _kept_messages()
+    soup = _soup(path)
+    main = soup.find("main") or soup
+    for tag in main(["script", "style", "math", "nav", "header", "footer"]):
+        tag.decompose()
+    for tag in main.select(".math, .headerlink, .toctree-wrapper, .citation-list, .citation, "
+                           "figure.tinyk-source pre, .tinyk-playground"):
+        tag.decompose()
+    texts = []
+    for pre in main.select("div.cell_input pre"):
+        texts += [_QUOTED.sub(" ", text) for text in _code_words(pre.get_text()) if text not in kept]
+        pre.decompose()
+    for pre in main.select("div.cell_output pre, div.output pre"):
+        texts += [_QUOTED.sub(" ", ln) for ln in pre.get_text().split("\n")
+                  if message_key(ln)[0] not in kept and _GLOSS not in ln]
+        pre.decompose()
+    for tag in main(["code", "pre"]):  # identifiers, commands, file names
+        tag.decompose()
+    texts.append(main.get_text(" "))
+    return [_QUOTED_GLOSSED.sub(" ", _ORIGINAL.sub(r"\1 ", text)) for text in texts]
+
+
+def _english_runs(path) -> list[str]:
+    found = []
+    for text in _reader_text(path):
+        for allowed in ALLOWED_ENGLISH:
+            text = text.replace(allowed, " ")
+        found += [m[0] for m in _ENGLISH_RUN.finditer(text)]
+    return sorted(set(found))
+
+
+def test_no_english_is_left_where_a_chinese_reader_reads():
+    """No run of two English words on any Chinese page, outside code identifiers, maths, the
+    package code shown as it runs (with its Chinese note), the lines the printed outputs'
+    catalogue keeps as printed (each with its reason, ``# kept:``) and ALLOWED_ENGLISH."""
+    pages = [p for p in _pages() if p.relative_to(ZH).as_posix() not in NOT_READ]
+    assert len(pages) >= PAGES_AT_LEAST - len(NOT_READ)
+    left = {p.relative_to(ZH).as_posix(): found for p in pages if (found := _english_runs(p))}
+    assert left == {}, left
+    english = _english_runs(HTML / "notebooks" / "05_1_shapes.html")  # the measure finds English
+    assert len(english) > 50, english

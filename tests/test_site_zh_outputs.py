@@ -22,13 +22,18 @@ _DATA = re.compile(r"""(?<![A-Za-z])'[^'\n]*'|"[^"\n]*"|<[^<>\n]*>""")
 _PHRASE = re.compile(r"(?<![\w.])[A-Za-z]{2,} [A-Za-z]{2,}(?![\w(])")
 
 
-def _printed_lines(page) -> list[str]:
+def _printed_blocks(page) -> list[list[str]]:
+    """The lines of each printed output of a page (a stream, a text result)."""
     from bs4 import BeautifulSoup, SoupStrainer
 
     # Only myst-nb's printed outputs are parsed: a third of the time of the whole page.
     outputs = SoupStrainer("div", class_=re.compile(r"^output (stream|text_plain)\b"))
     blocks = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser", parse_only=outputs).select("pre")
-    return [line for block in blocks for line in re.split(r"\r\n|\r|\n", block.get_text())]
+    return [re.split(r"\r\n|\r|\n", block.get_text()) for block in blocks]
+
+
+def _printed_lines(page) -> list[str]:
+    return [line for block in _printed_blocks(page) for line in block]
 
 
 def _kept() -> set[str]:
@@ -125,7 +130,7 @@ def test_the_errors_the_chinese_pages_show_have_chinese_messages_or_pythons_own(
     # A cell that shows an error catches it and prints it (as Colab's "Run all" must reach the
     # end): no page shows a traceback, and each printed error line is the package's refusal
     # (ModelConfig's, reshape_for_broadcast's, the attention mask's) in Chinese, or a message
-    # Python or PyTorch wrote, kept as the reader's own run prints it.
+    # Python or PyTorch wrote, as the reader's own run prints it, followed by a Chinese gloss.
     kept = _kept()
     tracebacks = {page.stem: shown for page in sorted((HTML / "zh" / "notebooks").glob("*.html"))
                   if (shown := _error_messages(page) + _error_messages(HTML / "notebooks" / page.name))}
@@ -134,5 +139,84 @@ def test_the_errors_the_chinese_pages_show_have_chinese_messages_or_pythons_own(
              for stem, (zh, en) in pages.items()}
     assert sum(len(en) for _, en in found.values()) >= 12  # 13 printed when this was written
     assert {stem: p for stem, (zh, en) in found.items() if (p := _error_problems(zh, en, kept))} == {}
+    # Python's and PyTorch's own messages: as the reader's own run prints them, then a gloss.
+    glossed = {ln.split(":")[0]: ln for zh, _ in found.values() for ln in zh if "（中文说明：" in ln}
+    assert set(glossed) >= {"IndentationError", "SyntaxError", "RuntimeError", "TypeError"}, glossed
+    assert glossed["RuntimeError"].startswith("RuntimeError: Boolean value of Tensor with more than one")
     assert "ValueError: ModelConfig.n_layers=0：必须是正整数" in found["05_1_shapes"][0]
     assert "ValueError: ModelConfig.n_layers=0: must be a positive integer" in found["05_1_shapes"][1]
+
+
+# A printed table of each page the Chinese edition's readers found misaligned: a text its
+# rows hold (in the English edition).
+TABLES = {"05_4_gqa": ["K and V projections"], "05_6_head_protocol": ["unique", "as one batch"],
+          "05_7_checks": ["generated lines ending"], "05_9_text_vs_file": ["one row"],
+          "05_10_real_weights": ["layout:"]}
+
+
+def _tables(english: list[str], chinese: list[str]) -> list[tuple[list[str], list[str]]]:
+    """(English rows, Chinese rows) of each table of one printed output: consecutive lines
+    with as many cells (two or more) in both editions (tinyk.translations.tables.cells)."""
+    from tinyk.translations.tables import cells
+
+    found, run = [], []
+    for en, zh in [*zip(english, chinese, strict=True), ("", "")]:
+        if len(cells(en)) >= 2 and len(cells(en)) == len(cells(zh)):
+            run.append((en, zh))
+            continue
+        if len(run) >= 2:
+            found.append(([en for en, _ in run], [zh for _, zh in run]))
+        run = []
+    return found
+
+
+def _misaligned(english: list[str], chinese: list[str]) -> tuple[list[str], int]:
+    """The columns of a table that do not start (or, for one padded on the left, end) at one
+    display column in each edition, and how many columns were measured."""
+    from tinyk.chinese_notebooks import display_width
+    from tinyk.translations.tables import cells, column_of
+
+    rows = {"en": [cells(line) for line in english], "zh": [cells(line) for line in chinese]}
+    problems, groups = [], {}
+    for (i, k), key in column_of(rows["en"]).items():
+        groups.setdefault(key, []).append((i, k))
+    for key, members in groups.items():
+        for edition, table in rows.items():
+            at = {table[i][k].start + (display_width(table[i][k].text) if key[0] == "end" else 0)
+                  for i, k in members}
+            if len(at) != 1:
+                problems.append(f"{edition}: column {key} at display columns {sorted(at)}: "
+                                f"{[(english if edition == 'en' else chinese)[i] for i, _ in members]}")
+    return problems, len(groups)
+
+
+@pytest.fixture(scope="module")
+def printed_blocks():
+    found = {page.stem: (_printed_blocks(page), _printed_blocks(HTML / "notebooks" / page.name))
+             for page in sorted((HTML / "zh" / "notebooks").glob("*.html"))}
+    if not found:
+        from tests.optional import missing
+
+        missing("no Chinese edition in _build/html/zh: build it first (make book)")
+    return found
+
+
+def test_every_printed_table_lines_up_in_both_editions(printed_blocks):
+    """Each printed table's columns start (a column padded on the left: end) at one display
+    column, a Chinese character counting two, on the English page and on the Chinese one
+    (tinyk.translations.tables); the tables named in TABLES are among those measured."""
+    measured, problems, found = 0, [], {stem: [] for stem in TABLES}
+    assert len(printed_blocks) == len(course.notebook_paths())
+    for stem, (zh_blocks, en_blocks) in printed_blocks.items():
+        assert len(zh_blocks) == len(en_blocks), stem
+        for zh, en in zip(zh_blocks, en_blocks, strict=True):
+            for en_rows, zh_rows in _tables(en, zh) if len(en) == len(zh) else []:
+                wrong, columns = _misaligned(en_rows, zh_rows)
+                problems += [f"{stem}: {p}" for p in wrong]
+                measured += columns
+                found.get(stem, []).extend(m for m in TABLES.get(stem, []) if columns and
+                                           any(m in row for row in en_rows))
+    assert problems == []
+    assert {stem: sorted(set(marks)) for stem, marks in found.items()} == \
+        {stem: sorted(marks) for stem, marks in TABLES.items()}
+    assert measured >= 20, measured

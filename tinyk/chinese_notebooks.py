@@ -23,8 +23,8 @@ its words replaced, never its code:
   version (``python -m tinyk.translations update`` writes the catalogue); an f-string's
   placeholders come through unchanged (``python -m tinyk.translations check`` says so when
   one does not). nbgrader's metadata stays the English student version's. The Chinese site's
-  code cells show their comments and docstrings from the same catalogue
-  (:mod:`tinyk.translations.pages`).
+  code cells are translated by :func:`translate_code` from the same catalogue, so that they
+  read as these notebooks do (:mod:`tinyk.translations.pages`).
 """
 
 from __future__ import annotations

@@ -28,8 +28,9 @@
   its output carries (:mod:`tinyk.figure_text`), and an alt text from cell metadata is
   translated; a figure without one, or a word without a translation, is a warning. Printed
   output is translated line by line as a page is read (:mod:`tinyk.translations.outputs`).
-- ``doctree-read``, Chinese edition: code cells show Chinese comments and docstrings (what
-  ran is the English), the glossary is in pinyin order (:mod:`tinyk.translations.pages`).
+- ``doctree-read``, Chinese edition: code cells read as in the Chinese student notebooks
+  (comments, docstrings, messages; what ran is the English), the glossary is in pinyin order
+  (:mod:`tinyk.translations.pages`).
 - ``builder-inited``: ``book/_static/tinyk.css`` is added (code wraps, wide equations
   scroll, outputs never widen the column: nothing is cut off on a phone).
 - ``builder-inited`` (HTML): the 05.7 model as an ONNX graph with its manifest

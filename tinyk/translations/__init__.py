@@ -21,9 +21,10 @@ The words a learner reads in the code cells of the Chinese student notebooks (co
 docstrings, test messages; :mod:`tinyk.chinese_notebooks`) are in one catalogue per notebook,
 ``locale/zh_CN/LC_MESSAGES/code/<stem>.po``, extracted from the English student versions by
 ``update`` and checked by ``check`` like the pages' (an f-string's placeholders, quotes and
-escapes must come through as well). The same catalogues give the comments and docstrings of
-the code the Chinese site's chapter pages show, solutions included
-(:mod:`~tinyk.translations.pages`).
+escapes must come through as well). The same catalogues give the comments, docstrings and
+messages of the code the Chinese site's chapter pages show, solutions included, translated as
+the notebooks are (:mod:`~tinyk.translations.pages`); a printed table's translated lines are
+spaced again by display width (:mod:`~tinyk.translations.tables`).
 
 The words inside figures are not page prose: they are drawn when a notebook executes.
 Their catalogue is ``tinyk/locale/figures_zh_CN.po`` (:mod:`tinyk.figure_text`); ``update``

@@ -8,7 +8,8 @@ line by line from the catalogue ``locale/zh_CN/outputs.po``, with the numbers ta
 the message as figures' are (:func:`tinyk.figure_text.message_key`): ``"first loss 2.604,
 mean of the last 50 steps 0.666"`` is looked up as ``"first loss {0}, mean of the last {1}
 steps {2}"`` and its Chinese gets the numbers back, in the places Chinese word order gives
-them. A line is one message: its spacing (a table's columns) is part of it.
+them. A line is one message; a printed table's columns are then spaced again by display width
+after the English lines' (:mod:`tinyk.translations.tables`).
 
 Which lines are translated (:func:`has_words`): a line that still has a word of two Latin
 letters or more once what is data or code is taken out of it:
@@ -53,6 +54,8 @@ from typing import Any
 from tinyk.catalogues import outputs_catalogue, read_catalogue
 from tinyk.checkout import course_root, notebook_paths
 from tinyk.figure_text import fill, message_key, needs_words
+from tinyk.translations.source_figures import is_source_figure, translate_source_figure
+from tinyk.translations.tables import align
 
 __all__ = ["KEPT", "has_words", "install", "merged_streams", "output_messages", "printed_texts",
            "translate_line", "translate_text", "translated_outputs", "update_outputs"]
@@ -87,13 +90,16 @@ def translate_line(line: str, catalogue: Mapping[str, str]) -> tuple[str, str | 
 
 
 def translate_text(text: str, catalogue: Mapping[str, str]) -> tuple[str, list[str]]:
-    """(``text`` translated line by line, its line breaks kept as they are; the messages
-    ``catalogue`` lacks, in order)."""
+    """(``text`` translated line by line, its line breaks kept as they are and its tables'
+    columns lined up again by display width (:func:`tinyk.translations.tables.align`); the
+    messages ``catalogue`` lacks, in order)."""
     parts, missing = _BREAK.split(text), []
+    english = parts[0::2]
     for n in range(0, len(parts), 2):  # odd places hold the line breaks
         parts[n], lacking = translate_line(parts[n], catalogue)
         if lacking is not None:
             missing.append(lacking)
+    parts[0::2] = align(english, parts[0::2])
     return "".join(parts), missing
 
 
@@ -144,8 +150,9 @@ def _translate_error(output: dict[str, Any], catalogue: Mapping[str, str]) -> li
 
 
 def translated_outputs(cell: Mapping[str, Any], catalogue: Mapping[str, str]) -> tuple[list[Any], list[str]]:
-    """(``cell``'s outputs, streams merged (:func:`merged_streams`), with their printed texts
-    and errors' messages in Chinese; the messages ``catalogue`` lacks)."""
+    """(``cell``'s outputs, streams merged (:func:`merged_streams`), with their printed texts,
+    errors' messages and the package code's figures (:mod:`tinyk.translations.source_figures`)
+    in Chinese; the messages ``catalogue`` lacks)."""
     outputs = merged_streams(cell.get("outputs", []))
     merged, missing = {**cell, "outputs": outputs}, []
     for n, field in printed_texts(merged):
@@ -156,6 +163,8 @@ def translated_outputs(cell: Mapping[str, Any], catalogue: Mapping[str, str]) ->
         for output in outputs:
             if output.get("output_type") == "error":
                 missing += _translate_error(output, catalogue)
+            elif "data" in output and is_source_figure(output["data"]):
+                missing += translate_source_figure(output["data"], catalogue)
     return outputs, missing
 
 

@@ -3,15 +3,17 @@ instructors* page): the words of its code cells and the order of its glossary. C
 the book's extension (``book/_ext/tinyk_book.py``, ``doctree-read``) in the Chinese build only.
 
 - **Code cells**: a chapter page shows the book view of its notebook
-  (:func:`tinyk.exercises.book_version`: solutions included). In the Chinese edition, the
-  comments and docstrings of every code cell shown are translated from the notebook's code
-  catalogue, ``locale/zh_CN/LC_MESSAGES/code/<stem>.po``, the one the Chinese student
-  notebooks are translated from (:func:`tinyk.chinese_notebooks.translate_code`). Only the
-  source shown changes, after the page is parsed: the notebook myst-nb hashes and looks up
-  in its execution cache is the English one, so the Chinese build reuses the English
-  execution's outputs and executes nothing. A test's or an error's message stays as the
-  code runs it, like the outputs it prints. ``python -m tinyk.translations update`` adds
-  the shown comments and docstrings that no student notebook has (a solution's) to the
+  (:func:`tinyk.exercises.book_version`: solutions included). In the Chinese edition, every
+  code cell shown is translated from the notebook's code catalogue,
+  ``locale/zh_CN/LC_MESSAGES/code/<stem>.po``, by the function that makes the Chinese student
+  notebooks (:func:`tinyk.chinese_notebooks.translate_code`): its comments, docstrings and
+  messages (what a ``print`` writes, a visible test's and an error's message, their labels),
+  so a cell reads on the Chinese page as it does in the Chinese notebook that Colab opens.
+  Only the source shown changes, after the page is parsed: the notebook myst-nb hashes and
+  looks up in its execution cache is the English one, so the Chinese build reuses the
+  English execution's outputs, whose printed lines are translated from ``outputs.po``
+  (:mod:`tinyk.translations.outputs`), and executes nothing. ``python -m tinyk.translations
+  update`` adds the shown texts that no student notebook has (a solution's) to the
   catalogue (:func:`shown_code`). A hint's pseudocode block (a literal block with no
   language in a dropdown) is translated whole from the same catalogue
   (:func:`translate_pseudocode_blocks`).
@@ -27,13 +29,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tinyk.chinese_notebooks import code_catalogue_path, load_messages, translate_code
+from tinyk.chinese_notebooks import KINDS, code_catalogue_path, load_messages, translate_code
 from tinyk.exercises import book_version, source_text
 
 __all__ = ["SHOWN_KINDS", "pinyin_key", "shown_code", "sort_glossaries", "translate_code_cells",
            "translate_page", "translate_pseudocode_blocks"]
 
-SHOWN_KINDS = ("comment", "docstring")  # what the Chinese pages translate in the code shown
+SHOWN_KINDS = KINDS  # what the Chinese pages translate in the code shown: all of it, as the notebooks do
 # A fence's language on the page when it has none (myst-parser gives it the highlight language)
 # or says ``text``: a hint's pseudocode (tinyk.chinese_notebooks.pseudocode_blocks).
 _NO_LANGUAGE = (None, "", "text", "none", "default", "ipython3", "python3")
@@ -48,9 +50,9 @@ def shown_code(nb: dict) -> list[tuple[int, str]]:
 
 
 def translate_code_cells(doctree, messages: dict[str, str], where: str) -> list[str]:
-    """Translate, in place, the comments and docstrings of every code cell source in a page's
-    ``doctree`` (myst-nb's ``cell_code_source`` containers) from ``messages``; returns the
-    texts without a translation, each naming ``where`` and its cell."""
+    """Translate, in place, the comments, docstrings and messages of every code cell source in
+    a page's ``doctree`` (myst-nb's ``cell_code_source`` containers) from ``messages``; returns
+    the texts without a translation, each naming ``where`` and its cell."""
     from docutils import nodes
 
     missing: list[str] = []

@@ -30,8 +30,8 @@ __all__ = ["code_texts", "figure_messages", "stale", "update", "update_code", "u
 def code_texts(root: Path | None = None) -> dict[str, list[tuple[str, str]]]:
     """``stem -> [(msgid, kind), ...]``: the code texts of each English student version
     (as ``python -m tinyk.course students`` makes it), in order, each once; then the
-    comments and docstrings of the code its chapter page shows that the student version
-    lacks (a solution's: :func:`tinyk.translations.pages.shown_code`), and the pseudocode
+    texts of the code its chapter page shows that the student version lacks (a solution's:
+    :func:`tinyk.translations.pages.shown_code`), and the pseudocode
     blocks of its hints (:func:`tinyk.chinese_notebooks.pseudocode_blocks`)."""
     from tinyk.student_versions import student_notebooks
 
