@@ -117,8 +117,8 @@ LABELS = {
 CHAT_MESSAGES = {
     "chat-idle": "SmolLM2 runs in this page once it is loaded: the button fetches its files, which your "
                  "browser can keep in its cache.",
-    "chat-memory": "Loading it downloads {size} MB, and while it runs this tab uses about {memory} GB of "
-                   "memory.",
+    "chat-memory": "SmolLM2 is large for a page: loading it downloads {size} MB, and while it runs this "
+                   "tab uses about {memory} GB of memory.",
     "chat-downloading": "Downloading SmolLM2: {done} of {total} MB",
     "chat-starting": "Starting the model\u2026",
     "chat-ready": "Ready: SmolLM2 runs in this page. Write a message and press Answer.",
