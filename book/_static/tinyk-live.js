@@ -51,8 +51,10 @@
     });
   }
 
-  // The chat: on a phone the template's tokens (about 40 chips) start folded; the answer's first
-  // words are scrolled into view if the form left them below the screen's edge.
+  // The chat: on a phone the template's tokens (about 40 chips) start folded. While an answer
+  // comes in, its first line is kept on the screen: scrolled up into view if the form, or the
+  // status above it growing by a line or two, leaves it below the screen's bottom edge, until the
+  // answer ends or the reader scrolls or types.
   function arrangeChat(chat) {
     const template = chat.querySelector(".tinyk-chat-template");
     if (template && phone()) {
@@ -62,17 +64,32 @@
     if (!reply || !("MutationObserver" in window)) {
       return;
     }
-    let empty = true;
+    let following = false;
+    let started = false;
+    for (const type of ["wheel", "touchmove", "keydown"]) {
+      window.addEventListener(type, () => { following = false; }, { passive: true });
+    }
     new MutationObserver(() => {
-      const now = reply.textContent === "";
-      if (empty && !now) {
+      if (reply.textContent === "") {
+        started = false;
+        return;
+      }
+      if (!started) {
+        started = true;
+        following = true;
+      }
+      if (following) {
         const box = reply.getBoundingClientRect();
-        if (box.top < 0 || box.bottom > window.innerHeight) {
+        const line = parseFloat(getComputedStyle(reply).lineHeight) || 24;
+        if (box.top + Math.min(box.height, line) > window.innerHeight) {
           reply.scrollIntoView({ block: "nearest" });
         }
       }
-      empty = now;
-    }).observe(reply, { childList: true, characterData: true, subtree: true });
+      if (chat.dataset.state !== "busy") {
+        following = false; // the answer is complete: the check above was its last
+      }
+    }).observe(chat, { childList: true, characterData: true, subtree: true, attributes: true,
+      attributeFilter: ["data-state"] });
   }
 
   window.tinykLive = { whenWanted, phone };
