@@ -601,6 +601,7 @@ def setup(app):
     app.connect("doctree-resolved", _alt_text_from_png)
     app.add_css_file("tinyk.css")
     app.add_js_file("tinyk-quiz.js", loading_method="defer")
+    app.add_js_file("tinyk-math.js", loading_method="defer")  # a formula too wide for its column
     app.add_directive("quiz", QuizDirective)
     app.setup_extension("tinyk_playground")
     app.setup_extension("tinyk_map")
