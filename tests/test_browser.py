@@ -256,7 +256,9 @@ def test_a_quiz_explains_the_choice_made_in_both_editions(page, site_url, path):
 
 
 def _playground_ready(page, timeout: int = 60_000) -> None:
-    """Wait until the playground has loaded its model (or given up): a guard, not a measure."""
+    """Scroll to the playground, as a reader does (it starts when it nears the screen), and wait
+    until it has loaded its model (or given up): a guard, not a measure."""
+    page.locator(".tinyk-playground").first.scroll_into_view_if_needed()
     page.wait_for_function("['ready', 'static', 'invalid']"
                            ".includes(document.querySelector('.tinyk-playground')"
                            "?.dataset.state)", timeout=timeout)

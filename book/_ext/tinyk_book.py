@@ -459,7 +459,8 @@ _INTERFACE_ATTRIBUTES = ("title", "aria-label", "placeholder", "alt", "data-bs-t
 def _interface_zh(app) -> list[tuple[re.Pattern[str], str]]:
     import html
 
-    from tinyk_playground import WORDS as PLAYGROUND_WORDS  # written in Chinese by its directive
+    from tinyk_map import WORDS as MAP_WORDS  # written in Chinese by its directive, as
+    from tinyk_playground import WORDS as PLAYGROUND_WORDS  # these are by theirs
 
     from tinyk.catalogues import interface_catalogue, read_catalogue
     from tinyk.quiz import VERDICTS
@@ -469,7 +470,7 @@ def _interface_zh(app) -> list[tuple[re.Pattern[str], str]]:
     words = {str(m.id): str(m.string) for m in read_catalogue(interface_catalogue(Path(app.srcdir)))
              if m.id and m.string and (m.id not in STUDENT_WORDS or m.id in site_words)  # those are
              and m.id not in _LANGUAGE_LINK  # the student notebooks', and the language link's
-             and m.id not in PLAYGROUND_WORDS}
+             and m.id not in PLAYGROUND_WORDS and m.id not in MAP_WORDS}
     fixes = []
     for english, chinese in words.items():
         old, new = html.escape(english, quote=True), html.escape(chinese, quote=True)
@@ -601,8 +602,10 @@ def setup(app):
     app.connect("doctree-resolved", _alt_text_from_png)
     app.add_css_file("tinyk.css")
     app.add_js_file("tinyk-quiz.js", loading_method="defer")
+    app.add_js_file("tinyk-math.js", loading_method="defer")  # a formula too wide for its column
     app.add_directive("quiz", QuizDirective)
     app.setup_extension("tinyk_playground")
+    app.setup_extension("tinyk_map")
     app.add_node(quiz, html=(_visit_quiz, _depart_quiz))
     app.add_node(quiz_question, html=(_visit_quiz_question, _depart_quiz_question))
     app.add_node(quiz_choice, html=(_visit_quiz_choice, _depart_quiz_choice))

@@ -65,6 +65,9 @@ SERVICE_WORKER = Path(__file__).with_name("tinyk-sw.js")
 CHAT_QUESTION = "What is the capital of France?"  # 05.10's question, the message the chat starts with
 # The longest prompt the chat takes, in tokens: each layer's scores are T×T per head, computed in full.
 CHAT_MAX_PROMPT = 1024
+# The memory SmolLM2 takes in the reader's tab once loaded and answering, in GB, as the chat says it
+# before the download: tests/test_live_page.py measures the tab's processes in Chromium.
+CHAT_MEMORY_GB = 1
 
 # The script's messages: {name} is filled in by the script (the same names in each language).
 MESSAGES = {
@@ -95,6 +98,9 @@ MESSAGES = {
     "generated": "generated",
     "generated-text": "{count} token(s) generated: {text}",
     "separator": ", ",  # between the query heads of a group
+    # A phone-sized screen: the model waits for the reader's tap (book/_static/tinyk-live.js).
+    "waiting": "On a small screen the model waits for you: loading it downloads {size} MB.",
+    "load-model": "Load the model, {size} MB",
 }
 # The controls' and panels' words.
 LABELS = {
@@ -111,6 +117,8 @@ LABELS = {
 CHAT_MESSAGES = {
     "chat-idle": "SmolLM2 runs in this page once it is loaded: the button fetches its files, which your "
                  "browser can keep in its cache.",
+    "chat-memory": "SmolLM2 is large for a page: loading it downloads {size} MB, and while it runs this "
+                   "tab uses about {memory} GB of memory.",
     "chat-downloading": "Downloading SmolLM2: {done} of {total} MB",
     "chat-starting": "Starting the model\u2026",
     "chat-ready": "Ready: SmolLM2 runs in this page. Write a message and press Answer.",
@@ -169,26 +177,31 @@ class PlaygroundDirective(SphinxDirective):
                                  f"writes when tinyk_course_model is on")
             self.env.note_dependency(str(path))
             data[key] = json.loads(path.read_text(encoding="utf-8"))
+        # What starting the playground downloads: ONNX Runtime Web's files and the graph (a
+        # phone-sized screen says it and waits for the reader's tap, book/_static/tinyk-live.js).
+        ort = models.parent / "ort"
+        data["bytes"] = (sum((ort / name).stat().st_size for name in ORT_FILES)
+                         + (models / data["manifest"]["onnx"]).stat().st_size)
         return json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
 
     def _words(self) -> dict[str, str]:
         return edition_words(self)
 
 
-def edition_words(directive: SphinxDirective) -> dict[str, str]:
-    """:data:`WORDS` in the edition's language (a missing translation is a warning)."""
+def edition_words(directive: SphinxDirective, words: tuple[str, ...] = WORDS) -> dict[str, str]:
+    """``words`` (:data:`WORDS`) in the edition's language (a missing translation is a warning)."""
     if not str(directive.config.language or "en").startswith("zh"):
-        return {w: w for w in WORDS}
+        return {w: w for w in words}
     from tinyk.catalogues import interface_catalogue, translated
 
     catalogue = interface_catalogue(Path(directive.env.srcdir))
     directive.env.note_dependency(str(catalogue))
     zh = translated(catalogue)
-    for word in WORDS:
+    for word in words:
         if word not in zh:
             _LOG.warning(f"{catalogue.name} has no translation of the playground's {word!r}",
                          location=directive.get_location())
-    return {w: zh.get(w, w) for w in WORDS}
+    return {w: zh.get(w, w) for w in words}
 
 
 class ChatDirective(SphinxDirective):
@@ -226,29 +239,38 @@ def chat_html(cid: str, words: dict[str, str], manifest: dict) -> str:
                       | {"question": CHAT_QUESTION, "max_prompt": CHAT_MAX_PROMPT},
                       ensure_ascii=False).replace("</", "<\\/")
     panels = {
-        "prompt-tokens": '<ol class="tinyk-pg-tokenlist tinyk-chat-tokens"></ol>',
         "reply": '<p class="tinyk-chat-reply"></p>',
         "first": (f'<table class="tinyk-pg-next"><thead><tr><th scope="col">'
                   f'{html.escape(words[LABELS["token"]])}</th><th scope="col">'
                   f'{html.escape(words[LABELS["probability"]])}</th></tr></thead><tbody></tbody></table>'),
     }
-    figures = "".join(f'<figure class="tinyk-pg-panel"><figcaption>{w(key)}</figcaption>{panel}</figure>'
-                      for key, panel in panels.items())
+    # The answer first, right under the form; the chat template's tokens in a box of their own,
+    # which a phone-sized screen closes (book/_static/tinyk-live.js).
+    figures = "".join(f'<figure class="tinyk-pg-panel" id="{cid}-{key}"><figcaption>{w(key)}</figcaption>'
+                      f'{panel}</figure>' for key, panel in panels.items())
+    template = (f'<details class="tinyk-pg-panel tinyk-chat-template" id="{cid}-tokens" open><summary>'
+                f'{w("prompt-tokens")}</summary><ol class="tinyk-pg-tokenlist tinyk-chat-tokens"></ol>'
+                '</details>')
     label = html.escape(words[LABELS["head"]])
-    attention = (f'<figure class="tinyk-pg-panel"><figcaption>{html.escape(words[LABELS["attention"]])}'
+    attention = (f'<figure class="tinyk-pg-panel" id="{cid}-attention"><figcaption>'
+                 f'{html.escape(words[LABELS["attention"]])}'
                  f'</figcaption><div class="tinyk-pg-controls"><label for="{cid}-head">{label}</label> '
                  f'<select id="{cid}-head" class="tinyk-pg-head"></select></div><p class="tinyk-pg-gqa"></p>'
                  '<div class="tinyk-pg-heatmap"></div><p class="tinyk-pg-strongest"></p>'
                  '<p class="tinyk-pg-masked"></p></figure>')
-    cache = (f'<figure class="tinyk-pg-panel"><figcaption>{html.escape(words[LABELS["cache"]])}</figcaption>'
+    cache = (f'<figure class="tinyk-pg-panel" id="{cid}-cache"><figcaption>'
+             f'{html.escape(words[LABELS["cache"]])}</figcaption>'
              '<p class="tinyk-chat-cache"></p></figure>')
-    rope = (f'<figure class="tinyk-pg-panel"><figcaption>{html.escape(words[LABELS["rope"]])}</figcaption>'
+    rope = (f'<figure class="tinyk-pg-panel" id="{cid}-rope"><figcaption>{html.escape(words[LABELS["rope"]])}'
+            '</figcaption>'
             f'{_rope(cid, label_of)}</figure>')
     shared = {key: MESSAGES[key] for key in ("heatmap", "strongest", "gqa", "masked", "separator", "rope")}
     hidden = "".join(f'<span class="tinyk-pg-word" data-word="{key}" hidden>{html.escape(words[text])}</span>'
                      for key, text in {**CHAT_MESSAGES, **shared}.items())
     size = f"{total / 1e6:.0f}"
-    return (f'<div class="tinyk-chat" id="{cid}" data-state="idle"><p><button type="button" '
+    memory = fill(words[CHAT_MESSAGES["chat-memory"]], size=size, memory=str(CHAT_MEMORY_GB))
+    return (f'<div class="tinyk-chat" id="{cid}" data-state="idle"><p class="tinyk-chat-size">'
+            f'{html.escape(memory)}</p><p><button type="button" '
             f'class="btn btn-sm tinyk-chat-load">{w("load").replace("{size}", size)}</button> '
             f'<progress class="tinyk-chat-progress" max="{total}" value="0" aria-label="{w("download")}" '
             f'hidden></progress></p><p class="tinyk-chat-status" role="status" aria-live="polite">'
@@ -259,8 +281,15 @@ def chat_html(cid: str, words: dict[str, str], manifest: dict) -> str:
             f'class="tinyk-chat-limit" min="1" max="256" value="48" disabled> '
             f'{_decoding(cid, label_of, disabled=True)}'
             f'<button type="submit" class="btn btn-sm tinyk-chat-answer" disabled>{w("answer")}</button>'
-            f'</form>{figures}{attention}{cache}{rope}{hidden}'
+            f'</form>{figures}{template}{attention}{cache}{rope}{hidden}'
             f'<script type="application/json" class="tinyk-chat-data">{data}</script></div>\n')
+
+
+def fill(text: str, **values: str) -> str:
+    """``text`` with each ``{name}`` of ``values`` written in (as the script's ``fill``)."""
+    for name, value in values.items():
+        text = text.replace(f"{{{name}}}", value)
+    return text
 
 
 def _decoding(pid: str, w: Callable[[str], str], disabled: bool = False) -> str:
@@ -316,7 +345,8 @@ def playground_html(pid: str, shown: list[str], words: dict[str, str], data: str
         "cache": '<div class="tinyk-pg-cachebars"></div><p class="tinyk-pg-cacherule"></p>',
         "rope": _rope(pid, w),
     }
-    figures = "".join(f'<figure class="tinyk-pg-panel" data-part="{part}"><figcaption>{w(part)}'
+    figures = "".join(f'<figure class="tinyk-pg-panel" id="{pid}-{part}" data-part="{part}"><figcaption>'
+                      f'{w(part)}'
                       f"</figcaption>{panels[part]}</figure>" for part in shown)
     hidden = "".join(f'<span class="tinyk-pg-word" data-word="{key}" hidden>{html.escape(words[text])}</span>'
                      for key, text in MESSAGES.items())
@@ -382,6 +412,7 @@ def setup(app):
     app.add_config_value("tinyk_smollm2", True, "html", bool)
     app.add_directive("playground", PlaygroundDirective)
     app.add_directive("smollm2", ChatDirective)
+    app.add_js_file("tinyk-live.js", loading_method="defer")  # before the playground's script, which uses it
     app.add_js_file("tinyk-playground.js", loading_method="defer")
     app.connect("builder-inited", copy_runtime)
     app.connect("build-finished", write_service_worker)

@@ -272,21 +272,9 @@
       this.listen();
       this.runGraph = (ids, past) => runGraph(this.session, this.config, ids, past); // one call of the graph
       root.tinykPlayground = this;
-      // The runtime (14 MB, cached by the browser) is fetched when the playground comes near
-      // the screen, not for a reader who never scrolls to it.
-      this.ready = new Promise((resolve) => {
-        if (!("IntersectionObserver" in window)) {
-          resolve(this.start());
-          return;
-        }
-        const watch = new IntersectionObserver((entries) => {
-          if (entries.some((entry) => entry.isIntersecting)) {
-            watch.disconnect();
-            resolve(this.start());
-          }
-        }, { rootMargin: "400px" });
-        watch.observe(root);
-      });
+      // The runtime and the graph (cached by the browser) are fetched when the playground comes
+      // near the screen, or on a phone-sized screen when the reader asks (tinyk-live.js).
+      this.ready = window.tinykLive.whenWanted(root, this.data.bytes, this.words).then(() => this.start());
     }
 
     say(key, values = {}) {

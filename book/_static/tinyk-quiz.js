@@ -1,10 +1,18 @@
 // Concept checks (the book's quiz directive, tinyk/quiz.py): "Check answer" shows, in the quiz's
 // live region, the verdict and the chosen choice's explanation. Everything is in the page: the
 // words are the quiz's hidden elements (so the Chinese edition's are Chinese), nothing is fetched.
+// Choosing another answer clears the verdict.
 "use strict";
 for (const quiz of document.querySelectorAll(".tinyk-quiz")) {
   const feedback = quiz.querySelector(".tinyk-quiz-feedback");
   const word = (key) => quiz.querySelector(`.tinyk-quiz-word[data-word="${key}"]`).textContent;
+  // A verdict belongs to the choice it judged: another choice clears it until the next check.
+  quiz.addEventListener("change", (event) => {
+    if (event.target.matches("input[type=radio]") && feedback.childElementCount > 0) {
+      feedback.replaceChildren();
+      delete quiz.dataset.state;
+    }
+  });
   quiz.querySelector(".tinyk-quiz-check").addEventListener("click", () => {
     const chosen = quiz.querySelector("input[type=radio]:checked");
     const verdict = document.createElement("p");

@@ -1,0 +1,121 @@
+"""The ``modelmap`` directive: a map of the decoder on the live page (both editions).
+
+``:::{modelmap}`` writes the model's blocks in the order a token's vector goes through them
+(embedding, N decoder layers of RMSNorm, attention with RoPE and GQA, residual, RMSNorm,
+SwiGLU, residual, then the final norm and the vocabulary head) as nested lists that the book's
+stylesheet draws as a diagram (``.tinyk-map`` in ``book/_static/tinyk.css``): a screen reader
+reads it as the lists it is. Each block links to the course section that teaches it (a ``doc``
+reference, so each edition links its own page) and to the panels of the page's playground
+(``#tinyk-pg-1-…``) and SmolLM2's chat (``#tinyk-chat-1-…``) that show it, by the panels' ids
+(``tinyk_playground``). The words are :data:`WORDS`, written in Chinese in the Chinese edition
+from ``locale/zh_CN/interface.po``, as the playground's are.
+"""
+
+from __future__ import annotations
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.util.docutils import SphinxDirective
+from tinyk_playground import CHAT_LABELS, LABELS, PARTS, edition_words
+
+# Each block: its name, what it does, the sections that teach it, and the panels that show it
+# (the playground's parts, then the chat's); a layer's blocks are the second list.
+BEFORE = [
+    ("Token embedding", "each token's id picks a row of the embedding table",
+     ["notebooks/05_1_shapes"], ["tokens"], ["tokens"]),
+]
+LAYER = [
+    ("RMSNorm", "rescales each vector to a root mean square of 1, times a learned gain",
+     ["notebooks/05_2_rmsnorm"], [], []),
+    ("Attention with RoPE and GQA", "RoPE turns the queries and keys; the scores, scaled and masked, go "
+     "through a softmax; query heads share K/V heads, kept in the KV cache",
+     ["notebooks/05_3_rope", "notebooks/05_4_gqa"], ["attention", "rope", "cache"],
+     ["attention", "rope", "cache"]),
+    ("Residual", "adds the attention's output to its input", ["notebooks/05_5_swiglu_layer"], [], []),
+    ("RMSNorm", "rescales each vector to a root mean square of 1, times a learned gain",
+     ["notebooks/05_2_rmsnorm"], [], []),
+    ("SwiGLU feed-forward", "a gated MLP, applied to each token on its own",
+     ["notebooks/05_5_swiglu_layer"], [], []),
+    ("Residual", "adds the feed-forward's output to its input", ["notebooks/05_5_swiglu_layer"], [], []),
+]
+AFTER = [
+    ("RMSNorm", "the final norm, before the head", ["notebooks/05_2_rmsnorm"], [], []),
+    ("Vocabulary head", "the embedding table again (tied weights): a logit per token of the vocabulary, "
+     "then a softmax", ["notebooks/05_6_head_protocol"], ["next", "generate"], ["first", "reply"]),
+]
+SECTIONS = {"notebooks/05_1_shapes": "05.1", "notebooks/05_2_rmsnorm": "05.2", "notebooks/05_3_rope": "05.3",
+            "notebooks/05_4_gqa": "05.4", "notebooks/05_5_swiglu_layer": "05.5",
+            "notebooks/05_6_head_protocol": "05.6"}
+# The chat's panels by their ids' ends (tinyk_playground.chat_html) and their captions' words.
+CHAT_PANELS = {"tokens": CHAT_LABELS["prompt-tokens"], "reply": CHAT_LABELS["reply"],
+               "first": CHAT_LABELS["first"], "attention": LABELS["attention"], "cache": LABELS["cache"],
+               "rope": LABELS["rope"]}
+MAP_WORDS = {
+    "layers": "Decoder layer, repeated: 2 in the 05.7 model, 30 in SmolLM2",
+    "taught": "Taught in",
+    "tiny": "Shown live for the 05.7 model:",
+    "chat": "for SmolLM2:",
+}
+WORDS = (*{name for name, *_ in BEFORE + LAYER + AFTER}, *{text for _, text, *_ in BEFORE + LAYER + AFTER},
+         *MAP_WORDS.values(), *(LABELS[part] for part in PARTS), *CHAT_PANELS.values())
+
+
+class ModelMapDirective(SphinxDirective):
+    """``:::{modelmap}``: see the module."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        words = edition_words(self, WORDS)
+        box = nodes.container(classes=["tinyk-map"])
+        box["ids"].append("tinyk-map")
+        outer = nodes.enumerated_list(classes=["tinyk-map-flow"])
+        for block in BEFORE:
+            outer += self._block(block, words)
+        repeat = nodes.list_item(classes=["tinyk-map-layers"])
+        repeat += nodes.paragraph("", "", nodes.strong("", words[MAP_WORDS["layers"]]),
+                                  classes=["tinyk-map-repeat"])
+        inner = nodes.enumerated_list(classes=["tinyk-map-flow"])
+        for block in LAYER:
+            inner += self._block(block, words)
+        repeat += inner
+        outer += repeat
+        for block in AFTER:
+            outer += self._block(block, words)
+        box += outer
+        return [box]
+
+    def _block(self, block: tuple, words: dict[str, str]) -> nodes.list_item:
+        name, text, sections, tiny, chat = block
+        item = nodes.list_item(classes=["tinyk-map-block"])
+        item += nodes.paragraph("", "", nodes.strong("", words[name]), nodes.Text(": " + words[text]))
+        links = nodes.paragraph(classes=["tinyk-map-links"])
+        links += nodes.Text(words[MAP_WORDS["taught"]] + " ")
+        for i, doc in enumerate(sections):
+            if i:
+                links += nodes.Text(", ")
+            ref = addnodes.pending_xref("", nodes.inline("", SECTIONS[doc]), refdomain="std", reftype="doc",
+                                        reftarget="/" + doc, refexplicit=True, refwarn=True)
+            ref["refdoc"] = self.env.docname
+            links += ref
+        links += nodes.Text(". ")
+        if tiny or chat:
+            links += nodes.Text(words[MAP_WORDS["tiny"]] + " ")
+            self._panels(links, [(f"tinyk-pg-1-{part}", LABELS[part]) for part in tiny], words)
+            links += nodes.Text("; " + words[MAP_WORDS["chat"]] + " ")
+            self._panels(links, [(f"tinyk-chat-1-{part}", CHAT_PANELS[part]) for part in chat], words)
+            links += nodes.Text(".")
+        item += links
+        return item
+
+    @staticmethod
+    def _panels(links: nodes.paragraph, panels: list[tuple[str, str]], words: dict[str, str]) -> None:
+        for i, (anchor, label) in enumerate(panels):
+            if i:
+                links += nodes.Text(", ")
+            links += nodes.reference("", words[label], refuri=f"#{anchor}", internal=True)
+
+
+def setup(app):
+    app.add_directive("modelmap", ModelMapDirective)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
