@@ -8,19 +8,19 @@
 const STATIC = new URL("./", self.location.href);
 const sessions = {}; // by model: "tiny" (the 05.7 model) or "smollm2"
 const caches = new Map(); // a call's present keys and values, by the key the page gave it
-let ort = null;
+let onnx = null; // ONNX Runtime Web (its loader declares `ort`, so another name here)
 let tokenizer = null;
 let download = null; // the AbortController of SmolLM2's download under way
 
 function loadOrt(threads) {
-  if (ort === null) {
+  if (onnx === null) {
     importScripts(new URL("ort/ort.wasm.min.js", STATIC).href);
-    ort = self.ort;
-    ort.env.wasm.wasmPaths = new URL("ort/", STATIC).href;
-    ort.env.wasm.numThreads = threads; // the page's choice (tinyk-playground.js says why)
-    ort.env.logLevel = "error";
+    onnx = self.ort;
+    onnx.env.wasm.wasmPaths = new URL("ort/", STATIC).href;
+    onnx.env.wasm.numThreads = threads; // the page's choice (tinyk-playground.js says why)
+    onnx.env.logLevel = "error";
   }
-  return ort;
+  return onnx;
 }
 
 // Every file of SmolLM2, its bytes counted as they arrive (a progress message per megabyte); the
@@ -124,14 +124,14 @@ const ops = {
     }
     const cached = previous ? previous.present_key_0.dims[1] : 0;
     const feeds = {
-      input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, ids.length]),
-      attention_mask: new ort.Tensor("int64", new BigInt64Array(cached + ids.length).fill(1n),
+      input_ids: new onnx.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, ids.length]),
+      attention_mask: new onnx.Tensor("int64", new BigInt64Array(cached + ids.length).fill(1n),
         [1, cached + ids.length]),
     };
     for (let i = 0; i < config.n_layers; i++) {
       for (const kind of ["key", "value"]) {
         feeds[`past_${kind}_${i}`] = previous ? previous[`present_${kind}_${i}`]
-          : new ort.Tensor("float32", new Float32Array(0), [1, 0, config.n_kv_heads, config.head_dim]);
+          : new onnx.Tensor("float32", new Float32Array(0), [1, 0, config.n_kv_heads, config.head_dim]);
       }
     }
     const started = performance.now();

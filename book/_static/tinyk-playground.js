@@ -98,12 +98,42 @@
     return node;
   }
 
-  function softmax(logits, temperature) {
-    const scaled = Array.from(logits, (x) => x / temperature);
-    const top = scaled.reduce((a, b) => Math.max(a, b), -Infinity); // no spread: SmolLM2 has 49,152
-    const exps = scaled.map((x) => Math.exp(x - top));
-    const total = exps.reduce((a, b) => a + b, 0);
-    return exps.map((x) => x / total);
+  function softmax(logits, temperature) { // plain loops: SmolLM2 has 49,152 logits
+    const n = logits.length;
+    let top = -Infinity;
+    for (let i = 0; i < n; i++) {
+      top = Math.max(top, logits[i]);
+    }
+    const p = new Float64Array(n);
+    let total = 0;
+    for (let i = 0; i < n; i++) {
+      p[i] = Math.exp((logits[i] - top) / temperature);
+      total += p[i];
+    }
+    for (let i = 0; i < n; i++) {
+      p[i] /= total;
+    }
+    return p;
+  }
+
+  // A pause for the page to draw and answer the reader between two pieces of work.
+  const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+  // parent's children made from items by make(item, index), 200 per task: a long list never
+  // keeps the page busy at once. A later call for the same parent stops an earlier one.
+  async function fillInSteps(parent, items, make) {
+    const run = (parent.tinykRun ?? 0) + 1;
+    parent.tinykRun = run;
+    parent.replaceChildren();
+    for (let start = 0; start < items.length; start += 200) {
+      if (start > 0) {
+        await nextTask();
+        if (parent.tinykRun !== run) {
+          return;
+        }
+      }
+      parent.append(...items.slice(start, start + 200).map((item, k) => make(item, start + k)));
+    }
   }
 
   // The shares the next token is drawn from: softmax(logits / T), then only the k most likely
@@ -188,16 +218,18 @@
   }
 
   // A weight's colour, hsl(215, 75%, 97% - 62% w), as RGB: a table of 256 steps.
-  const COLOURS = Array.from({ length: 256 }, (_, k) => {
+  // Each as one 32-bit RGBA pixel (little-endian: red in the low byte).
+  const pixel = (r, g, b) => ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
+  const COLOURS = Uint32Array.from({ length: 256 }, (_, k) => {
     const l = (97 - 62 * (k / 255)) / 100;
     const a = 0.75 * Math.min(l, 1 - l);
     const f = (n) => {
       const x = (n + 215 / 30) % 12;
       return Math.round(255 * (l - a * Math.max(-1, Math.min(x - 3, 9 - x, 1))));
     };
-    return [f(0), f(8), f(4)];
+    return pixel(f(0), f(8), f(4));
   });
-  const MASKED = [0xd4, 0xd4, 0xd4];
+  const MASKED = pixel(0xd4, 0xd4, 0xd4);
 
   // The attention panel of a playground or the chat: one head's weights as a heatmap on a canvas
   // (row i: query i; grey above the diagonal: the causal mask), any length of text in the same
@@ -237,16 +269,12 @@
     canvas.setAttribute("aria-label", fill(words.heatmap, { layer, head }));
     // The cells: one pixel per weight, scaled to the plot without smoothing.
     const image = new ImageData(n, n);
-    const pixels = image.data;
+    const pixels = new Uint32Array(image.data.buffer);
+    pixels.fill(MASKED);
     for (let i = 0; i < n; i++) {
       const row = weights[i];
-      for (let j = 0; j < n; j++) {
-        const [r, g, b] = j > i ? MASKED : COLOURS[Math.max(0, Math.min(255, Math.round(255 * row[j])))];
-        const at = 4 * (i * n + j);
-        pixels[at] = r;
-        pixels[at + 1] = g;
-        pixels[at + 2] = b;
-        pixels[at + 3] = 255;
+      for (let j = 0; j <= i; j++) {
+        pixels[i * n + j] = COLOURS[Math.max(0, Math.min(255, Math.round(255 * row[j])))];
       }
     }
     const cells = document.createElement("canvas");
@@ -426,12 +454,12 @@
       svg.append(element("text", { x: x * 1.15, y: y * 1.15 + 4, "text-anchor": "middle" }, String(positions[t]), SVG));
     }
     q(".tinyk-pg-circle").replaceChildren(svg);
-    q(".tinyk-pg-angles tbody").replaceChildren(...turned.map((angle, t) => {
+    return fillInSteps(q(".tinyk-pg-angles tbody"), turned, (angle, t) => {
       const row = element("tr");
       row.append(element("td", {}, String(positions[t])), element("td", {}, tokens[t]),
         element("td", {}, angle.toFixed(4)));
       return row;
-    }));
+    });
   }
 
   class Playground {
@@ -1084,8 +1112,10 @@
       this.stats = { ids, answer, sampled, temperature: settings.temperature, topK: settings.topK,
         topP: settings.topP, draws, prefillSeconds, decodeSeconds, decodeCalls: calls, loadSeconds: this.loadSeconds,
         threads, stopped };
+      await nextTask(); // each panel in a task of its own: the page answers the reader between them
       this.drawAttention();
-      this.drawRope();
+      await nextTask();
+      await this.drawRope();
       if (stopped) {
         this.say("chat-stopped", { count: answer.length });
         return;
@@ -1119,7 +1149,7 @@
         return;
       }
       const { rows, positions } = this.angles;
-      drawRopePanel(this.q, this.words, this.config, { pair: Number(this.q(".tinyk-pg-pair").value),
+      return drawRopePanel(this.q, this.words, this.config, { pair: Number(this.q(".tinyk-pg-pair").value),
         angles: rows, positions, tokens: this.textIds.slice(0, rows.length).map((id) => this.piece(id)) });
     }
 
@@ -1159,12 +1189,12 @@
     }
 
     drawTokens(ids) {
-      this.q(".tinyk-chat-tokens").replaceChildren(...ids.map((id) => {
+      return fillInSteps(this.q(".tinyk-chat-tokens"), ids, (id) => {
         const item = element("li");
         item.append(element("span", { class: "tinyk-pg-chip" }, this.piece(id)),
           element("span", { class: "tinyk-pg-id" }, String(id)));
         return item;
-      }));
+      });
     }
 
     // The first token's 10 most likely choices, their probabilities at the chosen temperature
