@@ -119,20 +119,20 @@
   // A pause for the page to draw and answer the reader between two pieces of work.
   const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 
-  // parent's children made from items by make(item, index), 200 per task: a long list never
+  // parent's children made from items by make(item, index), 100 per task: a long list never
   // keeps the page busy at once. A later call for the same parent stops an earlier one.
   async function fillInSteps(parent, items, make) {
     const run = (parent.tinykRun ?? 0) + 1;
     parent.tinykRun = run;
     parent.replaceChildren();
-    for (let start = 0; start < items.length; start += 200) {
+    for (let start = 0; start < items.length; start += 100) {
       if (start > 0) {
         await nextTask();
         if (parent.tinykRun !== run) {
           return;
         }
       }
-      parent.append(...items.slice(start, start + 200).map((item, k) => make(item, start + k)));
+      parent.append(...items.slice(start, start + 100).map((item, k) => make(item, start + k)));
     }
   }
 
@@ -238,7 +238,7 @@
   // read out (aria-live). The strongest key of the last token, and which query heads share the
   // head's K/V head (GQA). `weights[i]` holds at least i + 1 numbers. Its drawing time is kept
   // on the panel (data-draw-ms), never in a model's timings.
-  function drawAttentionPanel(q, words, config, { layer, head, weights, tokens }) {
+  async function drawAttentionPanel(q, words, config, { layer, head, weights, tokens }) {
     const started = performance.now();
     const n = tokens.length;
     const cell = n <= 45 ? Math.max(8, Math.min(26, Math.floor(360 / n))) : 360 / n;
@@ -248,6 +248,8 @@
     const top = named ? 22 : 18;
     const size = { width: left + plot + 2, height: top + plot + 2 };
     const box = q(".tinyk-pg-heatmap");
+    const run = (box.tinykRun ?? 0) + 1; // a later drawing stops this one
+    box.tinykRun = run;
     let canvas = box.querySelector("canvas");
     if (canvas === null) {
       canvas = element("canvas", { tabindex: "0", class: "tinyk-pg-canvas" });
@@ -259,23 +261,28 @@
             + "background:linear-gradient(to right,hsl(215,75%,97%),hsl(215,75%,35%))" }), element("span", {}, "1"));
       box.replaceChildren(canvas, legend, readout);
       listenCursor(canvas, readout, words);
+      const style = getComputedStyle(box); // read once: reading it again would lay the page out again
+      canvas.tinykInk = { color: style.color || "#333", font: style.fontFamily || "sans-serif" };
     }
     const ratio = window.devicePixelRatio || 1;
     canvas.width = Math.ceil(size.width * ratio);
     canvas.height = Math.ceil(size.height * ratio);
-    canvas.style.width = `${size.width}px`;
-    canvas.style.height = `${size.height}px`;
+    canvas.style.width = `${size.width}px`; // its height follows (tinyk.css), narrower on a phone
     canvas.setAttribute("role", "img");
     canvas.setAttribute("aria-label", fill(words.heatmap, { layer, head }));
     // The cells: one pixel per weight, scaled to the plot without smoothing.
     const image = new ImageData(n, n);
     const pixels = new Uint32Array(image.data.buffer);
     pixels.fill(MASKED);
-    for (let i = 0; i < n; i++) {
-      const row = weights[i];
-      for (let j = 0; j <= i; j++) {
-        pixels[i * n + j] = COLOURS[Math.max(0, Math.min(255, Math.round(255 * row[j])))];
+    const rows = Math.max(1, Math.floor(100_000 / n)); // per task: about 100,000 cells
+    for (let start = 0; start < n; start += rows) {
+      if (start > 0) {
+        await nextTask();
+        if (box.tinykRun !== run) {
+          return;
+        }
       }
+      paintRows(pixels, weights, n, start, Math.min(n, start + rows));
     }
     const cells = document.createElement("canvas");
     cells.width = n;
@@ -288,9 +295,8 @@
     ctx.scale(ratio, ratio);
     ctx.imageSmoothingEnabled = false;
     ctx.drawImage(cells, left, top, plot, plot);
-    const style = getComputedStyle(box);
-    ctx.fillStyle = style.color || "#333";
-    ctx.font = `${named ? 11 : 10}px ${style.fontFamily || "sans-serif"}`;
+    ctx.fillStyle = canvas.tinykInk.color;
+    ctx.font = `${named ? 11 : 10}px ${canvas.tinykInk.font}`;
     if (named) {
       ctx.textAlign = "right";
       for (let i = 0; i < n; i++) {
@@ -322,6 +328,18 @@
     q(".tinyk-pg-masked").textContent = words.masked;
     drawGroups(q, words, config, head);
     box.dataset.drawMs = (performance.now() - started).toFixed(1);
+  }
+
+  // Rows from..to of the heatmap's cells: the weights below the diagonal in their colours.
+  function paintRows(pixels, weights, n, from, to) {
+    for (let i = from; i < to; i++) {
+      const row = weights[i];
+      const at = i * n;
+      for (let j = 0; j <= i; j++) {
+        const k = (255 * row[j] + 0.5) | 0; // a weight is in [0, 1]
+        pixels[at + j] = COLOURS[k > 255 ? 255 : k < 0 ? 0 : k];
+      }
+    }
   }
 
   // The heatmap and its cursor's cell outlined; `say`: the cell's weight read out as well.
@@ -447,7 +465,11 @@
     const turned = angles.map((row) => row[pair]);
     const svg = element("svg", { width: 180, height: 180, viewBox: "-90 -90 180 180", "aria-hidden": "true" }, null, SVG);
     svg.append(element("circle", { cx: 0, cy: 0, r: 70, class: "tinyk-pg-unit" }, null, SVG));
+    const first = Math.max(0, turned.length - 64); // the circle: the last 64 tokens (the table: all)
     for (const [t, angle] of turned.entries()) {
+      if (t < first) {
+        continue;
+      }
       const x = 70 * Math.cos(angle);
       const y = -70 * Math.sin(angle);
       svg.append(element("line", { x1: 0, y1: 0, x2: x, y2: y, class: "tinyk-pg-arrow" }, null, SVG));
@@ -1113,7 +1135,7 @@
         topP: settings.topP, draws, prefillSeconds, decodeSeconds, decodeCalls: calls, loadSeconds: this.loadSeconds,
         threads, stopped };
       await nextTask(); // each panel in a task of its own: the page answers the reader between them
-      this.drawAttention();
+      await this.drawAttention();
       await nextTask();
       await this.drawRope();
       if (stopped) {
@@ -1160,8 +1182,8 @@
       const head = Number(this.q(".tinyk-pg-head").value);
       const weights = this.rows[head];
       const tokens = this.textIds.slice(0, weights.length).map((id) => this.piece(id));
-      drawAttentionPanel(this.q, this.words, this.config, { layer: this.data.attention_layers[0], head, weights,
-        tokens });
+      return drawAttentionPanel(this.q, this.words, this.config, { layer: this.data.attention_layers[0], head,
+        weights, tokens });
     }
 
     // A token's bytes (a special token of the chat template: none, it is its own text).
@@ -1171,8 +1193,12 @@
 
     // A token as the panels show it: its characters, a byte of a split character as <0xE4>.
     piece(id) {
-      const text = this.special.has(id) ? this.vocab[id] : readable(this.bytes(id));
-      return text.replace(/\n/g, "\u21b5");
+      this.pieces ??= new Map();
+      if (!this.pieces.has(id)) {
+        const text = this.special.has(id) ? this.vocab[id] : readable(this.bytes(id));
+        this.pieces.set(id, text.replace(/\n/g, "\u21b5"));
+      }
+      return this.pieces.get(id);
     }
 
     // The answer's text: its tokens' bytes joined, each character once its last byte has come
