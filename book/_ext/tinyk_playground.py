@@ -3,9 +3,10 @@ browser (both editions).
 
 ``:::{playground}`` (optionally ``:show: tokens next generate attention cache rope``, any of
 them, in that order) writes the playground's controls and panels into the page, with no
-kernel: ``book/_static/tinyk-playground.js`` loads ONNX Runtime Web from the site's own
-``_static/ort/`` and the model's graph from ``_static/models/`` (:mod:`tinyk.onnx_export`),
-runs it on what the reader types, and draws each panel. Without WebAssembly, the panels show
+kernel: ``book/_static/tinyk-playground.js`` starts the page's engine, a Web Worker
+(``book/_static/tinyk-engine.js``) that loads ONNX Runtime Web from the site's own
+``_static/ort/`` and the model's graph from ``_static/models/`` (:mod:`tinyk.onnx_export`) and
+runs it on what the reader types; the page draws each panel. Without WebAssembly, the panels show
 the example run computed when the book was built (``tiny-example.json``,
 :mod:`tinyk.playground`).
 
