@@ -243,6 +243,7 @@ def smollm2_lines(pages: list, rounds: int, tokens: int) -> list[str]:
                                  f"{got['answer']} vs {out}")
             rates[i].append(got["decodeCalls"] / got["decodeSeconds"])
         torch_rates.append((n - 1) / seconds)  # after the first token, as the page counts
+    longest = [p.evaluate("window.tinykLongest") for p in pages]  # before the reloads below
     firsts: list[list[tuple[float, float]]] = [[] for _ in pages]
     for _ in range(rounds):
         for i, p in enumerate(pages):
@@ -257,12 +258,11 @@ def smollm2_lines(pages: list, rounds: int, tokens: int) -> list[str]:
              f"   {'PyTorch (tinyk.generate), one thread:':<59}{t:8.1f} tokens/s"]
     said = ["one thread" if n == 1 else f"{n} threads" for n in threads]
     labels = [f"{said[0]}, first visit", f"{said[1]}, later visits (?threads=2)"]
-    for label, r, p in zip(labels, rates, pages, strict=True):
+    for label, r, task in zip(labels, rates, longest, strict=True):
         b = statistics.median(r)
         label = f"Chromium, {label}:"
-        longest = p.evaluate("window.tinykLongest")
         lines.append(f"   {label:<59}{b:8.1f} tokens/s, {b / t:.2f} of PyTorch's; the page's longest task "
-                     f"{longest:.0f} ms")
+                     f"{task:.0f} ms")
     lines.append(f"5. SmolLM2, files cached by the browser, after a reload: Load, then the first token of a "
                  f"{prompt_length}-token chat prompt (the prompt's call), median of {rounds}:")
     for label, f in zip(labels, firsts, strict=True):
