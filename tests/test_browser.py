@@ -339,20 +339,20 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
     # Top-k and top-p beside the temperature: sampling from the most likely token alone (k = 1, or a
     # p below its share) is greedy, and the table shows that token's share as 1.
     shares = page.locator(".tinyk-playground .tinyk-pg-next tbody tr td:nth-child(2)")
-    page.locator(".tinyk-pg-decoding").select_option("sampled")
-    page.locator(".tinyk-pg-temperature").fill("2")
+    page.locator(".tinyk-playground .tinyk-pg-decoding").select_option("sampled")
+    page.locator(".tinyk-playground .tinyk-pg-temperature").fill("2")
     assert shares.all_inner_texts()[0] != "1.000"
     for control, value, off in ((".tinyk-pg-topk", "1", "0"), (".tinyk-pg-topp", "0.05", "1")):
-        page.locator(control).fill(value)
+        page.locator(f".tinyk-playground {control}").fill(value)
         assert shares.all_inner_texts() == ["1.000"] + ["0.000"] * 9, control
-        page.locator(control).fill(off)
-    page.locator(".tinyk-pg-topk").fill("1")
+        page.locator(f".tinyk-playground {control}").fill(off)
+    page.locator(".tinyk-playground .tinyk-pg-topk").fill("1")
     best = page.evaluate(f"{state}.next.indexOf(Math.max(...{state}.next))")
     page.locator(".tinyk-pg-step").click()
     page.wait_for_function(f"{state}.generated.length === 5 && {state}.root.dataset.state === 'ready'")
     assert page.evaluate(f"{state}.generated[4]") == best
-    page.locator(".tinyk-pg-topk").fill("0")
-    page.locator(".tinyk-pg-decoding").select_option("greedy")
+    page.locator(".tinyk-playground .tinyk-pg-topk").fill("0")
+    page.locator(".tinyk-playground .tinyk-pg-decoding").select_option("greedy")
 
     # A prompt the model cannot read: named, every panel emptied, and neither Run nor "One token"
     # generates from the prompt before it; an edited prompt is what "One token" continues.
