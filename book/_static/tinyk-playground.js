@@ -435,9 +435,8 @@
       group: group.join(words.separator) })), svg);
   }
 
-  // The next-token table of a playground or the chat: the 10 largest shares of p, the lowest id
-  // first on a tie (as torch.argmax), each with its bar; label(id) is its token.
-  function drawTopTen(q, p, label) {
+  // The 10 ids of the largest shares of p, the lowest id first on a tie (as torch.argmax).
+  function topTen(p) {
     const order = [];
     for (let id = 0; id < p.length; id++) { // a short insertion: SmolLM2's p has 49,152 shares
       if (order.length < 10 || p[id] > p[order[order.length - 1]]) {
@@ -446,6 +445,13 @@
         order.length = Math.min(order.length, 10);
       }
     }
+    return order;
+  }
+
+  // The next-token table of a playground or the chat: the 10 largest shares of p, the lowest id
+  // first on a tie (as torch.argmax), each with its bar; label(id) is its token.
+  function drawTopTen(q, p, label) {
+    const order = topTen(p);
     q(".tinyk-pg-next tbody").replaceChildren(...order.map((id) => {
       const row = element("tr");
       const share = element("td");
@@ -1015,6 +1021,11 @@
         return;
       }
       this.loadSeconds = (performance.now() - started) / 1000;
+      // The loops an answer runs over SmolLM2's 49,152 logits and a long prompt's heatmap, run once
+      // now on zeros: compiled before the first answer, they never hold the page up while it reads.
+      topTen(softmax(new Float32Array(this.config.vocab_size), 1));
+      const zeros = Array.from({ length: 64 }, () => new Float32Array(64));
+      paintRows(new Uint32Array(64 * 64), zeros, 64, 0, 64);
       this.form(true);
       this.root.dataset.state = "ready";
       this.say("chat-ready");
@@ -1086,6 +1097,7 @@
       const prefillSeconds = out.ms / 1000;
       let decodeMs = 0; // the engine's time of each call after the prompt's: no drawing in it
       this.first = Float32Array.from(out.logits.data);
+      await nextTask();
       this.drawFirst();
       this.textIds = [...ids];
       this.rows = Array.from({ length: this.config.n_heads }, () => []);
@@ -1215,7 +1227,9 @@
     }
 
     drawTokens(ids) {
-      return fillInSteps(this.q(".tinyk-chat-tokens"), ids, (id) => {
+      const list = this.q(".tinyk-chat-tokens");
+      list.classList.toggle("tinyk-pg-long", ids.length > 60); // a box of its own height (tinyk.css)
+      return fillInSteps(list, ids, (id) => {
         const item = element("li");
         item.append(element("span", { class: "tinyk-pg-chip" }, this.piece(id)),
           element("span", { class: "tinyk-pg-id" }, String(id)));
