@@ -250,11 +250,11 @@ def test_the_chat_stops_and_reads_a_long_prompt_off_the_page(first_visit, site_u
     page.context.unroute(second_file)
     held = []  # the second weights file: asked for, never answered
     page.context.route(second_file, lambda route: held.append(route))
-    page.locator(".tinyk-chat-load").click()
+    with page.expect_request(second_file, timeout=180_000):  # the first file in, the second asked for
+        page.locator(".tinyk-chat-load").click()
     paths = [f["path"] for f in manifest["files"]]
     before = sum(f["bytes"] for f in manifest["files"][:paths.index("smollm2.data.1")])
-    progress = f"{chat}.querySelector('.tinyk-chat-progress').value"
-    page.wait_for_function(f"{progress} === {before}", timeout=180_000)
+    assert page.evaluate(f"{chat}.querySelector('.tinyk-chat-progress').value") == before
     assert page.locator(".tinyk-chat").get_attribute("data-state") == "loading"
     page.locator(".tinyk-chat-stop").click()
     assert _state(page, "idle failed ready") == "idle"

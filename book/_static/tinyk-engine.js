@@ -23,7 +23,8 @@ function loadOrt(threads) {
   return onnx;
 }
 
-// Every file of SmolLM2, its bytes counted as they arrive (a progress message per megabyte); the
+// Every file of SmolLM2, its bytes counted as they arrive (a progress message per megabyte and at
+// each file's end); the
 // page's Stop aborts the fetch.
 async function fetchAll(id, files, stamp, signal) {
   const total = files.reduce((sum, file) => sum + file.bytes, 0);
@@ -60,6 +61,7 @@ async function fetchAll(id, files, stamp, signal) {
     if (offset !== file.bytes) {
       throw new Error(`${file.path}: ${offset} of its ${file.bytes} bytes`);
     }
+    self.postMessage({ id, progress: { received, total } }); // each file's end too
     bytes[file.path] = data;
   }
   return bytes;
