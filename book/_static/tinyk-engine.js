@@ -24,8 +24,7 @@ function loadOrt(threads) {
 }
 
 // Every file of SmolLM2, its bytes counted as they arrive (a progress message per megabyte and at
-// each file's end); the
-// page's Stop aborts the fetch.
+// each file's end); the page's Stop aborts the fetch.
 async function fetchAll(id, files, stamp, signal) {
   const total = files.reduce((sum, file) => sum + file.bytes, 0);
   let received = 0;
