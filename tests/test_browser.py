@@ -374,6 +374,24 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
     assert page.evaluate(f"{state}.promptIds") == encode(manifest, "4+4=")
     assert page.evaluate(f"{state}.shown.ids.length") == 5
 
+    # Stop: the tokens under way come, then no more. The engine's calls wait for the test's word,
+    # so that Stop comes while the first token is under way.
+    page.evaluate(f"""() => {{ const p = {state}; const engine = p.engine; p.realEngine = engine;
+      window.tinykGate = new Promise((resolve) => {{ window.tinykOpen = resolve; }});
+      p.engine = {{ call: (op, args) => op === 'run' ? window.tinykGate.then(() => engine.call(op, args))
+                                                      : engine.call(op, args) }}; }}""")
+    page.locator(".tinyk-playground .tinyk-pg-count").fill("8")
+    page.locator(".tinyk-pg-go").click()
+    page.wait_for_function(f"{state}.root.dataset.state === 'busy'")
+    page.locator(".tinyk-pg-stop").click()
+    page.evaluate("window.tinykOpen()")
+    page.wait_for_function(f"{state}.root.dataset.state === 'ready'")
+    assert page.evaluate(f"{state}.generated.length") == 2  # the step's token, then Stop's
+    assert page.locator(".tinyk-pg-stop").is_disabled()
+    status = page.locator(".tinyk-pg-status").inner_text()
+    assert status == "Stopped after 2 generated token(s)." or status == "已停止，生成了 2 个 token。", status
+    page.evaluate(f"() => {{ const p = {state}; p.engine = p.realEngine; }}")
+
     # A failed call changes nothing: text, cache and panels stay.
     kept = f"() => [{state}.shown.ids, {state}.generated, {state}.past.cache_length, {state}.past.key]"
     before = page.evaluate(kept)

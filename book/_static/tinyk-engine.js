@@ -66,6 +66,8 @@ async function fetchAll(id, files, stamp, signal) {
   return bytes;
 }
 
+const OUTPUTS = ["logits", "attention", "rope_angles", "rope_positions"];
+
 const ops = {
   async "load-tiny"({ url, threads }) {
     const runtime = loadOrt(threads);
@@ -116,8 +118,9 @@ const ops = {
   // One call of a model's graph: ids (batch 1) after the cache kept under `past` (none: null).
   // Its cache is kept under `keep` (none: not kept), and `past`'s dropped once the call ran
   // (`free`). `last`: only the last position's logits come back (SmolLM2's graph returns no
-  // more). The call's own time, in ms, comes back with it: the page's drawing is never in it.
-  async run({ model, config, ids, past, keep, free, last }) {
+  // more). `want`: the outputs that come back (all four if not said). The call's own time, in ms,
+  // comes back with it: the page's drawing is never in it.
+  async run({ model, config, ids, past, keep, free, last, want = OUTPUTS }) {
     const session = sessions[model];
     const previous = past === null ? null : caches.get(past);
     if (past !== null && previous === undefined) {
@@ -146,7 +149,7 @@ const ops = {
     }
     const result = { ms, cache_length: out.present_key_0.dims[1] };
     const moved = [];
-    for (const name of ["logits", "attention", "rope_angles", "rope_positions"]) {
+    for (const name of want) {
       let data = out[name].data;
       let dims = [...out[name].dims];
       if (name === "logits" && last) {
@@ -181,13 +184,13 @@ const ops = {
     };
     const vocab = config.vocab_size;
     const started = performance.now();
-    let [out] = await ops.run({ model, config, ids, past: null, keep: "greedy-0", last: true });
+    let [out] = await ops.run({ model, config, ids, past: null, keep: "greedy-0", last: true, want: ["logits"] });
     const tokens = [];
     for (let i = 0; i < n; i++) {
       tokens.push(argmax(out.logits.data.subarray(out.logits.data.length - vocab)));
       if (i + 1 < n) {
         [out] = await ops.run({ model, config, ids: [tokens[i]], past: `greedy-${i}`, keep: `greedy-${i + 1}`,
-          free: true, last: true });
+          free: true, last: true, want: ["logits"] });
       }
     }
     caches.delete(`greedy-${n - 1}`);

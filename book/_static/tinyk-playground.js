@@ -16,12 +16,12 @@
   // playgrounds and chat): the page only draws, and stays responsive while a model reads a prompt.
   let engine = null;
   let tinyLoaded = null; // the 05.7 model's session in the engine, once per page
-  // One thread for ONNX Runtime, measured: with benchmarks/bench_browser.py on a machine of two
-  // processors with another process busy, SmolLM2 decoded at 0.84-0.91 of PyTorch's speed on one
-  // thread and at 0.45 on two (its calls are too small per token for a second thread to pay for its
-  // synchronisation), and the 05.7 model's calls are smaller still. A page opened with ?threads=N
-  // (the benchmark's) asks for N, which ONNX Runtime grants only where the page is cross-origin
-  // isolated.
+  // One thread for ONNX Runtime, from a measure: benchmarks/bench_browser.py, on a machine of two
+  // processors with other processes busy (a load average of 11), decoded SmolLM2 at 1.33 times
+  // PyTorch's speed on one thread and at 0.48 times on two, and the 05.7 model at 0.41 and 0.27
+  // times: a token's call is too small for a second thread to pay for their synchronisation, and
+  // a second thread takes a processor from the page. A page opened with ?threads=N (the
+  // benchmark's) asks for N, which ONNX Runtime grants only where the page is cross-origin isolated.
   const THREADS = Math.max(1, Math.min(4, Number(new URLSearchParams(location.search).get("threads")) || 1));
   // The book's service worker (tinyk-sw.js, at the edition's root: STATIC's parent) makes the
   // pages the reader opens next cross-origin isolated, which threads need; where it cannot be
