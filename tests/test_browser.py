@@ -306,10 +306,11 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
     words = page.locator(".tinyk-playground .tinyk-pg-panel figcaption").all_inner_texts()
     assert len(words) == 6 and all(bool(re.search(r"[\u4e00-\u9fff]", w)) == path.startswith("zh/")
                                    for w in words if w.lower() != "token"), words
-    rects = page.locator(".tinyk-playground .tinyk-pg-heatmap rect")
-    heatmap = rects.evaluate_all("rs => rs.map(r => r.dataset.weight)")
+    canvas = page.locator(".tinyk-playground .tinyk-pg-heatmap canvas")
+    heatmap = canvas.evaluate(PIXELS)
     cache = page.locator(".tinyk-pg-cachebars").inner_text()
-    assert len(heatmap) == len(EXAMPLE_PROMPT) ** 2 and "3,072" in cache and "6,144" in cache  # 12 tokens
+    assert canvas.get_attribute("data-tokens") == str(len(EXAMPLE_PROMPT))
+    assert "3,072" in cache and "6,144" in cache  # 12 tokens
 
     prompt = "5+8=8+5\n9+4=4+9\n6+1="  # typed, then Ctrl+Enter (Enter alone is a line break)
     page.locator(".tinyk-pg-prompt").fill("5+8=8+5")
@@ -321,8 +322,7 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
     page.wait_for_function(f"{state}.shown.ids.length === {len(prompt)}")
     second = check(prompt)
     assert second["shown"]["logits"] != first["shown"]["logits"]
-    weights = "rs => rs.map(r => r.dataset.weight)"
-    assert page.locator(".tinyk-playground .tinyk-pg-heatmap rect").evaluate_all(weights) != heatmap
+    assert canvas.evaluate(PIXELS) != heatmap
     assert "5,120" in page.locator(".tinyk-pg-cachebars").inner_text()  # 20 tokens: 20·2·2·2·8·4 bytes
 
     page.locator(".tinyk-pg-go").click()  # greedy, 4 tokens, one call each with the KV cache
@@ -338,61 +338,113 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
     assert np.abs(cached_vs_whole).max() <= 1e-4
     assert page.locator(".tinyk-pg-angles tbody tr").count() == len(prompt) + 4
 
-    page.locator(".tinyk-pg-prompt").fill("3+x=")
+    # Top-k and top-p beside the temperature: sampling from the most likely token alone (k = 1, or a
+    # p below its share) is greedy, and the table shows that token's share as 1.
+    shares = page.locator(".tinyk-playground .tinyk-pg-next tbody tr td:nth-child(2)")
+    page.locator(".tinyk-playground .tinyk-pg-decoding").select_option("sampled")
+    page.locator(".tinyk-playground .tinyk-pg-temperature").fill("2")
+    assert shares.all_inner_texts()[0] != "1.000"
+    for control, value, off in ((".tinyk-pg-topk", "1", "0"), (".tinyk-pg-topp", "0.05", "1")):
+        page.locator(f".tinyk-playground {control}").fill(value)
+        assert shares.all_inner_texts() == ["1.000"] + ["0.000"] * 9, control
+        page.locator(f".tinyk-playground {control}").fill(off)
+    page.locator(".tinyk-playground .tinyk-pg-topk").fill("1")
+    best = page.evaluate(f"{state}.next.indexOf(Math.max(...{state}.next))")
+    page.locator(".tinyk-pg-step").click()
+    page.wait_for_function(f"{state}.generated.length === 5 && {state}.root.dataset.state === 'ready'")
+    assert page.evaluate(f"{state}.generated[4]") == best
+    page.locator(".tinyk-playground .tinyk-pg-topk").fill("0")
+    page.locator(".tinyk-playground .tinyk-pg-decoding").select_option("greedy")
+
+    # A prompt the model cannot read: named, every panel emptied, and neither Run nor "One token"
+    # generates from the prompt before it; an edited prompt is what "One token" continues.
+    page.locator(".tinyk-pg-prompt").fill("hello")
     page.locator(".tinyk-pg-run").click()
     page.wait_for_function(f"{state}.root.dataset.state === 'invalid'")
     status = page.locator(".tinyk-pg-status").inner_text()
-    assert '"x"' in status and "3" in status, status
-    kept = f"() => [{state}.shown.ids, {state}.generated, {state}.past.present_key_0.dims]"
+    assert '"h"' in status and "1" in status, status
+    page.locator(".tinyk-pg-step").click()
+    page.wait_for_function(f"{state}.root.dataset.state === 'invalid'")
+    assert page.evaluate(f"[{state}.shown, {state}.generated.length, {state}.past]") == [None, 0, None]
+    assert page.locator(".tinyk-pg-tokenlist li").count() == 0
+    assert page.locator(".tinyk-pg-text").inner_text() == ""
+    assert page.locator(".tinyk-pg-next tbody tr").count() == 0
+    assert page.locator(".tinyk-pg-heatmap canvas").count() == 0
+    page.locator(".tinyk-pg-prompt").fill("4+4=")  # not Run: "One token" reads it first
+    page.locator(".tinyk-pg-step").click()
+    page.wait_for_function(f"{state}.generated.length === 1 && {state}.root.dataset.state === 'ready'")
+    assert page.evaluate(f"{state}.promptIds") == encode(manifest, "4+4=")
+    assert page.evaluate(f"{state}.shown.ids.length") == 5
+
+    # Stop: the tokens under way come, then no more. The engine's calls wait for the test's word,
+    # so that Stop comes while the first token is under way.
+    page.evaluate(f"""() => {{ const p = {state}; const engine = p.engine; p.realEngine = engine;
+      window.tinykGate = new Promise((resolve) => {{ window.tinykOpen = resolve; }});
+      p.engine = {{ call: (op, args) => op === 'run' ? window.tinykGate.then(() => engine.call(op, args))
+                                                      : engine.call(op, args) }}; }}""")
+    page.locator(".tinyk-playground .tinyk-pg-count").fill("8")
+    page.locator(".tinyk-pg-go").click()
+    page.wait_for_function(f"{state}.root.dataset.state === 'busy'")
+    page.locator(".tinyk-pg-stop").click()
+    page.evaluate("window.tinykOpen()")
+    page.wait_for_function(f"{state}.root.dataset.state === 'ready'")
+    assert page.evaluate(f"{state}.generated.length") == 2  # the step's token, then Stop's
+    assert page.locator(".tinyk-pg-stop").is_disabled()
+    status = page.locator(".tinyk-pg-status").inner_text()
+    assert status == "Stopped after 2 generated token(s)." or status == "已停止，生成了 2 个 token。", status
+    page.evaluate(f"() => {{ const p = {state}; p.engine = p.realEngine; }}")
+
+    # A failed call changes nothing: text, cache and panels stay.
+    kept = f"() => [{state}.shown.ids, {state}.generated, {state}.past.cache_length, {state}.past.key]"
     before = page.evaluate(kept)
-    page.evaluate(f"() => {{ {state}.session.run = () => Promise.reject(new Error('out of memory')); }}")
-    page.locator(".tinyk-pg-step").click()  # a failed step changes nothing: text, cache and panels stay
+    page.evaluate(f"""() => {{ const p = {state}; const engine = p.engine;
+      p.engine = {{ call: (op, args) => op === 'run' ? Promise.reject(new Error('out of memory'))
+                                                       : engine.call(op, args) }}; }}""")
+    page.locator(".tinyk-pg-step").click()
     page.wait_for_function(f"{state}.root.dataset.state === 'ready'")
     assert page.evaluate(kept) == before
-    page.locator(".tinyk-pg-prompt").fill("2+2=")
-    page.locator(".tinyk-pg-run").click()
-    page.wait_for_function(f"{state}.root.dataset.state === 'ready'")
     status = page.locator(".tinyk-pg-status").inner_text()
     assert "(out of memory)" in status or "\uff08out of memory\uff09" in status, status
     assert page.external_requests == [] and page.console_errors == []
     assert serious_violations(page, ".tinyk-playground") == []
 
 
-ISOLATED = "[self.crossOriginIsolated, window.ort.env.wasm.numThreads]"
+ISOLATED = "[self.crossOriginIsolated, document.querySelector('.tinyk-playground').tinykPlayground.threads]"
+# The heatmap as the reader sees it: its canvas's pixels.
+PIXELS = "c => c.toDataURL()"
 # The service worker's registration, once it is active (a minute's guard against a hang, not a measure).
 SERVICE_WORKER = """Promise.race([navigator.serviceWorker.ready.then((r) => r.scope),
   new Promise((resolve) => setTimeout(() => resolve(null), 60000))])"""
 
 
-def threads_for(processors: int) -> int:
-    """ONNX Runtime Web's threads in a cross-origin isolated page (its own default, which the page
-    keeps): one per two processors the browser reports, up to 4."""
-    return min(4, -(-processors // 2))
+# ONNX Runtime's threads in the page (tinyk-playground.js's choice, from bench_browser's measure).
+PAGE_THREADS = 1
 
 
 @pytest.mark.parametrize("edition", ["", "zh/"])
 def test_the_service_worker_gives_the_next_page_threads_and_the_same_numbers(page, site_url, edition):
     """A page with a playground registers the book's service worker at its edition's root (a page
-    without one registers nothing). The next page it serves is cross-origin isolated, and ONNX
-    Runtime runs there on threads (2 for a browser that reports 4 processors, whatever this
-    machine has), in workers of its own; the logits are still ONNX Runtime's (Python) to 1e-4.
-    Offline, no error."""
+    without one registers nothing). The model runs in the page's engine, a worker of its own, on
+    one thread; the next page the service worker serves is cross-origin isolated, where a page
+    that asks for 2 threads (?threads=2, the benchmark's) gets them, and the logits are still
+    ONNX Runtime's (Python) to 1e-4. Offline, no error."""
     import numpy as np
 
     from tinyk.playground import EXAMPLE_PROMPT, encode, run_graph
 
-    page.context.add_init_script("Object.defineProperty(Navigator.prototype, 'hardwareConcurrency',"
-                                 " { get: () => 4 });")
     page.goto(f"{site_url}/{edition}book/intro.html", wait_until="networkidle")
     assert page.evaluate("navigator.serviceWorker.getRegistrations().then((r) => r.length)") == 0
     page.goto(f"{site_url}/{edition}book/playground.html", wait_until="networkidle")
     _playground_ready(page)
-    assert page.evaluate(ISOLATED) == [False, 1] and page.workers == []  # this page: as the host served it
+    assert page.evaluate(ISOLATED) == [False, 1]  # this page: as the host served it
+    assert [w.url.rsplit("/", 1)[1] for w in page.workers] == ["tinyk-engine.js"]
     assert page.evaluate(SERVICE_WORKER) == f"{site_url}/{edition}"
     page.reload(wait_until="networkidle")
     _playground_ready(page)
-    assert page.evaluate(ISOLATED) == [True, threads_for(4)] == [True, 2]
-    assert len(page.workers) == 1  # ONNX Runtime's second thread, beside the page's own
+    assert page.evaluate(ISOLATED) == [True, PAGE_THREADS] == [True, 1]
+    page.goto(f"{site_url}/{edition}book/playground.html?threads=2", wait_until="networkidle")
+    _playground_ready(page)
+    assert page.evaluate(ISOLATED) == [True, 2]
     session, manifest = _graph()
     ids = encode(manifest, EXAMPLE_PROMPT)
     got = page.evaluate("document.querySelector('.tinyk-playground').tinykPlayground.shown")
@@ -419,9 +471,10 @@ def test_without_webassembly_the_playground_shows_the_build_run(browser, site_ur
         assert page.locator(".tinyk-playground .tinyk-pg-tokenlist li").count() == len(example["ids"])
         assert page.locator(".tinyk-pg-text mark").text_content().endswith(": 7+3\u21b5")
         assert page.locator(".tinyk-pg-prompt").is_disabled() and page.locator(".tinyk-pg-go").is_disabled()
-        before = page.locator(".tinyk-playground .tinyk-pg-heatmap").inner_html()
+        canvas = page.locator(".tinyk-playground .tinyk-pg-heatmap canvas")
+        before = canvas.evaluate(PIXELS)
         page.locator(".tinyk-playground .tinyk-pg-head").select_option("2")
-        assert page.locator(".tinyk-playground .tinyk-pg-heatmap").inner_html() != before
+        assert canvas.evaluate(PIXELS) != before
         chat = page.locator(".tinyk-chat")  # SmolLM2's chat says so before any click
         assert chat.get_attribute("data-state") == "static" and page.locator(".tinyk-chat-load").is_disabled()
         assert "WebAssembly" in page.locator(".tinyk-chat-status").inner_text()

@@ -12,10 +12,19 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import urlparse
 
 import pytest
 
-from tests.test_browser import SERVICE_WORKER, browser, page, serious_violations, site_url, threads_for  # noqa: F401  (fixtures)
+from tests.test_browser import (  # noqa: F401  (fixtures)
+    PAGE_THREADS,
+    PIXELS,
+    SERVICE_WORKER,
+    browser,
+    page,
+    serious_violations,
+    site_url,
+)
 from tinyk.course import ROOT
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("browser-smollm2")]
@@ -60,7 +69,7 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     assert (manifest["config"]["n_heads"], manifest["config"]["n_kv_heads"]) == (9, 3)
     assert manifest["config"]["vocab_size"] == 49_152
     # A reader's second visit: the first registered the book's service worker, so this page is
-    # cross-origin isolated and ONNX Runtime runs on its threads (test_browser checks the first visit).
+    # cross-origin isolated (the page still asks ONNX Runtime for one thread).
     page.goto(f"{site_url}/book/playground.html", wait_until="networkidle")
     assert page.evaluate(SERVICE_WORKER) == f"{site_url}/"
     requested = []
@@ -72,44 +81,13 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     assert button.inner_text() == f"Load SmolLM2, {total / 1e6:.0f} MB"
     assert [u for u in requested if "/smollm2/" in u] == []  # nothing until the reader asks
     assert page.locator(".tinyk-chat-answer").is_disabled()
-
-    # Each session's options, as the page gives them to ONNX Runtime (its loader sets window.ort).
-    page.evaluate("""() => {
-      const wrap = (ort) => {
-        const create = ort.InferenceSession.create.bind(ort.InferenceSession);
-        ort.InferenceSession.create = (model, options) => {
-          // copied before ONNX Runtime adds its own entries to them
-          const { graphOptimizationLevel: level, extra, externalData } = options;
-          const external = Boolean(externalData);
-          (window.tinykCreated ??= []).push({ level, extra: structuredClone(extra), external });
-          return create(model, options);
-        };
-        return ort;
-      };
-      if (window.ort) { // the page's playground has loaded it
-        wrap(window.ort);
-        return;
-      }
-      let ort;
-      const set = (v) => { ort = wrap(v); };
-      Object.defineProperty(window, "ort", { configurable: true, get: () => ort, set });
-    }""")
-
-    # A download cut off: the error is named and the button works again.
-    second_file = re.compile(r".*/smollm2\.data\.1(\?.*)?$")
-    page.route(second_file, lambda r: r.abort())
-    button.click()
-    assert _state(page, "failed ready") == "failed"
-    assert "SmolLM2 could not be loaded (smollm2.data.1: " in page.locator(".tinyk-chat-status").inner_text()
-    page.unroute(second_file)
-    assert button.is_enabled()
     button.click()
     assert _state(page, "ready failed") == "ready", page.locator(".tinyk-chat-status").inner_text()
     progress = page.locator(".tinyk-chat-progress")
     assert progress.get_attribute("max") == str(total) and progress.evaluate("p => p.value") == total
-    created = page.evaluate("window.tinykCreated.filter((o) => o.external)")
+    created = page.evaluate(f"{STATE}.sessionOptions")  # as the engine gave them to ONNX Runtime
     web = {"session": {"disable_quant_qdq": "1", "disable_prepacking": "1"}}  # web_session_config
-    assert created == [{"level": "basic", "extra": web, "external": True}]  # and web_graph_optimization
+    assert created == {"level": "basic", "extra": web, "external": True}  # and web_graph_optimization
 
     page.locator(".tinyk-chat-answer").click()
     page.wait_for_function(f"{STATE}.stats !== null && {STATE}.root.dataset.state === 'ready'",
@@ -131,20 +109,18 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     assert f"{cached * 2 * 30 * 3 * 64 * 4:,} bytes" in cache  # GQA's 3 K/V heads
     assert f"{cached * 2 * 30 * 9 * 64 * 4:,} bytes" in cache  # one K/V head per query head
 
-    rects = page.locator(".tinyk-chat .tinyk-pg-heatmap rect")
-    assert rects.count() == cached**2  # every token that went through the model, prompt and answer
+    canvas = page.locator(".tinyk-chat .tinyk-pg-heatmap canvas")
+    assert canvas.get_attribute("data-tokens") == str(cached)  # every token that went through the model
     want = run_graph(session(WEB / "smollm2.onnx"), manifest, ids)["attention"][0, 0]  # 9×37×37, layer 15
     got = page.evaluate(f"{STATE}.rows.map((rows) => rows.slice(0, 37).map((r) => Array.from(r)))")
     assert len(got) == 9 and np.abs(np.array([np.array(h) for h in got]) - want).max() <= 1e-4
-    weights = "rs => rs.map(r => r.dataset.weight)"
-    head0 = rects.evaluate_all(weights)
+    head0 = canvas.evaluate(PIXELS)
     page.locator(".tinyk-chat .tinyk-pg-head").select_option("4")
-    assert rects.evaluate_all(weights) != head0
+    assert canvas.evaluate(PIXELS) != head0
     assert "Query head 4 reads K/V head 1, shared by query heads 3, 4, 5." in page.locator(
         ".tinyk-chat .tinyk-pg-gqa").inner_text()
-    threads = threads_for(page.evaluate("navigator.hardwareConcurrency"))  # this machine's
-    assert stats["threads"] == threads and len(page.workers) == threads - 1
-    said = "one thread" if threads == 1 else f"{threads} threads"
+    assert stats["threads"] == PAGE_THREADS == 1  # the page's choice, in an isolated page too
+    said = "one thread"
     assert f"tokens per second (greedy decoding, {said})." in page.locator(".tinyk-chat-status").inner_text()
 
     # RoPE: each token's angle for the chosen pair, as the graph returned it (05.3's t·ω, wrapped).
@@ -199,7 +175,7 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     assert 1 <= len(second["answer"]) <= 3
     assert page.locator(".tinyk-chat-tokens li").count() == len(second["ids"])
     fed = len(second["answer"]) - (len(second["answer"]) == 3)  # a token at the limit is not fed
-    assert rects.count() == (len(second["ids"]) + fed) ** 2
+    assert canvas.get_attribute("data-tokens") == str(len(second["ids"]) + fed)
     page.locator(".tinyk-chat-message").fill("word " * 1100)  # a paste too long to attend over
     page.locator(".tinyk-chat-answer").click()
     page.wait_for_function(f"{STATE}.root.dataset.state === 'ready'")
@@ -207,9 +183,149 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     assert status.startswith("The prompt has 1131 tokens") and "at most 1024" in status, status
     assert page.evaluate(f"{STATE}.stats.ids.length") == len(second["ids"])  # nothing ran
     assert page.external_requests == []
-    assert page.console_errors == ["Failed to load resource: net::ERR_FAILED"]  # the download cut off above
+    assert page.console_errors == []
     assert serious_violations(page, ".tinyk-chat") == []
     assert chat.count() == 1
+
+
+# The page's long tasks (the Long Tasks API) and every status the chat says, from now on.
+WATCH = """() => {
+  window.tinykLongTasks = [];
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) window.tinykLongTasks.push(entry.duration);
+  }).observe({ type: "longtask" });
+  window.tinykSaid = [];
+  const status = document.querySelector(".tinyk-chat-status");
+  new MutationObserver(() => window.tinykSaid.push(status.textContent))
+    .observe(status, { childList: true, characterData: true, subtree: true });
+}"""
+
+
+def _bytes_of(chips: list[str]) -> bytes:
+    """The bytes the chat's token chips stand for: <0xE4> a byte, any other character its UTF-8."""
+    out = b""
+    for chip in chips:
+        for hexa, char in re.findall(r"<0x([0-9A-F]{2})>|(.)", chip.replace("\u21b5", "\n"), flags=re.S):
+            out += bytes([int(hexa, 16)]) if hexa else char.encode()
+    return out
+
+
+@pytest.fixture
+def first_visit(browser, site_url):  # noqa: F811
+    """A page as on a reader's first visit, the book's service worker kept out (the requests of a
+    page it serves pass it, out of the context's routes): every request off localhost aborted and
+    counted, and the console's errors."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    page = context.new_page()  # noqa: F811  (not the fixture)
+    page.external_requests, page.console_errors = [], []
+
+    def route(r):
+        if urlparse(r.request.url).hostname in ("127.0.0.1", "localhost"):
+            r.fallback()
+        else:
+            page.external_requests.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)  # the context's: the engine's requests too
+    page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.console_errors.append(str(e)))
+    yield page
+    context.close()
+
+
+def test_the_chat_stops_and_reads_a_long_prompt_off_the_page(first_visit, site_url):  # noqa: F811
+    """SmolLM2 runs in the page's engine (a worker): a download cut off is named, Stop ends the
+    download and the answer; a 1,000-token prompt is announced at once and read with no long task
+    of the page over 200 ms, its heatmap drawn in under 1 s (the page's clock) and read by
+    keyboard; a token of part of a character shows its bytes, never U+FFFD."""
+    page = first_visit  # noqa: F811  (not the fixture)
+    manifest = json.loads((WEB / "smollm2.json").read_text(encoding="utf-8"))
+    page.goto(f"{site_url}/book/playground.html", wait_until="networkidle")
+    chat = "document.querySelector('.tinyk-chat')"
+    second_file = re.compile(r".*/smollm2\.data\.1(\?.*)?$")
+    page.context.route(second_file, lambda r: r.abort())
+    page.locator(".tinyk-chat-load").click()
+    assert _state(page, "failed ready") == "failed"
+    assert "SmolLM2 could not be loaded (smollm2.data.1: " in page.locator(".tinyk-chat-status").inner_text()
+    page.context.unroute(second_file)
+    held = []  # the second weights file: asked for, never answered
+    page.context.route(second_file, lambda route: held.append(route))
+    with page.expect_request(second_file, timeout=180_000):  # the first file in, the second asked for
+        page.locator(".tinyk-chat-load").click()
+    paths = [f["path"] for f in manifest["files"]]
+    before = sum(f["bytes"] for f in manifest["files"][:paths.index("smollm2.data.1")])
+    assert page.evaluate(f"{chat}.querySelector('.tinyk-chat-progress').value") == before
+    assert page.locator(".tinyk-chat").get_attribute("data-state") == "loading"
+    page.locator(".tinyk-chat-stop").click()
+    assert _state(page, "idle failed ready") == "idle"
+    assert page.locator(".tinyk-chat-status").inner_text() == "Download stopped: the button starts it again."
+    assert page.locator(".tinyk-chat-load").is_enabled() and page.locator(".tinyk-chat-stop").is_disabled()
+    assert len(held) == 1
+    page.context.unroute(second_file)
+    page.locator(".tinyk-chat-load").click()
+    assert _state(page, "ready failed") == "ready", page.locator(".tinyk-chat-status").inner_text()
+    assert [w.url.rsplit("/", 1)[1] for w in page.workers] == ["tinyk-engine.js"]
+
+    # A 1,000-token prompt: its size said at once, the page never busy for more than 200 ms.
+    page.evaluate(WATCH)
+    page.locator(".tinyk-chat-message").fill("word " * 969)
+    page.locator(".tinyk-chat-limit").fill("1")
+    page.locator(".tinyk-chat-answer").click()
+    page.wait_for_function(f"{STATE}.stats !== null && {STATE}.stats.ids.length === 1000"
+                           f" && {chat}.dataset.state === 'ready'", timeout=600_000)
+    said = page.evaluate("window.tinykSaid")
+    assert said[0] == "Reading the 1000-token prompt\u2026", said  # at once, before the model's call
+    assert re.match(r"[01] token\(s\) in ", said[-1]), said
+    tasks = page.evaluate("window.tinykLongTasks")
+    assert max(tasks, default=0) <= 200, tasks
+    heatmap = page.locator(".tinyk-chat .tinyk-pg-heatmap")
+    assert heatmap.locator("canvas").get_attribute("data-tokens") == "1000"
+    assert float(heatmap.get_attribute("data-draw-ms")) < 1000
+    # The cursor starts on the last token's row; Home takes it to key 0, the readout says its weight.
+    canvas = heatmap.locator("canvas")
+    canvas.focus()
+    canvas.press("Home")
+    canvas.press("ArrowUp")
+    weight = page.evaluate(f"{STATE}.rows[0][998][0]")
+    readout = page.locator(".tinyk-chat .tinyk-pg-readout").inner_text()
+    assert readout.startswith("Query 998 (") and "key 0 (" in readout, readout
+    assert readout.endswith(f": {weight:.3f}"), readout
+    canvas.press("ArrowRight")
+    assert page.locator(".tinyk-chat .tinyk-pg-readout").inner_text().startswith("Query 998 (")
+
+    # Stop during an answer: no call after the one running, and nothing more is written.
+    page.locator(".tinyk-chat-message").fill("Tell me about the planets of the solar system.")
+    page.locator(".tinyk-chat-limit").fill("256")
+    page.evaluate(f"{STATE}.stats = null")
+    page.locator(".tinyk-chat-answer").click()
+    page.wait_for_function(f"({STATE}.live?.length ?? 0) >= 2 && {chat}.dataset.state === 'busy'",
+                           timeout=600_000)
+    assert page.locator(".tinyk-chat-message").is_disabled() and page.locator(".tinyk-chat-stop").is_enabled()
+    page.locator(".tinyk-chat-stop").click()
+    page.wait_for_function(f"{STATE}.stats !== null && {chat}.dataset.state === 'ready'", timeout=600_000)
+    stats = page.evaluate(f"{STATE}.stats")
+    n = len(stats["answer"])
+    assert stats["stopped"] and 2 <= n < 256
+    assert page.locator(".tinyk-chat-status").inner_text() == f"Stopped after {n} token(s)."
+    reply = page.locator(".tinyk-chat-reply").inner_text()
+    after = f"{STATE}.engine.call('encode', {{ text: 'x' }}).then(() => {STATE}.live.length)"  # a round trip
+    assert page.evaluate(after) == n
+    assert page.locator(".tinyk-chat-reply").inner_text() == reply and reply != ""
+
+    # Chinese and an emoji: tokens of part of a character show its bytes, the chips hold the text's bytes.
+    message = "你好，世界！🙂"
+    page.locator(".tinyk-chat-message").fill(message)
+    page.locator(".tinyk-chat-limit").fill("4")
+    page.evaluate(f"{STATE}.stats = null")
+    page.locator(".tinyk-chat-answer").click()
+    page.wait_for_function(f"{STATE}.stats !== null && {chat}.dataset.state === 'ready'", timeout=600_000)
+    chips = page.locator(".tinyk-chat-tokens .tinyk-pg-chip").all_inner_texts()
+    assert len(chips) == len(page.evaluate(f"{STATE}.stats.ids"))
+    assert message.encode() in _bytes_of(chips)
+    assert any(re.fullmatch(r"(<0x[0-9A-F]{2}>)+", c) for c in chips), chips
+    shown = " ".join(chips) + page.locator(".tinyk-chat-reply").inner_text() + readout
+    assert "\ufffd" not in shown
+    assert page.external_requests == []
 
 
 def _notebook_paragraph() -> str:

@@ -3,9 +3,10 @@ browser (both editions).
 
 ``:::{playground}`` (optionally ``:show: tokens next generate attention cache rope``, any of
 them, in that order) writes the playground's controls and panels into the page, with no
-kernel: ``book/_static/tinyk-playground.js`` loads ONNX Runtime Web from the site's own
-``_static/ort/`` and the model's graph from ``_static/models/`` (:mod:`tinyk.onnx_export`),
-runs it on what the reader types, and draws each panel. Without WebAssembly, the panels show
+kernel: ``book/_static/tinyk-playground.js`` starts the page's engine, a Web Worker
+(``book/_static/tinyk-engine.js``) that loads ONNX Runtime Web from the site's own
+``_static/ort/`` and the model's graph from ``_static/models/`` (:mod:`tinyk.onnx_export`) and
+runs it on what the reader types; the page draws each panel. Without WebAssembly, the panels show
 the example run computed when the book was built (``tiny-example.json``,
 :mod:`tinyk.playground`).
 
@@ -101,6 +102,12 @@ MESSAGES = {
     # A phone-sized screen: the model waits for the reader's tap (book/_static/tinyk-live.js).
     "waiting": "On a small screen the model waits for you: loading it downloads {size} MB.",
     "load-model": "Load the model, {size} MB",
+    "stopped": "Stopped after {count} generated token(s).",
+    "legend": "Weight:",
+    "cursor-help": "Focus the heatmap and move over its cells with the arrow keys (or touch one) to read "
+                   "a weight.",
+    "cell": "Query {query} ({qtoken}) \u2192 key {key} ({ktoken}): {weight}",
+    "cell-masked": "Query {query} ({qtoken}) \u2192 key {key} ({ktoken}): masked, a later token",
 }
 # The controls' and panels' words.
 LABELS = {
@@ -111,7 +118,8 @@ LABELS = {
     "temperature": "Temperature", "count": "New tokens", "step": "One token", "go": "Generate",
     "reset": "Back to the prompt", "attention": "Attention weights", "layer": "Layer",
     "head": "Query head", "cache": "The KV cache", "rope": "RoPE angles", "pair": "Pair index i",
-    "position": "Position", "angle": "Angle (radians)",
+    "position": "Position", "angle": "Angle (radians)", "stop": "Stop", "topk": "Top-k (0: every token)",
+    "topp": "Top-p",
 }
 # SmolLM2's chat: the script's messages, then the controls' and panels' words.
 CHAT_MESSAGES = {
@@ -123,6 +131,9 @@ CHAT_MESSAGES = {
     "chat-starting": "Starting the model\u2026",
     "chat-ready": "Ready: SmolLM2 runs in this page. Write a message and press Answer.",
     "chat-answering": "Answering\u2026",
+    "chat-reading": "Reading the {count}-token prompt\u2026",
+    "chat-stopped": "Stopped after {count} token(s).",
+    "chat-download-stopped": "Download stopped: the button starts it again.",
     "chat-done": "{count} token(s) in {seconds} s: the prompt's call {prefill} s, then {rate} tokens per "
                  "second ({decoding}, {threads}).",
     "chat-greedy": "greedy decoding",
@@ -264,7 +275,8 @@ def chat_html(cid: str, words: dict[str, str], manifest: dict) -> str:
     rope = (f'<figure class="tinyk-pg-panel" id="{cid}-rope"><figcaption>{html.escape(words[LABELS["rope"]])}'
             '</figcaption>'
             f'{_rope(cid, label_of)}</figure>')
-    shared = {key: MESSAGES[key] for key in ("heatmap", "strongest", "gqa", "masked", "separator", "rope")}
+    shared = {key: MESSAGES[key] for key in ("heatmap", "strongest", "gqa", "masked", "separator", "rope", "legend",
+                                             "cursor-help", "cell", "cell-masked")}
     hidden = "".join(f'<span class="tinyk-pg-word" data-word="{key}" hidden>{html.escape(words[text])}</span>'
                      for key, text in {**CHAT_MESSAGES, **shared}.items())
     size = f"{total / 1e6:.0f}"
@@ -280,7 +292,8 @@ def chat_html(cid: str, words: dict[str, str], manifest: dict) -> str:
             f'<label for="{cid}-limit">{w("limit")}</label> <input type="number" id="{cid}-limit" '
             f'class="tinyk-chat-limit" min="1" max="256" value="48" disabled> '
             f'{_decoding(cid, label_of, disabled=True)}'
-            f'<button type="submit" class="btn btn-sm tinyk-chat-answer" disabled>{w("answer")}</button>'
+            f'<button type="submit" class="btn btn-sm tinyk-chat-answer" disabled>{w("answer")}</button> '
+            f'<button type="button" class="btn btn-sm tinyk-chat-stop" disabled>{label_of("stop")}</button>'
             f'</form>{figures}{template}{attention}{cache}{rope}{hidden}'
             f'<script type="application/json" class="tinyk-chat-data">{data}</script></div>\n')
 
@@ -293,7 +306,7 @@ def fill(text: str, **values: str) -> str:
 
 
 def _decoding(pid: str, w: Callable[[str], str], disabled: bool = False) -> str:
-    """The decoding select and the temperature slider (a playground's and the chat's, which
+    """The decoding select, the temperature slider, top-k and top-p (a playground's and the chat's, which
     enables them once the model is loaded)."""
     off = " disabled" if disabled else ""
     return (f'<label for="{pid}-decoding">{w("decoding")}</label> '
@@ -303,7 +316,12 @@ def _decoding(pid: str, w: Callable[[str], str], disabled: bool = False) -> str:
             f'<label for="{pid}-temperature">{w("temperature")}</label> <input type="range" '
             f'id="{pid}-temperature" class="tinyk-pg-temperature" min="0.1" max="2" step="0.1" '
             f'value="1"{off}> '
-            f'<output for="{pid}-temperature" class="tinyk-pg-temperature-value">1.0</output> ')
+            f'<output for="{pid}-temperature" class="tinyk-pg-temperature-value">1.0</output> '
+            f'<label for="{pid}-topk">{w("topk")}</label> <input type="number" id="{pid}-topk" '
+            f'class="tinyk-pg-topk" min="0" step="1" value="0"{off}> '
+            f'<label for="{pid}-topp">{w("topp")}</label> <input type="range" id="{pid}-topp" '
+            f'class="tinyk-pg-topp" min="0.05" max="1" step="0.05" value="1"{off}> '
+            f'<output for="{pid}-topp" class="tinyk-pg-topp-value">1.00</output> ')
 
 
 def _rope(pid: str, w: Callable[[str], str]) -> str:
@@ -335,7 +353,8 @@ def playground_html(pid: str, shown: list[str], words: dict[str, str], data: str
             '<div class="tinyk-pg-controls">'
             f'<button type="button" class="btn btn-sm tinyk-pg-step">{w("step")}'
             f'</button> <button type="button" class="btn btn-sm tinyk-pg-go">{w("go")}</button> '
-            f'<button type="button" class="btn btn-sm tinyk-pg-reset">{w("reset")}</button></div>'
+            f'<button type="button" class="btn btn-sm tinyk-pg-reset">{w("reset")}</button> '
+            f'<button type="button" class="btn btn-sm tinyk-pg-stop" disabled>{w("stop")}</button></div>'
             '<p class="tinyk-pg-text"></p>'),
         "attention": (
             '<div class="tinyk-pg-controls">' + select.format(pid=pid, name="layer", label=w("layer"))

@@ -12,59 +12,76 @@
   }
   const STATIC = new URL("./", document.currentScript.src);
   const SVG = "http://www.w3.org/2000/svg";
-  let runtime = null; // one ONNX Runtime session per page, shared by its playgrounds
-  let ortLoaded = null; // ONNX Runtime Web's loader, once per page
+  // The models run in the engine, a Web Worker (tinyk-engine.js, one per page, shared by its
+  // playgrounds and chat): the page only draws, and stays responsive while a model reads a prompt.
+  let engine = null;
+  let tinyLoaded = null; // the 05.7 model's session in the engine, once per page
+  // One thread for ONNX Runtime, from a measure: benchmarks/bench_browser.py, on a machine of two
+  // processors with other processes busy (a load average of 11), decoded SmolLM2 at 1.33 times
+  // PyTorch's speed on one thread and at 0.48 times on two, and the 05.7 model at 0.41 and 0.27
+  // times: a token's call is too small for a second thread to pay for their synchronisation, and
+  // a second thread takes a processor from the page. A page opened with ?threads=N (the
+  // benchmark's) asks for N, which ONNX Runtime grants only where the page is cross-origin isolated.
+  const THREADS = Math.max(1, Math.min(4, Number(new URLSearchParams(location.search).get("threads")) || 1));
   // The book's service worker (tinyk-sw.js, at the edition's root: STATIC's parent) makes the
-  // pages the reader opens next cross-origin isolated, so ONNX Runtime can run on threads there.
-  // Where it cannot be registered (a file:// page, a browser without service workers), one thread.
+  // pages the reader opens next cross-origin isolated, which threads need; where it cannot be
+  // registered (a file:// page, a browser without service workers), one thread in any case.
   if (!self.crossOriginIsolated && window.isSecureContext && "serviceWorker" in navigator) {
     navigator.serviceWorker.register(new URL("../tinyk-sw.js", STATIC).href).catch(() => {});
   }
 
-  function loadScript(url) {
-    return new Promise((resolve, reject) => {
-      const script = document.createElement("script");
-      script.src = url;
-      script.onload = resolve;
-      script.onerror = () => reject(new Error(`${url} did not load`));
-      document.head.append(script);
-    });
-  }
-
-  // ONNX Runtime Web's build for WebAssembly only (the site's _static/ort/), loaded once.
-  function loadOrt() {
-    if (ortLoaded === null) {
-      ortLoaded = loadScript(new URL("ort/ort.wasm.min.js", STATIC).href).then(() => {
-        const ort = window.ort;
-        ort.env.wasm.wasmPaths = new URL("ort/", STATIC).href;
-        // numThreads is left to ONNX Runtime: in a cross-origin isolated page (one the service worker
-        // above served), one thread per two processors the browser reports, up to 4; elsewhere one.
-        // (Two threads on a machine of two, with another process busy, decoded at half one's speed.)
-        ort.env.logLevel = "error";
-        return ort;
-      }).catch((error) => {
-        ortLoaded = null;
-        throw error;
-      });
-    }
-    return ortLoaded;
-  }
-
-  function loadSession(manifest) {
-    if (runtime === null) {
-      runtime = (async () => {
-        if (typeof WebAssembly !== "object") {
-          return null;
+  // The engine's calls: call(op, args, progress) answers with the engine's result (a rejected
+  // promise for its error; an AbortError for a download the reader stopped).
+  function getEngine() {
+    if (engine === null) {
+      const worker = new Worker(new URL("tinyk-engine.js", STATIC).href);
+      const waiting = new Map();
+      let next = 0;
+      worker.onmessage = ({ data }) => {
+        const call = waiting.get(data.id);
+        if (call === undefined) {
+          return;
         }
-        const ort = await loadOrt();
-        return ort.InferenceSession.create(new URL(`models/${manifest.onnx}`, STATIC).href,
-          { executionProviders: ["wasm"] });
-      })().catch((error) => {
-        runtime = null; // a failed load (the network, say) is tried again by the next playground
+        if ("progress" in data) {
+          call.progress?.(data.progress);
+          return;
+        }
+        waiting.delete(data.id);
+        if ("error" in data) {
+          const error = new Error(data.error);
+          error.name = data.aborted ? "AbortError" : "Error";
+          call.reject(error);
+        } else {
+          call.resolve(data.result);
+        }
+      };
+      worker.onerror = (event) => {
+        for (const call of waiting.values()) {
+          call.reject(new Error(event.message || "the engine stopped"));
+        }
+        waiting.clear();
+      };
+      engine = {
+        worker,
+        call: (op, args = {}, progress = null) => new Promise((resolve, reject) => {
+          next += 1;
+          waiting.set(next, { resolve, reject, progress });
+          worker.postMessage({ id: next, op, ...args });
+        }),
+      };
+    }
+    return engine;
+  }
+
+  function loadTiny(manifest) {
+    if (tinyLoaded === null) {
+      tinyLoaded = getEngine().call("load-tiny", { url: new URL(`models/${manifest.onnx}`, STATIC).href,
+        threads: THREADS }).catch((error) => {
+        tinyLoaded = null; // a failed load (the network, say) is tried again by the next playground
         throw error;
       });
     }
-    return runtime;
+    return tinyLoaded;
   }
 
   const fill = (text, values) => text.replace(/\{(\w+)\}/g, (all, name) => (name in values ? values[name] : all));
@@ -81,12 +98,91 @@
     return node;
   }
 
-  function softmax(logits, temperature) {
-    const scaled = Array.from(logits, (x) => x / temperature);
-    const top = scaled.reduce((a, b) => Math.max(a, b), -Infinity); // no spread: SmolLM2 has 49,152
-    const exps = scaled.map((x) => Math.exp(x - top));
-    const total = exps.reduce((a, b) => a + b, 0);
-    return exps.map((x) => x / total);
+  function softmax(logits, temperature) { // plain loops: SmolLM2 has 49,152 logits
+    const n = logits.length;
+    let top = -Infinity;
+    for (let i = 0; i < n; i++) {
+      top = Math.max(top, logits[i]);
+    }
+    const p = new Float64Array(n);
+    let total = 0;
+    for (let i = 0; i < n; i++) {
+      p[i] = Math.exp((logits[i] - top) / temperature);
+      total += p[i];
+    }
+    for (let i = 0; i < n; i++) {
+      p[i] /= total;
+    }
+    return p;
+  }
+
+  // A pause for the page to draw and answer the reader between two pieces of work.
+  const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+  // parent's children made from items by make(item, index), 100 per task: a long list never
+  // keeps the page busy at once. A later call for the same parent stops an earlier one.
+  async function fillInSteps(parent, items, make) {
+    const run = (parent.tinykRun ?? 0) + 1;
+    parent.tinykRun = run;
+    parent.replaceChildren();
+    for (let start = 0; start < items.length; start += 100) {
+      if (start > 0) {
+        await nextTask();
+        if (parent.tinykRun !== run) {
+          return;
+        }
+      }
+      parent.append(...items.slice(start, start + 100).map((item, k) => make(item, start + k)));
+    }
+  }
+
+  // The shares the next token is drawn from: softmax(logits / T), then only the k most likely
+  // (top-k; 0: every token) and, of those, the fewest whose shares reach p (top-p; 1: all of them),
+  // their shares divided by their sum. The lowest id first on a tie, as torch.argmax.
+  function distribution(logits, { temperature, topK, topP }) {
+    const p = softmax(logits, temperature);
+    const k = topK > 0 && topK < p.length ? topK : p.length;
+    if (k === p.length && !(topP < 1)) {
+      return p;
+    }
+    const order = [...p.keys()].sort((a, b) => p[b] - p[a] || a - b);
+    let keep = k;
+    let sum = 0;
+    for (let i = 0; i < k; i++) {
+      sum += p[order[i]];
+      if (sum >= topP) {
+        keep = i + 1;
+        break;
+      }
+    }
+    const kept = order.slice(0, keep);
+    const total = kept.reduce((t, id) => t + p[id], 0);
+    const out = new Array(p.length).fill(0);
+    for (const id of kept) {
+      out[id] = p[id] / total;
+    }
+    return out;
+  }
+
+  // The decoding controls of a playground or the chat (root: its element): temperature, top-k, top-p.
+  function sampling(root) {
+    const value = (selector, fallback) => {
+      const control = root.querySelector(selector);
+      return control ? Number(control.value) : fallback;
+    };
+    const topK = value(".tinyk-pg-topk", 0);
+    return { temperature: value(".tinyk-pg-temperature", 1), topK: Number.isInteger(topK) && topK > 0 ? topK : 0,
+      topP: Math.min(1, Math.max(0.05, value(".tinyk-pg-topp", 1))) };
+  }
+
+  function showSampling(root) {
+    const { temperature, topP } = sampling(root);
+    for (const [selector, value] of [[".tinyk-pg-temperature-value", temperature], [".tinyk-pg-topp-value", topP]]) {
+      const output = root.querySelector(selector);
+      if (output) {
+        output.textContent = value.toFixed(selector.includes("topp") ? 2 : 1);
+      }
+    }
   }
 
   // The token whose share of p holds r (0 <= r < 1): the first id whose running total passes r
@@ -103,24 +199,6 @@
     return last;
   }
 
-  // One graph call: ids (batch 1) after the cached tokens of `past` (a previous call's outputs).
-  async function runGraph(session, config, ids, past) {
-    const ort = window.ort;
-    const cached = past ? past.present_key_0.dims[1] : 0;
-    const feeds = {
-      input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, ids.length]),
-      attention_mask: new ort.Tensor("int64", new BigInt64Array(cached + ids.length).fill(1n),
-        [1, cached + ids.length]),
-    };
-    for (let i = 0; i < config.n_layers; i++) {
-      for (const kind of ["key", "value"]) {
-        feeds[`past_${kind}_${i}`] = past ? past[`present_${kind}_${i}`]
-          : new ort.Tensor("float32", new Float32Array(0), [1, 0, config.n_kv_heads, config.head_dim]);
-      }
-    }
-    return session.run(feeds);
-  }
-
   // A call's outputs as the page shows them, the shape of the build's example run.
   function view(ids, out) {
     const rows = (data, n, width) => Array.from({ length: n }, (_, i) => Array.from(data.subarray(i * width, (i + 1) * width)));
@@ -135,43 +213,197 @@
         (_, h) => attention.slice((l * heads + h) * queries, (l * heads + h + 1) * queries))),
       rope_angles: rows(out.rope_angles.data, ids.length, pairs),
       rope_positions: Array.from(out.rope_positions.data, Number),
-      cache_length: out.present_key_0.dims[1],
+      cache_length: out.cache_length,
     };
   }
 
-  // The attention panel of a playground or the chat: one head's weights as a heatmap (row i:
-  // query i; grey above the diagonal: the causal mask), the strongest key of the last token, and
-  // which query heads share the head's K/V head (GQA). `weights[i]` holds at least i + 1 numbers.
-  function drawAttentionPanel(q, words, config, { layer, head, weights, tokens }) {
+  // A weight's colour, hsl(215, 75%, 97% - 62% w), as RGB: a table of 256 steps.
+  // Each as one 32-bit RGBA pixel (little-endian: red in the low byte).
+  const pixel = (r, g, b) => ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
+  const COLOURS = Uint32Array.from({ length: 256 }, (_, k) => {
+    const l = (97 - 62 * (k / 255)) / 100;
+    const a = 0.75 * Math.min(l, 1 - l);
+    const f = (n) => {
+      const x = (n + 215 / 30) % 12;
+      return Math.round(255 * (l - a * Math.max(-1, Math.min(x - 3, 9 - x, 1))));
+    };
+    return pixel(f(0), f(8), f(4));
+  });
+  const MASKED = pixel(0xd4, 0xd4, 0xd4);
+
+  // The attention panel of a playground or the chat: one head's weights as a heatmap on a canvas
+  // (row i: query i; grey above the diagonal: the causal mask), any length of text in the same
+  // 360 pixels, with the positions on both axes (the tokens themselves where a cell is wide enough),
+  // a colour legend, and a cursor that the arrow keys or a touch move over the cells, its weight
+  // read out (aria-live). The strongest key of the last token, and which query heads share the
+  // head's K/V head (GQA). `weights[i]` holds at least i + 1 numbers. Its drawing time is kept
+  // on the panel (data-draw-ms), never in a model's timings.
+  async function drawAttentionPanel(q, words, config, { layer, head, weights, tokens }) {
+    const started = performance.now();
     const n = tokens.length;
-    const cell = Math.max(8, Math.min(26, Math.floor(360 / n)));
-    const margin = cell >= 12 ? 18 : 4;
-    const size = margin + n * cell;
-    const svg = element("svg", { width: size, height: size, viewBox: `0 0 ${size} ${size}`, role: "img",
-      "aria-label": fill(words.heatmap, { layer, head }) }, null, SVG);
-    for (let i = 0; i < n; i++) {
-      if (margin > 4) {
-        svg.append(element("text", { x: margin - 4, y: margin + i * cell + cell * 0.7, "text-anchor": "end",
-          class: "tinyk-pg-axis" }, tokens[i], SVG));
-        svg.append(element("text", { x: margin + i * cell + cell / 2, y: margin - 5, "text-anchor": "middle",
-          class: "tinyk-pg-axis" }, tokens[i], SVG));
+    const cell = n <= 45 ? Math.max(8, Math.min(26, Math.floor(360 / n))) : 360 / n;
+    const plot = cell * n;
+    const named = cell >= 12; // each token written on the axes; else positions at round steps
+    const left = named ? 40 : 34;
+    const top = named ? 22 : 18;
+    const size = { width: left + plot + 2, height: top + plot + 2 };
+    const box = q(".tinyk-pg-heatmap");
+    const run = (box.tinykRun ?? 0) + 1; // a later drawing stops this one
+    box.tinykRun = run;
+    let canvas = box.querySelector("canvas");
+    if (canvas === null) {
+      canvas = element("canvas", { tabindex: "0", class: "tinyk-pg-canvas" });
+      const readout = element("p", { class: "tinyk-pg-readout", "aria-live": "polite" }, words["cursor-help"] ?? "");
+      const legend = element("div", { class: "tinyk-pg-legend" });
+      legend.append(element("span", {}, words.legend ?? ""), element("span", {}, "0"),
+        element("span", { class: "tinyk-pg-legend-bar", "aria-hidden": "true",
+          style: "display:inline-block;width:120px;height:10px;margin:0 4px;vertical-align:middle;"
+            + "background:linear-gradient(to right,hsl(215,75%,97%),hsl(215,75%,35%))" }), element("span", {}, "1"));
+      box.replaceChildren(canvas, legend, readout);
+      listenCursor(canvas, readout, words);
+      const style = getComputedStyle(box); // read once: reading it again would lay the page out again
+      canvas.tinykInk = { color: style.color || "#333", font: style.fontFamily || "sans-serif" };
+    }
+    const ratio = window.devicePixelRatio || 1;
+    canvas.width = Math.ceil(size.width * ratio);
+    canvas.height = Math.ceil(size.height * ratio);
+    canvas.style.width = `${size.width}px`; // its height follows (tinyk.css), narrower on a phone
+    canvas.setAttribute("role", "img");
+    canvas.setAttribute("aria-label", fill(words.heatmap, { layer, head }));
+    // The cells: one pixel per weight, scaled to the plot without smoothing.
+    const image = new ImageData(n, n);
+    const pixels = new Uint32Array(image.data.buffer);
+    pixels.fill(MASKED);
+    const rows = Math.max(1, Math.floor(100_000 / n)); // per task: about 100,000 cells
+    for (let start = 0; start < n; start += rows) {
+      if (start > 0) {
+        await nextTask();
+        if (box.tinykRun !== run) {
+          return;
+        }
       }
+      paintRows(pixels, weights, n, start, Math.min(n, start + rows));
+    }
+    const cells = document.createElement("canvas");
+    cells.width = n;
+    cells.height = n;
+    cells.getContext("2d").putImageData(image, 0, 0);
+    const base = document.createElement("canvas"); // the figure without the cursor, drawn again under it
+    base.width = canvas.width;
+    base.height = canvas.height;
+    const ctx = base.getContext("2d");
+    ctx.scale(ratio, ratio);
+    ctx.imageSmoothingEnabled = false;
+    ctx.drawImage(cells, left, top, plot, plot);
+    ctx.fillStyle = canvas.tinykInk.color;
+    ctx.font = `${named ? 11 : 10}px ${canvas.tinykInk.font}`;
+    if (named) {
+      ctx.textAlign = "right";
+      for (let i = 0; i < n; i++) {
+        ctx.fillText(tokens[i].slice(0, 5), left - 4, top + i * cell + cell * 0.7);
+      }
+      ctx.textAlign = "center";
       for (let j = 0; j < n; j++) {
-        const masked = j > i;
-        const w = masked ? 0 : weights[i][j];
-        const rect = element("rect", { x: margin + j * cell, y: margin + i * cell, width: cell - 1, height: cell - 1,
-          fill: masked ? "#d4d4d4" : `hsl(215, 75%, ${(97 - 62 * w).toFixed(1)}%)`, "data-weight": w }, null, SVG);
-        rect.append(element("title", {}, masked ? `${i} \u2192 ${j}: \u2014` : `${i} \u2192 ${j}: ${w.toFixed(3)}`, SVG));
-        svg.append(rect);
+        ctx.fillText(tokens[j].slice(0, 3), left + j * cell + cell / 2, top - 6);
+      }
+    } else {
+      const step = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000].find((s) => s * cell >= 30) ?? 2000;
+      for (let t = 0; t < n; t += step) {
+        ctx.textAlign = "right";
+        ctx.fillText(String(t), left - 4, top + (t + 0.5) * cell + 3);
+        ctx.fillRect(left - 3, top + (t + 0.5) * cell, 3, 1);
+        ctx.textAlign = "center";
+        ctx.fillText(String(t), left + (t + 0.5) * cell, top - 6);
+        ctx.fillRect(left + (t + 0.5) * cell, top - 3, 1, 3);
       }
     }
-    q(".tinyk-pg-heatmap").replaceChildren(svg);
     const last = Array.from(weights[n - 1]).slice(0, n);
     const key = last.indexOf(Math.max(...last));
+    canvas.tinyk = { n, weights, tokens, cell, left, top, ratio, base, cursor: [n - 1, key] };
+    canvas.dataset.tokens = String(n);
+    canvas.dataset.head = String(head);
+    drawCursor(canvas);
     q(".tinyk-pg-strongest").textContent = fill(words.strongest, { token: tokens[n - 1],
       key: tokens[key], position: key, weight: last[key].toFixed(3) });
     q(".tinyk-pg-masked").textContent = words.masked;
     drawGroups(q, words, config, head);
+    box.dataset.drawMs = (performance.now() - started).toFixed(1);
+  }
+
+  // Rows from..to of the heatmap's cells: the weights below the diagonal in their colours.
+  function paintRows(pixels, weights, n, from, to) {
+    for (let i = from; i < to; i++) {
+      const row = weights[i];
+      const at = i * n;
+      for (let j = 0; j <= i; j++) {
+        const k = (255 * row[j] + 0.5) | 0; // a weight is in [0, 1]
+        pixels[at + j] = COLOURS[k > 255 ? 255 : k < 0 ? 0 : k];
+      }
+    }
+  }
+
+  // The heatmap and its cursor's cell outlined; `say`: the cell's weight read out as well.
+  function drawCursor(canvas, say = false) {
+    const { base, cell, left, top, ratio, cursor: [i, j], weights, tokens } = canvas.tinyk;
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    ctx.drawImage(base, 0, 0);
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.strokeStyle = "#d9480f";
+    ctx.lineWidth = 2;
+    const w = Math.max(cell, 4);
+    ctx.strokeRect(left + (j + 0.5) * cell - w / 2, top + (i + 0.5) * cell - w / 2, w, w);
+    if (say) {
+      const values = { query: i, qtoken: tokens[i], key: j, ktoken: tokens[j] };
+      const words = canvas.tinykWords;
+      canvas.tinykReadout.textContent = j > i ? fill(words["cell-masked"], values)
+        : fill(words.cell, { ...values, weight: weights[i][j].toFixed(3) });
+    }
+  }
+
+  function listenCursor(canvas, readout, words) {
+    canvas.tinykReadout = readout;
+    canvas.tinykWords = words;
+    canvas.addEventListener("keydown", (event) => {
+      const state = canvas.tinyk;
+      if (!state) {
+        return;
+      }
+      const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1],
+        PageUp: [-10, 0], PageDown: [10, 0] };
+      let [i, j] = state.cursor;
+      if (event.key in moves) {
+        i += moves[event.key][0];
+        j += moves[event.key][1];
+      } else if (event.key === "Home") {
+        j = 0;
+      } else if (event.key === "End") {
+        j = i;
+      } else {
+        return;
+      }
+      event.preventDefault();
+      state.cursor = [Math.max(0, Math.min(state.n - 1, i)), Math.max(0, Math.min(state.n - 1, j))];
+      drawCursor(canvas, true);
+    });
+    const point = (event) => {
+      const state = canvas.tinyk;
+      if (!state || (event.type === "pointermove" && event.buttons === 0 && event.pointerType !== "mouse")) {
+        return;
+      }
+      const box = canvas.getBoundingClientRect();
+      const scale = box.width / (canvas.width / state.ratio); // the canvas may be shown narrower
+      const j = Math.floor(((event.clientX - box.left) / scale - state.left) / state.cell);
+      const i = Math.floor(((event.clientY - box.top) / scale - state.top) / state.cell);
+      if (i >= 0 && j >= 0 && i < state.n && j < state.n) {
+        state.cursor = [i, j];
+        drawCursor(canvas, true);
+      }
+    };
+    canvas.addEventListener("pointerdown", point);
+    canvas.addEventListener("pointermove", point);
+    canvas.addEventListener("focus", () => drawCursor(canvas, true));
   }
 
   function drawGroups(q, words, config, head) {
@@ -203,9 +435,8 @@
       group: group.join(words.separator) })), svg);
   }
 
-  // The next-token table of a playground or the chat: the 10 largest shares of p, the lowest id
-  // first on a tie (as torch.argmax), each with its bar; label(id) is its token.
-  function drawTopTen(q, p, label) {
+  // The 10 ids of the largest shares of p, the lowest id first on a tie (as torch.argmax).
+  function topTen(p) {
     const order = [];
     for (let id = 0; id < p.length; id++) { // a short insertion: SmolLM2's p has 49,152 shares
       if (order.length < 10 || p[id] > p[order[order.length - 1]]) {
@@ -214,6 +445,13 @@
         order.length = Math.min(order.length, 10);
       }
     }
+    return order;
+  }
+
+  // The next-token table of a playground or the chat: the 10 largest shares of p, the lowest id
+  // first on a tie (as torch.argmax), each with its bar; label(id) is its token.
+  function drawTopTen(q, p, label) {
+    const order = topTen(p);
     q(".tinyk-pg-next tbody").replaceChildren(...order.map((id) => {
       const row = element("tr");
       const share = element("td");
@@ -233,19 +471,23 @@
     const turned = angles.map((row) => row[pair]);
     const svg = element("svg", { width: 180, height: 180, viewBox: "-90 -90 180 180", "aria-hidden": "true" }, null, SVG);
     svg.append(element("circle", { cx: 0, cy: 0, r: 70, class: "tinyk-pg-unit" }, null, SVG));
+    const first = Math.max(0, turned.length - 64); // the circle: the last 64 tokens (the table: all)
     for (const [t, angle] of turned.entries()) {
+      if (t < first) {
+        continue;
+      }
       const x = 70 * Math.cos(angle);
       const y = -70 * Math.sin(angle);
       svg.append(element("line", { x1: 0, y1: 0, x2: x, y2: y, class: "tinyk-pg-arrow" }, null, SVG));
       svg.append(element("text", { x: x * 1.15, y: y * 1.15 + 4, "text-anchor": "middle" }, String(positions[t]), SVG));
     }
     q(".tinyk-pg-circle").replaceChildren(svg);
-    q(".tinyk-pg-angles tbody").replaceChildren(...turned.map((angle, t) => {
+    return fillInSteps(q(".tinyk-pg-angles tbody"), turned, (angle, t) => {
       const row = element("tr");
       row.append(element("td", {}, String(positions[t])), element("td", {}, tokens[t]),
         element("td", {}, angle.toFixed(4)));
       return row;
-    }));
+    });
   }
 
   class Playground {
@@ -266,11 +508,13 @@
       this.generated = [];
       this.shown = null; // the view of the whole text
       this.next = null; // the next token's logits, from the KV-cached call
-      this.past = null;
-      this.session = null;
+      this.past = null; // the last cached call's outputs (its cache stays in the engine, under past.key)
+      this.ran = null; // the prompt the panels show (null: none, as after an error)
+      this.engine = null;
+      this.stopping = false;
+      this.calls = 0;
       this.fillSelects();
       this.listen();
-      this.runGraph = (ids, past) => runGraph(this.session, this.config, ids, past); // one call of the graph
       root.tinykPlayground = this;
       // The runtime and the graph (cached by the browser) are fetched when the playground comes
       // near the screen, or on a phone-sized screen when the reader asks (tinyk-live.js).
@@ -313,7 +557,12 @@
       on(".tinyk-pg-step", "click", () => this.busy(() => this.generate(1)));
       on(".tinyk-pg-go", "click", () => this.busy(() => this.generate(this.count())));
       on(".tinyk-pg-reset", "click", () => this.busy(() => this.run()));
-      on(".tinyk-pg-temperature", "input", () => this.draw());
+      on(".tinyk-pg-stop", "click", () => {
+        this.stopping = true;
+      });
+      for (const selector of [".tinyk-pg-temperature", ".tinyk-pg-topp", ".tinyk-pg-topk"]) {
+        on(selector, "input", () => this.draw());
+      }
       on(".tinyk-pg-decoding", "change", () => this.draw());
       for (const selector of [".tinyk-pg-layer", ".tinyk-pg-head", ".tinyk-pg-pair"]) {
         on(selector, "change", () => this.draw());
@@ -327,21 +576,23 @@
 
     async start() {
       this.root.dataset.state = "loading";
-      try {
-        this.session = await loadSession(this.manifest);
-      } catch (error) {
-        this.showExample("failed", { error: error.message || String(error) });
+      if (typeof WebAssembly !== "object" || typeof Worker !== "function") {
+        this.showExample("static");
         return;
       }
-      if (this.session === null) {
-        this.showExample("static");
+      try {
+        this.engine = getEngine();
+        this.threads = (await loadTiny(this.manifest)).threads;
+      } catch (error) {
+        this.engine = null;
+        this.showExample("failed", { error: error.message || String(error) });
         return;
       }
       this.root.dataset.state = "busy"; // no click starts a second run meanwhile
       try {
         await this.run();
       } catch (error) {
-        this.session = null;
+        this.engine = null;
         this.showExample("failed", { error: error.message || String(error) });
       }
     }
@@ -351,6 +602,7 @@
       this.promptIds = example.ids;
       this.generated = example.generated;
       this.shown = example;
+      this.ran = example.prompt;
       this.next = example.logits[example.logits.length - 1];
       for (const control of this.root.querySelectorAll("textarea, input[type=number], button, .tinyk-pg-decoding")) {
         control.disabled = true;
@@ -360,11 +612,33 @@
       this.draw();
     }
 
+    // One call of the graph in the engine: ids after the cache of `past` (an earlier call's
+    // outputs; null: none); `keep`: this call's cache is kept for the next.
+    async runGraph(ids, past, keep = false) {
+      this.calls += 1;
+      const key = keep ? `tiny-${this.root.id}-${this.calls}` : null;
+      const out = await this.engine.call("run", { model: "tiny", config: this.config, ids,
+        past: past ? past.key : null, keep: key });
+      return { ...out, key };
+    }
+
+    // The cache of the call the page no longer needs, freed in the engine.
+    drop(past) {
+      if (past && past.key && this.engine) {
+        this.engine.call("drop", { key: past.key }).catch(() => {});
+      }
+    }
+
     async busy(action) {
-      if (this.session === null || this.root.dataset.state === "busy") {
+      if (this.engine === null || this.root.dataset.state === "busy") {
         return;
       }
       this.root.dataset.state = "busy";
+      this.stopping = false;
+      const stop = this.q(".tinyk-pg-stop");
+      if (stop) {
+        stop.disabled = false;
+      }
       try {
         await action();
       } catch (error) {
@@ -373,6 +647,9 @@
       } finally {
         if (this.root.dataset.state === "busy") {
           this.root.dataset.state = "ready";
+        }
+        if (stop) {
+          stop.disabled = true;
         }
       }
     }
@@ -395,33 +672,61 @@
       return { ids };
     }
 
+    // The prompt as it is now, through the model: false (and every panel emptied, nothing left to
+    // generate from) if it is not one the model can read.
     async run() {
-      const { ids, error } = this.encode(this.prompt.value);
+      const text = this.prompt.value;
+      const { ids, error } = this.encode(text);
       if (error) {
+        this.drop(this.past);
+        Object.assign(this, { past: null, shown: null, next: null, ran: null, promptIds: [], generated: [] });
         this.root.dataset.state = "invalid";
+        this.clear();
         this.say(...error);
-        return;
+        return false;
       }
       this.say("running");
+      const out = await this.runGraph(ids, null, true);
+      this.drop(this.past);
       this.promptIds = ids;
       this.generated = [];
-      this.past = await runGraph(this.session, this.config, ids, null);
-      this.shown = view(ids, this.past);
+      this.past = out;
+      this.ran = text;
+      this.shown = view(ids, out);
       this.next = this.shown.logits[ids.length - 1];
       this.root.dataset.state = "ready";
       this.say("ready");
       this.draw();
+      return true;
+    }
+
+    clear() {
+      for (const selector of [".tinyk-pg-tokenlist", ".tinyk-pg-next tbody", ".tinyk-pg-text", ".tinyk-pg-heatmap",
+        ".tinyk-pg-gqa", ".tinyk-pg-strongest", ".tinyk-pg-masked", ".tinyk-pg-cachebars", ".tinyk-pg-cacherule",
+        ".tinyk-pg-omega", ".tinyk-pg-circle", ".tinyk-pg-angles tbody"]) {
+        this.q(selector)?.replaceChildren();
+      }
     }
 
     choose() {
       if (this.q(".tinyk-pg-decoding")?.value !== "sampled") {
         return this.next.indexOf(Math.max(...this.next)); // the lowest id on a tie, as torch.argmax
       }
-      return sample(softmax(this.next, this.temperature()), Math.random());
+      return sample(distribution(this.next, sampling(this.root)), Math.random());
     }
 
     async generate(n) {
+      // The prompt as the reader left it: edited since the last run, it runs first (and a prompt
+      // the model cannot read generates nothing).
+      if (this.prompt.value !== this.ran && !(await this.run())) {
+        return;
+      }
+      this.root.dataset.state = "busy";
       for (let i = 0; i < n; i++) {
+        if (this.stopping) {
+          this.say("stopped", { count: this.generated.length });
+          return;
+        }
         const all = [...this.promptIds, ...this.generated];
         if (all.length >= this.config.max_seq_len) {
           this.say("full", { max: this.config.max_seq_len });
@@ -431,29 +736,30 @@
         // The KV cache: only the new token goes through the model; the keys and values of the
         // earlier ones come from the previous call. The panels show the whole text's attention
         // and angles: one call without the cache. Nothing changes until both have run.
-        const past = await runGraph(this.session, this.config, [token], this.past);
+        const past = await this.runGraph([token], this.past, true);
         const ids = [...all, token];
-        const whole = view(ids, await runGraph(this.session, this.config, ids, null));
+        let whole;
+        try {
+          whole = view(ids, await this.runGraph(ids, null));
+        } catch (error) {
+          this.drop(past);
+          throw error;
+        }
+        this.drop(this.past);
         this.past = past;
         this.generated.push(token);
         this.next = Array.from(past.logits.data.subarray(0, this.config.vocab_size));
         this.shown = whole;
-        this.shown.cache_length = past.present_key_0.dims[1];
+        this.shown.cache_length = past.cache_length;
         this.draw();
         this.say("generated-text", { count: this.generated.length, text: this.words_of(this.generated) });
-        await new Promise((resolve) => setTimeout(resolve, 0)); // let the page draw each token
       }
     }
 
-    temperature() {
-      const control = this.q(".tinyk-pg-temperature");
-      return control ? Number(control.value) : 1;
-    }
-
     draw() {
-      const output = this.q(".tinyk-pg-temperature-value");
-      if (output) {
-        output.textContent = this.temperature().toFixed(1);
+      showSampling(this.root);
+      if (this.shown === null) {
+        return;
       }
       const parts = { tokens: this.drawTokens, next: this.drawNext, generate: this.drawText,
         attention: this.drawAttention, cache: this.drawCache, rope: this.drawRope };
@@ -473,7 +779,9 @@
     }
 
     drawNext() {
-      drawTopTen(this.q, softmax(this.next, this.temperature()), (id) => shown(this.vocab[id]));
+      const settings = this.q(".tinyk-pg-decoding")?.value === "sampled" ? sampling(this.root)
+        : { temperature: sampling(this.root).temperature, topK: 0, topP: 1 };
+      drawTopTen(this.q, distribution(this.next, settings), (id) => shown(this.vocab[id]));
     }
 
     words_of(ids) {
@@ -532,11 +840,58 @@
     return best;
   }
 
+  // A token's bytes as text: each valid UTF-8 character as itself, any other byte as <0xE4>
+  // (a character split between tokens). `hold`: bytes that may still begin a character are left
+  // out (a text still growing: they are shown once the token that completes them comes).
+  function readable(bytes, hold = false) {
+    let text = "";
+    let i = 0;
+    while (i < bytes.length) {
+      const b = bytes[i];
+      const need = b < 0x80 ? 1 : b >= 0xc2 && b < 0xe0 ? 2 : b >= 0xe0 && b < 0xf0 ? 3 : b >= 0xf0 && b < 0xf5 ? 4 : 0;
+      let ok = need > 0 && i + need <= bytes.length;
+      for (let k = 1; ok && k < need; k++) {
+        ok = (bytes[i + k] & 0xc0) === 0x80;
+      }
+      if (ok) {
+        text += new TextDecoder().decode(bytes.subarray(i, i + need));
+        i += need;
+        continue;
+      }
+      if (hold && need > 0 && i + need > bytes.length
+          && [...bytes.subarray(i + 1)].every((c) => (c & 0xc0) === 0x80)) {
+        break; // the start of a character whose last bytes have not come yet
+      }
+      text += `<0x${b.toString(16).toUpperCase().padStart(2, "0")}>`;
+      i += 1;
+    }
+    return text;
+  }
+
+  // Byte-level BPE's table (GPT-2's): which character of a token's text stands for which byte.
+  const BYTE_OF = (() => {
+    const bytes = [];
+    for (let b = 33; b <= 126; b++) bytes.push(b);
+    for (let b = 161; b <= 172; b++) bytes.push(b);
+    for (let b = 174; b <= 255; b++) bytes.push(b);
+    const chars = bytes.slice();
+    let extra = 0;
+    for (let b = 0; b < 256; b++) {
+      if (!bytes.includes(b)) {
+        bytes.push(b);
+        chars.push(256 + extra);
+        extra += 1;
+      }
+    }
+    return new Map(chars.map((c, k) => [String.fromCharCode(c), bytes[k]]));
+  })();
+
   // SmolLM2's chat (the smollm2 directive, section 05.10): its files are fetched when the reader
-  // asks, with a progress bar, and kept by the browser's cache; the prompt is the chat template
-  // around the message, tokenized by the model's own tokenizer (Hugging Face's tokenizers in
-  // JavaScript, from the site); the answer is greedy or sampled at a temperature, one token per
-  // call through the KV cache.
+  // asks, with a progress bar and a Stop, and kept by the browser's cache; the prompt is the chat
+  // template around the message, tokenized by the model's own tokenizer (Hugging Face's tokenizers
+  // in JavaScript, from the site); the answer is greedy or sampled at a temperature (with top-k and
+  // top-p), one token per call through the KV cache, until the end of the turn, the limit or Stop.
+  // All of it runs in the engine; the page draws.
   class Chat {
     constructor(root) {
       this.root = root;
@@ -549,10 +904,13 @@
       this.q = (selector) => root.querySelector(selector);
       this.message = this.q(".tinyk-chat-message");
       this.message.value = this.data.question;
-      this.session = null;
-      this.tokenizer = null;
+      this.engine = null;
+      this.vocab = null; // each token's text in the vocabulary, and the special tokens' ids
+      this.special = new Set();
       this.stats = null; // the last answer: its ids and timings (the site's tests and benchmark read them)
+      this.stopping = false;
       this.q(".tinyk-chat-load").addEventListener("click", () => this.load());
+      this.q(".tinyk-chat-stop").addEventListener("click", () => this.stop());
       this.rows = null; // per query head, the attention rows of every token that went through the model
       this.q(".tinyk-pg-head").replaceChildren(...[...Array(this.config.n_heads).keys()].map(
         (h) => element("option", { value: String(h) }, String(h))));
@@ -560,11 +918,14 @@
       this.q(".tinyk-pg-pair").replaceChildren(...[...Array(this.config.head_dim / 2).keys()].map(
         (i) => element("option", { value: String(i) }, String(i))));
       this.q(".tinyk-pg-pair").addEventListener("change", () => this.drawRope());
-      this.q(".tinyk-pg-temperature").addEventListener("input", () => this.drawFirst());
+      for (const selector of [".tinyk-pg-temperature", ".tinyk-pg-topp", ".tinyk-pg-topk"]) {
+        this.q(selector).addEventListener("input", () => this.drawFirst());
+      }
+      this.q(".tinyk-pg-decoding").addEventListener("change", () => this.drawFirst());
       this.angles = null; // each token's RoPE angles and position, as the graph returned them
       this.first = null; // the first answer token's logits
-      this.drawFirst(); // the temperature's value, as the browser may have kept the slider's
-      if (typeof WebAssembly !== "object") {
+      this.drawFirst(); // the controls' values, as the browser may have kept them
+      if (typeof WebAssembly !== "object" || typeof Worker !== "function") {
         this.root.dataset.state = "static";
         this.q(".tinyk-chat-load").disabled = true;
         this.say("chat-static");
@@ -580,49 +941,34 @@
       this.q(".tinyk-chat-status").textContent = fill(this.words[key], values);
     }
 
-    // Every file of the model, its bytes counted on the progress bar as they arrive.
-    async fetchAll(files) {
-      const total = files.reduce((sum, file) => sum + file.bytes, 0);
-      const progress = this.q(".tinyk-chat-progress");
-      const mb = (n) => (n / 1e6).toFixed(1);
-      progress.hidden = false;
-      let received = 0;
-      let said = -1; // the whole megabytes last announced: the status changes once per MB, not per chunk
-      const bytes = {};
-      for (const file of files) {
-        // The files' stamp in the address: a browser that kept an older export fetches this one.
-        const url = new URL(`smollm2/${file.path}?v=${this.data.stamp}`, STATIC).href;
-        const named = (error) => new Error(`${file.path}: ${error.message || error}`);
-        const response = await fetch(url).catch((error) => { throw named(error); });
-        if (!response.ok) {
-          throw new Error(`${file.path}: HTTP ${response.status}`);
-        }
-        const data = new Uint8Array(file.bytes);
-        const reader = response.body.getReader();
-        let offset = 0;
-        for (;;) {
-          const { done, value } = await reader.read().catch((error) => { throw named(error); });
-          if (done) {
-            break;
-          }
-          if (offset + value.length > data.length) {
-            throw new Error(`${file.path}: more than its ${file.bytes} bytes`);
-          }
-          data.set(value, offset);
-          offset += value.length;
-          received += value.length;
-          progress.value = received;
-          if (Math.floor(received / 1e6) !== said) {
-            said = Math.floor(received / 1e6);
-            this.say("chat-downloading", { done: mb(received), total: mb(total) });
-          }
-        }
-        if (offset !== file.bytes) {
-          throw new Error(`${file.path}: ${offset} of its ${file.bytes} bytes`);
-        }
-        bytes[file.path] = data;
+    // The form's controls on (the model ready, no answer under way) or off; Stop the other way.
+    form(on) {
+      for (const control of this.root.querySelectorAll(".tinyk-chat-form :is(input, select, button)")) {
+        control.disabled = !on;
       }
-      return bytes;
+      this.q(".tinyk-chat-stop").disabled = on;
+    }
+
+    // Stop: the download under way (the engine aborts its fetch) or the answer (no call after the
+    // one running).
+    stop() {
+      if (this.root.dataset.state === "loading") {
+        this.engine?.call("stop").catch(() => {});
+      } else if (this.root.dataset.state === "busy") {
+        this.stopping = true;
+      }
+    }
+
+    progress({ received, total, starting }) {
+      const bar = this.q(".tinyk-chat-progress");
+      if (starting) {
+        this.say("chat-starting");
+        return;
+      }
+      const mb = (n) => (n / 1e6).toFixed(1);
+      bar.hidden = false;
+      bar.value = received;
+      this.say("chat-downloading", { done: mb(received), total: mb(total) });
     }
 
     async load() {
@@ -631,48 +977,47 @@
         return;
       }
       button.disabled = true;
-      if (typeof WebAssembly !== "object") {
+      if (typeof WebAssembly !== "object" || typeof Worker !== "function") {
         this.root.dataset.state = "static";
         this.say("chat-static");
         return;
       }
       this.root.dataset.state = "loading";
+      this.q(".tinyk-chat-stop").disabled = false;
       const started = performance.now();
-      // ONNX Runtime's loader and the tokenizer's module load while the files arrive.
-      const runtime = Promise.all([loadOrt(), import(new URL("ort/tokenizers.min.mjs", STATIC).href)]);
-      runtime.catch(() => {}); // a failure is reported when it is awaited, after the files' own
       try {
-        const files = await this.fetchAll(this.data.files);
-        this.say("chat-starting");
-        const [ort, { Tokenizer }] = await runtime;
-        const tokenizer = JSON.parse(new TextDecoder().decode(files[this.data.tokenizer.file]));
-        this.tokenizer = new Tokenizer(tokenizer, {});
-        const extra = {}; // "session.disable_quant_qdq": "1" -> { session: { disable_quant_qdq: "1" } }
-        for (const [key, value] of Object.entries(this.data.web_session_config)) {
-          const [group, ...name] = key.split(".");
-          (extra[group] ??= {})[name.join(".")] = value;
-        }
-        this.session = await ort.InferenceSession.create(files[this.data.onnx], {
-          executionProviders: ["wasm"], extra, graphOptimizationLevel: this.data.web_graph_optimization,
-          externalData: this.data.external_data.map((path) => ({ path, data: files[path] })),
-        });
+        this.engine = getEngine();
+        const loaded = await this.engine.call("load-smollm2", { data: this.data, threads: THREADS },
+          (message) => this.progress(message));
+        this.vocab = loaded.vocab;
+        this.special = new Set(loaded.special);
+        this.threads = loaded.threads;
+        this.sessionOptions = loaded.options; // as the engine gave them to ONNX Runtime (the tests read them)
       } catch (error) {
-        this.root.dataset.state = "failed";
+        this.q(".tinyk-chat-stop").disabled = true;
         button.disabled = false; // the reader may try again
-        this.say("chat-failed", { error: error.message || String(error) });
+        if (error.name === "AbortError") {
+          this.root.dataset.state = "idle";
+          const bar = this.q(".tinyk-chat-progress");
+          bar.value = 0;
+          bar.hidden = true;
+          this.say("chat-download-stopped");
+        } else {
+          this.root.dataset.state = "failed";
+          this.say("chat-failed", { error: error.message || String(error) });
+        }
         return;
       }
       this.loadSeconds = (performance.now() - started) / 1000;
-      for (const control of this.root.querySelectorAll(".tinyk-chat-form :is(input, select, button)")) {
-        control.disabled = false;
-      }
+      // The loops an answer runs over SmolLM2's 49,152 logits and a long prompt's heatmap, run once
+      // now on zeros: compiled before the first answer, they never hold the page up while it reads.
+      topTen(softmax(new Float32Array(this.config.vocab_size), 1));
+      const zeros = Array.from({ length: 64 }, () => new Float32Array(64));
+      paintRows(new Uint32Array(64 * 64), zeros, 64, 0, 64);
+      this.form(true);
       this.root.dataset.state = "ready";
       this.say("chat-ready");
       this.message.focus(); // the button that had the focus is gone
-    }
-
-    temperature() {
-      return Number(this.q(".tinyk-pg-temperature").value);
     }
 
     sampled() {
@@ -685,7 +1030,7 @@
     }
 
     async answer() {
-      if (this.session === null || this.root.dataset.state === "busy") {
+      if (this.engine === null || this.root.dataset.state !== "ready") {
         return;
       }
       const message = this.message.value;
@@ -694,26 +1039,37 @@
         return;
       }
       this.root.dataset.state = "busy";
-      const button = this.q(".tinyk-chat-answer");
-      button.disabled = true;
+      this.stopping = false;
+      this.form(false); // the message and the settings are the answer's until it ends
       try {
         await this.reply(message, this.limit());
       } catch (error) {
         this.say("chat-error", { error: error.message || String(error) });
       } finally {
         this.root.dataset.state = "ready";
-        button.disabled = false;
+        this.form(true);
       }
+    }
+
+    // One call of SmolLM2's graph in the engine, after the cache kept under `past` (null: none),
+    // its own cache kept under a new key (the old one freed).
+    async call(ids, past) {
+      this.calls = (this.calls ?? 0) + 1;
+      const keep = `smollm2-${this.root.id}-${this.calls}`;
+      const out = await this.engine.call("run", { model: "smollm2", config: this.config, ids, past, keep,
+        free: true, last: true });
+      return { ...out, key: keep };
     }
 
     async reply(message, limit) {
       const { chat_prefix: prefix, chat_suffix: suffix } = this.data.tokenizer;
-      const ids = this.tokenizer.encode(prefix + message + suffix).ids;
+      const ids = await this.engine.call("encode", { text: prefix + message + suffix });
       if (ids.length > this.data.max_prompt) {
         // Each layer weighs every query against every key: a long paste would need gigabytes.
         this.say("chat-too-long", { count: ids.length, max: this.data.max_prompt });
         return;
       }
+      this.say("chat-reading", { count: ids.length });
       this.drawTokens(ids);
       this.first = null; // the previous answer's table goes with its prompt
       this.q(".tinyk-pg-next tbody").replaceChildren();
@@ -721,53 +1077,73 @@
       const text = this.q(".tinyk-chat-reply");
       text.textContent = "";
       const sampled = this.sampled();
-      const temperature = this.temperature();
+      const settings = sampling(this.root);
       const draws = []; // the random numbers a sampled answer used, one per token
       const started = performance.now();
-      let out = await runGraph(this.session, this.config, ids, null);
-      const prefillSeconds = (performance.now() - started) / 1000;
+      this.live = answer; // the answer so far (the tests read it)
+      let out = await this.call(ids, null);
+      const prefillSeconds = out.ms / 1000;
+      let decodeMs = 0; // the engine's time of each call after the prompt's: no drawing in it
       this.first = Float32Array.from(out.logits.data);
+      await nextTask();
       this.drawFirst();
       this.textIds = [...ids];
       this.rows = Array.from({ length: this.config.n_heads }, () => []);
       this.angles = { rows: [], positions: [] };
       this.keepRows(out);
       let calls = 0;
-      for (;;) {
-        this.drawCache(out.present_key_0.dims[1]);
-        let token;
-        if (sampled) {
-          draws.push(Math.random());
-          token = sample(softmax(out.logits.data, temperature), draws[draws.length - 1]);
-        } else {
-          token = argmax(out.logits.data);
+      let stopped = false;
+      try {
+        for (;;) {
+          this.drawCache(out.cache_length);
+          if (this.stopping) {
+            stopped = true;
+            break;
+          }
+          let token;
+          if (sampled) {
+            draws.push(Math.random());
+            token = sample(distribution(out.logits.data, settings), draws[draws.length - 1]);
+          } else {
+            token = argmax(out.logits.data);
+          }
+          if (token === this.data.eos_token_id) {
+            break;
+          }
+          answer.push(token);
+          this.textIds.push(token);
+          text.textContent = this.text(answer, true);
+          if (answer.length === 1) {
+            this.say("chat-answering"); // said once: a screen reader hears the start and the end
+          }
+          if (answer.length >= limit) {
+            break;
+          }
+          out = await this.call([token], out.key);
+          decodeMs += out.ms;
+          this.keepRows(out);
+          calls += 1;
         }
-        if (token === this.data.eos_token_id) {
-          break;
-        }
-        answer.push(token);
-        this.textIds.push(token);
-        text.textContent = this.tokenizer.decode(answer);
-        if (answer.length === 1) {
-          this.say("chat-answering"); // said once: a screen reader hears the start and the end
-        }
-        if (answer.length >= limit) {
-          break;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 0)); // let the page draw each token
-        out = await runGraph(this.session, this.config, [token], out);
-        this.keepRows(out);
-        calls += 1;
+      } finally {
+        this.engine.call("drop", { key: out.key }).catch(() => {});
       }
-      this.drawAttention();
-      this.drawRope();
+      text.textContent = this.text(answer, false);
       const seconds = (performance.now() - started) / 1000;
-      const decodeSeconds = seconds - prefillSeconds;
-      const threads = window.ort.env.wasm.numThreads;
-      this.stats = { ids, answer, sampled, temperature, draws, prefillSeconds, decodeSeconds, decodeCalls: calls,
-        loadSeconds: this.loadSeconds, threads };
+      const decodeSeconds = decodeMs / 1000;
+      const threads = this.threads;
+      this.stats = { ids, answer, sampled, temperature: settings.temperature, topK: settings.topK,
+        topP: settings.topP, draws, prefillSeconds, decodeSeconds, decodeCalls: calls, loadSeconds: this.loadSeconds,
+        threads, stopped };
+      await nextTask(); // each panel in a task of its own: the page answers the reader between them
+      await this.drawAttention();
+      await nextTask();
+      await this.drawRope();
+      if (stopped) {
+        this.say("chat-stopped", { count: answer.length });
+        return;
+      }
       const rate = calls > 0 ? (calls / decodeSeconds).toFixed(1) : "\u2014";
-      const decoding = sampled ? fill(this.words["chat-sampled"], { temperature: temperature.toFixed(1) })
+      const decoding = sampled ? fill(this.words["chat-sampled"], { temperature: settings.temperature.toFixed(1) })
         : this.words["chat-greedy"];
       this.say("chat-done", { count: answer.length, seconds: seconds.toFixed(1), prefill: prefillSeconds.toFixed(2),
         rate, decoding, threads: threads === 1 ? this.words["chat-one-thread"]
@@ -795,7 +1171,7 @@
         return;
       }
       const { rows, positions } = this.angles;
-      drawRopePanel(this.q, this.words, this.config, { pair: Number(this.q(".tinyk-pg-pair").value),
+      return drawRopePanel(this.q, this.words, this.config, { pair: Number(this.q(".tinyk-pg-pair").value),
         angles: rows, positions, tokens: this.textIds.slice(0, rows.length).map((id) => this.piece(id)) });
     }
 
@@ -806,29 +1182,57 @@
       const head = Number(this.q(".tinyk-pg-head").value);
       const weights = this.rows[head];
       const tokens = this.textIds.slice(0, weights.length).map((id) => this.piece(id));
-      drawAttentionPanel(this.q, this.words, this.config, { layer: this.data.attention_layers[0], head, weights,
-        tokens });
+      return drawAttentionPanel(this.q, this.words, this.config, { layer: this.data.attention_layers[0], head,
+        weights, tokens });
     }
 
+    // A token's bytes (a special token of the chat template: none, it is its own text).
+    bytes(id) {
+      return Uint8Array.from(this.vocab[id], (c) => BYTE_OF.get(c) ?? 0x3f);
+    }
+
+    // A token as the panels show it: its characters, a byte of a split character as <0xE4>.
     piece(id) {
-      return this.tokenizer.decode([id]).replace(/\n/g, "\u21b5");
+      this.pieces ??= new Map();
+      if (!this.pieces.has(id)) {
+        const text = this.special.has(id) ? this.vocab[id] : readable(this.bytes(id));
+        this.pieces.set(id, text.replace(/\n/g, "\u21b5"));
+      }
+      return this.pieces.get(id);
+    }
+
+    // The answer's text: its tokens' bytes joined, each character once its last byte has come
+    // (`growing`: bytes that may still begin one wait for the next token).
+    text(ids, growing) {
+      const parts = ids.filter((id) => !this.special.has(id)).map((id) => this.bytes(id));
+      const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+      let at = 0;
+      for (const part of parts) {
+        all.set(part, at);
+        at += part.length;
+      }
+      return readable(all, growing);
     }
 
     drawTokens(ids) {
-      this.q(".tinyk-chat-tokens").replaceChildren(...ids.map((id) => {
+      const list = this.q(".tinyk-chat-tokens");
+      list.classList.toggle("tinyk-pg-long", ids.length > 60); // a box of its own height (tinyk.css)
+      return fillInSteps(list, ids, (id) => {
         const item = element("li");
         item.append(element("span", { class: "tinyk-pg-chip" }, this.piece(id)),
           element("span", { class: "tinyk-pg-id" }, String(id)));
         return item;
-      }));
+      });
     }
 
-    // The first token's 10 most likely choices, their probabilities at the chosen temperature.
+    // The first token's 10 most likely choices, their probabilities at the chosen temperature
+    // (sampled: with top-k and top-p).
     drawFirst() {
-      const temperature = this.temperature();
-      this.q(".tinyk-pg-temperature-value").textContent = temperature.toFixed(1);
+      showSampling(this.root);
       if (this.first) {
-        drawTopTen(this.q, softmax(this.first, temperature), (id) => this.piece(id));
+        const settings = this.sampled() ? sampling(this.root)
+          : { temperature: sampling(this.root).temperature, topK: 0, topP: 1 };
+        drawTopTen(this.q, distribution(this.first, settings), (id) => this.piece(id));
       }
     }
 
