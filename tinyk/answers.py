@@ -34,8 +34,10 @@ this process's, and the first reply says why.
 
 The wire (frames, markers, replies) is :mod:`tinyk.answer_wire`; the objects of a run and the
 requests on them, :mod:`tinyk.answer_objects`. They are imported once the package is on the
-path (:func:`_load`): this script imports nothing of it before. Whatever the student's code
-prints goes to stderr; a child that corrupts its replies only fails its own run.
+path (:func:`_load`): this script imports nothing of it before. A cell's prints, displays
+and errors are its outputs (:mod:`tinyk.cell_outputs`); what else the student's code prints
+(on the file descriptors, or while a test calls it) goes to stderr; a child that corrupts its
+replies only fails its own run.
 """
 
 
@@ -146,16 +148,23 @@ def _prepare(names: list[str]) -> dict[str, Any]:
 
 def _shell() -> Any:
     """An IPython shell for the notebook's cells, as a Jupyter kernel runs them: IPython's input
-    transformations (magics, ``!`` lines), its display hook and its tracebacks (plain, to
-    stderr); no history file, no GUI event loop (``%matplotlib inline`` draws with Agg)."""
+    transformations (magics, ``!`` lines), its display hook and its tracebacks (plain), each
+    cell's prints, displays, result and error kept as its outputs (:mod:`tinyk.cell_outputs`,
+    sent to the grader on ``("outputs",)``); no history file, no GUI event loop
+    (``%matplotlib inline`` draws with Agg)."""
     import tempfile
 
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
+    from tinyk.cell_outputs import CAPTURED, shell_classes
+
     class Shell(InteractiveShell):
         def enable_gui(self, gui: str | None = None) -> None:  # a kernel's inline figures need none
             return None
+
+        def _showtraceback(self, etype: type, evalue: BaseException, stb: list[str]) -> None:
+            CAPTURED.error(etype.__name__, str(evalue), list(stb))  # the cell's error output
 
     os.environ["IPYTHONDIR"] = tempfile.mkdtemp(prefix="ipython-")
     os.environ["MPLBACKEND"] = "Agg"
@@ -163,6 +172,7 @@ def _shell() -> Any:
     config.HistoryManager.enabled = False
     config.InteractiveShell.colors = "nocolor"
     config.InteractiveShell.xmode = "Plain"
+    config.InteractiveShell.displayhook_class, config.InteractiveShell.display_pub_class = shell_classes()
     shell = Shell.instance(config=config)
     shell.user_ns["__name__"] = "__main__"
     return shell
@@ -175,10 +185,13 @@ def _cell(shell: Any, source: str, timeout: float) -> str:
     def late(signum: int, frame: Any) -> None:
         raise TimeoutError(f"the cell ran past the per-cell time limit ({timeout:g} s)")
 
+    from tinyk.cell_outputs import capturing
+
     previous = signal.signal(signal.SIGALRM, late)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
-        result = shell.run_cell(source, store_history=False)
+        with capturing():  # its outputs, kept for the grader (tinyk.cell_outputs)
+            result = shell.run_cell(source, store_history=False)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -233,6 +246,12 @@ def _run(parts: list[str], prepare: Sequence[str], requests: BinaryIO, out: Bina
                                        if type(name) is str and name in space]))
             elif request[0] == "touched":
                 answer = ("ok", ("v", bool(TOUCHED[0])))
+            elif request[0] == "outputs":  # the outputs of the cells run since the last ask
+                import torch
+
+                from tinyk.cell_outputs import CAPTURED
+
+                answer = ("ok", ("t", torch.frombuffer(bytearray(CAPTURED.take()), dtype=torch.uint8)))
             else:
                 answer = serve(objects, request)
         except BaseException as exc:
