@@ -155,11 +155,17 @@ def _shell() -> Any:
     import tempfile
 
     from IPython.core.interactiveshell import InteractiveShell
+    from traitlets import Type
     from traitlets.config import Config
 
     from tinyk.cell_outputs import CAPTURED, shell_classes
 
+    results, displays = shell_classes()
+
     class Shell(InteractiveShell):
+        displayhook_class = Type(results)  # the cell's results and displays kept as its outputs
+        display_pub_class = Type(displays)
+
         def enable_gui(self, gui: str | None = None) -> None:  # a kernel's inline figures need none
             return None
 
@@ -172,7 +178,6 @@ def _shell() -> Any:
     config.HistoryManager.enabled = False
     config.InteractiveShell.colors = "nocolor"
     config.InteractiveShell.xmode = "Plain"
-    config.InteractiveShell.displayhook_class, config.InteractiveShell.display_pub_class = shell_classes()
     shell = Shell.instance(config=config)
     shell.user_ns["__name__"] = "__main__"
     return shell
