@@ -8,7 +8,7 @@ autograded notebooks and the gradebook as it always does, with :class:`VerdictOu
 of its Execute preprocessor: no kernel starts, and each code cell gets the outputs of the
 verdict's run (:func:`write`), so that stock nbgrader reads the course and ``generate_feedback``
 renders it. A test cell shows one output at most, the error of its failure, and only when the
-line that raised it is not in its hidden tests (:func:`test_outputs`): no hidden test's source
+line that raised it is not in its hidden tests (:func:`outputs_of_test`): no hidden test's source
 or message reaches the page. Cells after the last test cell do not run in the verdict, and
 show no output.
 """
@@ -24,7 +24,7 @@ from traitlets import Unicode
 
 from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN, is_test, nbgrader, source_text
 
-__all__ = ["VerdictOutputs", "hidden_lines", "test_outputs", "write"]
+__all__ = ["VerdictOutputs", "hidden_lines", "outputs_of_test", "write"]
 
 
 def hidden_lines(test: str) -> set[int]:
@@ -40,7 +40,7 @@ def hidden_lines(test: str) -> set[int]:
     return found
 
 
-def test_outputs(verdict: Any, test: str) -> list[dict]:
+def outputs_of_test(verdict: Any, test: str) -> list[dict]:
     """What a test cell shows: nothing when it passed or when a hidden test failed (or a line
     the grader cannot place); else the error it failed with, as Jupyter would show it. A failure
     in the answer (its error, a time or memory limit) is the student's own and always shown."""
@@ -57,14 +57,15 @@ def test_outputs(verdict: Any, test: str) -> list[dict]:
 def write(path: Path, sources: dict[str, dict], outputs: dict[str, list[tuple[str, list[dict]]]],
           verdicts: dict[tuple[str, str], Any]) -> None:
     """The file :class:`VerdictOutputs` reads: by notebook, each cell the verdict ran with its
-    outputs, and each test cell's (:func:`test_outputs` of its verdict, with the test cell of
+    outputs, and each test cell's (:func:`outputs_of_test` of its verdict, with the test cell of
     ``sources``, the instructor's notebooks by name)."""
     shown = {}
     for name, cells in outputs.items():
         tests = {nbgrader(c).get("grade_id"): source_text(c) for c in sources[name].get("cells", [])
                  if is_test(c)}
         shown[name] = {"cells": [[source, outs] for source, outs in cells],
-                       "tests": {g: test_outputs(verdicts.get((name, g)), text) for g, text in tests.items()}}
+                       "tests": {g: outputs_of_test(verdicts.get((name, g)), text)
+                                 for g, text in tests.items()}}
     path.write_text(json.dumps(shown, ensure_ascii=False), encoding="utf-8")
 
 
