@@ -32,7 +32,7 @@ def test_a_flood_of_prints_keeps_a_cells_bound_and_says_how_much_it_dropped(monk
     with capturing():
         for _ in range(200):
             print(chunk, end="")
-        kept = len(cell_outputs.CAPTURED.outputs[0]["text"])
+        kept = sum(map(len, cell_outputs.CAPTURED.outputs[0]["text"]))
     (cell,) = parse(cell_outputs.CAPTURED.take())
     assert kept == CELL_OUTPUT_LIMIT and [o["output_type"] for o in cell] == ["stream", "stream"]
     assert cell[0]["text"] == chunk * 4
@@ -49,6 +49,13 @@ def test_a_notebooks_bound_spans_its_cells_and_cuts_every_kind_of_output():
         captured.stream("stdout", "a" * 20)
         captured.end()
     assert [len(cell[0]["text"]) for cell in captured.cells] == [10, 10, 5]
+    captured = Captured()
+    captured.start()
+    for i in range(20_000):  # many small prints: one stream, its pieces joined once at the cell's end
+        captured.stream("stdout", f"{i:09d}\n")
+    captured.end()
+    assert captured.cells == [[{"output_type": "stream", "name": "stdout",
+                                "text": "".join(f"{i:09d}\n" for i in range(20_000))}]]
     captured = Captured(cell_limit=10, notebook_limit=100)
     captured.start()
     captured.data("display_data", {"text/plain": "abc", "text/html": "<b>" + "x" * 50 + "</b>",

@@ -46,6 +46,9 @@ class Captured:
         self.outputs, self.kept, self.dropped = [], 0, 0
 
     def end(self) -> None:
+        for output in self.outputs:  # a stream's text, kept as its pieces while the cell ran
+            if output["output_type"] == "stream":
+                output["text"] = "".join(output["text"])
         if self.dropped:
             self.outputs.append({"output_type": "stream", "name": "stdout", "text": (
                 f"\n[{self.dropped:,} characters of output dropped: the grader keeps "
@@ -72,9 +75,9 @@ class Captured:
             return
         last = self.outputs[-1] if self.outputs else None
         if last is not None and last["output_type"] == "stream" and last["name"] == name:
-            last["text"] += text
+            last["text"].append(text)  # joined at the cell's end: no copy of the whole per write
         else:
-            self.outputs.append({"output_type": "stream", "name": name, "text": text})
+            self.outputs.append({"output_type": "stream", "name": name, "text": [text]})
 
     def data(self, output_type: str, data: dict) -> None:
         """A display or a result: its text representations (a widget's or JSON's dropped)."""
