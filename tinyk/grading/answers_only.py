@@ -30,7 +30,7 @@ from tinyk.grading.rules import Finding, Row, Status
 from tinyk.grading.runner import Limits, total_limit
 from tinyk.grading.sandbox import Sandbox
 from tinyk.grading.scoring import answers_prefix, say_shared
-from tinyk.grading.submission import checked, submission_files
+from tinyk.grading.submission import checked, for_grading, submission_files
 from tinyk.mistakes import note
 
 if TYPE_CHECKING:  # imports torch: only when grading
@@ -66,7 +66,7 @@ def judge_submission(entry: Path, notebooks: list[Notebook], released: dict[str,
         if flag is not None:
             flags[nb.name] = flag
         if restored is not None:  # else not graded: missing, unreadable, tampering
-            graded.append((nb, restored, ids))
+            graded.append((nb, for_grading(restored), ids))
     found: dict[tuple[str, str], Verdict] = {}
     if not graded:
         return flags, found
