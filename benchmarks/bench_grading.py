@@ -1,8 +1,7 @@
 """Grading throughput: N synthetic students over every chapter notebook with exercises.
 
     python benchmarks/bench_grading.py [--students 2] [--jobs 2] [--notebook NAME ...] [--no-sandbox]
-                                       [--threads 1] [--compare-threads 2] [--compare-cold]
-                                       [--compare-answers-only] [--against REV]
+                                       [--threads 1] [--compare-threads 2] [--against REV]
 
 Each synthetic student submits every notebook: even-numbered students with the source's
 solutions pasted into the released copy (full marks), odd-numbered ones the untouched
@@ -12,23 +11,16 @@ clock, course preparation included. It checks the points (full marks and zero), 
 but wrong grading does not count.
 
 ``--compare-threads N`` grades the same submissions a second time with ``N`` CPU threads
-per kernel (the grader's ``--threads``; torch's own default is one per core) and prints
-the ratio of the two throughputs, measured side by side in one run.
-
-``--compare-cold`` grades the same submissions a second time with ``--cold-kernels`` (each
-notebook's kernel started cold in its sandbox, the grader as it was before warm kernels) and
-prints how many times as many student-notebooks per minute the warm kernels grade, points
-checked in both runs.
-
-``--compare-answers-only`` grades the same submissions a second time with ``--answers-only``
-(the verdict alone, no notebook run in nbgrader's kernels) and prints the ratio, points
-checked in both runs.
+per student's process (the grader's ``--threads``; torch's own default is one per core) and
+prints the ratio of the two throughputs, measured side by side in one run.
 
 ``--against REV`` also measures the grader of the git revision ``REV`` of this repository (a
 commit, a tag), each with its own course: that revision's checkout, made in a temporary
 worktree, grades as many synthetic students of all its own notebooks with its own
 ``benchmarks/bench_grading.py`` (``--json``, and this run's ``--jobs``, ``--threads`` and
-``--no-sandbox``) in the same run, and the ratio of student-notebooks per minute is printed.
+``--no-sandbox``) in the same run, in its default mode; both throughputs are printed side by
+side, with their ratio. (``--against f07f24b``: the grader that ran each notebook in
+nbgrader's kernel and again in the verdict.)
 The revision must have that script with those options; ``--notebook`` is refused with it.
 
 ``--grader`` names the grader's module (default ``tinyk.grading``): an older copy of it,
@@ -70,13 +62,9 @@ def main() -> None:
     parser.add_argument("--total-timeout", type=int, default=3600,
                         help="the grader's --total-timeout, generous: a busy machine must not cut anyone off")
     parser.add_argument("--threads", type=int, default=1,
-                        help="CPU threads per kernel (the grader's --threads)")
+                        help="CPU threads per student's process (the grader's --threads)")
     parser.add_argument("--compare-threads", type=int, default=None, metavar="N",
-                        help="grade again with N threads per kernel and print the ratio")
-    parser.add_argument("--compare-cold", action="store_true",
-                        help="grade again with cold kernels (--cold-kernels) and print the ratio")
-    parser.add_argument("--compare-answers-only", action="store_true",
-                        help="grade again with --answers-only and print the ratio")
+                        help="grade again with N threads per student's process and print the ratio")
     parser.add_argument("--against", metavar="REV",
                         help="also measure the grader of this git revision, with its own course")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
@@ -107,15 +95,11 @@ def main() -> None:
                             cell["source"] = solutions[gid]
                 (folder / f"{name}.ipynb").write_text(json.dumps(nb))
         runs = []
-        settings = [(args.threads, "")] + ([(args.compare_threads, "")] if args.compare_threads else [])
-        settings += [(args.threads, "--cold-kernels")] if args.compare_cold else []
-        settings += [(args.threads, "--answers-only")] if args.compare_answers_only else []
-        for threads, mode in settings:
-            cold = mode == "--cold-kernels"
-            out = Path(tmp) / f"grades-{threads}{mode}.csv"
+        for threads in [args.threads] + ([args.compare_threads] if args.compare_threads else []):
+            out = Path(tmp) / f"grades-{threads}.csv"
             cmd = [*grader, "grade", str(subs), "--out", str(out), "--threads", str(threads),
                    "--jobs", str(args.jobs), "--total-timeout", str(args.total_timeout), *notebook_args,
-                   *(["--no-sandbox"] if args.no_sandbox else []), *([mode] if mode else [])]
+                   *(["--no-sandbox"] if args.no_sandbox else [])]
             start = time.monotonic()
             done = subprocess.run(cmd, capture_output=True, text=True, env=env)
             seconds = time.monotonic() - start
@@ -129,40 +113,29 @@ def main() -> None:
                 raise SystemExit(f"{len(wrong)} row(s) graded wrongly, e.g. {wrong[0]}")
             count = args.students * len(names)
             figures = {"students": args.students, "notebooks": len(names), "student_notebooks": count,
-                       "jobs": args.jobs, "threads": threads, "grader": args.grader, "cold_kernels": cold,
-                       "answers_only": mode == "--answers-only",
+                       "jobs": args.jobs, "threads": threads, "grader": args.grader,
                        "no_sandbox": args.no_sandbox, "seconds": round(seconds, 1),
                        "student_notebooks_per_minute": round(60 * count / seconds, 2),
                        "seconds_per_student_notebook": round(seconds / count, 2)}
             runs.append(figures)
-            kind = "answers only" if mode == "--answers-only" else f"{'cold' if cold else 'warm'} kernels"
             print(f"{count} student-notebooks ({args.students} students x {len(names)} notebooks, "
-                  f"{args.jobs} jobs, {threads} thread(s) per kernel, {kind}, "
+                  f"{args.jobs} jobs, {threads} thread(s) per student, "
                   f"{args.grader}{' --no-sandbox' if args.no_sandbox else ''}) in {seconds:.1f} s: "
                   f"{figures['student_notebooks_per_minute']:.2f} per minute, "
                   f"{figures['seconds_per_student_notebook']:.2f} s per student-notebook")
     if args.compare_threads:
         ratio = runs[1]["seconds"] / runs[0]["seconds"]
-        print(f"{runs[0]['threads']} thread(s) per kernel grades {ratio:.2f}x as fast as "
+        print(f"{runs[0]['threads']} thread(s) per student grades {ratio:.2f}x as fast as "
               f"{runs[1]['threads']}")
-    if args.compare_cold:
-        warm, cold = runs[0], next(r for r in runs if r["cold_kernels"])
-        print(f"warm kernels grade {cold['seconds'] / warm['seconds']:.2f}x as many student-notebooks per "
-              f"minute as cold kernels ({warm['student_notebooks_per_minute']:.2f} against "
-              f"{cold['student_notebooks_per_minute']:.2f}), points checked in both runs")
-    if args.compare_answers_only:
-        kernels, alone = runs[0], runs[-1]
-        print(f"--answers-only grades {kernels['seconds'] / alone['seconds']:.2f}x as many student-notebooks "
-              f"per minute as the run with the kernels ({alone['student_notebooks_per_minute']:.2f} against "
-              f"{kernels['student_notebooks_per_minute']:.2f}), points checked in both runs")
     if args.against:
         other = _against(args.against, args)
-        theirs = other["student_notebooks_per_minute"]
-        for run in [runs[0], *(r for r in runs if r["answers_only"])]:
-            ours = run["student_notebooks_per_minute"]
-            print(f"this checkout's grader{' with --answers-only' if run['answers_only'] else ''} grades "
-                  f"{ours / theirs:.2f}x as many student-notebooks per minute as {args.against}'s "
-                  f"({ours:.2f} against {theirs:.2f}, each with its own course)")
+        ours, theirs = runs[0]["student_notebooks_per_minute"], other["student_notebooks_per_minute"]
+        print(f"{'grader':<28}{'student-notebooks/min':>24}{'s per student-notebook':>25}")
+        for name, run in (("this checkout (default)", runs[0]), (f"{args.against} (default)", other)):
+            print(f"{name:<28}{run['student_notebooks_per_minute']:>24.2f}"
+                  f"{run['seconds_per_student_notebook']:>25.2f}")
+        print(f"this checkout's grader grades {ours / theirs:.2f}x as many student-notebooks per minute as "
+              f"{args.against}'s ({ours:.2f} against {theirs:.2f}, each with its own course)")
         runs.append(other)
     if args.json:
         args.json.write_text(json.dumps(runs if len(runs) > 1 else runs[0], indent=1) + "\n")

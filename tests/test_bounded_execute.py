@@ -1,128 +1,134 @@
-"""The kernel run's outputs, bounded: what a flood of prints leaves in the autograded notebook
-(tinyk.grading.bounded_execute), that the outputs deciding a grade survive it, and what it
-leaves in nbgrader's and the warm server's logs (tinyk.grading.runner.BoundedLog).
+"""A notebook's outputs, bounded: what a flood of prints leaves of a cell's outputs in the
+learner's process (tinyk.cell_outputs), how the grader reads them back and which of them the
+feedback shows (tinyk.grading.shown_outputs), and what a flood leaves in nbgrader's log
+(tinyk.grading.runner.BoundedLog).
 
-Messages as nbclient hands them over, without a kernel: the end-to-end run of a flood is the
-``print_flood`` student of tests/test_grading.py's batch.
+Without a learner's process: the end-to-end run of a flood is the ``print_flood`` student of
+tests/test_grading.py's batch, and the feedback's outputs its ``feedback_run``.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 from nbformat.v4 import new_code_cell, new_notebook
-from nbgrader.utils import determine_grade
 
+from tinyk import cell_outputs
+from tinyk.cell_outputs import CELL_OUTPUT_LIMIT, Captured, capturing, parse
 from tinyk.grading import runner
-from tinyk.grading.bounded_execute import (
-    CELL_OUTPUT_LIMIT,
-    DECISIVE_LIMIT,
-    NOTEBOOK_OUTPUT_LIMIT,
-    BoundedExecute,
-    size,
-)
+from tinyk.grading.shown_outputs import VerdictOutputs, hidden_lines, outputs_of_test
 
 MIB = 2**20
 
 
-def _client() -> BoundedExecute:
-    client = BoundedExecute()
-    client.reset_execution_trackers()
-    client.clear_before_next_output = False  # what nbclient sets as a cell starts
-    return client
+def test_a_flood_of_prints_keeps_a_cells_bound_and_says_how_much_it_dropped(monkeypatch):
+    """200 MiB printed by one cell: its stream keeps the first 4 MiB, then one line that says
+    how much was dropped; what the process holds never grows past that."""
+    monkeypatch.setattr(cell_outputs, "CAPTURED", Captured())
+    chunk = "x" * MIB
+    with capturing():
+        for _ in range(200):
+            print(chunk, end="")
+        kept = sum(map(len, cell_outputs.CAPTURED.outputs[0]["text"]))
+    (cell,) = parse(cell_outputs.CAPTURED.take())
+    assert kept == CELL_OUTPUT_LIMIT and [o["output_type"] for o in cell] == ["stream", "stream"]
+    assert cell[0]["text"] == chunk * 4
+    dropped = 200 * MIB - CELL_OUTPUT_LIMIT
+    assert cell[1]["text"] == (f"\n[{dropped:,} characters of output dropped: the grader keeps "
+                               f"{CELL_OUTPUT_LIMIT:,} a cell and {cell_outputs.NOTEBOOK_OUTPUT_LIMIT:,} "
+                               f"a notebook]\n")
 
 
-def _message(kind: str, **content: object) -> dict:
-    return {"msg_type": kind, "header": {"msg_type": kind}, "parent_header": {"msg_id": "run"},
-            "content": content}
+def test_a_notebooks_bound_spans_its_cells_and_cuts_every_kind_of_output():
+    captured = Captured(cell_limit=10, notebook_limit=25)
+    for _ in range(3):
+        captured.start()
+        captured.stream("stdout", "a" * 20)
+        captured.end()
+    assert [len(cell[0]["text"]) for cell in captured.cells] == [10, 10, 5]
+    captured = Captured()
+    captured.start()
+    for i in range(20_000):  # many small prints: one stream, its pieces joined once at the cell's end
+        captured.stream("stdout", f"{i:09d}\n")
+    captured.end()
+    assert captured.cells == [[{"output_type": "stream", "name": "stdout",
+                                "text": "".join(f"{i:09d}\n" for i in range(20_000))}]]
+    captured = Captured(cell_limit=10, notebook_limit=100)
+    captured.start()
+    captured.data("display_data", {"text/plain": "abc", "text/html": "<b>" + "x" * 50 + "</b>",
+                                   "application/json": {"not": "text"}})
+    captured.data("execute_result", {"text/plain": "0123456789"})
+    captured.error("ValueError", "no", ["line one\n", "line two\n"])
+    assert captured.outputs[0]["data"] == {"text/plain": "abc"}  # the plain text alone fits
+    assert captured.outputs[1]["data"] == {"text/plain": "0123456"}
+    assert captured.outputs[2] == {"output_type": "error", "ename": "ValueError", "evalue": "",
+                                   "traceback": []}
 
 
-def _stream(text: str, name: str = "stdout") -> dict:
-    return _message("stream", name=name, text=text)
+def test_the_grader_reads_back_outputs_of_the_expected_form_only():
+    sent = [[{"output_type": "stream", "name": "stdout", "text": "ok"},
+             {"output_type": "stream", "name": "stdin", "text": "?"},
+             {"output_type": "display_data", "data": {"text/html": "<b>x</b>", "image/png": 7}, "extra": 1},
+             {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["t", 3]},
+             {"output_type": "update_display_data", "data": {}}, "text"], {"not": "a cell"}]
+    assert parse(json.dumps(sent).encode()) == [
+        [{"output_type": "stream", "name": "stdout", "text": "ok"},
+         {"output_type": "display_data", "data": {"text/html": "<b>x</b>"}, "metadata": {}}], []]
+    assert parse(b"not json") == [] and parse(b'{"a": 1}') == []
 
 
-def _test_cell(outputs: list) -> object:
-    cell = new_code_cell("assert double(2) == 4", metadata={"nbgrader": {
-        "grade": True, "solution": False, "locked": True, "points": 2, "grade_id": "a_test"}})
-    cell.outputs = outputs
-    return cell
+TEST = ("got = double(2)\nassert got == 4, f'got {got}'\n### BEGIN HIDDEN TESTS\n"
+        "assert double(5) == 10, 'secret'\n### END HIDDEN TESTS\nassert double(0) == 0")
 
 
-def test_a_flood_keeps_the_first_bytes_of_a_cell_and_counts_the_rest():
-    client, outs = _client(), []
-    for _ in range(20):  # 20 MiB printed, one MiB a message
-        client.output(outs, _stream("x" * MIB), None, 0)
-    assert sum(size(o) for o in outs) == CELL_OUTPUT_LIMIT == 4 * MIB
-    assert client.cell_dropped == 20 * MIB - CELL_OUTPUT_LIMIT
-    # a message that crosses the bound keeps the part that fits
-    client, outs = _client(), []
-    client.output(outs, _stream("y" * (CELL_OUTPUT_LIMIT - 10)), None, 0)
-    client.output(outs, _stream("z" * 100), None, 0)
-    assert outs[-1].text == "z" * 10 and client.cell_dropped == 90
+def _verdict(detail: str = "", line: int = 0) -> SimpleNamespace:
+    return SimpleNamespace(passed=not detail, detail=detail, line=line)
 
 
-def test_the_outputs_that_decide_a_grade_survive_the_flood():
-    """nbgrader scores a test cell 0 on its first error or stderr output: a flood of stdout
-    before them must not drop them (that would turn a failing test into full points)."""
-    client, outs = _client(), []
-    for _ in range(10):
-        client.output(outs, _stream("x" * MIB), None, 0)
-    client.output(outs, _message("error", ename="AssertionError", evalue="v" * MIB,
-                                 traceback=["line " * 1000] * 50), None, 0)
-    assert outs[-1].output_type == "error" and len(outs[-1].evalue) == DECISIVE_LIMIT
-    assert sum(map(len, outs[-1].traceback)) == DECISIVE_LIMIT
-    assert determine_grade(_test_cell(outs)) == (0, 2.0)
-    client, outs = _client(), []
-    for _ in range(10):
-        client.output(outs, _stream("x" * MIB), None, 0)
-    for _ in range(1000):  # only the first stderr output past the bound is kept
-        client.output(outs, _stream("e" * 100, "stderr"), None, 0)
-    assert [o.get("name") for o in outs[4:]] == ["stderr"]
-    assert determine_grade(_test_cell(outs)) == (0, 2.0)
-    client, outs = _client(), []  # no decisive output: the flood of stdout alone keeps full points
-    for _ in range(10):
-        client.output(outs, _stream("x" * MIB), None, 0)
-    assert determine_grade(_test_cell(outs)) == (2.0, 2.0)
+def test_a_test_cell_shows_a_visible_tests_error_and_nothing_of_a_hidden_one():
+    assert hidden_lines(TEST) == {3, 4, 5}
+    assert outputs_of_test(_verdict(), TEST) == [] and outputs_of_test(None, TEST) == []
+    assert outputs_of_test(_verdict("test: AssertionError: got 3", 2), TEST) == [
+        {"output_type": "error", "ename": "AssertionError", "evalue": "got 3",
+         "traceback": ["AssertionError: got 3"]}]
+    assert outputs_of_test(_verdict("test: AssertionError: got 3", 6), TEST)[0]["evalue"] == "got 3"
+    assert outputs_of_test(_verdict("test: AssertionError: secret", 4), TEST) == []  # a hidden line
+    assert outputs_of_test(_verdict("test: AssertionError: secret", 0), TEST) == []  # no line: not shown
+    answer = outputs_of_test(_verdict("answer: NameError: name 'double' is not defined"), TEST)
+    assert [(o["ename"], o["evalue"]) for o in answer] == [("NameError", "name 'double' is not defined")]
 
 
-def test_a_notebook_keeps_its_own_bound_across_cells():
-    client = _client()
-    cells = NOTEBOOK_OUTPUT_LIMIT // CELL_OUTPUT_LIMIT + 2
-    kept = []
-    for index in range(cells):
-        client.cell_kept = client.cell_dropped = client.cell_past = 0  # as preprocess_cell does
-        outs: list = []
-        for _ in range(CELL_OUTPUT_LIMIT // MIB + 1):
-            client.output(outs, _stream("x" * MIB), None, index)
-        kept.append(sum(size(o) for o in outs))
-    assert sum(kept) == NOTEBOOK_OUTPUT_LIMIT and kept[-1] == 0
-
-
-def test_an_update_of_a_display_is_cut_to_a_cells_bound():
-    """display(..., display_id=...) then update_display with 10 MiB of HTML: the output shown
-    keeps a cell's bound of it."""
-    client = _client()
-    cell = new_code_cell("")
-    client.nb = new_notebook(cells=[cell])
-    shown = _message("display_data", data={"text/html": "<p>0</p>"}, metadata={},
-                     transient={"display_id": "bar"})
-    client.process_message(shown, cell, 0)
-    update = _message("update_display_data", data={"text/html": "x" * (10 * MIB)}, metadata={},
-                      transient={"display_id": "bar"})
-    client.process_message(update, cell, 0)
-    assert len(cell.outputs) == 1 and len(cell.outputs[0].data["text/html"]) == CELL_OUTPUT_LIMIT
-
-
-def test_autograde_runs_the_bounded_execute_in_place_of_nbgraders():
+def test_autograde_writes_the_verdicts_outputs_in_place_of_running_a_kernel(tmp_path):
     names = runner.autograde_preprocessors()
-    assert names[0] == "tinyk.grading.bounded_execute.BoundedExecute"
+    assert "tinyk.grading.shown_outputs.VerdictOutputs" in names
     assert "nbgrader.preprocessors.execute.Execute" not in names
     assert "nbgrader.preprocessors.saveautogrades.SaveAutoGrades" in names  # the rest as nbgrader has it
-    cmd, _ = runner._command(["autograde", "chapter05"], runner.Path("/course"), None, None)
+    cmd, _ = runner._command(["autograde", "chapter05"], runner.Path("/course"))
     assert [a.split("=", 1)[1] for a in cmd if a.startswith("--Autograde.autograde_preprocessors=")] == names
-    cmd, _ = runner._command(["generate_feedback", "chapter05"], runner.Path("/course"), None, None)
+    cmd, _ = runner._command(["generate_feedback", "chapter05"], runner.Path("/course"))
     assert not any(a.startswith("--Autograde.") for a in cmd)
+
+    test = new_code_cell("assert True", metadata={"nbgrader": {"grade": True, "solution": False,
+                                                                "grade_id": "a_test", "points": 1}})
+    cells = [new_code_cell("import math", outputs=[{"output_type": "stream", "name": "stdout",
+                                                    "text": "the student's saved output"}]),
+             new_code_cell("print(1)"), test, new_code_cell("# skipped when grading"), new_code_cell("after")]
+    ran = [["import math", []], ["print(1)", [{"output_type": "stream", "name": "stdout", "text": "1\n"}]],
+           ["figure()", [{"output_type": "stream", "name": "stdout", "text": "drawn"}]]]
+    shown = tmp_path / "outputs.json"
+    shown.write_text(json.dumps({"drill": {"cells": ran, "tests": {"a_test": outputs_of_test(
+        _verdict("test: AssertionError: no", 1), "assert True")}}}))
+    resources = {"nbgrader": {"notebook": "drill"}}
+    nb, _ = VerdictOutputs(path=str(shown)).preprocess(new_notebook(cells=cells), resources)
+    assert [c.outputs for c in nb.cells] == [
+        [], [{"output_type": "stream", "name": "stdout", "text": "1\n"}],
+        [{"output_type": "error", "ename": "AssertionError", "evalue": "no",
+          "traceback": ["AssertionError: no"]}],
+        [], []]  # a cell emptied for grading, or one after the last test, shows nothing
+    assert [c.execution_count for c in nb.cells] == [1, 2, None, None, None]
 
 
 def test_a_log_keeps_its_first_and_last_bytes_and_never_blocks_its_writer():

@@ -37,10 +37,10 @@ PAGE = ROOT / "book" / "instructors.md"
 HEADING = "## One class, start to finish"
 # The section's code blocks, in order: each command, then what it prints; after the grade,
 # a row of grades.csv; after the export, canvas.csv; before the last grade, the edited line.
-LAYOUT = ["bash", "bash", "text", "text", "bash", "text", "bash", "text", "bash", "text", "text", "bash",
-          "text", "python", "bash", "text"]
-# the second grade: the answers alone; the last: after the edit
-COMMANDS = ["release", "grade", "grade", "report", "export", "similarity", "grade"]
+LAYOUT = ["bash", "bash", "text", "text", "bash", "text", "bash", "text", "text", "bash", "text", "python",
+          "bash", "text"]
+# the last grade: after the edit
+COMMANDS = ["release", "grade", "report", "export", "similarity", "grade"]
 # Release is not run here: it runs nbgrader's generate_assignment, as grading does, and
 # test_grading.py releases every chapter notebook and checks that no hidden test is left.
 RUN = COMMANDS[1:]
@@ -129,10 +129,10 @@ def walkthrough(tmp_path_factory) -> Walkthrough:
     commands = [text.strip() for lang, text in blocks if lang == "bash"][1:]
     edited = _edited_checkout(base, next(text for lang, text in blocks if lang == "python"))
     printed, graded, first = [], ([], []), ""
-    real = class_batch.grade_student
+    real = class_batch.grade_answers
     here = Path.cwd()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(class_batch, "grade_student",
+        patch.setattr(class_batch, "grade_answers",
                       lambda name, *a: graded[bool(first)].append(name) or real(name, *a))
         os.chdir(work)
         try:
@@ -170,7 +170,7 @@ def test_the_example_class_is_five_folders_a_roster_and_one_notebook():
 def test_each_command_prints_what_the_page_shows(walkthrough):
     assert [shlex.split(c)[3] for c in walkthrough.commands] == RUN
     shown = [text.strip().splitlines() for lang, text in _blocks() if lang == "text"]
-    outputs = [shown[0], shown[2], shown[3], shown[4], shown[6], shown[7]]  # a command's, not a file's
+    outputs = [shown[0], shown[2], shown[3], shown[5], shown[6]]  # a command's, not a file's
     assert len(walkthrough.commands) == len(walkthrough.printed) == len(outputs) == len(RUN)
     for command, (code, lines), expected in zip(walkthrough.commands, walkthrough.printed, outputs,
                                                 strict=True):
@@ -238,25 +238,13 @@ def test_the_report_exports_and_similarity_say_what_the_page_says(walkthrough):
     row = r"05_3_rope</th><td>5 \(100%\)</td><td>1 \(20%\)</td><td>0 \(0%\)</td><td>1 \(20%\)</td>"
     assert re.search(row, page)
     assert page.count("<figure>") == 4  # a chart per exercise
-    canvas = [text.strip().splitlines() for lang, text in _blocks() if lang == "text"][5]
+    canvas = [text.strip().splitlines() for lang, text in _blocks() if lang == "text"][4]
     assert (work / "canvas.csv").read_text(encoding="utf-8").splitlines() == canvas
     pairs = [PAIR.match(line).groups() for line in printed[RUN.index("similarity")][1] if PAIR.match(line)]
     ada = [int(s) for _, a, b, *shares in pairs if "ada" in (a, b) for s in shares]
     assert ada and all(65 <= s <= 75 for s in ada)  # "about 70%"
     above = [{a, b} for _, a, b, share_a, share_b in pairs if max(int(share_a), int(share_b)) >= 90]
     assert above == [{"ben", "cleo"}]  # what --threshold 0.9 would list
-
-
-@SLOW
-def test_the_answers_alone_give_every_row_its_points_and_status(walkthrough):
-    """"Every row of answers.csv has the points and the status of the same row of grades.csv."""
-    command = next(c for c in walkthrough.commands if "--answers-only" in shlex.split(c))
-    assert parser().parse_args(shlex.split(command)[3:]).out == Path("answers.csv")
-    alone = _rows((walkthrough.work / "answers.csv").read_text(encoding="utf-8"))
-    first = _rows(walkthrough.first)
-    assert alone.keys() == first.keys() and len(alone) == 20
-    assert {k: (r["points"], r["status"]) for k, r in alone.items()} == {
-        k: (r["points"], r["status"]) for k, r in first.items()}
 
 
 @SLOW

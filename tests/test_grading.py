@@ -20,20 +20,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import processes_left, processes_running
+from tests.helpers import processes_left
 from tests.optional import need
 from tinyk import grading
 from tinyk.course import ROOT, notebook_paths
 from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN, book_version, nbgrader, source_text
 from tinyk.grading import batch as class_batch
-from tinyk.grading import runner
 
 # The tests that share the prepared assignment and graded batch run on one xdist worker
 # (make's `--dist loadgroup`), so the batch is graded once, not once per worker. The
 # fixtures are session-scoped: a worker that runs another module's test in between keeps
 # them (a module-scoped fixture was torn down there and graded the batch a second time).
 SHARED_BATCH = pytest.mark.xdist_group("grading-batch")
-pytestmark = pytest.mark.slow  # nbgrader starts a kernel per notebook graded
+pytestmark = pytest.mark.slow  # the verdict starts a learner's process per student
 
 SOLUTION_A = "def double(x):\n    return 2 * x"
 SOLUTION_B = "def shout(word):\n    return word.upper() + '!'"
@@ -187,11 +186,10 @@ CASES = {
                             {"a_test": (0, "memory-limit"), "b_test": (1, "tests-modified")}),
     "huge_output": (lambda r: _answer(r, "for i in range(20_000):\n    print('x' * 100)\n" + SOLUTION_A,
                                       SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
-    # 20 MiB printed, half of it written to the kernel's file descriptor (which ipykernel echoes to
-    # nbgrader's stdout): the kernel's run keeps a few MiB of it (tinyk.grading.bounded_execute),
-    # nbgrader's log 1 MiB (runner.BoundedLog), the verdict's the first 64 KiB
+    # 200 MiB printed, half of it written to the process's file descriptor: the cell keeps its
+    # first 4 MiB (tinyk.cell_outputs), the learner's stderr its first 64 KiB
     # (tinyk.answer_server); the honest answer keeps its points
-    "print_flood": (lambda r: _answer(r, "import os\nchunk = 'x' * 2**20\nfor i in range(10):\n"
+    "print_flood": (lambda r: _answer(r, "import os\nchunk = 'x' * 2**20\nfor i in range(100):\n"
                                          "    print(chunk)\n    os.write(1, chunk.encode())\n" + SOLUTION_A,
                                       SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
     "eq_always_true": (lambda r: _answer(r, "class Liar:\n    def __eq__(self, other):\n        return True\n"
@@ -228,7 +226,7 @@ def _own_cell_before(grade_id: str, source: str):
 
 
 # Notebook code as students write it, which runs in Jupyter and passes the visible test there:
-# each keeps its points in both modes (the verdict runs the notebook's cells as a kernel does).
+# each keeps its points (the verdict runs the notebook's cells as a kernel does).
 CASES.update({
     "earlier_import": (lambda r: _answer(r, "def double(x):\n    return int(math.fsum([x, x]))",
                                          SOLUTION_B, _own_cell_before("a_solution", "import math")),
@@ -353,8 +351,8 @@ def test_rerun_resumes_and_reproduces_the_gradebook(batch, monkeypatch):
     (base / "grades.csv.parts" / "wrong_answer.json").unlink()  # as if interrupted before it finished
     out.unlink()
     graded = []
-    real = class_batch.grade_student
-    monkeypatch.setattr(class_batch, "grade_student", lambda name, *a: graded.append(name) or real(name, *a))
+    real = class_batch.grade_answers
+    monkeypatch.setattr(class_batch, "grade_answers", lambda name, *a: graded.append(name) or real(name, *a))
     grading.grade(subs, out, notebooks, limits=limits, jobs=2, progress=False)
     assert out.read_text() == first
     assert graded == ["wrong_answer"]  # only the missing student was graded again
@@ -381,7 +379,7 @@ def test_an_edited_test_regrades_only_its_exercise(batch, tmp_path, monkeypatch,
         shutil.copy(base / "grades.csv.parts" / f"{name}.json", parts)
     out = tmp_path / "grades.csv"
     graded = []
-    monkeypatch.setattr(class_batch, "grade_student", lambda name, *a: graded.append(name))
+    monkeypatch.setattr(class_batch, "grade_answers", lambda name, *a: graded.append(name))
     grading.grade(mine, out, [source], limits=limits, jobs=2, progress=False)
     assert graded == [], "the copied students are graded already"
     before = _table(out)
@@ -429,7 +427,7 @@ def test_a_regrade_keeps_to_the_total_time_limit(assignment, tmp_path, monkeypat
             "        time.sleep(3)\n    return word.upper() + '!'")
     (tmp_path / "subs" / "stalls").mkdir(parents=True)
     (tmp_path / "subs" / "stalls" / "drill.ipynb").write_text(json.dumps(_answer(release, SOLUTION_A, slow)))
-    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384, answers_only=True)
+    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
     out = tmp_path / "grades.csv"
     grading.grade(tmp_path / "subs", out, [source], limits=limits, jobs=1, progress=False)
     first = {k: v["points"] for k, v in _table(out).items()}
@@ -453,8 +451,8 @@ def test_shards_merge_into_the_csv_of_a_single_run(batch, monkeypatch):
     base, subs, notebooks, limits, _, _ = batch
     single = (base / "grades.csv").read_text()
     graded, regrade = [], []
-    real = class_batch.grade_student
-    monkeypatch.setattr(class_batch, "grade_student", lambda name, *a: graded.append(name) or real(name, *a))
+    real = class_batch.grade_answers
+    monkeypatch.setattr(class_batch, "grade_answers", lambda name, *a: graded.append(name) or real(name, *a))
     quick = ["solution", "wrong_answer", "hard_coded", "exception", "correct_other_code", "untouched_release",
              "sys_exit", "eq_always_true", "deleted_test"]
     shards = []
@@ -473,52 +471,10 @@ def test_shards_merge_into_the_csv_of_a_single_run(batch, monkeypatch):
     assert (base / "merged.csv").read_text() == single
 
 
-# --answers-only: the verdict alone, no notebook run in nbgrader's kernels. Every case gets the
-# points and status it gets with the kernels' run: the verdict runs the notebook's cells as a
-# kernel does, and an answer cell that ends its process ends the notebook's run, as a kernel's death.
-ANSWERS_ONLY = pytest.mark.xdist_group("answers-batch")
-ANSWERS_ONLY_CASES = {student: expected for student, (_, expected) in CASES.items()}
-
-
-@pytest.fixture(scope="session")
-def answers_batch(assignment):
-    """The batch's submissions graded with ``answers_only``, with the same limits; nbgrader's
-    autograde must not run (it raises here)."""
-    from unittest import mock
-
-    base, notebooks, release = assignment
-    subs = base / "answers-submissions"
-    for student, (make, _) in CASES.items():
-        (subs / student).mkdir(parents=True)
-        (subs / student / "drill.ipynb").write_text(json.dumps(make(release)))
-    for student, data in RAW.items():
-        (subs / student).mkdir()
-        (subs / student / "drill.ipynb").write_bytes(data)
-    (subs / "no_file").mkdir()
-    shutil.copy(subs / "solution" / "drill.ipynb", subs / "single_file.ipynb")
-    limits = grading.Limits(cell_timeout=5, total_timeout=600, memory_mb=16384, answers_only=True)
-    kernels = mock.Mock(side_effect=AssertionError("a notebook ran in nbgrader's kernel"))
-    with mock.patch("tinyk.grading.student.autograde", kernels):
-        grading.grade(subs, base / "answers.csv", notebooks, limits=limits, jobs=2, progress=False)
-    assert kernels.call_count == 0
-    return base, subs, notebooks, limits
-
-
-@ANSWERS_ONLY
-@pytest.mark.parametrize("student", sorted(ANSWERS_ONLY_CASES))
-def test_answers_only_gives_each_submission_its_points_and_status(answers_batch, student):
-    base, *_ = answers_batch
-    table = _table(base / "answers.csv")
-    assert set(ANSWERS_ONLY_CASES[student]) == {"a_test", "b_test"}
-    for exercise, (points, status) in ANSWERS_ONLY_CASES[student].items():
-        row = table[(student, exercise)]
-        assert (float(row["points"]), row["status"]) == (points, status), row
-
-
-@ANSWERS_ONLY
-def test_answers_only_names_each_reason_and_checks_every_submission(answers_batch):
-    base, subs, *_ = answers_batch
-    table = _table(base / "answers.csv")
+@SHARED_BATCH
+def test_each_reason_is_named_and_every_submission_checked(batch):
+    base, subs, *_ = batch
+    table = _table(base / "grades.csv")
     students = {p.stem if p.is_file() else p.name for p in subs.iterdir()}
     assert {s for s, _ in table} == students and len(table) == 2 * len(students)
     judged = [r for r in table.values() if r["status"] in ("ok", "timeout", "memory-limit", "tests-modified")]
@@ -539,18 +495,17 @@ def test_answers_only_names_each_reason_and_checks_every_submission(answers_batc
     assert "restored from the release: a_test edited" in table["edited_test", "a_test"]["detail"]
 
 
-@ANSWERS_ONLY
-def test_answers_only_stops_at_the_total_time_limit_and_switching_mode_grades_again(assignment, tmp_path):
+def test_the_total_time_limit_stops_the_notebook_and_other_limits_grade_again(assignment, tmp_path):
     """Two answers that never return, with a total time limit under the per-cell timeout: the
     first is cut at the total limit, the second never starts, both are timeouts that say so.
-    The run's part keeps the mode: the same files graded with the kernels are graded again."""
+    The run's part keeps the limits: the same files graded with others are graded again."""
     _, notebooks, release = assignment
     loops = tmp_path / "subs" / "loops"
     loops.mkdir(parents=True)
     (loops / "drill.ipynb").write_text(json.dumps(_answer(release, "while True:\n    pass",
                                                           "while True:\n    pass")))
     out = tmp_path / "grades.csv"
-    short = grading.Limits(cell_timeout=60, total_timeout=1, memory_mb=16384, answers_only=True)
+    short = grading.Limits(cell_timeout=60, total_timeout=1, memory_mb=16384)
     grading.grade(loops.parent, out, notebooks, limits=short, jobs=1, progress=False)
     for exercise in ("a_test", "b_test"):
         row = _table(out)["loops", exercise]
@@ -558,9 +513,9 @@ def test_answers_only_stops_at_the_total_time_limit_and_switching_mode_grades_ag
         assert row["detail"] == ("graded outside the notebook: answer: the submission ran past its "
                                  "total time limit (1 s)"), row
     graded = []
-    real = class_batch.grade_student
+    real = class_batch.grade_answers
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(class_batch, "grade_student", lambda name, *a: graded.append(name) or real(name, *a))
+        patch.setattr(class_batch, "grade_answers", lambda name, *a: graded.append(name) or real(name, *a))
         grading.grade(loops.parent, out, notebooks, limits=grading.Limits(cell_timeout=1, memory_mb=16384),
                       jobs=1, progress=False)
     assert graded == ["loops"]
@@ -594,8 +549,7 @@ def _unflagged(nb: dict) -> None:
 
 @pytest.fixture(scope="session")
 def guarded_batch(assignment):
-    """Every file the grader must not read, and two honest students, graded with
-    ``answers_only`` (the same checks before grading as a kernel's run, no kernel started)."""
+    """Every file the grader must not read, and two honest students, graded."""
     from nbformat import v4
 
     from tinyk.roster import MAX_NOTEBOOK_BYTES, student_id
@@ -621,7 +575,7 @@ def guarded_batch(assignment):
     (subs / "folder" / "drill.ipynb").mkdir()
     with (subs / "huge" / "drill.ipynb").open("wb") as f:  # sparse: no disk, and never read
         f.truncate(MAX_NOTEBOOK_BYTES + 1)
-    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384, answers_only=True)
+    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
     rows = grading.grade(subs, base / "guarded.csv", notebooks, limits=limits, jobs=2, progress=False)
     return base, subs, {(r.student, r.exercise): r for r in rows}
 
@@ -642,7 +596,7 @@ GUARDED = {  # student -> (status, the detail's start) of both rows
 }
 
 
-@ANSWERS_ONLY
+@pytest.mark.xdist_group("guarded-batch")
 def test_files_the_grader_must_not_read_are_named_and_honest_rows_stay_intact(guarded_batch):
     _, subs, rows = guarded_batch
     for student in ("ana", "ben", "old"):  # honest, and an nbformat 3 notebook upgraded by nbformat
@@ -664,7 +618,7 @@ def test_files_the_grader_must_not_read_are_named_and_honest_rows_stay_intact(gu
     assert {s for s, _ in rows} == students and len(rows) == 2 * len(students)  # every student, once
 
 
-@ANSWERS_ONLY
+@pytest.mark.xdist_group("guarded-batch")
 def test_similarity_compares_an_old_and_an_unflagged_copy_and_follows_no_link(guarded_batch):
     """The nbformat 3 copy and the copy whose answer cell lost its metadata are both paired
     with the answer they copied (and with each other); the honest independent answer is not;
@@ -686,9 +640,20 @@ def test_similarity_compares_an_old_and_an_unflagged_copy_and_follows_no_link(gu
     assert len(skipped) == 8, skipped
 
 
-def test_answers_only_is_refused_with_cold_kernels(capsys):
-    assert grading.main(["grade", "subs", "--out", "g.csv", "--answers-only", "--cold-kernels"]) == 2
-    assert "with --answers-only no kernel starts" in capsys.readouterr().err
+def test_the_old_mode_switches_change_nothing_and_say_so(monkeypatch, capsys):
+    """``--answers-only`` and ``--cold-kernels``, from earlier command lines, grade exactly as
+    without them (the same limits, the same call), and say that they have no effect."""
+    from tinyk.grading import cli
+
+    calls = []
+    monkeypatch.setattr(cli, "grade", lambda *args, **kwargs: calls.append((args, kwargs)) or [])
+    base = ["--source", str(ROOT / "notebooks"), "grade", "subs", "--out", "g.csv"]
+    assert grading.main(base) == 0 and capsys.readouterr().err == ""
+    assert grading.main([*base, "--answers-only", "--cold-kernels"]) == 0
+    said = capsys.readouterr().err
+    assert len(calls) == 2 and calls[0] == calls[1], calls
+    for flag in ("--answers-only", "--cold-kernels"):
+        assert f"{flag} has no effect: grading runs each notebook once" in said
 
 
 def test_a_prepared_course_is_stamped_with_nbgraders_own_schema_version(tmp_path):
@@ -814,7 +779,14 @@ def _hostile(release: dict) -> dict:
 
 @pytest.fixture(scope="session")
 def feedback_run(assignment, tmp_path_factory):
-    """The feedback of four students, the spy also :func:`_hostile`; their notebooks too."""
+    """The feedback of four students, the spy also :func:`_hostile`; their notebooks too; and
+    what stock nbgrader reads of each student's course as it renders the page: the scores
+    through its own gradebook API, and the autograded notebook."""
+    from nbgrader.api import Gradebook
+
+    from tinyk.grading import student_feedback
+    from tinyk.grading.chapter import ASSIGNMENT
+
     _, notebooks, release = assignment
     students = {"warns": _answer(release, WARNS, SOLUTION_B),  # a right answer that warns
                 "hard_coded": _answer(release, "def double(x):\n    return 4", SOLUTION_B),
@@ -826,27 +798,76 @@ def feedback_run(assignment, tmp_path_factory):
         (subs / name).mkdir(parents=True)
         (subs / name / "drill.ipynb").write_text(json.dumps(nb))
     limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
-    grading.feedback(subs, tmp_path / "feedback", notebooks, limits=limits)
-    return tmp_path / "feedback", students
+    read: dict[str, tuple[dict, dict]] = {}
+    real = student_feedback.run_nbgrader
+
+    def reading(args, course, *rest):  # generate_feedback's run, on the course autograde wrote
+        sid = next(a.split("=", 1)[1] for a in args if a.startswith("--student="))
+        with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+            graded = gradebook.find_submission_notebook("drill", ASSIGNMENT, sid)
+            scores = {grade.name: grade.score for grade in graded.grades}
+        read[sid] = scores, json.loads((course / "autograded" / sid / ASSIGNMENT / "drill.ipynb").read_text())
+        return real(args, course, *rest)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(student_feedback, "run_nbgrader", reading)
+        grading.feedback(subs, tmp_path / "feedback", notebooks, limits=limits)
+    return tmp_path / "feedback", students, read
 
 
 @SHARED_BATCH
 def test_feedback_shows_points_and_outputs_but_no_hidden_test(assignment, feedback_run):
-    """Each student's feedback shows the visible tests, their outputs and the points; no
-    hidden line, not even in what the student's code printed from the kernel's history."""
+    """Each student's feedback shows the visible tests, the outputs of the verdict's run and
+    the points; no hidden line, nor anything the student's code printed while a test called
+    it (which the spy prints: the cell it is called from)."""
     _, notebooks, _ = assignment
-    out, students = feedback_run
+    out, students, _ = feedback_run
     source = json.loads(notebooks[0].read_text())
     assert len(_hidden_lines(source)) == 4
     pages = {name: _page_text(out / name / "drill.html") for name in students}
     leaks = {name: _hidden_in(page, source, students[name]) for name, page in pages.items()}
     assert not any(leaks.values()), leaks
     assert "Score: 3.0 / 3.0" in pages["warns"] and "hidden test failed" not in pages["warns"]
-    assert "UserWarning: from the call" in pages["warns"]
+    assert "UserWarning: from the answer cell" in pages["warns"]
+    assert "UserWarning: from the call" not in pages["warns"]
     assert "A hidden test failed: 0 of 2 points." in pages["hard_coded"]
     assert "AssertionError" in pages["wrong_answer"] and "hidden test failed" not in pages["wrong_answer"]
-    # the spy printed the test cell it was called from, as the kernel had it: visible tests only
-    assert "called from got = double(2)" in pages["spy"] and "the answer cell sees" in pages["spy"]
+    # the spy's answer cell printed; its prints from the test's calls stay in the grader's log
+    assert "the answer cell sees" in pages["spy"] and "called from got" not in pages["spy"]
+
+
+def _outputs(nb: dict, grade_id: str) -> list[dict]:
+    """The outputs of a cell of a notebook as written on disk, each stream's text joined."""
+    found = next(c["outputs"] for c in nb["cells"] if nbgrader(c).get("grade_id") == grade_id)
+    return [{**o, "text": "".join(o["text"])} if "text" in o else o for o in found]
+
+
+@SHARED_BATCH
+def test_the_autograded_notebook_holds_the_verdicts_outputs_and_nbgrader_reads_its_gradebook(feedback_run):
+    """The course the feedback renders is stock nbgrader's: its gradebook API gives each
+    student's points (the verdict's), and the autograded notebook holds what the student's
+    cells showed in the verdict's one run (prints, a warning on stderr, displays), a test
+    cell the error of a visible test and nothing for a hidden one."""
+    _, students, read = feedback_run
+    assert sorted(read) == sorted(students)
+    scores = {sid: found for sid, (found, _) in read.items()}
+    assert scores == {"warns": {"a_test": 2.0, "b_test": 1.0}, "spy": {"a_test": 0.0, "b_test": 1.0},
+                      "hard_coded": {"a_test": 0.0, "b_test": 1.0},
+                      "wrong_answer": {"a_test": 0.0, "b_test": 1.0}}, scores
+    spy = read["spy"][1]
+    shown = _outputs(spy, "a_solution")
+    assert [o["output_type"] for o in shown].count("display_data") >= 9, shown
+    assert any("the answer cell sees" in o.get("text", "") for o in shown if o["output_type"] == "stream")
+    assert [o["output_type"] for o in _outputs(spy, "b_solution")] == ["stream"], _outputs(spy, "b_solution")
+    warned = _outputs(read["warns"][1], "a_solution")
+    assert [(o["name"], "UserWarning: from the answer cell" in o["text"]) for o in warned] == [
+        ("stderr", True)], warned
+    failed = _outputs(read["wrong_answer"][1], "a_test")
+    assert [(o["output_type"], o["ename"]) for o in failed] == [("error", "AssertionError")], failed
+    # its hidden test failed: nothing of it shown, only the feedback's note of the points
+    assert [o["data"]["text/plain"] for o in _outputs(read["hard_coded"][1], "a_test")] == [
+        ["A hidden test failed: 0 of 2 points."]]
+    assert _outputs(read["warns"][1], "a_test") == []
 
 
 class _Elements(html.parser.HTMLParser):
@@ -874,7 +895,7 @@ def test_feedback_runs_nothing_a_student_displayed_or_wrote(feedback_run):
     page keeps nbgrader's styles."""
     from tinyk.inert import CSP, page_problems
 
-    out, students = feedback_run
+    out, students, _ = feedback_run
     assert sorted(students) == ["hard_coded", "spy", "warns", "wrong_answer"]
     for name in students:
         page = (out / name / "drill.html").read_text(encoding="utf-8")
@@ -960,26 +981,6 @@ def _stripped_lines(nb: dict) -> set[str]:
 MARKER = ["sleep", f"3011.{os.getpid()}"]
 
 
-@pytest.fixture
-def stopped_on_signal(monkeypatch):
-    """The slow student's run ends as if past the total limit, but on an event, not a clock:
-    once the process its code starts is running. The others wait on the real clock, whose
-    600 s limit is far beyond what they need. Returns the list of markers seen."""
-    seen: list[int] = []
-    real = runner.communicate
-
-    def communicate(proc, timeout):
-        if "autograde" in proc.args and "--student=slow_student" in proc.args:
-            while proc.poll() is None and not seen:
-                seen.extend(processes_running(MARKER))
-                time.sleep(0.1)
-            raise subprocess.TimeoutExpired(proc.args, timeout)
-        return real(proc, timeout)
-
-    monkeypatch.setattr(runner, "communicate", communicate)
-    return seen
-
-
 @pytest.fixture(scope="session")
 def slow_batch(assignment, tmp_path_factory):
     """A correct submission, and one that starts a background process and never finishes."""
@@ -993,26 +994,36 @@ def slow_batch(assignment, tmp_path_factory):
     return subs, notebooks, grading.Limits(cell_timeout=600, total_timeout=600, memory_mb=16384)
 
 
+@pytest.fixture
+def short_total(monkeypatch):
+    """A student's total time limit of 5 s (the honest student's cells take a fraction of a
+    second of it; the slow one's would take 3,000 s)."""
+    from tinyk.grading import answers_only
+
+    monkeypatch.setattr(answers_only, "total_limit", lambda limits, notebooks: 5)
+
+
+PAST = "graded outside the notebook: answer: the submission ran past its total time limit"
+
+
 @SHARED_BATCH
-def test_total_time_limit_leaves_nothing_of_the_submission_running(slow_batch, stopped_on_signal):
+def test_total_time_limit_leaves_nothing_of_the_submission_running(slow_batch, short_total):
     subs, notebooks, limits = slow_batch
     rows = grading.grade(subs, subs.parent / "grades.csv", notebooks, limits=limits, jobs=2, progress=False)
-    assert stopped_on_signal  # the submission's background process was running when time ran out
-    assert processes_left(MARKER) == []  # neither the kernel nor the process it started is left
+    assert processes_left(MARKER) == []  # neither the learner's process nor the one it started is left
     slow = [r for r in rows if r.student == "slow_student"]
     assert {(r.status, r.points) for r in slow} == {("timeout", 0.0)}
-    assert "ran past 600 s" in slow[0].detail
+    assert slow[0].detail.startswith(PAST), slow[0]
     assert sum(r.points for r in rows if r.student == "prompt_one") == 3
 
 
 @SHARED_BATCH
-def test_feedback_survives_a_submission_past_the_time_limit(slow_batch, stopped_on_signal):
+def test_feedback_survives_a_submission_past_the_time_limit(slow_batch, short_total):
     subs, notebooks, limits = slow_batch
     out = subs.parent / "feedback"
     grading.feedback(subs, out, notebooks, limits=limits)
-    assert stopped_on_signal
-    assert list((out / "prompt_one").glob("*.html"))
-    assert not (out / "slow_student").exists()
+    assert "Score: 3.0 / 3.0" in _page_text(out / "prompt_one" / "drill.html")
+    assert "timeout: " in _page_text(out / "slow_student" / "drill.html")  # its rows' status, said
     assert processes_left(MARKER) == []
 
 
@@ -1026,28 +1037,25 @@ def test_the_total_time_limit_runs_on_the_clock(assignment, tmp_path):
     limits = grading.Limits(cell_timeout=10**6, total_timeout=5, memory_mb=16384)
     subs = tmp_path / "subs"
     rows = grading.grade(subs, tmp_path / "grades.csv", notebooks, limits=limits, jobs=1, progress=False)
-    assert {(r.status, r.points, r.detail) for r in rows} == {("timeout", 0.0, "submission ran past 5 s")}
+    assert {(r.status, r.points, r.detail) for r in rows} == {("timeout", 0.0, f"{PAST} (5 s)")}
 
 
 def test_the_verdict_keeps_to_the_total_time_limit(assignment, tmp_path, monkeypatch):
-    """An answer that is slow only outside nbgrader's kernel (in the verdict's run) and
-    stays under the per-cell timeout at each call: the verdict ends at the student's total time
-    limit (1 s here, for the verdict alone) and says so, where each of the test's four calls
+    """An answer that stays under the per-cell timeout at each call: the verdict ends at the
+    student's total time limit (1 s here) and says so, where each of the test's four calls
     would otherwise have taken its 3 s."""
-    from tinyk.grading import scoring
+    from tinyk.grading import answers_only
 
     _, notebooks, release = assignment
-    slow = ("import time\ndef double(x):\n    if 'ZMQ' not in type(get_ipython()).__name__:\n"
-            "        time.sleep(3)\n    return 2 * x")
+    slow = "import time\ndef double(x):\n    time.sleep(3)\n    return 2 * x"
     (tmp_path / "subs" / "stalls").mkdir(parents=True)
     (tmp_path / "subs" / "stalls" / "drill.ipynb").write_text(json.dumps(_answer(release, slow, SOLUTION_B)))
-    monkeypatch.setattr(scoring, "total_limit", lambda limits, notebooks: 1)
+    monkeypatch.setattr(answers_only, "total_limit", lambda limits, notebooks: 1)
     limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
     rows = {r.exercise: r for r in grading.grade(tmp_path / "subs", tmp_path / "grades.csv", notebooks,
                                                  limits=limits, jobs=1, progress=False)}
-    past = "graded outside the notebook: answer: the submission ran past its total time limit (1 s)"
     for exercise in ("a_test", "b_test"):  # b: after the limit, as in a kernel's run past it
-        assert rows[exercise].points == 0 and rows[exercise].detail.startswith(past), rows[exercise]
+        assert rows[exercise].points == 0 and rows[exercise].detail.startswith(PAST), rows[exercise]
 
 
 def test_the_grading_threads_parse_python_one_tree_at_a_time(assignment, tmp_path, monkeypatch):
@@ -1091,7 +1099,7 @@ def test_the_grading_threads_parse_python_one_tree_at_a_time(assignment, tmp_pat
         return []
 
     monkeypatch.setattr(ast, "compile", builds_a_tree, raising=False)
-    monkeypatch.setattr(class_batch, "grade_student", grade_student)
+    monkeypatch.setattr(class_batch, "grade_answers", grade_student)
     guarded: list[bool] = []
     grading.grade(subs, tmp_path / "g.csv", notebooks, jobs=2, progress=False, sandbox=False)
     assert guarded == [True, True] and state["most"] == 1 and ast.parse is real_parse
@@ -1121,11 +1129,14 @@ def test_overlapping_guards_put_back_ast_parse_when_the_last_one_ends():
     assert ast.parse is real_parse
 
 
-def test_no_hidden_test_runs_in_the_students_kernel(assignment, tmp_path, monkeypatch):
-    """nbgrader's kernels run the course made from the released notebooks: a student whose
-    ``pre_run_cell`` hook prints every cell it is given sees the visible tests only. The hidden
-    tests run in the verdict, in the grader's process, and still decide the points."""
-    from tinyk.grading.chapter import ASSIGNMENT
+def test_no_hidden_test_reaches_the_students_process(assignment, tmp_path, monkeypatch):
+    """The learner's process is sent the notebook's cells but never a test cell: a student
+    whose ``pre_run_cell`` hook prints every cell it is given sees none of them, and no request
+    holds a line of a hidden test. The hidden tests run in the grader's process and still
+    decide the points."""
+    import pickle
+
+    from tinyk.answer_server import AnswerServer
 
     _, notebooks, release = assignment
     hook = "get_ipython().events.register('pre_run_cell', lambda info: print(info.raw_cell))\n"
@@ -1133,18 +1144,18 @@ def test_no_hidden_test_runs_in_the_students_kernel(assignment, tmp_path, monkey
     (tmp_path / "subs" / "hooked" / "drill.ipynb").write_text(
         json.dumps(_answer(release, hook + "def double(x):\n    return 2 * x if x == 2 else 0", SOLUTION_B)))
     hidden = _hidden_lines(json.loads(notebooks[0].read_text()))
-    seen: list[str] = []
-    real = class_batch.grade_student
+    sent: list[str] = []
+    real = AnswerServer.send
 
-    def spy(name, entry, notebooks, template, *rest):  # what nbgrader's kernels are given to run
-        seen.extend(source_text(c) for path in (template / "source" / ASSIGNMENT).glob("*.ipynb")
-                    for c in json.loads(path.read_text())["cells"])
-        return real(name, entry, notebooks, template, *rest)
+    def send(self, request):  # everything the learner's process is given
+        sent.append(repr(pickle.loads(pickle.dumps(request))))
+        return real(self, request)
 
-    monkeypatch.setattr(class_batch, "grade_student", spy)
+    monkeypatch.setattr(AnswerServer, "send", send)
     limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
     rows = {r.exercise: r for r in grading.grade(tmp_path / "subs", tmp_path / "grades.csv", notebooks,
                                                  limits=limits, jobs=1, progress=False)}
-    assert hidden and seen and not [line for line in hidden if any(line in text for text in seen)]
+    assert hidden and any("pre_run_cell" in text for text in sent)
+    assert not [line for line in hidden if any(line in text for text in sent)]
     assert (rows["a_test"].points, rows["b_test"].points) == (0, 1)  # the hidden test still failed it
     assert "graded outside the notebook" in rows["a_test"].detail, rows["a_test"]

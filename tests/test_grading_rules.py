@@ -25,54 +25,35 @@ def _meta(gid: str, grade: bool) -> dict:
                          "schema_version": 3, **({"points": 1} if grade else {})}}
 
 
-def _executed(errors: dict[str, str] | None = None) -> dict:
-    """An autograded notebook; ``errors`` maps a cell's grade_id to the ename of its error output."""
-    errors = errors or {}
-    cells = []
-    for gid, grade in (("a_solution", False), ("a_test", True), ("b_solution", False), ("b_test", True)):
-        outputs = [{"output_type": "error", "ename": errors[gid], "evalue": "", "traceback": []}] \
-            if gid in errors else []
-        cells.append({"cell_type": "code", "metadata": _meta(gid, grade), "source": "", "outputs": outputs})
-    return {"cells": cells}
-
-
 def _statuses(rows):
     return [(r.exercise, r.points, r.status) for r in rows]
 
 
-def test_a_missing_grade_stays_an_error():
-    """nbgrader recorded no grade: 'error', never read over as 'ok' by the cell check."""
-    rows = rules.rows_for("s", NB, None, None, _executed(), lambda gid: None if gid == "a_test" else 1.0)
-    assert _statuses(rows) == [("a_test", 0.0, "error"), ("b_test", 1.0, "ok")]
-    assert rows[0].detail == "no grade recorded"
+def _verdicts(**found: str) -> dict:
+    """A verdict per exercise of :data:`NB`: passed, or failed with the detail given."""
+    from tinyk.verdict import Verdict
+
+    return {("drill", g): Verdict(g, not found.get(g), found.get(g, "")) for g in ("a_test", "b_test")}
 
 
-def test_modified_tests_still_report_a_timeout_and_a_memory_limit():
+def test_rows_keep_the_checks_findings_and_name_each_limit():
+    from tinyk.grading.answers_only import verdict_rows
+
+    for status in ("missing", "unreadable", "tampering"):  # not graded: no verdict
+        rows = verdict_rows("s", [NB], {"drill": (status, "why")}, {})
+        assert {(r.status, r.points, r.detail) for r in rows} == {(status, 0.0, "why")}
     flag = ("tests-modified", "restored from the release: b_test edited")
-    executed = _executed({"a_solution": "CellTimeoutError", "b_test": "MemoryError"})
-    rows = rules.rows_for("s", NB, flag, None, executed, lambda gid: 0.0)
+    rows = verdict_rows("s", [NB], {"drill": flag}, _verdicts(
+        a_test="answer: TimeoutError: the cell ran past the per-cell time limit (5 s)",
+        b_test="answer: MemoryError: "))
     assert _statuses(rows) == [("a_test", 0.0, "timeout"), ("b_test", 0.0, "memory-limit")]
     assert all("b_test edited" in r.detail for r in rows)  # the modification is not lost either
-
-
-def test_modified_tests_survive_a_failed_run_and_a_clean_one():
-    flag = ("tests-modified", "restored from the release: a_test deleted")
-    died = rules.rows_for("s", NB, flag, ("kernel-died", "the kernel exited"), None, lambda gid: 2.0)
-    assert {(r.status, r.points) for r in died} == {("kernel-died", 0.0)}
-    assert all("a_test deleted" in r.detail for r in died)
-    clean = rules.rows_for("s", NB, flag, None, _executed(), lambda gid: 1.0)
-    assert _statuses(clean) == [("a_test", 1.0, "tests-modified"), ("b_test", 1.0, "tests-modified")]
-
-
-def test_flags_before_grading_are_kept():
-    for status in ("missing", "unreadable", "tampering"):
-        rows = rules.rows_for("s", NB, (status, "why"), ("timeout", "t"), None, lambda gid: 2.0)
-        assert {(r.status, r.points, r.detail) for r in rows} == {(status, 0.0, "why")}
-
-
-def test_an_ok_notebook_names_its_first_error():
-    rows = rules.rows_for("s", NB, None, None, _executed({"a_test": "AssertionError"}), lambda gid: 0.0)
-    assert (rows[0].status, rows[0].detail) == ("ok", "test: AssertionError")
+    rows = verdict_rows("s", [NB], {"drill": flag}, _verdicts())
+    assert _statuses(rows) == [("a_test", 2.0, "tests-modified"), ("b_test", 1.0, "tests-modified")]
+    rows = verdict_rows("s", [NB], {}, _verdicts(a_test="answer: its process exited while a cell ran",
+                                                 b_test="test: AssertionError: got 3"))
+    assert _statuses(rows) == [("a_test", 0.0, "kernel-died"), ("b_test", 0.0, "ok")]
+    assert rows[1].detail == "graded outside the notebook: test: AssertionError: got 3"
 
 
 def test_the_status_enum_is_the_gradebook_strings():
@@ -324,79 +305,10 @@ def test_entries_that_would_be_one_student_are_named_and_set_apart(tmp_path, cap
     assert err.count("are one student to the grader") == 3 and nfc in err
 
 
-def _stream(name: str, text: str) -> dict:
-    return {"output_type": "stream", "name": name, "text": text}
-
-
 def _error(ename: str, evalue: str = "", line: int | None = None) -> dict:
     frame = f"\x1b[36mCell\x1b[39m\x1b[36m \x1b[39m\x1b[32mIn[4]\x1b[39m\x1b[32m, line {line}\x1b[39m\n"
     traceback = [frame] if line else []  # as IPython writes the frame of the cell
     return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": traceback}
-
-
-def _result(text: str) -> dict:
-    return {"output_type": "execute_result", "execution_count": 1, "data": {"text/plain": text},
-            "metadata": {}}
-
-
-def test_output_on_stderr_costs_no_points_and_an_error_still_scores_zero():
-    warned = _stream("stderr", "UserWarning: careful\n")
-    assert rules.points_of_test({"outputs": [warned, _stream("stdout", "ok\n")]}, 2) == 2.0
-    assert rules.points_of_test({"outputs": []}, 2) == 2.0
-    assert rules.points_of_test({"outputs": [warned, _error("AssertionError")]}, 2) == 0.0
-    assert rules.points_of_test({"outputs": [_result("0.5")]}, 2) == 0.5  # nbgrader's partial credit
-    # a result shown before an error does not count: nbgrader stopped at the first of them
-    assert rules.points_of_test({"outputs": [_result("2"), _error("AssertionError")]}, 2) == 0.0
-    assert rules.points_of_test({"outputs": [_result("7")]}, 2) == 0.0  # more than the cell is worth
-
-
-def _one_test(outputs: list[dict], source: str = "") -> dict:
-    cells = [{"cell_type": "code", "metadata": _meta("a_solution", False), "source": "", "outputs": []},
-             {"cell_type": "code", "metadata": _meta("a_test", True), "source": source, "outputs": outputs}]
-    return {"cells": cells}
-
-
-def test_every_lost_point_has_a_reason():
-    hidden = ("got = double(2)\nassert got == 4\n### BEGIN HIDDEN TESTS\nassert double(5) == 10\n"
-              "### END HIDDEN TESTS")
-    cases = {
-        "test: AssertionError (hidden tests, line 4)": _one_test([_error("AssertionError", "", 4)], hidden),
-        "test: AssertionError: got 3 (line 2)": _one_test([_error("AssertionError", "got 3", 2)], hidden),
-        "test: NameError: name 'double' is not defined": _one_test([_error("NameError",
-                                                                           "name 'double' is not defined")]),
-        "test: its result '0' gave 0 of 2 points": _one_test([_result("0")]),
-        "test: scored 0 of 2 with no error shown": _one_test([_stream("stderr", "x")]),
-    }
-    assert len(cases) == 5
-    for reason, executed in cases.items():
-        assert rules.cell_problem(executed, "a_test", 0.0, 2.0) == ("ok", reason)
-    assert rules.cell_problem(_one_test([]), "a_test", 2.0, 2.0) == ("ok", "")
-    # every row of a notebook graded with nothing to show for its points still says why
-    rows = rules.rows_for("s", NB, None, None, _executed(), lambda gid: 0.0)
-    assert all(r.detail for r in rows if r.points < r.max_points), rows
-
-
-def test_a_failed_test_that_names_a_catalogued_mistake_carries_its_id():
-    """The detail of a test that failed with a catalogued mistake's message ends with the
-    mistake's id, found in the whole message (the detail quotes only its start); an error of
-    the answer cell, or a message of no mistake, adds nothing."""
-    from tinyk.mistakes import mistakes_in
-
-    message = "pair (x0, x1) = (1, 0) turns by 1 radian" + "." * 150 + " pair adjacent coordinates"
-    cells = [{"cell_type": "code", "metadata": _meta("ex_05_3_2_solution", False), "source": "",
-              "outputs": []},
-             {"cell_type": "code", "metadata": _meta("ex_05_3_2_test", True), "source": "",
-              "outputs": [_error("AssertionError", message, 1)]}]
-    status, detail = rules.cell_problem({"cells": cells}, "ex_05_3_2_test", 0.0, 3.0)
-    assert status == "ok" and detail.endswith("(line 1); mistake 05.3.2:half-split-pairing"), detail
-    assert mistakes_in(detail) == ["05.3.2:half-split-pairing"]
-    assert mistakes_in(detail + "; restored from the release: ex_05_3_2_test edited") == \
-        ["05.3.2:half-split-pairing"]
-    cells[1]["outputs"] = [_error("AssertionError", "something else", 1)]
-    assert "mistake" not in rules.cell_problem({"cells": cells}, "ex_05_3_2_test", 0.0, 3.0)[1]
-    cells[0]["outputs"] = [_error("NameError", "pair adjacent coordinates")]
-    cells[1]["outputs"] = [_error("AssertionError", message, 1)]
-    assert "mistake" not in rules.cell_problem({"cells": cells}, "ex_05_3_2_test", 0.0, 3.0)[1]
 
 
 def test_feedback_names_the_mistake_by_the_catalogue_never_by_the_detail():
@@ -404,7 +316,7 @@ def test_feedback_names_the_mistake_by_the_catalogue_never_by_the_detail():
     never quotes the detail (a hidden test's message could be in it)."""
     from tinyk.mistakes import by_id
 
-    detail = ("test: AssertionError: secret hidden words (hidden tests, line 9); "
+    detail = ("graded outside the notebook: test: AssertionError: secret hidden words; "
               "mistake 05.3.2:half-split-pairing")
     row = grading.Row("s", "05_3_rope", "ex_05_3_2_test", 0.0, 3.0, "ok", detail)
     cell = {"outputs": [_error("AssertionError", "pair adjacent coordinates", 1)]}

@@ -29,7 +29,7 @@ from tinyk import grading
 from tinyk.grading.sandbox import prepare_shared, sandbox_argv, shared_read_only
 
 SANDBOX_BATCH = pytest.mark.xdist_group("grading-sandbox")
-pytestmark = pytest.mark.slow  # nbgrader starts a kernel per notebook graded
+pytestmark = pytest.mark.slow  # the verdict starts a learner's process per student
 ROOT = Path(tinyk.__file__).resolve().parent.parent  # the checkout the grader runs from
 # The process the "survive" attack leaves behind: its duration names this test run, so that
 # another run of the suite on the same machine neither finds nor kills it.
@@ -76,9 +76,8 @@ def _clean_up() -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def _run(tmp: Path, sandbox: bool, answers_only: bool = False) -> dict:
-    """Grade the batch (with ``answers_only``, the verdict alone); return the points on A per
-    student and what reached the host."""
+def _run(tmp: Path, sandbox: bool) -> dict:
+    """Grade the batch; return the points on A per student and what reached the host."""
     source = tmp / "instructor" / "source"
     source.mkdir(parents=True)
     (source / "drill.ipynb").write_text(json.dumps(_drill()))
@@ -105,8 +104,7 @@ def _run(tmp: Path, sandbox: bool, answers_only: bool = False) -> dict:
         (subs / name / "drill.ipynb").write_text(json.dumps(nb))
     _clean_up()
     try:
-        limits = grading.Limits(cell_timeout=120, total_timeout=900, memory_mb=16384,
-                                answers_only=answers_only)
+        limits = grading.Limits(cell_timeout=120, total_timeout=900, memory_mb=16384)
         rows = grading.grade(subs, tmp / "grades.csv", [source / "drill.ipynb"], limits=limits, jobs=2,
                              progress=False, sandbox=sandbox)
         return {"points": {(r.student, r.exercise): r.points for r in rows},
@@ -129,19 +127,11 @@ def unsandboxed(tmp_path_factory):
     return _run(tmp_path_factory.mktemp("unsandboxed"), sandbox=False)
 
 
-@pytest.fixture(scope="session")
-def sandboxed_answers_only(tmp_path_factory):
-    return _run(tmp_path_factory.mktemp("answers-only"), sandbox=True, answers_only=True)
-
-
 READS = ["read_sources", "read_hidden_tests", "read_others", "network"]
 
 
 @SANDBOX_BATCH
-@pytest.mark.parametrize("mode", ["sandboxed", "sandboxed_answers_only"])
-def test_the_sandbox_stops_every_attack_and_keeps_honest_marks(mode, request):
-    """With the kernels' run and with the verdict alone (``--answers-only``) alike."""
-    sandboxed = request.getfixturevalue(mode)
+def test_the_sandbox_stops_every_attack_and_keeps_honest_marks(sandboxed):
     points = sandboxed["points"]
     assert points[("honest", "a_test")] == 2 and points[("honest", "b_test")] == 1
     assert {s: points[(s, "a_test")] for s in READS} == dict.fromkeys(READS, 0.0)  # nothing read, no network
@@ -158,8 +148,8 @@ def test_without_the_sandbox_the_attacks_get_through(unsandboxed, capfd):
     points = unsandboxed["points"]
     assert points[("honest", "a_test")] == 2
     assert {s: points[(s, "a_test")] for s in READS} == dict.fromkeys(READS, 2.0)
-    # twice: the kernel's run and the verdict's run of the answer (tinyk.verdict) both reach it
-    assert unsandboxed["connections"] == [b"hi", b"hi"]
+    # once: the notebook runs once, in the verdict (tinyk.verdict)
+    assert unsandboxed["connections"] == [b"hi"]
     assert unsandboxed["planted"] == ["planted.txt", *(p.name for p in PLANTED)]
     assert len(unsandboxed["survivors"]) >= 1  # outlived its grading (killed by this test)
 
@@ -296,12 +286,15 @@ def test_a_sandboxs_tmpfs_hold_a_share_of_its_memory_limit(tmp_path):
     full = ["ENOSPC", bound // 2**20]  # every whole MiB under the bound written, the next refused
     assert result == {"tmp": full, "shm": full, "dev": ["EROFS", 0], "private_tmp": full,
                       "private_shm": full, "private_empty": full}
-    # the grader's own sandboxes take the submission's limit: its kernels' and its warm server's
+    # the grader's own sandboxes take the submission's limit: the learner's process's, and
+    # those of the sandbox's kernelspec and warm server
+    from tinyk.grading.runner import Limits
     from tinyk.grading.sandbox import Sandbox
+    from tinyk.grading.scoring import answers_prefix
 
     box = Sandbox.create(tmp_path / "box", warm=True, memory_mb=2048)
     kernel = json.loads((box.jupyter / "kernels" / "python3" / "kernel.json").read_text())["argv"]
-    for argv in (kernel, box.server_argv(3)):
+    for argv in (answers_prefix(box, Limits(memory_mb=2048)), kernel, box.server_argv(3)):
         assert [argv[i - 2:i + 2] for i, a in enumerate(argv) if a == "--tmpfs"] == \
             [["--size", str(2**27), "--tmpfs", "/dev/shm"], ["--size", str(2**27), "--tmpfs", "/tmp"]]
 

@@ -189,7 +189,7 @@ def small_class(tmp_path) -> tuple[Path, Path, dict[str, dict[str, float]]]:
     return drill, subs, {name: points for name, (_, points) in students.items()}
 
 
-@pytest.mark.slow  # a kernel per student, as the grading tests
+@pytest.mark.slow  # a learner's process per student, as the grading tests
 def test_the_pages_slurm_array_grades_in_shards_that_merge_into_one_runs_csv(slurm, small_class):
     """The page's script, unchanged, submitted as the page says: with two shards instead of
     four and a CPU per task, so that both tasks run at once (options before the script's name

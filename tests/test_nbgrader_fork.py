@@ -102,7 +102,7 @@ def _in_session(sid: int) -> list[int]:
 @pytest.mark.parametrize("args", [["--version"], ["generate_assignment", "no_such_assignment"]])
 def test_run_nbgrader_gives_what_python_m_nbgrader_gives(tmp_path, args):
     got = runner.run_nbgrader(args, tmp_path)
-    cmd, env = runner._command(args, tmp_path, None, None)
+    cmd, env = runner._command(args, tmp_path)
     expected = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert (got.returncode, got.stdout, got.stderr) == (expected.returncode, expected.stdout, expected.stderr)
     assert got.returncode == (0 if args == ["--version"] else 1), got

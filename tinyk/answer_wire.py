@@ -35,10 +35,12 @@ CALLBACK = "\x00cb"  # a function of the test's, which runs on the grader's side
 
 
 # The bounds on one reply of the learner's process, each ten times or more the course's largest
-# legitimate one, measured over every exercise's solution (every chapter notebook's answers
-# judged by tinyk.verdict): the capstone's SmolLM2 logits (05.10, 45 positions of a 49152-token
-# vocabulary in float32) were the largest frame, 8,849,001 bytes, and the most tensor bytes,
-# 8,847,360; the largest pickle held 547 bytes, the most values in one reply were 115.
+# legitimate one, measured over every exercise's solution (every chapter notebook's solutions
+# judged by tinyk.verdict, whose test cells fetch the names they read with one "names" reply):
+# the capstone's SmolLM2 logits (05.10, 45 positions of a 49152-token vocabulary in float32)
+# were the largest frame, 8,849,001 bytes, and the most tensor bytes, 8,847,360; the largest
+# pickle held 761 bytes and the most values in one reply were 170, both in 05.10's run; with
+# the cells' outputs asked for too (feedback's "outputs" replies), the largest are the same.
 FRAME_LIMIT = 128 * 2**20  # bytes of one frame, read from its length header before the payload: 15x
 TENSOR_LIMIT = 128 * 2**20  # bytes of a reply's tensors once rebuilt, numel x element size summed: 15x
 # bytes of a reply's pickle (its structure: every list, dict, number), some 30 bytes of the

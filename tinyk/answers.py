@@ -19,11 +19,11 @@ sandbox the ``tinyk`` package's files are hidden and this script runs from a cop
 first argument), whose modules that hold the parts (:data:`HIDDEN`) it imports and then
 deletes; and in the child of a run, the package's objects of every part the run asks for
 (``RMSNorm``, ``repeat_kv``, ... of :data:`tinyk.own_work.REFERENCES`) are replaced in every
-``tinyk`` module by a :class:`Withheld` before the first cell runs, then freed
-(:func:`withhold`): no class, function or code object of theirs is left for the collector to
+``tinyk`` module by a :class:`~tinyk.withheld.Withheld` before the first cell runs, then freed
+(:func:`~tinyk.withheld.withhold`): no class, function or code object of theirs is left for the collector to
 find, and no source of them to read or run as text (``inspect`` reads the rest of those
 modules' text, :mod:`tinyk.kept_source`). Using a stand-in, or reading it as a function
-(``inspect.getsource``, ``__code__``), sets :data:`TOUCHED`, so that the grader judges an
+(``inspect.getsource``, ``__code__``), sets :data:`~tinyk.withheld.TOUCHED`, so that the grader judges an
 exercise that then fails again in a run that withholds only its own parts.
 
 Each notebook starts clean, under the grader's sandbox: its runs fork from a process of its
@@ -35,8 +35,10 @@ this process's, and the first reply says why.
 
 The wire (frames, markers, replies) is :mod:`tinyk.answer_wire`; the objects of a run and the
 requests on them, :mod:`tinyk.answer_objects`. They are imported once the package is on the
-path (:func:`_load`): this script imports nothing of it before. Whatever the student's code
-prints goes to stderr; a child that corrupts its replies only fails its own run.
+path (:func:`_load`): this script imports nothing of it before. A cell's prints, displays
+and errors are its outputs (:mod:`tinyk.cell_outputs`); what else the student's code prints
+(on the file descriptors, or while a test calls it) goes to stderr; a child that corrupts its
+replies only fails its own run.
 """
 
 
@@ -58,81 +60,6 @@ from typing import Any, BinaryIO
 HIDDEN = ("tinyk.model", "tinyk.upstream", "tinyk.part_checks", "tinyk.divergence", "tinyk.parts",
           "tinyk.checks")
 PRELOADED = ("tinyk", "tinyk.generation", "tinyk.own_work", *HIDDEN)
-class Withheld:
-    """What stands for a part of the package that an exercise asks the learner to write, in the
-    process that runs their notebook: importing it works (so that a setup cell's ``from tinyk
-    import ...`` binds every other name), using it raises :class:`WithheldPart` with a message that
-    names the part. It holds no code of the part."""
-
-    def __init__(self, name: str) -> None:
-        object.__setattr__(self, "_name", name)
-
-    def _refuse(self) -> WithheldPart:
-        TOUCHED[0] = True
-        return WithheldPart(f"tinyk's {self._name} is withheld while this notebook is graded (an "
-                            f"exercise asks you to write it): the grader runs your own code only")
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._refuse()
-
-    def __getattr__(self, attr: str) -> Any:
-        if attr not in _INTROSPECTED and attr.startswith(("__", "_repr_", "_ipython")):
-            raise AttributeError(attr)  # IPython's display and Python's protocols ask for these
-        raise self._refuse()
-
-    def __mro_entries__(self, bases: tuple) -> tuple:  # ``class Mine(RMSNorm)``
-        raise self._refuse()
-
-    def __instancecheck__(self, instance: Any) -> bool:  # ``isinstance(x, MLP)``
-        raise self._refuse()
-
-    def __subclasscheck__(self, subclass: Any) -> bool:
-        raise self._refuse()
-
-    def __repr__(self) -> str:
-        return f"<tinyk's {self._name}, withheld while this notebook is graded>"
-
-
-# What reading a function or a class asks for (``inspect.getsource``, ``getsourcelines`` and
-# ``signature`` ask for ``__wrapped__`` first): asking a stand-in is using the part.
-_INTROSPECTED = frozenset({"__code__", "__wrapped__", "__func__", "__self__", "__globals__", "__closure__",
-                           "__defaults__", "__kwdefaults__", "__signature__", "__mro__", "__bases__",
-                           "__subclasses__"})
-
-
-class WithheldPart(RuntimeError):
-    """A withheld part of the package was used (:class:`Withheld`)."""
-
-
-# Whether the notebook's run used a withheld part (a demo cell, an answer, a test's call): an
-# exercise that then fails is judged again with only its own parts withheld (tinyk.verdict).
-TOUCHED = [False]
-
-
-def withhold(parts: list[str]) -> list[str]:
-    """Put a :class:`Withheld` in place of the package's own versions of ``parts``
-    (:data:`tinyk.own_work.REFERENCES`) in every loaded ``tinyk`` module, under every name
-    they are bound to, and let the collector free them; return the names withheld."""
-    import gc
-
-    from tinyk.kept_source import lend
-    from tinyk.own_work import REFERENCES
-
-    names = {ref for part in parts for ref in REFERENCES.get(part, ())}
-    modules = [m for n, m in list(sys.modules.items()) if n == "tinyk" or n.startswith("tinyk.")]
-    lend(vars(m)[name] for m in modules for name in names if name in vars(m))  # the text, not theirs
-    if not names:
-        return []
-    objects = {id(obj): name for m in modules for name in names if (obj := vars(m).get(name)) is not None
-               and not isinstance(obj, Withheld)}
-    for module in modules:
-        for attr, value in list(vars(module).items()):
-            if attr in names or id(value) in objects:
-                setattr(module, attr, Withheld(attr if attr in names else objects[id(value)]))
-    objects.clear()
-    gc.collect()
-    return sorted(names)
-
 
 def _smollm2() -> Any:
     """SmolLM2's config and weights, plain tensors: no model of the package's is built here
@@ -158,16 +85,29 @@ def _prepare(names: list[str]) -> dict[str, Any]:
 
 def _shell() -> Any:
     """An IPython shell for the notebook's cells, as a Jupyter kernel runs them: IPython's input
-    transformations (magics, ``!`` lines), its display hook and its tracebacks (plain, to
-    stderr); no history file, no GUI event loop (``%matplotlib inline`` draws with Agg)."""
+    transformations (magics, ``!`` lines), its display hook and its tracebacks (plain), each
+    cell's prints, displays, result and error kept as its outputs (:mod:`tinyk.cell_outputs`,
+    sent to the grader on ``("outputs",)``); no history file, no GUI event loop
+    (``%matplotlib inline`` draws with Agg)."""
     import tempfile
 
     from IPython.core.interactiveshell import InteractiveShell
+    from traitlets import Type
     from traitlets.config import Config
 
+    from tinyk.cell_outputs import CAPTURED, shell_classes
+
+    results, displays = shell_classes()
+
     class Shell(InteractiveShell):
+        displayhook_class = Type(results)  # the cell's results and displays kept as its outputs
+        display_pub_class = Type(displays)
+
         def enable_gui(self, gui: str | None = None) -> None:  # a kernel's inline figures need none
             return None
+
+        def _showtraceback(self, etype: type, evalue: BaseException, stb: list[str]) -> None:
+            CAPTURED.error(etype.__name__, str(evalue), list(stb))  # the cell's error output
 
     os.environ["IPYTHONDIR"] = tempfile.mkdtemp(prefix="ipython-")
     os.environ["MPLBACKEND"] = "Agg"
@@ -187,10 +127,13 @@ def _cell(shell: Any, source: str, timeout: float) -> str:
     def late(signum: int, frame: Any) -> None:
         raise TimeoutError(f"the cell ran past the per-cell time limit ({timeout:g} s)")
 
+    from tinyk.cell_outputs import capturing
+
     previous = signal.signal(signal.SIGALRM, late)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
-        result = shell.run_cell(source, store_history=False)
+        with capturing():  # its outputs, kept for the grader (tinyk.cell_outputs)
+            result = shell.run_cell(source, store_history=False)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -215,6 +158,7 @@ def _run(parts: list[str], prepare: Sequence[str], requests: BinaryIO, out: Bina
     cells' requests on the learner's objects, until ``("end",)``."""
     from tinyk.answer_objects import Objects, serve
     from tinyk.answer_wire import error, read_frame, reply
+    from tinyk.withheld import TOUCHED, withhold
 
     try:
         models = _prepare(list(prepare))
@@ -245,6 +189,12 @@ def _run(parts: list[str], prepare: Sequence[str], requests: BinaryIO, out: Bina
                                        if type(name) is str and name in space]))
             elif request[0] == "touched":
                 answer = ("ok", ("v", bool(TOUCHED[0])))
+            elif request[0] == "outputs":  # the outputs of the cells run since the last ask
+                import torch
+
+                from tinyk.cell_outputs import CAPTURED
+
+                answer = ("ok", ("t", torch.frombuffer(bytearray(CAPTURED.take()), dtype=torch.uint8)))
             else:
                 answer = serve(objects, request)
         except BaseException as exc:

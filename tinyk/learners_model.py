@@ -2,7 +2,7 @@
 the course's parts (course: the instructors' page, grading; 05.10's capstone).
 
 In the grader's run of a notebook, the process that runs the learner's code holds no class,
-function or code object of a part the notebook's exercises ask for (:func:`tinyk.answers.withhold`).
+function or code object of a part the notebook's exercises ask for (:func:`tinyk.withheld.withhold`).
 05.10.3's test puts the learner's ten parts into SmolLM2: in that process the file's weights
 are loaded as plain tensors (:func:`tinyk.gguf.gguf_weights`), no ``tinyk`` model is built,
 and :func:`assemble` builds the model from those tensors and the learner's parts. What holds

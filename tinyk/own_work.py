@@ -159,7 +159,7 @@ def _dunder(name: str) -> bool:
 
 # Each part of the build track (tinyk.parts.PART_NAMES) and the names of the package's own
 # versions of it, withheld in every tinyk module in the grader's run of a notebook that asks for it
-# (tinyk.answers.withhold); a part watched may match its own references (_course_code_for).
+# (tinyk.withheld.withhold); a part watched may match its own references (_course_code_for).
 REFERENCES: dict[str, tuple[str, ...]] = {
     "RMSNorm": ("RMSNorm",),
     "rope_tables": ("precompute_freqs_cis",),

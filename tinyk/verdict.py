@@ -14,7 +14,7 @@ ever runs, and no test cell passes through a process that runs the student's cod
   lists, tensors rebuilt from bytes), a function or a module as a :class:`Remote` whose calls
   run over there on this side's inputs and send plain data back;
 - the package's versions of the parts the notebook's exercises ask for are withheld over
-  there before its first cell runs (:func:`tinyk.answers.withhold`); an exercise that fails
+  there before its first cell runs (:func:`tinyk.withheld.withhold`); an exercise that fails
   after the student's code used one of them is judged again, in a run that withholds only its
   own parts (05.3.3's and 05.3.4's answers use tinyk's RoPE, which 05.3.1 and 05.3.2 ask for);
 - a test that puts the learner's parts into a model (``build_model(base, parts)``, 05.10's
@@ -55,6 +55,7 @@ import re
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -88,6 +89,7 @@ class Verdict:
     grade_id: str
     passed: bool
     detail: str = ""
+    line: int = 0  # the test cell's line that raised (its top-level statement), 0 when none did
 
 
 @dataclass
@@ -154,7 +156,10 @@ def _run_cell(grade_id: str, test: str, values: dict[str, Any]) -> Verdict:
     except AnswerFailed:
         raise
     except Exception as err:
-        return Verdict(grade_id, False, f"test: {type(err).__name__}: {err}"[:300])
+        name = f"<test {grade_id}>"
+        line = next((n for frame, n in traceback.walk_tb(err.__traceback__)
+                     if frame.f_code.co_filename == name), 0)
+        return Verdict(grade_id, False, f"test: {type(err).__name__}: {err}"[:300], line)
     return Verdict(grade_id, True)
 
 
@@ -162,8 +167,9 @@ class _Run:
     """One run of a notebook in the learner's process: its cells in order, each within the
     per-cell time limit, and the test cells judged here at their places."""
 
-    def __init__(self, server: AnswerServer, parts: Sequence[str], prepare: Sequence[str]) -> None:
-        self.server = server
+    def __init__(self, server: AnswerServer, parts: Sequence[str], prepare: Sequence[str],
+                 outputs: list[tuple[str, list[dict]]] | None = None) -> None:
+        self.server, self.outputs = server, outputs
         server.send(("run", list(parts), list(prepare)))
         # the grader's set-up over there (the models a test assembles, IPython's shell): not the
         # student's time, and a limit of its own
@@ -189,6 +195,13 @@ class _Run:
                 failed = why
             if why.startswith(("TimeoutError", "MemoryError")) and not limit:
                 limit = why
+        if self.outputs is not None and cells:  # each cell's outputs, as the kernel would show them
+            from tinyk.cell_outputs import parse
+
+            sent = self.server.ask(("outputs",))
+            shown = parse(sent.numpy().tobytes()) if type(sent) is torch.Tensor else []
+            self.outputs += [(source, shown[i] if i < len(shown) else [])
+                             for i, (source, _) in enumerate(cells)]
         return failed or limit
 
     def judge(self, exercise: _Exercise, answer_error: str) -> Verdict:
@@ -231,15 +244,15 @@ _SET_UP_TIMEOUT = 300.0
 
 
 def _first_run(server: AnswerServer, exercises: list[_Exercise], judged: Collection[str],
-               skip: dict[str, str]) -> tuple[dict[str, Verdict], set[str]]:
+               skip: dict[str, str], outputs: list | None = None) -> tuple[dict[str, Verdict], set[str]]:
     """Run the notebook once with every judged exercise's parts withheld; the verdicts, and the
-    exercises that failed after a withheld part was used."""
+    exercises that failed after a withheld part was used (``outputs``: see :func:`judge`)."""
     parts = sorted({p for e in exercises if e.grade_id in judged for p in e.parts})
     prepare = sorted({m for e in exercises if e.grade_id in judged for m in e.prepare})
     verdicts: dict[str, Verdict] = {}
     again: set[str] = set()
     try:
-        run = _Run(server, parts, prepare)
+        run = _Run(server, parts, prepare, outputs)
     except AnswerFailed as err:
         return {e.grade_id: Verdict(e.grade_id, False, f"answer: {err}") for e in exercises}, set()
     current, in_test = "", False
@@ -289,7 +302,8 @@ def _own_run(server: AnswerServer, exercises: list[_Exercise], grade_id: str) ->
 
 
 def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
-          skip: dict[str, str] | None = None, only: Collection[str] | None = None) -> list[Verdict]:
+          skip: dict[str, str] | None = None, only: Collection[str] | None = None,
+          outputs: list[tuple[str, list[dict]]] | None = None) -> list[Verdict]:
     """The verdict of every exercise of ``submitted``, with the tests of ``source`` (the
     instructor's notebook, hidden tests included). The submission's code cells run in
     ``server`` (a new one without a sandbox when None) in order, as Jupyter runs them, test
@@ -300,7 +314,10 @@ def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
     failed already (a timeout in the kernel's run: it would only time out again); their cells
     still run. ``only``: the test cells (grade_ids) to judge, when not all of them. The
     notebook starts clean in ``server``: nothing an earlier notebook's answers wrote or left
-    running there is left (:meth:`AnswerServer.notebook`)."""
+    running there is left (:meth:`AnswerServer.notebook`). ``outputs``, a list, gets each cell
+    of the notebook's first run with what it showed, in order ``(source, outputs)``: its
+    prints, displays, result and error, within :mod:`tinyk.cell_outputs`' bounds; no test cell
+    and nothing that ran in a test's calls is among them."""
     own = server is None
     server = server or AnswerServer()
     skip = skip or {}
@@ -311,7 +328,8 @@ def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
         todo = [g for g in judged if g not in skip]
         if exercises and todo:
             verdicts, again = _first_run(server, exercises[:max(i for i, e in enumerate(exercises)
-                                                                 if e.grade_id in todo) + 1], todo, skip)
+                                                                 if e.grade_id in todo) + 1], todo, skip,
+                                         outputs)
         else:
             verdicts, again = {}, set()
         for grade_id in again:

@@ -1,22 +1,20 @@
-"""Grading the answers alone (course section "For instructors"): ``grade --answers-only``.
+"""Grading a student (course section "For instructors"): the verdict, which gives every
+exercise its points, status and named mistake (:mod:`tinyk.verdict`).
 
-In either mode the points of every exercise come from the verdict outside the student's
-process (:mod:`tinyk.verdict`): the student's notebook runs in the sandbox, every cell but the
-test cells, in order, through IPython, each notebook's in namespaces of its own, and the test
-cells in the grader's process. By default the grader also runs each notebook from top to bottom in nbgrader's
-kernels, for the autograded notebooks and the statuses only a kernel gives. With
-``--answers-only`` the verdict is all that runs, which is faster
-(``benchmarks/bench_grading.py --compare-answers-only`` measures by how much):
+The student's notebook runs once, in the sandbox: every cell but the test cells, in order,
+through IPython, each notebook's in namespaces of its own; the test cells, hidden tests
+included, run in the grader's process. No notebook runs in nbgrader's kernels (``grade
+--answers-only`` is the same grading, kept as a name for it):
 
-- the checks before grading are the same: a notebook missing, unreadable or tampering
-  scores 0 with that status; one whose exercise cells were changed is restored from the
-  release and graded as ``tests-modified``;
+- the checks before grading: a notebook missing, unreadable or tampering scores 0 with that
+  status; one whose exercise cells were changed is restored from the release and graded as
+  ``tests-modified``;
 - an answer, or a test's call into it, past the per-cell timeout, and everything past the
   student's total time limit (``total_timeout`` per notebook graded), is a ``timeout``; an
   answer out of memory is a ``memory-limit``; a cell that ends the notebook's process fails
   that exercise and the next ones as ``kernel-died``;
-- no notebook runs in nbgrader's kernels, and no autograded notebook is written (``feedback``
-  runs the notebooks for that).
+- ``feedback`` takes the cells' outputs from this same run (``outputs`` of
+  :func:`judge_submission`) for the autograded notebooks it shows.
 """
 
 from __future__ import annotations
@@ -32,13 +30,13 @@ from tinyk.grading.rules import Finding, Row, Status
 from tinyk.grading.runner import Limits, total_limit
 from tinyk.grading.sandbox import Sandbox
 from tinyk.grading.scoring import answers_prefix, say_shared
-from tinyk.grading.submission import checked, submission_files
+from tinyk.grading.submission import checked, for_grading, submission_files
 from tinyk.mistakes import note
 
 if TYPE_CHECKING:  # imports torch: only when grading
     from tinyk.verdict import Verdict
 
-__all__ = ["grade_answers", "judge_submission", "verdict_reason"]
+__all__ = ["grade_answers", "judge_submission", "verdict_reason", "verdict_rows"]
 
 # the learner's process's limits: a reply's, a cell's (which that process keeps), the submission's
 _TIMED_OUT = ("no answer within", "ran past the per-cell time limit", "ran past its total time limit")
@@ -46,13 +44,15 @@ _DIED = "its process exited while a cell ran"  # a cell ended the notebook's run
 
 
 def judge_submission(entry: Path, notebooks: list[Notebook], released: dict[str, dict], limits: Limits,
-                     sandboxed: bool, only: Collection[tuple[str, str]] | None = None
+                     sandboxed: bool, only: Collection[tuple[str, str]] | None = None,
+                     outputs: dict[str, list[tuple[str, list[dict]]]] | None = None
                      ) -> tuple[dict[str, Finding], dict[tuple[str, str], Verdict]]:
     """What the checks before grading found in each notebook of the student's ``entry``
     (:func:`~tinyk.grading.submission.checked`), and the verdict of each exercise judged, by
     (notebook, grade_id): every exercise of every notebook that can be graded, or only those of
     ``only``; in a sandbox of their own, one learner's process for them all, within the
-    student's total time limit (the learner's start not counted)."""
+    student's total time limit (the learner's start not counted). ``outputs``, a dict, gets
+    each graded notebook's cells with what they showed (:func:`tinyk.verdict.judge`)."""
     from tinyk import verdict
 
     files = submission_files(entry, notebooks)
@@ -66,7 +66,7 @@ def judge_submission(entry: Path, notebooks: list[Notebook], released: dict[str,
         if flag is not None:
             flags[nb.name] = flag
         if restored is not None:  # else not graded: missing, unreadable, tampering
-            graded.append((nb, restored, ids))
+            graded.append((nb, for_grading(restored), ids))
     found: dict[tuple[str, str], Verdict] = {}
     if not graded:
         return flags, found
@@ -78,7 +78,8 @@ def judge_submission(entry: Path, notebooks: list[Notebook], released: dict[str,
             server.limit_total(total_limit(limits, len(graded)))
             for nb, restored, ids in graded:
                 source = json.loads(nb.path.read_text(encoding="utf-8"))
-                for v in verdict.judge(source, restored, server, only=ids):
+                shown: list | None = None if outputs is None else outputs.setdefault(nb.name, [])
+                for v in verdict.judge(source, restored, server, only=ids, outputs=shown):
                     found[nb.name, v.grade_id] = v
         finally:
             say_shared(server)
@@ -104,8 +105,15 @@ def _status(why: str) -> Status:
 
 def grade_answers(name: str, entry: Path, notebooks: list[Notebook], released: dict[str, dict],
                   limits: Limits, sandboxed: bool = True) -> list[Row]:
-    """The rows of one student graded by the verdict alone (see the module's docstring)."""
+    """The rows of one student (see the module's docstring)."""
     flags, verdicts = judge_submission(entry, notebooks, released, limits, sandboxed)
+    return verdict_rows(name, notebooks, flags, verdicts)
+
+
+def verdict_rows(name: str, notebooks: list[Notebook], flags: dict[str, Finding],
+                 verdicts: dict[tuple[str, str], Verdict]) -> list[Row]:
+    """A student's rows: each exercise's points and status from its verdict, or the checks'
+    finding for a notebook not graded (:func:`judge_submission`)."""
     rows = []
     for nb in notebooks:
         flag = flags.get(nb.name)

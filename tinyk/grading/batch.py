@@ -1,6 +1,6 @@
-"""Grading a class (course section "For instructors"): every student in a throwaway copy of one
-prepared course, several at once, into one CSV; with ``Limits.answers_only``, every student by
-the verdict alone (:mod:`tinyk.grading.answers_only`).
+"""Grading a class (course section "For instructors"): every student by the verdict
+(:mod:`tinyk.grading.answers_only`: their notebook run once, in the sandbox), several at once,
+into one CSV.
 
 The CSV has one row per student and exercise, with a status; it is written atomically, and each
 finished student is kept in ``<out>.parts/`` with a fingerprint of everything their grade
@@ -29,12 +29,10 @@ from typing import Any
 from tinyk.grading.answers_only import grade_answers
 from tinyk.grading.assignment import prepare_course, released_notebooks
 from tinyk.grading.ast_guard import one_parse_at_a_time
-from tinyk.grading.chapter import ASSIGNMENT, Notebook, chapter_notebooks
+from tinyk.grading.chapter import Notebook, chapter_notebooks
 from tinyk.grading.regrade import base_digest, changed_tests, course_base, regrade_student, test_digests
 from tinyk.grading.rules import Row, Status
-from tinyk.grading.runner import Limits, preflight, server_modules
-from tinyk.grading.sandbox import prepare_shared
-from tinyk.grading.student import grade_student
+from tinyk.grading.runner import Limits, preflight
 from tinyk.inert import csv_value, write_csv
 from tinyk.roster import Refused, collisions, read_submitted, student_id, student_name
 from tinyk.roster import entries as submission_entries
@@ -152,8 +150,7 @@ class _Job:
 def _to_do(batch: Batch, parts: Path, sandbox: bool) -> list[_Job]:
     """The students not graded yet with these files and this course (by their part's
     fingerprint); those whose tests alone changed, to regrade in those exercises only."""
-    setting = {k: v for k, v in asdict(batch.limits).items() if k != "warm_kernels"}  # same grades either way
-    course = course_base(batch.notebooks, json.dumps([setting, sandbox]))
+    course = course_base(batch.notebooks, json.dumps([asdict(batch.limits), sandbox]))
     tests = test_digests(batch.notebooks)
     todo = []
     for entry in batch.entries:
@@ -171,14 +168,11 @@ def _to_do(batch: Batch, parts: Path, sandbox: bool) -> list[_Job]:
     return todo
 
 
-def _run_job(job: _Job, batch: Batch, template: Path, released: dict[str, dict], sandbox: bool) -> list[Row]:
-    name = student_name(job.entry)
+def _run_job(job: _Job, batch: Batch, released: dict[str, dict], sandbox: bool) -> list[Row]:
     if job.changed and job.rows is not None:
         return regrade_student(job.entry, batch.notebooks, released, batch.limits, sandbox, job.changed,
                                job.rows)
-    if batch.limits.answers_only:
-        return grade_answers(name, job.entry, batch.notebooks, released, batch.limits, sandbox)
-    return grade_student(name, job.entry, batch.notebooks, template, released, batch.limits, sandbox)
+    return grade_answers(student_name(job.entry), job.entry, batch.notebooks, released, batch.limits, sandbox)
 
 
 def _say_regraded(todo: list[_Job]) -> None:
@@ -192,24 +186,13 @@ def _say_regraded(todo: list[_Job]) -> None:
               f"rest of their rows: {', '.join(exercises)}", file=sys.stderr)
 
 
-def _kernels_course(tmp: Path, prepared: Path, notebooks: list[Notebook]) -> Path:
-    """The course nbgrader's kernels run: made from the released notebooks, so that their test
-    cells hold the visible tests only. The hidden tests run in the verdict alone, in the
-    grader's process (:mod:`tinyk.verdict`), never in a process that runs the student's code."""
-    folder = prepared / "release" / ASSIGNMENT
-    kernels = tmp / "kernels"
-    visible = [Notebook(folder / f"{nb.name}.ipynb", nb.name, nb.tests, nb.translated) for nb in notebooks]
-    prepare_course(visible, kernels)
-    return kernels
-
-
-def _grade_all(todo: list[_Job], batch: Batch, template: Path, released: dict[str, dict], sandbox: bool,
-               jobs: int, bar: Any) -> None:
+def _grade_all(todo: list[_Job], batch: Batch, released: dict[str, dict], sandbox: bool, jobs: int,
+               bar: Any) -> None:
     """Grade (or regrade) the students of ``todo``, ``jobs`` at once, each into their part
     file; a student whose grading raised gets an error row per exercise. The threads parse
     Python one tree at a time (:mod:`tinyk.grading.ast_guard`)."""
     with one_parse_at_a_time(), concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(_run_job, job, batch, template, released, sandbox): job for job in todo}
+        futures = {pool.submit(_run_job, job, batch, released, sandbox): job for job in todo}
         for future in concurrent.futures.as_completed(futures):
             job = futures[future]
             name = student_name(job.entry)
@@ -268,13 +251,9 @@ def grade(submissions: Path, out: Path, notebooks: Sequence[str | Path] | None =
     parts = out.with_name(out.name + ".parts")
     parts.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tinyk-course-") as tmp:
-        template = Path(tmp) / "course"
+        template = Path(tmp) / "course"  # only for its release, which the checks restore from
         prepare_course(batch.notebooks, template)
         released = released_notebooks(template, batch.notebooks)
-        if not batch.limits.answers_only:
-            template = _kernels_course(Path(tmp), template, batch.notebooks)
-        if sandbox and not batch.limits.answers_only:  # SmolLM2's tokenizer, for the kernels
-            prepare_shared(server_modules(template / "release" / ASSIGNMENT))
         todo = _to_do(batch, parts, sandbox)
         _say_regraded(todo)
         bar = None
@@ -283,7 +262,7 @@ def grade(submissions: Path, out: Path, notebooks: Sequence[str | Path] | None =
 
             total = len(batch.entries)
             bar = tqdm(total=total, initial=total - len(todo), desc="grading", unit="student")
-        _grade_all(todo, batch, template, released, sandbox, jobs or max(1, (os.cpu_count() or 2)), bar)
+        _grade_all(todo, batch, released, sandbox, jobs or max(1, (os.cpu_count() or 2)), bar)
         if bar is not None:
             bar.close()
     return _gather(parts, batch.entries, out, _collided_rows(batch))

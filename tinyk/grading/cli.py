@@ -36,14 +36,12 @@ def _add_grade(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="seconds per notebook, summed over a student's notebooks")
     g.add_argument("--memory-mb", type=int, default=Limits.memory_mb)
     g.add_argument("--threads", type=int, default=Limits.threads,
-                   help="CPU threads per kernel (default 1: the --jobs kernels share the cores)")
+                   help="CPU threads per student's process (default 1: the --jobs students share the cores)")
     g.add_argument("--cold-kernels", action="store_true",
-                   help="start each notebook's kernel cold in the sandbox instead of forking it from "
-                        "the student's warm server (slower; the same grades)")
+                   help="no effect, kept for earlier command lines: grading starts no kernel")
     g.add_argument("--answers-only", action="store_true",
-                   help="grade the answers alone, without running the notebooks in nbgrader's kernels "
-                        "(faster): the verdict's points as with the kernels; no autograded notebooks, and "
-                        "no status that only a kernel gives (see the instructors' page)")
+                   help="no effect, kept for earlier command lines: grading is always the verdict's "
+                        "one run of each notebook (see the instructors' page)")
     g.add_argument("--shard", type=parse_shard, default=None, metavar="K/N",
                    help="grade only shard K of N (K from 0 to N-1), chosen by a hash of the student's "
                         "name; join the shards' CSVs with 'merge'")
@@ -125,12 +123,11 @@ def _grade(args: argparse.Namespace) -> int:
     if args.threads < 1:
         print(f"--threads must be 1 or more, got {args.threads}", file=sys.stderr)
         return 2
-    if args.answers_only and args.cold_kernels:
-        print("--cold-kernels and --answers-only: with --answers-only no kernel starts, warm or cold",
-              file=sys.stderr)
-        return 2
-    limits = Limits(args.cell_timeout, args.total_timeout, args.memory_mb, args.threads,
-                    warm_kernels=not args.cold_kernels, answers_only=args.answers_only)
+    for flag, given in (("--cold-kernels", args.cold_kernels), ("--answers-only", args.answers_only)):
+        if given:
+            print(f"{flag} has no effect: grading runs each notebook once, in the verdict, and starts "
+                  f"no kernel", file=sys.stderr)
+    limits = Limits(args.cell_timeout, args.total_timeout, args.memory_mb, args.threads)
     rows = grade(args.submissions, args.out, args.notebook, source=args.source, limits=limits,
                  jobs=args.jobs, sandbox=not args.no_sandbox, shard=args.shard)
     students = {r.student for r in rows}

@@ -1,17 +1,20 @@
 """nbgrader's HTML feedback for every student, with no hidden test in it (course section "For
 instructors").
 
-Each submission runs in a course made from the released notebooks, whose test cells hold only
-the visible tests: the feedback shows this run, its cells and the student's outputs, so neither a
-hidden test's source nor anything its lines printed can reach it. The points come from the
-graded run, as :func:`tinyk.grading.grade` gives them. Nothing of the student's runs in the
-page (:mod:`tinyk.inert`): their Markdown and HTML are cleaned before nbgrader renders them,
-and the page carries a Content-Security-Policy that lets no script run.
+Each submission is graded as :func:`tinyk.grading.grade` grades it, by the verdict: the
+notebook runs once, in the sandbox, and its cells' outputs come back from that run
+(:mod:`tinyk.grading.shown_outputs`). nbgrader's autograde writes them into a course made from
+the released notebooks, whose test cells hold only the visible tests, and renders its pages;
+a test cell shows the error it failed with only when the line that raised it is not a hidden
+test's. Nothing of the student's runs in the page (:mod:`tinyk.inert`): their Markdown and
+HTML are cleaned before nbgrader renders them, and the page carries a Content-Security-Policy
+that lets no script run.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import os
 import shutil
 import sys
@@ -22,14 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from tinyk.exercises import is_test, nbgrader
+from tinyk.grading.answers_only import judge_submission, verdict_rows
 from tinyk.grading.assignment import prepare_course, released_notebooks
 from tinyk.grading.ast_guard import one_parse_at_a_time
 from tinyk.grading.batch import Batch, start
 from tinyk.grading.chapter import ASSIGNMENT, Notebook
 from tinyk.grading.rules import Row, Status
-from tinyk.grading.runner import Limits, run_nbgrader, server_modules
-from tinyk.grading.sandbox import Sandbox, prepare_shared
-from tinyk.grading.student import run_student
+from tinyk.grading.runner import Limits, autograde_outputs, run_nbgrader
+from tinyk.grading.shown_outputs import write
+from tinyk.grading.submission import submit
 from tinyk.inert import inert_notebook, page_problems, with_csp
 from tinyk.mistakes import by_id, mistakes_in
 from tinyk.roster import student_id, student_name
@@ -39,9 +43,9 @@ __all__ = ["feedback", "notes"]
 
 def notes(row: Row, cell: dict) -> list[str]:
     """What the feedback adds under a test cell, from the graded run: its points when the
-    shown run (visible tests only) does not explain them, a status other than ok, and the
-    catalogued mistake a visible test's message named (:mod:`tinyk.mistakes`). Only the
-    points, the status's fixed description and the catalogue's label: never the detail,
+    cell's own output (the error of a visible test, or none) does not explain them, a status
+    other than ok, and the catalogued mistake the verdict named (:mod:`tinyk.mistakes`). Only
+    the points, the status's fixed description and the catalogue's label: never the detail,
     which may quote a hidden test's message."""
     found = [f"The mistake: {by_id(found).en} ({found})." for found in mistakes_in(row.detail)]
     failed_here = any(out.get("output_type") == "error" for out in cell.get("outputs", []))
@@ -137,23 +141,29 @@ def _prepare(tmp: Path, chosen: list[Notebook]) -> _Courses:
 def _feedback_of(entry: Path, batch: Batch, courses: _Courses, work: Path, out_dir: Path,
                  sandbox: bool) -> None:
     """One student's feedback, written under ``out_dir/<student id>/`` (a line on stderr when
-    there is none to give)."""
-    name, chosen, limits = student_name(entry), batch.notebooks, batch.limits
+    there is none to give): their notebooks judged once by the verdict, its outputs and points
+    written into the shown course by nbgrader's autograde, rendered by its generate_feedback."""
+    name, chosen = student_name(entry), batch.notebooks
     sid = student_id(name)
     course = work / "course"
     shutil.copytree(courses.shown, course)
-    box = Sandbox.create(work, limits.threads, limits.warm_kernels, limits.memory_mb) if sandbox else None
     try:
-        rows, failure = run_student(name, entry, course, courses.visible, courses.shown_released, limits, box,
-                                    chosen)
+        to_grade = submit(course, sid, entry, courses.visible, courses.shown_released)[1]
     except ValueError as err:  # a single file while several notebooks are chosen
         print(f"{sid}: no feedback, {err}", file=sys.stderr)
         return
-    if failure is not None and failure[0] == Status.TIMEOUT:
-        print(f"{sid}: no feedback, the submission ran past its total time limit", file=sys.stderr)
-        return  # one slow submission never costs the others their feedback
-    if not any((course / "autograded" / sid / ASSIGNMENT / f"{nb.name}.ipynb").exists() for nb in chosen):
+    if not to_grade:
         return
+    outputs: dict[str, list] = {}
+    flags, verdicts = judge_submission(entry, chosen, courses.shown_released, batch.limits, sandbox,
+                                       outputs=outputs)
+    rows = verdict_rows(name, chosen, flags, verdicts)
+    shown = work / "outputs.json"
+    sources = {nb.name: json.loads(nb.path.read_text(encoding="utf-8")) for nb in chosen}
+    write(shown, sources, outputs, verdicts)
+    run = autograde_outputs(course, sid, shown)
+    if run.returncode != 0:
+        raise RuntimeError(f"nbgrader autograde failed: {(run.stdout + run.stderr).strip()[-300:]}")
     _show_grades(course, sid, rows)
     _make_inert(course, sid)
     run_nbgrader(["generate_feedback", ASSIGNMENT, f"--student={sid}", "--force"], course)
@@ -189,19 +199,17 @@ def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] |
     :func:`~tinyk.grading.grade` grades them, with a progress bar on stderr with ``progress``.
     Returns the ids of the students whose run failed in the grader itself (sorted).
 
-    Each submission runs in a course made from the released notebooks, whose test cells
-    hold only the visible tests: the feedback shows this run, its cells and the student's
-    outputs, so neither a hidden test's source nor anything its lines printed (a traceback,
-    the student's own prints) can reach it, whatever the student's code prints. The points
-    come from the verdict outside the kernel (:mod:`tinyk.verdict`, with the hidden tests),
-    as :func:`~tinyk.grading.grade` gives them. A test cell that failed only in the hidden
-    tests says so, with its points.
+    Each submission is judged once by the verdict (:mod:`tinyk.verdict`, with the hidden
+    tests, in the grader's process), as :func:`~tinyk.grading.grade` grades it, and the
+    outputs of its cells come from that run; they are shown in a course made from the
+    released notebooks, whose test cells hold only the visible tests. A test cell shows the
+    error of a visible test only: neither a hidden test's source nor its message reaches the
+    page (nor anything printed while a test called the student's code). A test cell that
+    failed only in the hidden tests says so, with its points.
     """
     batch = start(submissions, notebooks, source, limits, sandbox)
     with tempfile.TemporaryDirectory(prefix="tinyk-feedback-") as tmp:
         courses = _prepare(Path(tmp), batch.notebooks)
-        if sandbox:
-            prepare_shared(server_modules(Path(tmp) / "course" / "release" / ASSIGNMENT))
         bar = None
         if progress:
             from tqdm import tqdm

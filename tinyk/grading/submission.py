@@ -16,7 +16,7 @@ from tinyk.grading.chapter import ASSIGNMENT, Notebook
 from tinyk.grading.rules import Finding, Status
 from tinyk.roster import Refused, parse_notebook, read_submitted, refusal
 
-__all__ = ["SKIP_TAG", "checked", "emptied_when_graded", "read_notebook", "restore_release",
+__all__ = ["SKIP_TAG", "checked", "emptied_when_graded", "for_grading", "read_notebook", "restore_release",
            "submission_files", "submit", "tampering", "write_for_grading"]
 
 # Rebinding any of these inside student code is treated as tampering with the checks.
@@ -250,17 +250,22 @@ def emptied_when_graded(cell: dict) -> bool:
             and SKIP_TAG in cell.get("metadata", {}).get("tags", []))
 
 
-def write_for_grading(submitted: dict, path: Path) -> None:
-    """The submission as nbgrader grades it: code cells tagged ``skip-when-grading`` that are
-    not exercise cells (figures and slider frames for the book) are emptied, so they cost no
-    time; exercise cells, locked or not, always run."""
-    import nbformat
-
+def for_grading(submitted: dict) -> dict:
+    """The submission as it is graded, changed in place: code cells tagged
+    ``skip-when-grading`` that are not exercise cells (figures and slider frames for the book)
+    are emptied, so they cost no time; exercise cells, locked or not, always run."""
     for cell in submitted["cells"]:
         if emptied_when_graded(cell):
             cell["source"] = "# skipped when grading"
             cell["outputs"] = []
-    nbformat.write(nbformat.from_dict(submitted), path)
+    return submitted
+
+
+def write_for_grading(submitted: dict, path: Path) -> None:
+    """The submission as it is graded (:func:`for_grading`), written to ``path``."""
+    import nbformat
+
+    nbformat.write(nbformat.from_dict(for_grading(submitted)), path)
 
 
 def checked(path: Path | Finding | None, nb: Notebook, released: dict) -> tuple[dict | None, Finding | None]:

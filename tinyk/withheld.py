@@ -1,0 +1,92 @@
+"""The stand-ins of the parts an exercise asks for, in the process that runs the learner's
+notebook under the grader (course: the instructors' page, grading; :mod:`tinyk.answers`).
+
+:func:`withhold` puts a :class:`Withheld` in place of the package's own versions of a run's
+parts in every loaded ``tinyk`` module and lets the collector free them, so no class, function
+or code object of theirs is left in that process. Using a stand-in, or reading it as a function,
+raises :class:`WithheldPart` and sets :data:`TOUCHED`, so that the grader judges an exercise that
+then fails again in a run that withholds only its own parts (:mod:`tinyk.verdict`).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+__all__ = ["TOUCHED", "Withheld", "WithheldPart", "withhold"]
+
+
+class Withheld:
+    """What stands for a part of the package that an exercise asks the learner to write, in the
+    process that runs their notebook: importing it works (so that a setup cell's ``from tinyk
+    import ...`` binds every other name), using it raises :class:`WithheldPart` with a message that
+    names the part. It holds no code of the part."""
+
+    def __init__(self, name: str) -> None:
+        object.__setattr__(self, "_name", name)
+
+    def _refuse(self) -> WithheldPart:
+        TOUCHED[0] = True
+        return WithheldPart(f"tinyk's {self._name} is withheld while this notebook is graded (an "
+                            f"exercise asks you to write it): the grader runs your own code only")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse()
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr not in _INTROSPECTED and attr.startswith(("__", "_repr_", "_ipython")):
+            raise AttributeError(attr)  # IPython's display and Python's protocols ask for these
+        raise self._refuse()
+
+    def __mro_entries__(self, bases: tuple) -> tuple:  # ``class Mine(RMSNorm)``
+        raise self._refuse()
+
+    def __instancecheck__(self, instance: Any) -> bool:  # ``isinstance(x, MLP)``
+        raise self._refuse()
+
+    def __subclasscheck__(self, subclass: Any) -> bool:
+        raise self._refuse()
+
+    def __repr__(self) -> str:
+        return f"<tinyk's {self._name}, withheld while this notebook is graded>"
+
+
+# What reading a function or a class asks for (``inspect.getsource``, ``getsourcelines`` and
+# ``signature`` ask for ``__wrapped__`` first): asking a stand-in is using the part.
+_INTROSPECTED = frozenset({"__code__", "__wrapped__", "__func__", "__self__", "__globals__", "__closure__",
+                           "__defaults__", "__kwdefaults__", "__signature__", "__mro__", "__bases__",
+                           "__subclasses__"})
+
+
+class WithheldPart(RuntimeError):
+    """A withheld part of the package was used (:class:`Withheld`)."""
+
+
+# Whether the notebook's run used a withheld part (a demo cell, an answer, a test's call): an
+# exercise that then fails is judged again with only its own parts withheld (tinyk.verdict).
+TOUCHED = [False]
+
+
+def withhold(parts: list[str]) -> list[str]:
+    """Put a :class:`Withheld` in place of the package's own versions of ``parts``
+    (:data:`tinyk.own_work.REFERENCES`) in every loaded ``tinyk`` module, under every name
+    they are bound to, and let the collector free them; return the names withheld."""
+    import gc
+
+    from tinyk.kept_source import lend
+    from tinyk.own_work import REFERENCES
+
+    names = {ref for part in parts for ref in REFERENCES.get(part, ())}
+    modules = [m for n, m in list(sys.modules.items()) if n == "tinyk" or n.startswith("tinyk.")]
+    lend(vars(m)[name] for m in modules for name in names if name in vars(m))  # the text, not theirs
+    if not names:
+        return []
+    objects = {id(obj): name for m in modules for name in names if (obj := vars(m).get(name)) is not None
+               and not isinstance(obj, Withheld)}
+    for module in modules:
+        for attr, value in list(vars(module).items()):
+            if attr in names or id(value) in objects:
+                setattr(module, attr, Withheld(attr if attr in names else objects[id(value)]))
+    objects.clear()
+    gc.collect()
+    return sorted(names)
