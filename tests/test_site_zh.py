@@ -578,6 +578,7 @@ NOT_READ = {
     "book/playground.html": "its words are its script's (tinyk-playground.js), checked by its own tests",
 }
 _ENGLISH_RUN = re.compile(r"(?<![\w./-])[A-Za-z][a-z'’-]+(?:[ \u00a0]+[A-Za-z][a-z'’-]+)+(?![\w(/=])")
+_FIELD = re.compile(r"\{[^{}\n]*\}")  # an f-string's replacement field in a message: code
 _QUOTED = re.compile(r"""(?<![A-Za-z])'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|<[^<>\n]*>""")
 
 
@@ -628,7 +629,8 @@ def _reader_text(path) -> list[str]:
         tag.decompose()
     texts = []
     for pre in main.select("div.cell_input pre"):
-        texts += [_QUOTED.sub(" ", text) for text in _code_words(pre.get_text()) if text not in kept]
+        texts += [_QUOTED.sub(" ", _FIELD.sub(" ", text)) for text in _code_words(pre.get_text())
+                  if text not in kept]
         pre.decompose()
     for pre in main.select("div.cell_output pre, div.output pre"):
         texts += [_QUOTED.sub(" ", ln) for ln in pre.get_text().split("\n")
