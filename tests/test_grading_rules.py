@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tinyk import gradebook_schema as schema
 from tinyk import grading, roster
 from tinyk.course import ROOT
 from tinyk.exercises import nbgrader, source_text
@@ -57,19 +58,33 @@ def test_rows_keep_the_checks_findings_and_name_each_limit():
 
 
 def test_the_status_enum_is_the_gradebook_strings():
-    """One status type: its values are the CSV's strings (``tinyk.roster.STATUSES``, which
-    the class report and the LMS export read), written as such by f-strings, csv and JSON."""
-    statuses = list(rules.Status)
-    assert [status.value for status in statuses] == list(roster.STATUSES) and len(statuses) == 9
+    """One status type: its values are the CSV's strings (``STATUSES``, which the class report
+    and the LMS export read), written as such by f-strings, csv and JSON."""
+    statuses = list(schema.Status)
+    assert [status.value for status in statuses] == list(schema.STATUSES) and len(statuses) == 9
     for status in statuses:
         assert f"{status}" == str(status) == status.value == json.loads(json.dumps(status))
-        assert roster.STATUSES[status] == status.description
+        assert schema.STATUSES[status] == status.description
     buffer = io.StringIO()
-    csv.writer(buffer).writerow([rules.Status.TESTS_MODIFIED])
+    csv.writer(buffer).writerow([schema.Status.TESTS_MODIFIED])
     assert buffer.getvalue().strip() == "tests-modified"
-    assert rules.Row("s", "drill", "a_test", 0.0, 2.0, "memory-limit").status is rules.Status.MEMORY_LIMIT
+    assert schema.Row("s", "drill", "a_test", 0.0, 2.0, "memory-limit").status is schema.Status.MEMORY_LIMIT
     with pytest.raises(ValueError, match="'passed' is not a valid Status"):
-        rules.Row("s", "drill", "a_test", 0.0, 2.0, "passed")
+        schema.Row("s", "drill", "a_test", 0.0, 2.0, "passed")
+
+
+def test_the_gradebook_has_one_schema_that_the_grader_writes_and_the_report_reads(tmp_path):
+    """The columns, statuses and row are defined once (tinyk.gradebook_schema): a row the grader
+    writes is read back by the class report's reader as the same row."""
+    from tinyk.gradebook import read_grades
+    from tinyk.inert import write_csv
+
+    row = schema.Row("=ann", "drill", "a_test", 1.0, 2.0, "timeout", "late; mistake 05.3.2:crops-table")
+    path = tmp_path / "grades.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        write_csv(f, [schema.FIELDS, [getattr(row, name) for name in schema.FIELDS]])
+    assert read_grades(path) == [row]
+    assert not hasattr(roster, "STATUSES") and not hasattr(rules, "Row") and rules.Status is schema.Status
 
 
 def test_the_grader_refuses_other_systems(monkeypatch, tmp_path):

@@ -16,8 +16,8 @@ import pytest
 from tests.optional import need
 from tinyk import grading, inert
 from tinyk.gradebook import read_grades
+from tinyk.gradebook_schema import Row, Status
 from tinyk.grading import batch as class_batch
-from tinyk.grading.rules import Row, Status
 from tinyk.lms import FORMATS
 from tinyk.roster import student_id
 

@@ -17,29 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tinyk import mistakes
+from tinyk.gradebook_schema import FIELDS, STATUSES, Row
 from tinyk.inert import csv_value
-from tinyk.roster import STATUSES
 
-__all__ = ["FIELDS", "ClassReport", "Grade", "GradesError", "read_grades", "summarise"]
-
-FIELDS = ["student", "notebook", "exercise", "points", "max_points", "status", "detail"]
-
+__all__ = ["ClassReport", "GradesError", "read_grades", "summarise"]
 
 class GradesError(ValueError):
     """``grades.csv`` cannot be read: the message names the line, the field, the value and the rule."""
-
-
-@dataclass(frozen=True)
-class Grade:
-    """One row of ``grades.csv``."""
-
-    student: str
-    notebook: str
-    exercise: str
-    points: float
-    max_points: float
-    status: str
-    detail: str
 
 
 def _table(path: Path) -> list[list[str]]:
@@ -78,7 +62,7 @@ def _points(where: str, cell: dict[str, str]) -> tuple[float, float]:
     return numbers["points"], numbers["max_points"]
 
 
-def _grade(where: str, cell: dict[str, str]) -> Grade:
+def _grade(where: str, cell: dict[str, str]) -> Row:
     """One row's grade, checked: its points, a known status, a student, notebook and exercise."""
     points, max_points = _points(where, cell)
     if cell["status"] not in STATUSES:
@@ -86,11 +70,11 @@ def _grade(where: str, cell: dict[str, str]) -> Grade:
     for name in ("student", "notebook", "exercise"):
         if not cell[name]:
             raise GradesError(f"{where}: {name} is empty")
-    return Grade(cell["student"], cell["notebook"], cell["exercise"], points, max_points, cell["status"],
+    return Row(cell["student"], cell["notebook"], cell["exercise"], points, max_points, cell["status"],
                  cell["detail"])
 
 
-def read_grades(path: Path) -> list[Grade]:
+def read_grades(path: Path) -> list[Row]:
     """The rows of a gradebook CSV (``python -m tinyk.grading grade``), checked; blank lines skipped."""
     table = _table(path)
     column = {name: table[0].index(name) for name in FIELDS}
@@ -120,7 +104,7 @@ class ClassReport:
     statuses: dict[str, dict[str, set[str]]]
     full_marks: dict[str, set[str]]
     mistakes: dict[str, Counter]
-    by_student: dict[str, list[Grade]]
+    by_student: dict[str, list[Row]]
 
     def share(self, count: int) -> str:
         """``count`` students as a whole percentage of the class, ``"34%"``."""
@@ -131,9 +115,9 @@ class ClassReport:
         return sorted(self.mistakes.get(exercise, Counter()).items(), key=lambda item: (-item[1], item[0]))
 
 
-def _full_marks(grades: Sequence[Grade]) -> dict[str, set[str]]:
+def _full_marks(grades: Sequence[Row]) -> dict[str, set[str]]:
     """Notebook -> the students with every point of it."""
-    rows: dict[tuple[str, str], list[Grade]] = defaultdict(list)
+    rows: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for g in grades:
         rows[(g.notebook, g.student)].append(g)
     full: dict[str, set[str]] = {g.notebook: set() for g in grades}
@@ -143,13 +127,13 @@ def _full_marks(grades: Sequence[Grade]) -> dict[str, set[str]]:
     return full
 
 
-def summarise(grades: Sequence[Grade]) -> ClassReport:
+def summarise(grades: Sequence[Row]) -> ClassReport:
     """Count the class: every student of ``grades`` is the class (the share's denominator)."""
     exercises: dict[str, dict[str, float]] = defaultdict(dict)
     scores: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     statuses: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     named: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    by_student: dict[str, list[Grade]] = defaultdict(list)
+    by_student: dict[str, list[Row]] = defaultdict(list)
     for g in grades:
         exercises[g.notebook][g.exercise] = max(g.max_points, exercises[g.notebook].get(g.exercise, 0.0))
         scores[(g.notebook, g.exercise)][g.student] = g.points

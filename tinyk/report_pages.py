@@ -16,9 +16,10 @@ import html
 
 from tinyk import mistakes
 from tinyk.gradebook import ClassReport
+from tinyk.gradebook_schema import STATUSES
 from tinyk.inert import CSP_META
 from tinyk.report_words import exercise_name, mistake_label, share_sentence, status_label, words
-from tinyk.roster import STATUSES, student_id
+from tinyk.roster import student_id
 
 __all__ = ["class_page", "histogram", "in_language", "page", "page_name", "student_page"]
 

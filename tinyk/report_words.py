@@ -8,8 +8,8 @@ without its Chinese stops the report, and ``python -m tinyk.translations check``
 from __future__ import annotations
 
 from tinyk import mistakes
+from tinyk.gradebook_schema import STATUSES
 from tinyk.package_catalogue import chinese
-from tinyk.roster import STATUSES
 
 __all__ = ["CONTEXTS", "LANGUAGES", "MESSAGES", "STATUS", "WORDS", "exercise_name", "mistake_label", "named",
            "share_sentence", "status_label", "words"]
@@ -48,7 +48,7 @@ WORDS = {
 }
 # Words whose English is another word's too, with another Chinese: their catalogue context.
 CONTEXTS = {"axis_x": "chart axis", "axis_y": "chart axis"}
-STATUS = "grading status"  # the context of a status (tinyk.roster.STATUSES), shown as its name
+STATUS = "grading status"  # the context of a status (tinyk.gradebook_schema.STATUSES), shown as its name
 SHARE = "{0} of the class ({1} of {2}): {3}"
 NAMED = "{0}: {1}"
 UNKNOWN = "{0} (not in this version's catalogue)"

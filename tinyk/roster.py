@@ -18,23 +18,8 @@ import stat
 import unicodedata
 from pathlib import Path
 
-__all__ = ["MAX_NOTEBOOK_BYTES", "STATUSES", "Refused", "collisions", "entries", "parse_notebook",
+__all__ = ["MAX_NOTEBOOK_BYTES", "Refused", "collisions", "entries", "parse_notebook",
            "read_submitted", "refusal", "student_id", "student_name", "what_it_is"]
-
-STATUSES = {
-    "ok": "graded normally (the points say whether the answer passed)",
-    "missing": "no submission for this notebook",
-    "unreadable": "the file is not a notebook the grader reads (empty, not JSON, a version nbformat cannot "
-                  "read, over the size bound, or no regular file: a folder, a FIFO, a device or a symbolic "
-                  "link, which is never followed); the detail says which",
-    "tests-modified": "an exercise cell was edited, deleted, duplicated, moved or retyped, or its nbgrader "
-                      "metadata changed; restored from the release and graded with the original tests",
-    "tampering": "the submission rebinds names the tests rely on (e.g. math.isclose); scored 0",
-    "timeout": "a cell ran past the per-cell timeout, or the submission past the total time limit",
-    "memory-limit": "the submission ran out of its memory limit",
-    "kernel-died": "the kernel exited (e.g. os._exit or a crash); nbgrader could not finish",
-    "error": "grading failed for a reason shown in the detail column",
-}
 
 # The bound on a submitted notebook's size. The grader holds a notebook in memory about four
 # times over (its bytes, its text, nbformat's parse, the restored copy), for several students

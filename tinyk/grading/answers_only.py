@@ -25,8 +25,9 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tinyk.gradebook_schema import Row, Status
 from tinyk.grading.chapter import Notebook
-from tinyk.grading.rules import Finding, Row, Status
+from tinyk.grading.rules import Finding
 from tinyk.grading.runner import Limits, total_limit
 from tinyk.grading.sandbox import Sandbox
 from tinyk.grading.scoring import answers_prefix, say_shared

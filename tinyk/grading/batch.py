@@ -26,20 +26,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tinyk.gradebook_schema import FIELDS, Row, Status
 from tinyk.grading.answers_only import grade_answers
 from tinyk.grading.assignment import prepare_course, released_notebooks
 from tinyk.grading.ast_guard import one_parse_at_a_time
 from tinyk.grading.chapter import Notebook, chapter_notebooks
 from tinyk.grading.regrade import base_digest, changed_tests, course_base, regrade_student, test_digests
-from tinyk.grading.rules import Row, Status
 from tinyk.grading.runner import Limits, preflight
 from tinyk.inert import csv_value, write_csv
 from tinyk.roster import Refused, collisions, read_submitted, student_id, student_name
 from tinyk.roster import entries as submission_entries
 
-__all__ = ["FIELDS", "Batch", "grade", "merge", "parse_shard", "shard_of", "start"]
+__all__ = ["Batch", "grade", "merge", "parse_shard", "shard_of", "start"]
 
-FIELDS = ["student", "notebook", "exercise", "points", "max_points", "status", "detail"]
 
 
 @dataclass

@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 
 from tinyk.exercises import is_test, nbgrader, source_text
+from tinyk.gradebook_schema import Row, Status
 from tinyk.grading.answers_only import judge_submission, verdict_reason
 from tinyk.grading.chapter import Notebook
-from tinyk.grading.rules import Row, Status
 from tinyk.grading.runner import Limits
 
 __all__ = ["REGRADED", "base_digest", "changed_tests", "course_base", "regrade_student", "test_digests"]

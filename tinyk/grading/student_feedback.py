@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from tinyk.exercises import is_test, nbgrader
+from tinyk.gradebook_schema import Row, Status
 from tinyk.grading.answers_only import judge_submission, verdict_rows
 from tinyk.grading.assignment import prepare_course, released_notebooks
 from tinyk.grading.ast_guard import one_parse_at_a_time
 from tinyk.grading.batch import Batch, start
 from tinyk.grading.chapter import ASSIGNMENT, Notebook
-from tinyk.grading.rules import Row, Status
 from tinyk.grading.runner import Limits, autograde_outputs, run_nbgrader
 from tinyk.grading.shown_outputs import write
 from tinyk.grading.submission import submit

@@ -12,8 +12,9 @@ import stat
 from pathlib import Path
 
 from tinyk.exercises import nbgrader, python_tree, source_text
+from tinyk.gradebook_schema import Status
 from tinyk.grading.chapter import ASSIGNMENT, Notebook
-from tinyk.grading.rules import Finding, Status
+from tinyk.grading.rules import Finding
 from tinyk.roster import Refused, parse_notebook, read_submitted, refusal
 
 __all__ = ["SKIP_TAG", "checked", "emptied_when_graded", "for_grading", "read_notebook", "restore_release",
