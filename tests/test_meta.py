@@ -60,6 +60,8 @@ def _write_scratch_book(tmp_path: Path, sources: list[str], tags: list[str] | No
     (tmp_path / "_config.yml").write_text(no_model)
     shutil.copytree(ROOT / "book" / "_ext", tmp_path / "book" / "_ext", dirs_exist_ok=True)
     shutil.copy(ROOT / "book" / "references.bib", tmp_path / "book" / "references.bib")
+    (tmp_path / "book" / "_static").mkdir(exist_ok=True)
+    shutil.copy(ROOT / "book" / "_static" / "favicon.svg", tmp_path / "book" / "_static")  # html.favicon
     (tmp_path / "book" / "intro.md").write_text("# Scratch book\n")
     (tmp_path / "notebooks").mkdir(exist_ok=True)
     _notebook(tmp_path / "notebooks" / "scratch.ipynb", sources, tags)
