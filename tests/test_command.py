@@ -68,3 +68,12 @@ def test_source_is_taken_before_or_after_the_grading_command(argv):
 
 def test_source_left_out_is_none():
     assert grading_cli.parser("tinyk").parse_args(["report", "g.csv", "--out", "r"]).source is None
+
+
+def test_the_grading_commands_load_nbgrader_only_when_a_command_needs_it():
+    """A plain install (Colab's) has no nbgrader: the command line must still start and say
+    what is missing, so nothing of it is imported before a command runs (tests/test_wheel.py)."""
+    code = "import sys, tinyk.grading.cli\nprint(sorted(m for m in sys.modules if m.startswith('nbgrader')))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"

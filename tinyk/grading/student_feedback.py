@@ -32,7 +32,6 @@ from tinyk.grading.ast_guard import one_parse_at_a_time
 from tinyk.grading.batch import Batch, start
 from tinyk.grading.chapter import ASSIGNMENT, Notebook
 from tinyk.grading.runner import Limits, autograde_outputs, run_nbgrader
-from tinyk.grading.shown_outputs import write
 from tinyk.grading.submission import submit
 from tinyk.inert import inert_notebook, page_problems, with_csp
 from tinyk.mistakes import by_id, mistakes_in
@@ -143,6 +142,8 @@ def _feedback_of(entry: Path, batch: Batch, courses: _Courses, work: Path, out_d
     """One student's feedback, written under ``out_dir/<student id>/`` (a line on stderr when
     there is none to give): their notebooks judged once by the verdict, its outputs and points
     written into the shown course by nbgrader's autograde, rendered by its generate_feedback."""
+    from tinyk.grading.shown_outputs import write  # nbgrader's preprocessor: the instructor extra
+
     name, chosen = student_name(entry), batch.notebooks
     sid = student_id(name)
     course = work / "course"
