@@ -104,6 +104,9 @@ def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
         if tuple(mine.weight.shape) != (dim,) or not torch.equal(mine.weight.detach(), torch.ones(dim)):
             raise PartError(name, say("self.weight must start as ones of shape ({dim},), got shape {shape}",
                                       dim=dim, shape=tuple(mine.weight.shape)))
+        if list(mine.state_dict()) != ["weight"]:
+            raise PartError(name, say("its state dict holds {keys}, not one entry, weight: keep eps a plain "
+                                      "attribute", keys=list(mine.state_dict())))
         with torch.no_grad():
             mine.load_state_dict({"weight": weight}, strict=False)  # works where the module lives elsewhere
             ref.weight.copy_(weight)
@@ -132,6 +135,22 @@ def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
         got = call_part(name, call_part(name, cls, 8, eps=1e-5), x)
         compare(name, got, RMSNorm(8, eps=1e-5)(x), small,
                 hints={outside: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-5)})
+        x = torch.randn(3, 16, generator=g, dtype=torch.float64)
+        got = call_part(name, call_part(name, cls, 16, eps=1e-5).double(), x)
+        compare(name, got, RMSNorm(16, eps=1e-5).double()(x), say("output on a float64 x of shape (3, 16)"),
+                atol=1e-12, hints={say("the norm computed in float32; compute in promote_types(x.dtype, "
+                                       "float32), float64 here, never downcast"): _normalised(x).double()})
+    x, upstream = torch.randn(3, 16, generator=g), torch.randn(3, 16, generator=g)
+    grads = []
+    for mine, module in ((True, call_part(name, cls, 16, eps=1e-5)), (False, RMSNorm(16, eps=1e-5))):
+        xi = x.clone().requires_grad_()
+        y = call_part(name, module, xi) if mine else module(xi)  # tinyk's own runs unwatched
+        (y * upstream).sum().backward()
+        grads.append(torch.zeros_like(x) if xi.grad is None else xi.grad)
+    detached = say("1/r left out of the graph (.detach(), .item() or torch.no_grad() in forward); keep every "
+                   "step in the graph")
+    compare(name, grads[0], grads[1], say("the gradient with respect to x of shape (3, 16)"),
+            hints={detached: upstream * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)})
 
 
 def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
@@ -181,7 +200,10 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
         hints = {say("the half-split pairing (i with i + d_h/2); pair ADJACENT coordinates (x0, x1), "
                      "(x2, x3), ..."): half,
                  say("a rotation the wrong way (the sign of sin swapped): (a, b) -> (a cos - b sin, "
-                     "a sin + b cos)"): backwards}
+                     "a sin + b cos)"): backwards,
+                 say("a turn by twice the angle; cos and sin already hold the angle t·ω_i, use them as they "
+                     "are"): apply_rotary_emb(xq, xk, 2 * cos**2 - 1, 2 * sin * cos),
+                 say("an input returned unrotated; rotate both q and k"): (xq, xk)}
         for i, label in enumerate((say("rotated q"), say("rotated k"))):
             rotated = say("{label} ({dtype}, {what})", label=label, dtype=dtype, what=what)
             compare(name, got[i], expected[i], rotated, atol=1e-5 if dtype == torch.float32 else 1e-2,

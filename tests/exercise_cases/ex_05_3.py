@@ -200,9 +200,11 @@ def apply_rope(xq, xk, cos, sin):
          _ROPE_SCORE.replace("def rope_score(q, k, m, n,", "def rope_score(q, k, n, m,")),
         ("05.3.3:tables-too-short", _ROPE_SCORE.replace("max(m, n) + 1", "m + 1")),
         ("05.3.3:tables-too-short", _ROPE_SCORE.replace("max(m, n) + 1", "max(m, n)")),
-        ("05.3.3:not-a-float", _ROPE_SCORE.replace("return float((q_m * k_n).sum())", "return (q_m * k_n).sum()")),
+        ("05.3.3:not-a-float", _ROPE_SCORE.replace("return float((q_m * k_n).sum())",
+                                                   "return (q_m * k_n).sum()")),
         # k rotated with row m as well
-        ("05.3.3:same-row", _ROPE_SCORE.replace("cos[n : n + 1], sin[n : n + 1]", "cos[m : m + 1], sin[m : m + 1]")),
+        ("05.3.3:same-row", _ROPE_SCORE.replace("cos[n : n + 1], sin[n : n + 1]",
+                                                "cos[m : m + 1], sin[m : m + 1]")),
         ("05.3.3:theta-ignored", _ROPE_SCORE.replace("max(m, n) + 1, theta,", "max(m, n) + 1,")),
     ],
     "ex_05_3_4_solution": [
