@@ -135,6 +135,13 @@ def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
         got = call_part(name, call_part(name, cls, 8, eps=1e-5), x)
         compare(name, got, RMSNorm(8, eps=1e-5)(x), small,
                 hints={outside: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-5)})
+    _check_rmsnorm_float64_and_gradient(cls, g)
+
+
+def _check_rmsnorm_float64_and_gradient(cls: Any, g: torch.Generator) -> None:
+    """A float64 input computed in float64, and the gradient of every step (05.2.2)."""
+    name = "RMSNorm"
+    with torch.no_grad():
         x = torch.randn(3, 16, generator=g, dtype=torch.float64)
         got = call_part(name, call_part(name, cls, 16, eps=1e-5).double(), x)
         compare(name, got, RMSNorm(16, eps=1e-5).double()(x), say("output on a float64 x of shape (3, 16)"),
