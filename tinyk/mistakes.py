@@ -106,6 +106,7 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("05.3.1", "borrowed", *_BORROWED),
     ("05.3.2", "one-input-unrotated", "rotate both q and k", "only one of q and k rotated"),
     ("05.3.2", "double-angle", "twice the angle", "turned by twice the angle"),
+    ("05.3.2", "cat-write-back", "written back as halves", "the rotated pairs written back as halves (cat)"),
     ("05.3.2", "sin-sign-swapped", "the sign of sin swapped",
      "turns the wrong way (the sign of sin swapped)"),
     ("05.3.2", "half-split-pairing", "pair adjacent coordinates",

@@ -187,6 +187,10 @@ def apply_rope(xq, xk, cos, sin):
                                                                  "return rotate(xq), xk")),
         ("05.3.2:double-angle", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)",
                                                          "2 * cos**2 - 1, 2 * sin * cos")),
+        # adjacent pairs rotated, then written back as halves [a..., b...]
+        ("05.3.2:cat-write-back", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos, sin")
+                                                  .replace("torch.stack(", "torch.cat(")
+                                                  .replace(".flatten(3)", "")),
         ("05.3.2:borrowed", """
 from tinyk import apply_rotary_emb
 def apply_rope(xq, xk, cos, sin):
