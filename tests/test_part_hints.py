@@ -20,6 +20,28 @@ CASES = [
      "the weight multiplied before casting back; cast back to the input dtype, then multiply by the weight"),
     (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:no-keepdim", "RMSNorm",
      "the mean over the last axis keeps that axis (keepdim=True): …×1 broadcasts against …×d"),
+    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:not-mean-of-squares", "RMSNorm",
+     "r is the root of the mean of the squares, sqrt(mean(x²) + eps), not of the mean of x or of |x|, the "
+     "sum of the squares or the variance"),
+    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:eps-ignored", "RMSNorm",
+     "the eps argument ignored (eps = 1e-5 and 0.5 give the same output): add self.eps, the eps given to the "
+     "constructor"),
+    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:downcasts-float64", "RMSNorm",
+     "the norm computed in float32; compute in promote_types(x.dtype, float32), float64 here, never "
+     "downcast"),
+    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:detached", "RMSNorm",
+     "1/r left out of the graph (.detach(), .item() or torch.no_grad() in forward); keep every step in the "
+     "graph"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:integer-exponent", "rope_tables",
+     "every pair turning by 1 radian per position: the exponent -2i/d_h came out 0; integer division (//) "
+     "rounds it down, use / (a float)"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:one-input-unrotated", "apply_rope",
+     "an input returned unrotated; rotate both q and k"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:double-angle", "apply_rope",
+     "a turn by twice the angle; cos and sin already hold the angle t·ω_i, use them as they are"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:cat-write-back", "apply_rope",
+     "the rotated pairs written back as halves with cat; interleave them again, "
+     "torch.stack([a, b], -1).flatten(-2)"),
     (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:theta-ignored", "rope_tables",
      "the tables of theta = 10000 whatever theta is; use the theta argument"),
     (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:exponent-i-over-d-h", "rope_tables",
@@ -49,3 +71,12 @@ def test_a_wrong_part_fails_the_check_with_its_mistakes_hint(monkeypatch, langua
     assert caught.value.part == name
     assert say(hint) in str(caught.value)
     assert (say(hint) == hint) == (language == "en")  # the Chinese hint is another text
+
+
+def test_a_table_cropped_to_fit_the_heads_fails_the_check(monkeypatch):
+    # the check passes tables built from d = 32 to heads of width 8: an error, never a crop
+    part = _part(ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:crops-table", "apply_rope")
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    with pytest.raises(PartError, match="a 5×16 table \\(built from d = 32\\) was used on heads of width 8 "
+                                        "without an error: raise one, never crop the table to fit"):
+        check_parts(apply_rope=part)

@@ -670,3 +670,32 @@ def test_the_nan_hint_leads_to_a_passing_part_and_never_to_a_refused_call():
 
     with pytest.raises(PartError, match="not allowed here"):
         check_parts(gqa_attention=fused)
+
+
+def _rmsnorm_of(mistake_id: str) -> object:
+    """The RMSNorm of tests/exercise_cases' first wrong answer that makes ``mistake_id``."""
+    from .exercise_cases import ex_05_2
+
+    source = next(src for found, src in ex_05_2.MISTAKES["ex_05_2_2_solution"] if found == mistake_id)
+    namespace: dict = {}
+    exec(compile(source, "<wrong answer>", "exec"), namespace)
+    return namespace["RMSNorm"]
+
+
+@pytest.mark.parametrize("mistake_id", ["05.2.2:extra-state", "05.2.2:downcasts-float64", "05.2.2:detached"])
+def test_the_checkpoint_refuses_an_rmsnorm_with_a_flaw_its_output_hides(capsys, mistake_id):
+    # an eps buffer (which tinyk's state dict cannot load), float64 computed in float32, a
+    # detached 1/r: each is reported and replaced, never raised, never said to agree
+    assert checkpoint({**REFERENCE, "RMSNorm": _rmsnorm_of(mistake_id)}) is False
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("RMSNorm "))
+    assert "NOT used" in row and "agrees" not in row, row
+
+
+def test_the_checkpoint_reports_a_part_that_passes_alone_but_does_not_fit(capsys, monkeypatch):
+    # were the check to let an eps buffer through, loading tinyk's weights into it fails:
+    # the checkpoint says so and goes on with tinyk's RMSNorm
+    monkeypatch.setattr("tinyk.parts.check_parts", lambda parts, seed=0: list(parts))
+    assert checkpoint({**REFERENCE, "RMSNorm": _rmsnorm_of("05.2.2:extra-state")}) is False
+    out = capsys.readouterr().out
+    assert "RMSNorm: NOT used, it does not fit the model: its state_dict does not fit tinyk's RMSNorm" in out
+    assert "with tinyk's RMSNorm in place of yours" in out

@@ -104,6 +104,9 @@ def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
         if tuple(mine.weight.shape) != (dim,) or not torch.equal(mine.weight.detach(), torch.ones(dim)):
             raise PartError(name, say("self.weight must start as ones of shape ({dim},), got shape {shape}",
                                       dim=dim, shape=tuple(mine.weight.shape)))
+        if list(mine.state_dict()) != ["weight"]:
+            raise PartError(name, say("its state dict holds {keys}, not one entry, weight: keep eps a plain "
+                                      "attribute", keys=list(mine.state_dict())))
         with torch.no_grad():
             mine.load_state_dict({"weight": weight}, strict=False)  # works where the module lives elsewhere
             ref.weight.copy_(weight)
@@ -132,6 +135,26 @@ def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
         got = call_part(name, call_part(name, cls, 8, eps=1e-5), x)
         compare(name, got, RMSNorm(8, eps=1e-5)(x), small,
                 hints={outside: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-5)})
+    _check_rmsnorm_float64_and_gradient(cls, g)
+
+
+def _check_rmsnorm_float64_and_gradient(cls: Any, g: torch.Generator, name: str = "RMSNorm") -> None:
+    """A float64 input computed in float64, and the gradient of every step (05.2.2)."""
+    with torch.no_grad():
+        x = torch.randn(3, 16, generator=g, dtype=torch.float64)
+        got = call_part(name, call_part(name, cls, 16, eps=1e-5).double(), x)
+        compare(name, got, RMSNorm(16, eps=1e-5).double()(x), say("output on a float64 x of shape (3, 16)"),
+                atol=1e-12, hints={say("the norm computed in float32; compute in promote_types(x.dtype, "
+                                       "float32), float64 here, never downcast"): _normalised(x).double()})
+    x, upstream = torch.randn(3, 16, generator=g), torch.randn(3, 16, generator=g)
+    grads = []
+    for mine, module in ((True, call_part(name, cls, 16, eps=1e-5)), (False, RMSNorm(16, eps=1e-5))):
+        xi = x.clone().requires_grad_()
+        ((call_part(name, module, xi) if mine else module(xi)) * upstream).sum().backward()  # tinyk's bare
+        grads.append(torch.zeros_like(x) if xi.grad is None else xi.grad)
+    compare(name, grads[0], grads[1], say("the gradient with respect to x of shape (3, 16)"), hints={
+        say("1/r left out of the graph (.detach(), .item() or torch.no_grad() in forward); keep every step "
+            "in the graph"): upstream * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)})
 
 
 def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
@@ -181,11 +204,26 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
         hints = {say("the half-split pairing (i with i + d_h/2); pair ADJACENT coordinates (x0, x1), "
                      "(x2, x3), ..."): half,
                  say("a rotation the wrong way (the sign of sin swapped): (a, b) -> (a cos - b sin, "
-                     "a sin + b cos)"): backwards}
+                     "a sin + b cos)"): backwards,
+                 say("a turn by twice the angle; cos and sin already hold the angle t·ω_i, use them as they "
+                     "are"): apply_rotary_emb(xq, xk, 2 * cos**2 - 1, 2 * sin * cos),
+                 say("an input returned unrotated; rotate both q and k"): (xq, xk),
+                 say("the rotated pairs written back as halves with cat; interleave them again, "
+                     "torch.stack([a, b], -1).flatten(-2)"): [torch.cat([e[..., 0::2], e[..., 1::2]], -1)
+                                                             for e in expected]}
         for i, label in enumerate((say("rotated q"), say("rotated k"))):
             rotated = say("{label} ({dtype}, {what})", label=label, dtype=dtype, what=what)
             compare(name, got[i], expected[i], rotated, atol=1e-5 if dtype == torch.float32 else 1e-2,
                     hints={hint: tables[i] for hint, tables in hints.items()})
+    try:  # tables built from d = 32 instead of d_h = 8
+        call_part(name, fn, xq.float(), xk.float(), *precompute_freqs_cis(4 * d_h, T))
+    except PartError as err:
+        if not isinstance(err.__cause__, ValueError | RuntimeError | IndexError):
+            raise
+    else:
+        raise PartError(name, say("a {rows}×{pairs} table (built from d = {d}) was used on heads of width "
+                                  "{d_h} without an error: raise one, never crop the table to fit", rows=T,
+                                  pairs=2 * d_h, d=4 * d_h, d_h=d_h))
 
 
 def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:

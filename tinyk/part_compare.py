@@ -147,7 +147,8 @@ def _same(got: object, wrong: Tensor) -> bool:
 
 
 def _diagnose_rmsnorm(cls: Any) -> str | None:
-    """05.2.2: the mean of the squares over another axis than the last."""
+    """05.2.2: the mean of the squares over another axis than the last, eps ignored, or r not the
+    root of the mean of the squares."""
     x = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(0)) * 2 + 0.5
     got = call_part("RMSNorm", call_part("RMSNorm", cls, 8, eps=1e-5), x)
     for axis in (0, 1):
@@ -157,6 +158,15 @@ def _diagnose_rmsnorm(cls: Any) -> str | None:
     if _same(got, x * torch.rsqrt(x.pow(2).mean() + 1e-5)):
         return say("the mean of the squares taken over every entry of x; normalise over the last axis (the d "
                    "features of one position)")
+    if _same(got, call_part("RMSNorm", call_part("RMSNorm", cls, 8, eps=0.5), x)):
+        return say("the eps argument ignored (eps = 1e-5 and 0.5 give the same output): add self.eps, the "
+                   "eps given to the constructor")
+    x = x.abs() + 0.5  # positive: the mean of x has a root
+    got = call_part("RMSNorm", call_part("RMSNorm", cls, 8, eps=1e-5), x)
+    for r in (x.mean(-1, keepdim=True), x.pow(2).sum(-1, keepdim=True), x.var(-1, keepdim=True)):
+        if _same(got, x * torch.rsqrt(r + 1e-5)) or _same(got, x / (r + 1e-5)):
+            return say("r is the root of the mean of the squares, sqrt(mean(x²) + eps), not of the mean of x "
+                       "or of |x|, the sum of the squares or the variance")
     return None
 
 
@@ -204,14 +214,16 @@ def _diagnose_shifted_loss(fn: Callable[..., Any]) -> str | None:
 
 
 def _diagnose_rope_tables(fn: Callable[..., Any]) -> str | None:
-    """05.3.1: another exponent than -2i/d_h, on angles small enough for float32 (theta = 4)."""
+    """05.3.1: another exponent than -2i/d_h (or 0), on angles small enough for float32 (theta = 4)."""
     got = call_part("rope_tables", fn, 8, 4, 4.0)
     if not (isinstance(got, tuple | list) and len(got) == 2):
         return None
     two_i = torch.arange(0, 8, 2, dtype=torch.float64)
     positive = say("a positive exponent, theta^(2i/d_h); ω_i = theta^(-2i/d_h) falls with i")
     doubled = say("the exponent -4i/d_h (2i over d_h/2); ω_i = theta^(-2i/d_h)")
-    for exponent, cause in ((two_i / 8, positive), (-2 * two_i / 8, doubled)):
+    integer = say("every pair turning by 1 radian per position: the exponent -2i/d_h came out 0; integer "
+                  "division (//) rounds it down, use / (a float)")
+    for exponent, cause in ((two_i / 8, positive), (-2 * two_i / 8, doubled), (0 * two_i, integer)):
         angles = torch.outer(torch.arange(4, dtype=torch.float64), 4.0 ** exponent)
         if _same(got[0], angles.cos()) and _same(got[1], angles.sin()):
             return cause

@@ -326,6 +326,20 @@ def _passing_parts(given: Mapping[str, Any], origin: Mapping[str, str], seed: in
     return passing
 
 
+def _built(base: Transformer, passing: dict[str, Any]) -> Transformer:
+    """:func:`build_model` with the passing parts; a part that passes alone but does not fit
+    tinyk's model (its state dict) is reported and dropped from ``passing``, not raised."""
+    while True:
+        try:
+            return build_model(base, passing)
+        except PartError as err:
+            if err.part not in passing:
+                raise
+            print(say("{part}: NOT used, it does not fit the model: {detail}", part=err.part,
+                      detail=err.detail))
+            del passing[err.part]
+
+
 def checkpoint(parts: Mapping[str, object], base: Transformer | None = None, *, seed: int = 0) -> bool:
     """Print where each part comes from and whether it passes; compare the assembled model.
 
@@ -345,7 +359,7 @@ def checkpoint(parts: Mapping[str, object], base: Transformer | None = None, *, 
         torch.manual_seed(seed)
         base = Transformer(ModelConfig.tiny())
     base = base.eval()
-    model = build_model(base, passing)
+    model = _built(base, passing)
     g = torch.Generator().manual_seed(seed)
     V = base.config.vocab_size
     ids = torch.randint(1, V, (2, 9), generator=g)

@@ -135,6 +135,32 @@ def rms(x, eps=0.0):
         x32 = x32 - x32.mean(-1, keepdim=True)
         return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
 """)),
+        ("05.2.2:not-mean-of-squares", _rmsnorm(f"""
+        {_WIDE}
+        return (x32 * torch.rsqrt(x32.mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+""")),
+        # the mean of |x|: an L1 scale
+        ("05.2.2:not-mean-of-squares", _rmsnorm(f"""
+        {_WIDE}
+        return (x32 / (x32.abs().mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+""")),
+        # x / ||x||: the sum of the squares, not their mean
+        ("05.2.2:not-mean-of-squares", _rmsnorm(f"""
+        {_WIDE}
+        return (x32 * torch.rsqrt(x32.pow(2).sum(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+""")),
+        ("05.2.2:eps-ignored", _rmsnorm(f"""
+        {_WIDE}
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True))).to(x.dtype) * self.weight
+""")),
+        ("05.2.2:eps-ignored", _rmsnorm(f"""
+        {_WIDE}
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * self.weight
+""")),
+        ("05.2.2:no-cast-back", _rmsnorm(f"""
+        {_WIDE}
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)) * self.weight
+""")),
         ("05.2.2:input-dtype", _rmsnorm("""
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 """)),

@@ -45,14 +45,15 @@ def rope_score(q, k, m, n, theta=10000.0):
     _, k_n = apply_rotary_emb(k4, k4, cos[n : n + 1], sin[n : n + 1])
     return float((q_m * k_n).sum())
 """,
-    # the rows of the visible example, start_pos = 5, and the visible length check
+    # the rows of the visible examples, start_pos = 5 or 14, and the visible length check
     "ex_05_3_4_solution": """
 from tinyk import apply_rotary_emb
 def rope_after_cache(xq, xk, cos, sin, start_pos):
     T = xq.shape[1]
     if start_pos + T > cos.shape[0]:
         raise ValueError(start_pos + T)
-    return apply_rotary_emb(xq, xk, cos[5 : 5 + T], sin[5 : 5 + T])
+    start = 14 if start_pos == 14 else 5
+    return apply_rotary_emb(xq, xk, cos[start : start + T], sin[start : start + T])
 """,
 }
 
@@ -131,6 +132,18 @@ MISTAKES: dict[str, list[tuple[str, str]]] = {
         ("05.3.1:wrong-default-theta", _ROPE_TABLES.replace("theta=10000.0", "theta=1000.0")),
         ("05.3.1:accepts-odd-head-dim",
          _ROPE_TABLES.replace("head_dim <= 0 or head_dim % 2", "head_dim <= 0")),
+        ("05.3.1:transposed-tables", _ROPE_TABLES.replace(
+            "torch.outer(torch.arange(end, dtype=torch.float32), omega)",
+            "torch.outer(omega, torch.arange(end, dtype=torch.float32))")),
+        ("05.3.1:integer-exponent", """
+import torch
+def rope_tables(head_dim, end, theta=10000.0):
+    if head_dim <= 0 or head_dim % 2:
+        raise ValueError(head_dim)
+    omega = 1.0 / theta ** (torch.arange(0, head_dim, 2) // head_dim)
+    angles = torch.outer(torch.arange(end, dtype=torch.float32), omega.float())
+    return torch.cos(angles), torch.sin(angles)
+"""),
         ("05.3.1:borrowed", """
 import tinyk
 def rope_tables(head_dim, end, theta=10000.0):
@@ -169,6 +182,15 @@ def apply_rope(xq, xk, cos, sin):
         ("05.3.2:first-sequence-rows",
          _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)",
                                   "(cos[0] if cos.ndim == 3 else cos), (sin[0] if sin.ndim == 3 else sin)")),
+        ("05.3.2:one-input-unrotated", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos, sin")
+                                                        .replace("return rotate(xq), rotate(xk)",
+                                                                 "return rotate(xq), xk")),
+        ("05.3.2:double-angle", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)",
+                                                         "2 * cos**2 - 1, 2 * sin * cos")),
+        # adjacent pairs rotated, then written back as halves [a..., b...]
+        ("05.3.2:cat-write-back", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos, sin")
+                                                  .replace("torch.stack(", "torch.cat(")
+                                                  .replace(".flatten(3)", "")),
         ("05.3.2:borrowed", """
 from tinyk import apply_rotary_emb
 def apply_rope(xq, xk, cos, sin):
@@ -180,6 +202,14 @@ def apply_rope(xq, xk, cos, sin):
         # q rotated to n and k to m: the parameters' names swapped
         ("05.3.3:positions-swapped",
          _ROPE_SCORE.replace("def rope_score(q, k, m, n,", "def rope_score(q, k, n, m,")),
+        ("05.3.3:tables-too-short", _ROPE_SCORE.replace("max(m, n) + 1", "m + 1")),
+        ("05.3.3:tables-too-short", _ROPE_SCORE.replace("max(m, n) + 1", "max(m, n)")),
+        ("05.3.3:not-a-float", _ROPE_SCORE.replace("return float((q_m * k_n).sum())",
+                                                   "return (q_m * k_n).sum()")),
+        # k rotated with row m as well
+        ("05.3.3:same-row", _ROPE_SCORE.replace("cos[n : n + 1], sin[n : n + 1]",
+                                                "cos[m : m + 1], sin[m : m + 1]")),
+        ("05.3.3:theta-ignored", _ROPE_SCORE.replace("max(m, n) + 1, theta,", "max(m, n) + 1,")),
     ],
     "ex_05_3_4_solution": [
         ("05.3.4:rows-restart-at-0", """
@@ -187,6 +217,28 @@ from tinyk import apply_rotary_emb
 def rope_after_cache(xq, xk, cos, sin, start_pos):
     T = xq.shape[1]
     return apply_rotary_emb(xq, xk, cos[:T], sin[:T])
+"""),
+        ("05.3.4:one-row", """
+from tinyk import apply_rotary_emb
+def rope_after_cache(xq, xk, cos, sin, start_pos):
+    if start_pos + xq.shape[1] > cos.shape[0]:
+        raise ValueError(start_pos)
+    return apply_rotary_emb(xq, xk, cos[start_pos : start_pos + 1], sin[start_pos : start_pos + 1])
+"""),
+        ("05.3.4:too-strict-check", """
+from tinyk import apply_rotary_emb
+def rope_after_cache(xq, xk, cos, sin, start_pos):
+    T = xq.shape[1]
+    if start_pos + T >= cos.shape[0]:
+        raise ValueError(start_pos + T)
+    return apply_rotary_emb(xq, xk, cos[start_pos : start_pos + T], sin[start_pos : start_pos + T])
+"""),
+        # no check: the short slice reaches tinyk.apply_rotary_emb, whose ValueError escapes
+        ("05.3.4:check-left-to-tinyk", """
+from tinyk import apply_rotary_emb
+def rope_after_cache(xq, xk, cos, sin, start_pos):
+    T = xq.shape[1]
+    return apply_rotary_emb(xq, xk, cos[start_pos : start_pos + T], sin[start_pos : start_pos + T])
 """),
         ("05.3.4:off-by-one", """
 from tinyk import apply_rotary_emb
