@@ -42,7 +42,14 @@ from tinyk.part_compare import (
     first_off,
     reject_unknown,
 )
-from tinyk.part_hints import attention_hints, loss_hints, mask_hints, positions_hints, swiglu_hints
+from tinyk.part_hints import (
+    attention_hints,
+    block_hints,
+    loss_hints,
+    mask_hints,
+    positions_hints,
+    swiglu_hints,
+)
 
 __all__ = ["PART_NAMES", "SECTIONS", "PartError", "call_part", "check_kind", "check_parts", "compare",
            "first_off", "reference_decoder_block", "reference_gqa_attention", "reference_token_positions",
@@ -277,7 +284,8 @@ def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:
              ffn_norm(h_post + feed_forward(h_post)),
              say("an overwritten residual: the second sum must add h, the first sum's result"):
              attention(attention_norm(x)) + feed_forward(ffn_norm(h)),
-             say("the second sum adding x instead of h"): x + feed_forward(ffn_norm(h))}
+             say("the second sum adding x instead of h"): x + feed_forward(ffn_norm(h)),
+             **block_hints(x, attention, feed_forward, attention_norm, ffn_norm)}
     got = call_part("decoder_block", fn, x, trusted(attention), trusted(feed_forward),
                     trusted(attention_norm), trusted(ffn_norm))
     expected = reference_decoder_block(x, attention, feed_forward, attention_norm, ffn_norm)

@@ -9,6 +9,7 @@ differing part matches. The hints say what the notebooks' visible tests say (05.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -17,7 +18,7 @@ from torch import Tensor, nn
 from tinyk.model import causal_lm_loss, causal_triangle, padding_to_attention
 from tinyk.package_catalogue import say
 
-__all__ = ["attention_hints", "loss_hints", "mask_hints", "positions_hints", "swiglu_hints"]
+__all__ = ["attention_hints", "block_hints", "loss_hints", "mask_hints", "positions_hints", "swiglu_hints"]
 
 
 def _attend(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, zeroed: bool = True) -> Tensor:
@@ -64,6 +65,34 @@ def swiglu_hints(ref: nn.Module, x: Tensor) -> dict[str, Tensor]:
             say("a sum instead of the product: silu(w1(x)) * w3(x)"): w2(F.silu(w1(x)) + w3(x)),
             say("a residual x + ...: the decoder block adds x, the SwiGLU returns w2(...) alone"):
             x + w2(F.silu(w1(x)) * w3(x))}
+
+
+Part = Callable[[Tensor], Tensor]
+
+
+def block_hints(x: Tensor, attention: Part, feed_forward: Part, attention_norm: Part,
+                ffn_norm: Part) -> dict[str, Tensor]:
+    """05.5.3: the residuals, norms and halves of a pre-norm decoder block wired wrongly."""
+    a = attention(attention_norm(x))
+    h = x + a
+    mlp_first = x + feed_forward(ffn_norm(x))
+    swapped = x + attention(ffn_norm(x))
+    return {say("h adds attention's output to the normalised copy attention_norm(x): the residual carries x "
+                "itself, h = x + attention(attention_norm(x))"):
+            attention_norm(x) + a + feed_forward(ffn_norm(attention_norm(x) + a)),
+            say("ffn_norm reads attention(attention_norm(x)) without x: the first half's residual is "
+                "missing, h = x + attention(attention_norm(x))"): a + feed_forward(ffn_norm(a)),
+            say("the second half's residual is missing: y = h + feed_forward(ffn_norm(h)), not "
+                "feed_forward(...) alone"): feed_forward(ffn_norm(h)),
+            say("attention_norm is used for both halves: the second half reads ffn_norm(h)"):
+            h + feed_forward(attention_norm(h)),
+            say("the norms are swapped: attention_norm goes with attention, ffn_norm with feed_forward"):
+            swapped + feed_forward(attention_norm(swapped)),
+            say("ffn_norm reads x: the second half starts from h = x + attention(attention_norm(x))"):
+            h + feed_forward(ffn_norm(x)),
+            say("the MLP half before the attention half: the attention half comes first, then the MLP half "
+                "from h"):
+            mlp_first + attention(attention_norm(mlp_first))}
 
 
 def positions_hints(valid: Tensor) -> dict[str, Tensor]:
