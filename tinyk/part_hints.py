@@ -39,6 +39,9 @@ def attention_hints(q: Tensor, kk: Tensor, vv: Tensor, mask: Tensor | None) -> d
     allowed = causal_triangle(T, T_k, q.device) if mask is None else mask
     hints = {say("an inverted mask: True = may attend, so fill the scores where the mask is False (~mask)"):
              _attend(q, kk, vv, ~allowed)}
+    if mask is None and T > 1:
+        hints[say("query t may see keys 0..t only (the causal mask)")] = \
+            _attend(q, kk, vv, torch.ones(T, T_k, dtype=torch.bool, device=q.device))
     if mask is None and T < T_k:
         first = torch.ones(T, T_k, dtype=torch.bool, device=q.device).tril()
         hints[say("a causal triangle aligned to the FIRST T keys; the queries are the LAST T keys: "
@@ -142,4 +145,6 @@ def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
             F.cross_entropy(logits[:, 1:].reshape(-1, V), labels[:, :-1].reshape(-1)),
             say("a softmax before F.cross_entropy, which takes the raw logits (it applies the log-softmax "
                 "itself)"): causal_lm_loss(logits.softmax(-1), labels),
-            say("the mean of each row's mean; the loss is one mean over the batch's counted targets"): by_row}
+            say("the mean of each row's mean; the loss is one mean over the batch's counted targets"): by_row,
+            say("the targets shifted by two: position t predicts labels[:, t + 1], logits[:, :-1] against "
+                "labels[:, 1:]"): F.cross_entropy(logits[:, :-2].reshape(-1, V), labels[:, 2:].reshape(-1))}
