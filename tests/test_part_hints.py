@@ -53,7 +53,8 @@ CASES = [
      "the shift reversed: logits[:, 1:] against labels[:, :-1]; position t predicts the NEXT label, "
      "logits[:, :-1] against labels[:, 1:]"),
     (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:shifted-too-far", "shifted_loss",
-     "the targets shifted by two: position t predicts labels[:, t + 1], logits[:, :-1] against labels[:, 1:]"),
+     "the targets shifted by two: position t predicts labels[:, t + 1], logits[:, :-1] against "
+     "labels[:, 1:]"),
     (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:mean-of-row-means", "shifted_loss",
      "the mean of each row's mean; the loss is one mean over the batch's counted targets"),
     (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:ignore-index-unused", "shifted_loss",
