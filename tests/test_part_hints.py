@@ -30,6 +30,9 @@ CASES = [
      "a B×T×d_h/2 table has a batch axis first: line it up as B×T×1×d_h/2 (batch, position, head, pair)"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:mask-inverted", "gqa_attention",
      "an inverted mask: True = may attend, so fill the scores where the mask is False (~mask)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:kv-on-time-axis", "gqa_attention",
+     "copy each K/V head n_rep = H_q // H_kv times along the head axis, dim=1 of B×H_kv×T_k×d_h (not the "
+     "time axis, dim=2)"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:causal-from-first-key", "gqa_attention",
      "a causal triangle aligned to the FIRST T keys; the queries are the LAST T keys: tril(T_k - T)"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:average-on-masked-row", "gqa_attention",

@@ -221,7 +221,9 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         padded = say("a padded batch's mask (row 0's first queries see no key)")
         what = say("output for H_q={H_q}, H_kv={H_kv}, T={T}, T_k={T_k}, {dtype}, {mask}", H_q=n_heads,
                    H_kv=n_kv, T=T, T_k=T_k, dtype=dtype, mask=padded if masked else "mask=None")
-        got = call_part(name, fn, q, k, v, mask)
+        got = call_part(name, fn, q, k, v, mask) if n_heads == n_kv else _call_broadcasting(
+            name, fn, say("copy each K/V head n_rep = H_q // H_kv times along the head axis, dim=1 of "
+                          "B×H_kv×T_k×d_h (not the time axis, dim=2)"), q, k, v, mask)
         expected = reference_gqa_attention(q, k, v, mask)
         kk, vv = repeat_kv(k.transpose(1, 2), n_heads // n_kv).transpose(1, 2), \
             repeat_kv(v.transpose(1, 2), n_heads // n_kv).transpose(1, 2)
