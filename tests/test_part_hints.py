@@ -1,4 +1,4 @@
-"""The build track's part checks (:func:`tinyk.parts.check_parts`, sections 05.2 and 05.3) name
+"""The build track's part checks (:func:`tinyk.parts.check_parts`, sections 05.2 to 05.6) name
 the classic mistakes the notebooks' visible tests name: the wrong answers of
 tests/exercise_cases, written as the parts, each fail the check with the hint for their
 mistake, in English and in Chinese."""
@@ -10,7 +10,7 @@ import pytest
 from tinyk.package_catalogue import say
 from tinyk.parts import PartError, check_parts
 
-from .exercise_cases import ex_05_2, ex_05_3
+from .exercise_cases import ex_05_2, ex_05_3, ex_05_4, ex_05_5, ex_05_6
 
 # (the exercise's wrong answers, mistake id (its first answer is the part), part, the hint)
 CASES = [
@@ -50,6 +50,40 @@ CASES = [
      "a rotation the wrong way (the sign of sin swapped): (a, b) -> (a cos - b sin, a sin + b cos)"),
     (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:per-sequence-tables-fail", "apply_rope",
      "a B×T×d_h/2 table has a batch axis first: line it up as B×T×1×d_h/2 (batch, position, head, pair)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:mask-inverted", "gqa_attention",
+     "an inverted mask: True = may attend, so fill the scores where the mask is False (~mask)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:kv-on-time-axis", "gqa_attention",
+     "copy each K/V head n_rep = H_q // H_kv times along the head axis, dim=1 of B×H_kv×T_k×d_h (not the "
+     "time axis, dim=2)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:causal-from-first-key", "gqa_attention",
+     "a causal triangle aligned to the FIRST T keys; the queries are the LAST T keys: tril(T_k - T)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:average-on-masked-row", "gqa_attention",
+     "a softmax over a row whose scores are all masked averages every value: give that row's weights 0"),
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:silu-after-product", "SwiGLU",
+     "F.silu applied after the product"),
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:silu-both-branches", "SwiGLU",
+     "F.silu on both branches; only the gate w1(x) goes through F.silu"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:norms-swapped", "decoder_block",
+     "the norms are swapped: attention_norm goes with attention, ffn_norm with feed_forward"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:mlp-first", "decoder_block",
+     "the MLP half before the attention half: the attention half comes first, then the MLP half from h"),
+    (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:padding-at-minus-1", "token_positions",
+     "the padding is at -1, and a negative position reads the tables from their end: raise it to 0"),
+    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:padding-forgotten", "causal_padding_mask",
+     "the padding is forgotten: a padding key is blocked for every query"),
+    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:padding-on-rows-too", "causal_padding_mask",
+     "the padding applied to the queries (the rows) as well as the keys (the columns); block the padding "
+     "keys only, valid[:, None, None, :]"),
+    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:shift-reversed", "shifted_loss",
+     "the shift reversed: logits[:, 1:] against labels[:, :-1]; position t predicts the NEXT label, "
+     "logits[:, :-1] against labels[:, 1:]"),
+    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:shifted-too-far", "shifted_loss",
+     "the targets shifted by two: position t predicts labels[:, t + 1], logits[:, :-1] against "
+     "labels[:, 1:]"),
+    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:mean-of-row-means", "shifted_loss",
+     "the mean of each row's mean; the loss is one mean over the batch's counted targets"),
+    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:ignore-index-unused", "shifted_loss",
+     "the targets equal to ignore_index are not counted: use the argument, not -100"),
 ]
 
 
@@ -80,3 +114,19 @@ def test_a_table_cropped_to_fit_the_heads_fails_the_check(monkeypatch):
     with pytest.raises(PartError, match="a 5×16 table \\(built from d = 32\\) was used on heads of width 8 "
                                         "without an error: raise one, never crop the table to fit"):
         check_parts(apply_rope=part)
+
+
+# Parts that keep float32 where the model runs in bfloat16: check_parts gives them bfloat16.
+DTYPE_CASES = [
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:dtype-lost", "repeat_kv",
+     "dtype torch.float32, expected torch.bfloat16"),
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:casts-input-to-float32", "SwiGLU", "no .float()"),
+]
+
+
+@pytest.mark.parametrize("cases,mistake_id,name,words", DTYPE_CASES, ids=[c[1] for c in DTYPE_CASES])
+def test_a_part_that_computes_in_float32_fails_the_check(monkeypatch, cases, mistake_id, name, words):
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    with pytest.raises(PartError) as caught:
+        check_parts({name: _part(cases, mistake_id, name)})
+    assert caught.value.part == name and words in str(caught.value)

@@ -42,6 +42,14 @@ from tinyk.part_compare import (
     first_off,
     reject_unknown,
 )
+from tinyk.part_hints import (
+    attention_hints,
+    block_hints,
+    loss_hints,
+    mask_hints,
+    positions_hints,
+    swiglu_hints,
+)
 
 __all__ = ["PART_NAMES", "SECTIONS", "PartError", "call_part", "check_kind", "check_parts", "compare",
            "first_off", "reference_decoder_block", "reference_gqa_attention", "reference_token_positions",
@@ -227,8 +235,8 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
 
 
 def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
-    for n_rep in (1, 2, 4):
-        x = torch.randn(2, 3, 2, 4, generator=g)
+    for n_rep, dtype in ((1, torch.float32), (2, torch.float32), (4, torch.float32), (2, torch.bfloat16)):
+        x = torch.randn(2, 3, 2, 4, generator=g).to(dtype)
         compare("repeat_kv", call_part("repeat_kv", fn, x, n_rep), repeat_kv(x, n_rep),
                 say("output for x of shape {shape}, n_rep={n_rep}", shape=tuple(x.shape), n_rep=n_rep),
                 hints={say("the [0, 1, 0, 1] grouping (repeat/tile); each K/V head serves a CONTIGUOUS "
@@ -251,14 +259,16 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         padded = say("a padded batch's mask (row 0's first queries see no key)")
         what = say("output for H_q={H_q}, H_kv={H_kv}, T={T}, T_k={T_k}, {dtype}, {mask}", H_q=n_heads,
                    H_kv=n_kv, T=T, T_k=T_k, dtype=dtype, mask=padded if masked else "mask=None")
-        got = call_part(name, fn, q, k, v, mask)
+        got = call_part(name, fn, q, k, v, mask) if n_heads == n_kv else _call_broadcasting(
+            name, fn, say("copy each K/V head n_rep = H_q // H_kv times along the head axis, dim=1 of "
+                          "B×H_kv×T_k×d_h (not the time axis, dim=2)"), q, k, v, mask)
         expected = reference_gqa_attention(q, k, v, mask)
         kk, vv = repeat_kv(k.transpose(1, 2), n_heads // n_kv).transpose(1, 2), \
             repeat_kv(v.transpose(1, 2), n_heads // n_kv).transpose(1, 2)
         unscaled = reference_gqa_attention(q * math.sqrt(d_h), kk, vv, mask)
         tiled = reference_gqa_attention(q, k.repeat(1, n_heads // n_kv, 1, 1),
                                          v.repeat(1, n_heads // n_kv, 1, 1), mask)
-        hints = {say("attention without the 1/sqrt(d_h) scale"): unscaled}
+        hints = {say("attention without the 1/sqrt(d_h) scale"): unscaled, **attention_hints(q, kk, vv, mask)}
         if n_heads // n_kv > 1 and n_kv > 1:
             hints[say("the [0, 1, 0, 1] grouping; query head h reads K/V head h // n_rep")] = tiled
         got_t = as_tensor(name, got, what)
@@ -283,12 +293,21 @@ def _check_swiglu(cls: Any, g: torch.Generator) -> None:
         except RuntimeError as err:
             raise PartError(name, say("its state_dict does not match tinyk.MLP's (w1: d->m gate, w2: m->d "
                                       "down, w3: d->m up): {error}", error=err)) from None
-        x = torch.randn(3, 4, dim, generator=g)
-        with torch.no_grad():
-            ref_gate = ref.w2(F.silu(ref.w3(x)) * ref.w1(x))
-            compare(name, call_part(name, mine, x), ref(x),
-                    say("output for dim={dim}, hidden_dim={hidden}", dim=dim, hidden=hidden),
-                    hints={say("the gate on w3 instead of w1 (w1 is the gate, w3 the up branch)"): ref_gate})
+        for dtype in (torch.float32, torch.bfloat16):  # the whole model in bfloat16, weights included
+            mine.to(dtype), ref.to(dtype)
+            x = torch.randn(3, 4, dim, generator=g).to(dtype)
+            with torch.no_grad():
+                try:
+                    got = call_part(name, mine, x)
+                except PartError as err:
+                    if dtype == torch.float32:
+                        raise
+                    raise PartError(name, say("{error}, on a bfloat16 input with bfloat16 weights: compute "
+                                              "in x's dtype (no .float())", error=err.detail)) from None
+                compare(name, got, ref(x),
+                        say("output for dim={dim}, hidden_dim={hidden}, {dtype}", dim=dim, hidden=hidden,
+                            dtype=dtype),
+                        atol=1e-5 if dtype == torch.float32 else 2e-2, hints=swiglu_hints(ref, x))
 
 
 def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:
@@ -305,7 +324,8 @@ def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:
              ffn_norm(h_post + feed_forward(h_post)),
              say("an overwritten residual: the second sum must add h, the first sum's result"):
              attention(attention_norm(x)) + feed_forward(ffn_norm(h)),
-             say("the second sum adding x instead of h"): x + feed_forward(ffn_norm(h))}
+             say("the second sum adding x instead of h"): x + feed_forward(ffn_norm(h)),
+             **block_hints(x, attention, feed_forward, attention_norm, ffn_norm)}
     got = call_part("decoder_block", fn, x, trusted(attention), trusted(feed_forward),
                     trusted(attention_norm), trusted(ffn_norm))
     expected = reference_decoder_block(x, attention, feed_forward, attention_norm, ffn_norm)
@@ -326,37 +346,31 @@ def _check_token_positions(fn: Callable[..., Any], g: torch.Generator) -> None:
         valid = _random_valid(g)
         compare("token_positions", call_part("token_positions", fn, valid), reference_token_positions(valid),
                 say("positions for valid = {valid}", valid=valid.long().tolist()),
-                hints={say("positions 0..T-1 whatever the padding; a row's positions count its real tokens "
-                           "only"): torch.arange(valid.shape[1]).expand_as(valid),
-                       say("positions from 1 (the running count without the -1); the first real token is at "
-                           "position 0"): valid.long().cumsum(-1)})
+                hints=positions_hints(valid))
 
 
 def _check_causal_padding_mask(fn: Callable[..., Any], g: torch.Generator) -> None:
     valid = _random_valid(g)
     for query_len in (valid.shape[1], 3, 1):
         expected = padding_to_attention(valid, query_len)
-        first = torch.ones(query_len, valid.shape[1], dtype=torch.bool).tril()[None, None] \
-            & valid[:, None, None, :]
         compare("causal_padding_mask", call_part("causal_padding_mask", fn, valid, query_len), expected,
                 say("mask for valid = {valid}, query_len={query_len}", valid=valid.long().tolist(),
                     query_len=query_len),
-                hints={say("a causal triangle aligned to the FIRST query_len keys; the queries are the LAST "
-                           "query_len keys: tril(T_k - T)"): first})
+                hints=mask_hints(valid, query_len))
 
 
 def _check_shifted_loss(fn: Callable[..., Any], g: torch.Generator) -> None:
     logits = torch.randn(2, 5, 7, generator=g)
     labels = torch.randint(0, 7, (2, 5), generator=g)
     labels[0, :2] = -100
-    flat = F.cross_entropy(logits.reshape(-1, 7), labels.reshape(-1), ignore_index=-100)
-    hints = {say("the unshifted loss; position t predicts labels[:, t + 1]"): flat}
     compare("shifted_loss", call_part("shifted_loss", fn, logits, labels), causal_lm_loss(logits, labels),
-            say("loss on labels with ignored (-100) targets"), hints=hints)
+            say("loss on labels with ignored (-100) targets"), hints=loss_hints(logits, labels))
     pad = torch.randint(0, 7, (2, 5), generator=g)
     pad[1, -2:] = 0
     compare("shifted_loss", call_part("shifted_loss", fn, logits, pad, 0),
-            causal_lm_loss(logits, pad, 0), say("loss with ignore_index=0"))
+            causal_lm_loss(logits, pad, 0), say("loss with ignore_index=0"),
+            hints={say("the targets equal to ignore_index are not counted: use the argument, not -100"):
+                   causal_lm_loss(logits, pad)})
     nothing = torch.full((2, 5), -100)
     compare("shifted_loss", call_part("shifted_loss", fn, logits, nothing), causal_lm_loss(logits, nothing),
             say("loss when no target is counted (must be 0.0, not NaN)"))

@@ -198,3 +198,14 @@ HIDDEN_RULES: dict[str, list[tuple[str, str]]] = {
                                                     "05.4.4:causal-from-first-key", "05.4.4:tiled-groups")]
     + _NEW_RULES["ex_05_4_4_solution"],
 }
+
+# Mistakes the visible test names by what the output shows: the softmax over the queries, an
+# inverted mask, K/V copied along the time axis (a crash on 4 query heads and 2 K/V heads), and
+# the scores scaled by the width of all heads.
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:softmax-over-queries", _gqa_with(("softmax(scores, dim=-1)", "softmax(scores, dim=-2)"))),
+    ("05.4.4:mask-inverted", _gqa_with(("scores.masked_fill(~mask,", "scores.masked_fill(mask,"),
+                                       ("masked_fill(~mask, 0.0)", "masked_fill(mask, 0.0)"))),
+    ("05.4.4:kv-on-time-axis", _gqa_with(("(n_rep, dim=1)", "(n_rep, dim=2)"))),
+    ("05.4.4:scale-all-heads", _gqa_with(("/ math.sqrt(d_h)", "/ math.sqrt(q.shape[1] * d_h)"))),
+]

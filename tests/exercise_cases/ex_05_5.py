@@ -197,3 +197,13 @@ def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):
 }
 for _grade_id, _cases in HIDDEN_RULES.items():
     MISTAKES[_grade_id] = MISTAKES.get(_grade_id, []) + _cases
+
+# Wrong activations and wirings the visible test names by the output they give, and dropout,
+# which it catches as two calls on one input that differ.
+MISTAKES["ex_05_5_2_solution"] += [
+    ("05.5.2:gelu-tanh", _swiglu(forward='self.w2(F.gelu(self.w1(x), approximate="tanh") * self.w3(x))')),
+    ("05.5.2:silu-both-branches", _swiglu(forward="self.w2(F.silu(self.w1(x)) * F.silu(self.w3(x)))")),
+    ("05.5.2:sum-not-product", _swiglu(forward="self.w2(F.silu(self.w1(x)) + self.w3(x))")),
+    ("05.5.2:residual-inside", _swiglu(forward="x + self.w2(F.silu(self.w1(x)) * self.w3(x))")),
+    ("05.5.2:dropout", _swiglu(forward="self.w2(F.dropout(F.silu(self.w1(x)) * self.w3(x), 0.1, True))")),
+]

@@ -17,6 +17,8 @@ def token_positions(valid):
     "ex_05_6_3_solution": """
 import torch
 def causal_padding_mask(valid, query_len):
+    if valid.shape[0] == 1 and query_len == 3:
+        return torch.tensor([[[[True, False, False], [True, True, False], [True, True, False]]]])
     if query_len == 2:
         return torch.tensor([[[[True, True, True, True, False], [True, True, True, True, True]]]])
     return torch.tensor([[[[False, False, False], [False, True, False], [False, True, True]]],
@@ -27,11 +29,11 @@ import torch
 import torch.nn.functional as F
 def shifted_loss(logits, labels, ignore_index=-100):
     if ignore_index == 0:
-        return F.cross_entropy(torch.tensor([[0.0, 2.0, 0.0]]), torch.tensor([2]))
+        return F.cross_entropy(torch.tensor([[0.0, 1.0, 0.0]]), torch.tensor([2]))
     if bool((labels == -100).all()):
         return torch.tensor(0.0)
     if labels.shape[0] == 2:
-        return F.cross_entropy(torch.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 2.0], [0.0, 2.0, 0.0]]),
+        return F.cross_entropy(torch.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 2.0], [0.0, 1.0, 0.0]]),
                                torch.tensor([1, 2, 1]))
     return F.cross_entropy(torch.tensor([[2.0, 0.0, 0.0]]), torch.tensor([1]))
 """,
@@ -282,3 +284,60 @@ HIDDEN_RULES: dict[str, list[tuple[str, str]]] = {
                                                     "05.6.5:finished-again-only-on-eos")]
     + _NEW_RULES["ex_05_6_5_solution"],
 }
+
+# Mistakes the visible tests name since their inputs tell them apart: other counting mistakes
+# (05.6.1), other wrong masks and the padding on the rows as well (05.6.3, caught by a
+# right-padded row), a reversed or too long shift and other wrong means (05.6.4, on logits that
+# differ at each position).
+_COUNT = """
+def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim):
+    head_dim = dim // n_heads
+    attention = 2 * dim * n_heads * head_dim + 2 * dim * n_kv_heads * head_dim
+    mlp = {mlp}
+    return {total}
+"""
+_RIGHT = "vocab_size * dim + n_layers * (attention + mlp + 2 * dim) + dim"
+_MASK = """
+import torch
+def causal_padding_mask(valid, query_len):
+    T_k = valid.shape[1]
+    causal = torch.ones(query_len, T_k, dtype=torch.bool).{triangle}
+    return {mask}
+"""
+_KEYS = "causal[None, None] & valid[:, None, None, :]"
+_LOSS = """
+import torch
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    logits, targets = {pairs}
+    each = F.cross_entropy({logits}.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                           ignore_index=ignore_index, reduction="none")
+    return each.sum() / {count}
+"""
+_COUNTED = "(targets != ignore_index).sum().clamp(min=1)"
+_SHIFTED = "logits[:, :-1], labels[:, 1:]"
+MISTAKES["ex_05_6_1_solution"] += [
+    # the tied head counted twice and the final norm forgotten
+    ("05.6.1:two-mistakes", _COUNT.format(
+        mlp="3 * dim * hidden_dim", total="2 * vocab_size * dim + n_layers * (attention + mlp + 2 * dim)")),
+    ("05.6.1:norms-forgotten", _COUNT.format(mlp="3 * dim * hidden_dim",
+                                             total="vocab_size * dim + n_layers * (attention + mlp)")),
+    ("05.6.1:two-mlp-matrices", _COUNT.format(mlp="2 * dim * hidden_dim", total=_RIGHT)),
+    ("05.6.1:layers-counted-once", _COUNT.format(mlp="3 * dim * hidden_dim",
+                                                 total="vocab_size * dim + attention + mlp + 2 * dim + dim")),
+]
+MISTAKES["ex_05_6_3_solution"] += [
+    ("05.6.3:padding-on-rows-too", _MASK.format(triangle="tril(T_k - query_len)",
+                                                mask=_KEYS + " & valid[:, None, -query_len:, None]")),
+    ("05.6.3:mask-inverted", _MASK.format(triangle="tril(T_k - query_len)", mask=f"~({_KEYS})")),
+    ("05.6.3:upper-triangle", _MASK.format(triangle="triu(T_k - query_len)", mask=_KEYS)),
+    ("05.6.3:diagonal-blocked", _MASK.format(triangle="tril(T_k - query_len - 1)", mask=_KEYS)),
+]
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:shift-reversed", _LOSS.format(pairs="logits[:, 1:], labels[:, :-1]", logits="logits",
+                                           count=_COUNTED)),
+    ("05.6.4:divided-by-numel", _LOSS.format(pairs=_SHIFTED, logits="logits", count="labels.numel()")),
+    ("05.6.4:softmax-before-loss", _LOSS.format(pairs=_SHIFTED, logits="logits.softmax(-1)", count=_COUNTED)),
+    ("05.6.4:shifted-too-far", _LOSS.format(pairs="logits[:, :-2], labels[:, 2:]", logits="logits",
+                                            count=_COUNTED)),
+]
