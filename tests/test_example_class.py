@@ -63,14 +63,14 @@ def _blocks() -> list[tuple[str, str]]:
 
 
 def _run(command: str, *before: str) -> tuple[int, list[str]]:
-    """Run a ``python -m tinyk.grading`` line of the page (``before``: options put ahead of
-    its command); its exit status, and the lines it printed on stdout and stderr, in the
-    order printed, without the progress bar."""
+    """Run a ``tinyk`` grading line of the page (``before``: options put ahead of its command);
+    its exit status, and the lines it printed on stdout and stderr, in the order printed,
+    without the progress bar."""
     argv = shlex.split(command)
-    assert argv[:3] == ["python", "-m", "tinyk.grading"], command
+    assert argv[0] == "tinyk", command
     said = io.StringIO()
     with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
-        code = grading.main([*before, *argv[3:]])
+        code = grading.main([*before, *argv[1:]])
     return code, [line for line in re.split(r"[\r\n]+", said.getvalue()) if line and not PROGRESS.match(line)]
 
 
@@ -168,14 +168,14 @@ def test_the_example_class_is_five_folders_a_roster_and_one_notebook():
 
 @SLOW
 def test_each_command_prints_what_the_page_shows(walkthrough):
-    assert [shlex.split(c)[3] for c in walkthrough.commands] == RUN
+    assert [shlex.split(c)[1] for c in walkthrough.commands] == RUN
     shown = [text.strip().splitlines() for lang, text in _blocks() if lang == "text"]
     outputs = [shown[0], shown[2], shown[3], shown[5], shown[6]]  # a command's, not a file's
     assert len(walkthrough.commands) == len(walkthrough.printed) == len(outputs) == len(RUN)
     for command, (code, lines), expected in zip(walkthrough.commands, walkthrough.printed, outputs,
                                                 strict=True):
-        assert code == EXIT_STATUS.get(shlex.split(command)[3], 0), (command, lines)
-        if shlex.split(command)[3] == "similarity":  # which of a pair comes first is copydetect's order
+        assert code == EXIT_STATUS.get(shlex.split(command)[1], 0), (command, lines)
+        if shlex.split(command)[1] == "similarity":  # which of a pair comes first is copydetect's order
             lines, expected = sorted(map(_unordered, lines)), sorted(map(_unordered, expected))
         assert lines == expected, command
 
@@ -190,7 +190,9 @@ def _unordered(line: str) -> tuple:
 
 def test_the_release_command_names_a_chapter_notebook():
     release = next(text for lang, text in _blocks() if lang == "bash")
-    args = parser().parse_args(shlex.split(release)[3:])
+    argv = shlex.split(release)
+    assert argv[0] == "tinyk", release
+    args = parser("tinyk").parse_args(argv[1:])
     assert args.command == "release" and args.notebook == [example_class.NOTEBOOK]
     assert (ROOT / NOTEBOOKS / f"{example_class.NOTEBOOK}.ipynb").is_file()
 

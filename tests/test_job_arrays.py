@@ -215,10 +215,10 @@ def test_the_pages_slurm_array_grades_in_shards_that_merge_into_one_runs_csv(slu
     assert shards == ["grades-0.csv", "grades-1.csv"], outputs
     assert all(_students(work / name) for name in shards), outputs  # each task graded its shard
 
-    merge = re.search(r"`(python -m tinyk\.grading merge [^`]+)`", PAGE.read_text())
+    merge = re.search(r"`(tinyk merge [^`]+)`", PAGE.read_text())
     assert merge, f"{PAGE}: no merge command"
     subprocess.run(["bash", "-c", merge[1]], cwd=work, env=env, check=True, capture_output=True)
-    merged = work / merge[1].split()[4]
+    merged = work / merge[1].split()[2]
     assert merged.read_text() == (work.parent / "single.csv").read_text()
     with merged.open() as f:
         points = {(r["student"], r["exercise"]): (float(r["points"]), r["status"]) for r in csv.DictReader(f)}
@@ -254,8 +254,8 @@ def _job_problems(job: dict) -> list[str]:
                         f"'Never' or 'OnFailure'")
     for container in pod["containers"]:
         argv = shlex.split(container["command"][-1].replace("$JOB_COMPLETION_INDEX", "0"))
-        assert argv[:4] == ["python", "-m", "tinyk.grading", "grade"], argv
-        args = parser().parse_args(argv[3:])
+        assert argv[:2] == ["tinyk", "grade"], argv
+        args = parser("tinyk").parse_args(argv[1:])
         if args.shard != (0, spec.get("completions")):
             problems.append(f"container {container['name']}: --shard {args.shard}: N must be "
                             f"spec.completions ({spec.get('completions')})")

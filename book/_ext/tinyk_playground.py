@@ -275,8 +275,8 @@ def chat_html(cid: str, words: dict[str, str], manifest: dict) -> str:
     rope = (f'<figure class="tinyk-pg-panel" id="{cid}-rope"><figcaption>{html.escape(words[LABELS["rope"]])}'
             '</figcaption>'
             f'{_rope(cid, label_of)}</figure>')
-    shared = {key: MESSAGES[key] for key in ("heatmap", "strongest", "gqa", "masked", "separator", "rope", "legend",
-                                             "cursor-help", "cell", "cell-masked")}
+    shared = {key: MESSAGES[key] for key in ("heatmap", "strongest", "gqa", "masked", "separator", "rope",
+                                             "legend", "cursor-help", "cell", "cell-masked")}
     hidden = "".join(f'<span class="tinyk-pg-word" data-word="{key}" hidden>{html.escape(words[text])}</span>'
                      for key, text in {**CHAT_MESSAGES, **shared}.items())
     size = f"{total / 1e6:.0f}"
