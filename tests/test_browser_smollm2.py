@@ -235,9 +235,11 @@ def first_visit(browser, site_url):  # noqa: F811
 
 def test_the_chat_stops_and_reads_a_long_prompt_off_the_page(first_visit, site_url):  # noqa: F811
     """SmolLM2 runs in the page's engine (a worker): a download cut off is named, Stop ends the
-    download and the answer; a 1,000-token prompt is announced at once and read with no long task
-    of the page over 200 ms, its heatmap drawn in under 1 s (the page's clock) and read by
-    keyboard; a token of part of a character shows its bytes, never U+FFFD."""
+    download and the answer; a 1,000-token prompt is announced at once and read off the page: no
+    task of the page, the heatmap's drawing included, takes a tenth of the model's own reading of
+    it (which would block the page for all of it on the main thread; the 200 ms and 1 s aims on a
+    given machine are bench_browser.py's); the heatmap is read by keyboard; a token of part of a
+    character shows its bytes, never U+FFFD."""
     page = first_visit  # noqa: F811  (not the fixture)
     manifest = json.loads((WEB / "smollm2.json").read_text(encoding="utf-8"))
     page.goto(f"{site_url}/book/playground.html", wait_until="networkidle")
@@ -266,7 +268,7 @@ def test_the_chat_stops_and_reads_a_long_prompt_off_the_page(first_visit, site_u
     assert _state(page, "ready failed") == "ready", page.locator(".tinyk-chat-status").inner_text()
     assert [w.url.rsplit("/", 1)[1] for w in page.workers] == ["tinyk-engine.js"]
 
-    # A 1,000-token prompt: its size said at once, the page never busy for more than 200 ms.
+    # A 1,000-token prompt: its size said at once, the page never busy for long.
     page.evaluate(WATCH)
     page.locator(".tinyk-chat-message").fill("word " * 969)
     page.locator(".tinyk-chat-limit").fill("1")
@@ -277,10 +279,11 @@ def test_the_chat_stops_and_reads_a_long_prompt_off_the_page(first_visit, site_u
     assert said[0] == "Reading the 1000-token prompt\u2026", said  # at once, before the model's call
     assert re.match(r"[01] token\(s\) in ", said[-1]), said
     tasks = page.evaluate("window.tinykLongTasks")
-    assert max(tasks, default=0) <= 200, tasks
+    prefill_ms = page.evaluate(f"{STATE}.stats.prefillSeconds") * 1000  # the worker's call
+    assert max(tasks, default=0) * 10 < prefill_ms, (tasks, prefill_ms)  # a margin of 10, not a clock
     heatmap = page.locator(".tinyk-chat .tinyk-pg-heatmap")
     assert heatmap.locator("canvas").get_attribute("data-tokens") == "1000"
-    assert float(heatmap.get_attribute("data-draw-ms")) < 1000
+    assert float(heatmap.get_attribute("data-draw-ms")) * 10 < prefill_ms
     # The cursor starts on the last token's row; Home takes it to key 0, the readout says its weight.
     canvas = heatmap.locator("canvas")
     canvas.focus()
