@@ -111,8 +111,10 @@ def test_a_hidden_rule_broken_fails_the_visible_test_which_names_it(grade_id, mi
     assert found is not None and found.id == mistake_id, f"{found} named instead of {mistake_id}: {message}"
 
 
-@pytest.mark.parametrize("grade_id,mistake_id,wrong", CASES)
-def test_the_hidden_test_checks_that_rule(grade_id, mistake_id, wrong):
+def hidden_failure(grade_id: str, wrong: str) -> BaseException:
+    """What the hidden part of ``grade_id``'s test raises (compiled as ``<hidden>``) after ``wrong``
+    and the visible part without its checks: an assert, or another error than the one asked for,
+    never a NameError."""
     visible, hidden = _parts(CELLS[grade_id][1])
     namespace: dict = {}
     _run(namespace, wrong)
@@ -120,9 +122,15 @@ def test_the_hidden_test_checks_that_rule(grade_id, mistake_id, wrong):
         _run(namespace, without_checks(visible))
     except Exception:  # the unchecked visible part stops where the wrong answer breaks it
         pass
-    with pytest.raises(Exception) as caught:  # an assert, or another error than the one asked for
-        _run(namespace, hidden)
+    with pytest.raises(Exception) as caught:
+        exec(compile(hidden, "<hidden>", "exec"), namespace)
     assert not isinstance(caught.value, NameError), caught.value
+    return caught.value
+
+
+@pytest.mark.parametrize("grade_id,mistake_id,wrong", CASES)
+def test_the_hidden_test_checks_that_rule(grade_id, mistake_id, wrong):
+    hidden_failure(grade_id, wrong)
 
 
 @pytest.mark.parametrize("grade_id", sorted(HIDDEN_RULES))

@@ -21,7 +21,7 @@ import ast
 import pytest
 
 from tests.exercise_cases.ex_05_10 import CAPSTONE_HIDDEN
-from tests.test_visible_hidden import CELLS, HIDDEN_RULES, _parts, _run, without_checks
+from tests.test_visible_hidden import CELLS, HIDDEN_RULES, _parts, _run, hidden_failure
 from tinyk import mistakes
 
 NOTEBOOKS = ("05.7", "05.9", "05.10")
@@ -80,17 +80,9 @@ def _key(check: ast.stmt) -> str:
 
 def _failing_check(grade_id: str, wrong: str) -> str:
     """The hidden check at which ``wrong`` fails (see the module's docstring)."""
-    visible, hidden = _parts(CELLS[grade_id][1])
-    namespace: dict = {}
-    _run(namespace, wrong)
-    try:
-        _run(namespace, without_checks(visible))
-    except Exception:  # the unchecked visible part stops where the wrong answer breaks it
-        pass
-    with pytest.raises(Exception) as caught:
-        exec(compile(hidden, "<hidden>", "exec"), namespace)
-    assert not isinstance(caught.value, NameError), caught.value
-    lines = [frame.tb_lineno for frame in _frames(caught.value.__traceback__)
+    hidden = _parts(CELLS[grade_id][1])[1]
+    failure = hidden_failure(grade_id, wrong)
+    lines = [frame.tb_lineno for frame in _frames(failure.__traceback__)
              if frame.tb_frame.f_code.co_filename == "<hidden>"]
     line = lines[-1]
     return next(_key(c) for c in _checks(hidden) if (c.end_lineno or c.lineno) >= line)
