@@ -15,7 +15,7 @@ import torch
 
 import tinyk.model
 import tinyk.part_checks
-from tests.test_parts import REFERENCE, half_split_rope, padded_batch
+from tests.test_parts import REFERENCE, assert_same_logits_and_loss, half_split_rope, padded_batch
 from tinyk import ModelConfig, Transformer, generate
 from tinyk.learners_model import LearnersModel, assemble
 from tinyk.own_work import REFERENCES
@@ -47,12 +47,7 @@ def test_the_learners_parts_alone_give_tinyks_logits_loss_and_tokens(base):
     model = assemble(base.config, base.state_dict(), REFERENCE)
     assert isinstance(model, LearnersModel) and isinstance(model, Transformer)
     ids, valid = padded_batch()
-    with torch.no_grad():
-        for mask in (None, valid):
-            ours, theirs = model(ids, mask, labels=ids), base(ids, mask, labels=ids)
-            real = valid if mask is not None else torch.ones_like(valid)
-            torch.testing.assert_close(ours.logits[real], theirs.logits[real], atol=1e-5, rtol=1e-5)
-            torch.testing.assert_close(ours.loss, theirs.loss, atol=1e-5, rtol=1e-5)
+    assert_same_logits_and_loss(model, base, ids, valid)
     for mask in (None, valid):
         for use_cache in (True, False):
             kwargs = dict(max_new_tokens=6, temperature=0, use_cache=use_cache)

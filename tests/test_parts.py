@@ -238,6 +238,16 @@ def padded_batch():
     return ids, valid
 
 
+def assert_same_logits_and_loss(model, base, ids, valid) -> None:
+    """``model`` gives ``base``'s logits at the real tokens and its loss, unpadded and padded."""
+    with torch.no_grad():
+        for mask in (None, valid):
+            ours, theirs = model(ids, mask, labels=ids), base(ids, mask, labels=ids)
+            real = valid if mask is not None else torch.ones_like(valid)
+            torch.testing.assert_close(ours.logits[real], theirs.logits[real], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(ours.loss, theirs.loss, atol=1e-5, rtol=1e-5)
+
+
 def test_reference_parts_pass_the_check():
     assert check_parts(REFERENCE) == list(PART_NAMES)
 
@@ -247,12 +257,7 @@ def test_reference_parts_give_tinyks_logits_and_loss(base):
     assert isinstance(model.layers[0].feed_forward, SwiGLU) and isinstance(model.norm, RMSNorm)
     assert model.state_dict().keys() == base.state_dict().keys()
     ids, valid = padded_batch()
-    with torch.no_grad():
-        for mask in (None, valid):
-            ours, theirs = model(ids, mask, labels=ids), base(ids, mask, labels=ids)
-            real = valid if mask is not None else torch.ones_like(valid)
-            torch.testing.assert_close(ours.logits[real], theirs.logits[real], atol=1e-5, rtol=1e-5)
-            torch.testing.assert_close(ours.loss, theirs.loss, atol=1e-5, rtol=1e-5)
+    assert_same_logits_and_loss(model, base, ids, valid)
     assert base.layers[0].feed_forward.__class__.__name__ == "MLP", "the base model is not changed"
 
 
