@@ -270,6 +270,11 @@ def test_the_map_links_each_block_to_its_section_and_to_panels_on_the_page(page,
         assert page.request.get(url).status == 200, url
     text = page.locator(".tinyk-map").inner_text()
     assert bool(re.search(r"[\u4e00-\u9fff]", text)) == (edition == "zh/")
+    # The Chinese map's punctuation is full-width, and its links name a section as the pages do
+    # (第 05.3 节); the English map's half-width marks show that the measure finds them.
+    marks = re.findall(r"[,:;()]", text)
+    assert (marks == []) == (edition == "zh/"), marks
+    assert ("讲解见第 05.3 节、第 05.4 节。" in text) == (edition == "zh/"), text
     page.locator(".tinyk-map a[href='#tinyk-chat-1-attention']").click()
     assert page.evaluate("location.hash") == "#tinyk-chat-1-attention"
     assert page.external_requests == [] and page.console_errors == []

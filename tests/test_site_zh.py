@@ -292,10 +292,13 @@ def _glossary(edition) -> list[tuple[str, str]]:
 
 def _chinese_first(english: str) -> str:
     """The Chinese headword of the English one, "Batch (批量)": "批量（batch）" (a plain word's
-    capital goes, a name's stays: "KV cache", "SwiGLU"); a term kept in English, lower case."""
+    capital goes, a name's stays: "KV cache", "SwiGLU"); a term kept in English, lower case;
+    a Chinese that holds the English already, alone ("SwiGLU 门控前馈网络")."""
     en, _, zh = english.partition(" (")
     if not zh:
         return en.lower()
+    if en in zh:
+        return zh[:-1]
     en = en[0].lower() + en[1:] if en.split()[0][1:].islower() else en
     return f"{zh[:-1]}\uff08{en}\uff09"
 

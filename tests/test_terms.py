@@ -210,6 +210,24 @@ def test_a_planted_unglossed_page_fails_the_check(tmp_path):
     assert found[0].startswith("notebooks/05_3_rope.po: ") and "not glossed" in found[0], found
 
 
+def test_the_glossary_glosses_token_where_the_chinese_page_first_says_it(tmp_path):
+    """The Chinese glossary is in pinyin order (tinyk.translations.pages.sort_glossaries): its
+    first token is in 查询、键、值, not in 词嵌入 (the English page's first)."""
+    shutil.copytree(ROOT / "locale", tmp_path / "locale", ignore=shutil.ignore_patterns("*.mo"))
+    shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
+    (tmp_path / "notebooks").mkdir()
+    path = tmp_path / "locale" / "zh_CN" / "LC_MESSAGES" / "book" / "glossary.po"
+    text = path.read_text(encoding="utf-8")
+    assert text.count("每个 token（词元）的三个投影") == text.count("把 token ID") == 1
+    path.write_text(text.replace("每个 token（词元）的三个投影", "每个 token 的三个投影")
+                    .replace("把 token ID", "把 token（词元）ID"), encoding="utf-8")
+    from tinyk.terms import gloss_problems
+
+    found = gloss_problems(tmp_path)
+    assert len(found) == 2 and all(p.startswith("book/glossary.po: ") for p in found), found
+    assert "每个 token 的三个投影" in found[0] and "not glossed" in found[0], found
+
+
 def test_a_malformed_gloss_is_refused(tmp_path):
     path = tmp_path / TERMS_FILE.name
     entry = "en = ['tokens?']\nzh = 'token'\nwrong = ['词元']\ngloss = '词元'\nsource = 's'"

@@ -41,8 +41,23 @@ def test_a_damaged_translation_is_reported(damaged, problem):
     assert any(problem in p for p in message_problems(ENGLISH, damaged)), message_problems(ENGLISH, damaged)
 
 
+def test_a_bold_that_would_show_its_stars_is_reported():
+    """CommonMark's flanking rule: a ``**`` between a full-width punctuation mark and a Chinese
+    character opens or closes nothing, and the reader sees the stars."""
+    english = "**Release.** These students took the student version; **Grade** them, then `2**30`."
+    for shown in ("**发布**。这些学生用的是学生版；然后**评分**，再算 `2**30`。",
+                  "**发布。** 这些学生用的是学生版；然后**评分**，再算 `2**30`。"):
+        assert message_problems(english, shown) == [], shown
+    for stars in ("**发布。**这些学生用的是学生版；然后**评分**，再算 `2**30`。",
+                  "**发布**。这些学生用的是学生版；然后在**“评分”**中，再算 `2**30`。"):
+        found = message_problems(english, stars)
+        assert len(found) == 1 and "flanking" in found[0], (stars, found)
+
+
 def test_glossary_headwords_read_chinese_first_and_display_maths_stay_as_they_are():
     assert message_problems("KV cache (键值缓存)", "键值缓存（KV cache）", headword=True) == []
+    # a headword whose Chinese holds its English says it once
+    assert message_problems("SwiGLU (SwiGLU 门控前馈网络)", "SwiGLU 门控前馈网络", headword=True) == []
     assert message_problems("Batch (批量)", "批量（batch）", headword=True) == []
     assert message_problems("Token", "token", headword=True) == []  # a term the Chinese keeps in English
     for wrong in ("键值缓存", "KV cache (键值缓存)", "键值缓存 (KV cache)", "键值缓存（kV cache）"):
@@ -61,6 +76,10 @@ def test_changed_english_prose_makes_the_check_fail_until_update(tmp_path):
     for folder in ("book", "notebooks", "locale"):
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("*.mo", "_build"))
     assert translations.stale(tmp_path) == []
+    playground = tmp_path / "locale" / "zh_CN" / "LC_MESSAGES" / "book" / "playground.po"
+    header, title, *rest = playground.read_text(encoding="utf-8").rstrip("\n").split("\n\n")
+    assert title.startswith('msgid "The models, live"'), title
+    playground.write_text("\n\n".join([header, *rest, title]) + "\n", encoding="utf-8")  # as a merge appends
     page = tmp_path / "book" / "licence.md"
     page.write_text(page.read_text(encoding="utf-8") + "\nA sentence nobody has translated yet.\n",
                     encoding="utf-8")
@@ -70,11 +89,13 @@ def test_changed_english_prose_makes_the_check_fail_until_update(tmp_path):
     gqa.write_text(text.replace("# finite: never 0/0", "# a solution's comment, new"), encoding="utf-8")
     stale = translations.stale(tmp_path)
     assert any("licence.po: 1 English message" in p for p in stale)
+    assert "book/playground.po: its messages are not in the page's order: run `make translations`" in stale
     assert "code/05_4_gqa.po: 1 code text(s) not in the catalogue, e.g. \"a solution's comment, new\": " \
            "run `make translations`" in stale, stale
 
     assert translations.update(tmp_path) == 0
     assert translations.stale(tmp_path) == []
+    assert playground.read_text(encoding="utf-8").split("\n\n")[1].startswith('msgid "The models, live"')
     assert [p for p in translations.problems(tmp_path) if "untranslated" in p] == [
         "book/licence.po: 'A sentence nobody has translated yet.': untranslated",
         "code/05_4_gqa.po: \"a solution's comment, new\": untranslated"]

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from babel.messages.catalog import Catalog
 
 __all__ = ["CODE", "LANGUAGE", "LINK", "MATH", "ROLE", "catalogues", "chinese_headword", "glossary_terms",
-           "interface_catalogue", "outputs_catalogue", "read_catalogue", "translated"]
+           "interface_catalogue", "outputs_catalogue", "pinyin_key", "read_catalogue", "translated"]
 
 LANGUAGE = "zh_CN"
 ROLE = re.compile(r"\{([a-z:-]+)\}`([^`]*)`")  # {term}`shown <target>`: its name, its text
@@ -78,8 +78,9 @@ def chinese_headword(headword: str) -> str:
     case (``Batch (<Chinese>)`` becomes ``<Chinese>(batch)`` with full-width brackets;
     ``KV cache`` and ``RMSNorm`` keep their capitals). A headword without brackets names a
     term the Chinese prose keeps in English (``Token``): it reads as the prose writes it,
-    ``token``. Only the words shown change: the entry's anchor and every ``{term}``
-    reference stay the English headword's."""
+    ``token``. A headword whose Chinese already holds its English (``SwiGLU (SwiGLU
+    门控前馈网络)``) is its Chinese alone, the name said once. Only the words shown change: the
+    entry's anchor and every ``{term}`` reference stay the English headword's."""
     match = HEADWORD.match(headword.strip())
     english, chinese = (match["english"], match["chinese"]) if match else (headword.strip(), "")
 
@@ -87,4 +88,24 @@ def chinese_headword(headword: str) -> str:
         return word[0].lower() + word[1:] if word[:2].istitle() and word.split()[0][1:].islower() else word
 
     english = ", ".join(plain(part) for part in english.split(", "))
+    if english in chinese:
+        return chinese
     return f"{chinese}{_OPEN}{english}{_CLOSE}" if chinese else english
+
+
+_LETTERS = re.compile(r"[^a-z]")
+
+
+def pinyin_key(text: str) -> tuple:
+    """A sort key that puts Chinese headwords in dictionary order: syllable by syllable, by
+    the pinyin's letters, then its tone (neutral last), then by the characters. A Latin word
+    ("SwiGLU", "token") sorts by its letters among the syllables; punctuation is skipped."""
+    from pypinyin import Style, lazy_pinyin
+
+    syllables = []
+    for part in lazy_pinyin(text, style=Style.TONE3, neutral_tone_with_five=True):
+        letters = _LETTERS.sub("", part.lower())
+        if letters:
+            tone = int(part[-1]) if part[-1].isdigit() else 0
+            syllables.append((letters, tone))
+    return (tuple(syllables), text)

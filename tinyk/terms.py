@@ -49,6 +49,7 @@ from tinyk.catalogues import (
     glossary_terms,
     interface_catalogue,
     outputs_catalogue,
+    pinyin_key,
     read_catalogue,
 )
 from tinyk.chinese_notebooks import PLACEHOLDER
@@ -255,9 +256,28 @@ def gloss_problems(root: Path | None = None, terms: list[Term] | None = None) ->
     found = []
     for folder in PAGE_FOLDERS:
         for path in sorted((base / folder).glob("*.po")):
-            messages = [str(m.string or "") for m in read_catalogue(path) if m.id and isinstance(m.id, str)]
-            found += page_gloss_problems(path.relative_to(base).as_posix(), messages, terms)
+            pairs = [(str(m.id), str(m.string or "")) for m in read_catalogue(path)
+                     if m.id and isinstance(m.id, str)]
+            if path == base / "book" / "glossary.po":
+                pairs = _glossary_order(pairs)
+            found += page_gloss_problems(path.relative_to(base).as_posix(), [zh for _, zh in pairs], terms)
     return found
+
+
+def _glossary_order(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The glossary's messages (``(msgid, msgstr)``, in the English page's order) in the order
+    the Chinese page shows them: what comes before the first entry, then each entry (its
+    headword, translated as :func:`tinyk.catalogues.chinese_headword` writes it, and its
+    definition) by the pinyin of its Chinese headword (:func:`tinyk.translations.pages.sort_glossaries`)."""
+    head: list[tuple[str, str]] = []
+    entries: list[list[tuple[str, str]]] = []
+    for pair in pairs:
+        if pair[1] == chinese_headword(pair[0]):
+            entries.append([pair])
+        else:
+            (entries[-1] if entries else head).append(pair)
+    entries.sort(key=lambda entry: pinyin_key(entry[0][1]))
+    return head + [pair for entry in entries for pair in entry]
 
 
 def term_problems(root: Path | None = None) -> list[str]:

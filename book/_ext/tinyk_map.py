@@ -55,9 +55,13 @@ MAP_WORDS = {
     "taught": "Taught in",
     "tiny": "Shown live for the 05.7 model:",
     "chat": "for SmolLM2:",
+    "section": "{section}",  # a section's link, by its number (the Chinese edition's "第 05.3 节")
 }
+# The punctuation between the map's words: each edition's own (the Chinese's full-width).
+PUNCTUATION = {"colon": ": ", "list": ", ", "next": "; ", "stop": ". ", "end": "."}
 WORDS = (*{name for name, *_ in BEFORE + LAYER + AFTER}, *{text for _, text, *_ in BEFORE + LAYER + AFTER},
-         *MAP_WORDS.values(), *(LABELS[part] for part in PARTS), *CHAT_PANELS.values())
+         *MAP_WORDS.values(), *PUNCTUATION.values(), *(LABELS[part] for part in PARTS),
+         *CHAT_PANELS.values())
 
 
 class ModelMapDirective(SphinxDirective):
@@ -88,32 +92,43 @@ class ModelMapDirective(SphinxDirective):
     def _block(self, block: tuple, words: dict[str, str]) -> nodes.list_item:
         name, text, sections, tiny, chat = block
         item = nodes.list_item(classes=["tinyk-map-block"])
-        item += nodes.paragraph("", "", nodes.strong("", words[name]), nodes.Text(": " + words[text]))
+        mark = {key: words[text] for key, text in PUNCTUATION.items()}
+        item += nodes.paragraph("", "", nodes.strong("", words[name]),
+                                nodes.Text(mark["colon"] + words[text]))
         links = nodes.paragraph(classes=["tinyk-map-links"])
-        links += nodes.Text(words[MAP_WORDS["taught"]] + " ")
+        links += nodes.Text(_spaced(words[MAP_WORDS["taught"]]))
         for i, doc in enumerate(sections):
             if i:
-                links += nodes.Text(", ")
-            ref = addnodes.pending_xref("", nodes.inline("", SECTIONS[doc]), refdomain="std", reftype="doc",
+                links += nodes.Text(mark["list"])
+            number = words[MAP_WORDS["section"]].replace("{section}", SECTIONS[doc])
+            ref = addnodes.pending_xref("", nodes.inline("", number), refdomain="std", reftype="doc",
                                         reftarget="/" + doc, refexplicit=True, refwarn=True)
             ref["refdoc"] = self.env.docname
             links += ref
-        links += nodes.Text(". ")
+        links += nodes.Text(mark["stop"])
         if tiny or chat:
-            links += nodes.Text(words[MAP_WORDS["tiny"]] + " ")
-            self._panels(links, [(f"tinyk-pg-1-{part}", LABELS[part]) for part in tiny], words)
-            links += nodes.Text("; " + words[MAP_WORDS["chat"]] + " ")
-            self._panels(links, [(f"tinyk-chat-1-{part}", CHAT_PANELS[part]) for part in chat], words)
-            links += nodes.Text(".")
+            links += nodes.Text(_spaced(words[MAP_WORDS["tiny"]]))
+            self._panels(links, [(f"tinyk-pg-1-{part}", LABELS[part]) for part in tiny], words, mark["list"])
+            links += nodes.Text(mark["next"] + _spaced(words[MAP_WORDS["chat"]]))
+            self._panels(links, [(f"tinyk-chat-1-{part}", CHAT_PANELS[part]) for part in chat], words,
+                         mark["list"])
+            links += nodes.Text(mark["end"])
         item += links
         return item
 
     @staticmethod
-    def _panels(links: nodes.paragraph, panels: list[tuple[str, str]], words: dict[str, str]) -> None:
+    def _panels(links: nodes.paragraph, panels: list[tuple[str, str]], words: dict[str, str],
+                between: str) -> None:
         for i, (anchor, label) in enumerate(panels):
             if i:
-                links += nodes.Text(", ")
+                links += nodes.Text(between)
             links += nodes.reference("", words[label], refuri=f"#{anchor}", internal=True)
+
+
+def _spaced(words: str) -> str:
+    """``words`` and the space before what follows them: none after Chinese (whose colon is
+    full-width, "讲解见第 05.3 节"), one after English ("Taught in 05.3")."""
+    return words if "\u3000" <= words[-1:] <= "\u9fff" or "\uff00" <= words[-1:] <= "\uffef" else words + " "
 
 
 def setup(app):

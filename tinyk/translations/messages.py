@@ -35,6 +35,16 @@ def _code(text: str) -> list[str]:
     return sorted(a or b for a, b in CODE.findall(_without_roles_and_math(text)))
 
 
+def _literal_stars(text: str) -> int:
+    """How many ``**`` of ``text`` the book's Markdown parser shows as they are (in its text,
+    not in code or maths): a bold that CommonMark's flanking rule does not open or close, as
+    ``**发布。**这些``, whose closing ``**`` stands between a punctuation mark and a letter."""
+    from tinyk.myst import myst_parser
+
+    return sum(child.content.count("**") for token in myst_parser().parseInline(text)
+               for child in token.children or [] if child.type == "text")
+
+
 def message_problems(msgid: str, msgstr: str, *, headword: bool = False) -> list[str]:
     """What is wrong with one translation (an empty list when nothing is).
 
@@ -55,6 +65,9 @@ def message_problems(msgid: str, msgstr: str, *, headword: bool = False) -> list
         found.append("inline code differs from the English")
     if _roles(msgid) != _roles(msgstr):
         found.append("a role ({term}, {cite}, ...) or its target differs from the English")
+    if "**" in msgstr and _literal_stars(msgstr) > _literal_stars(msgid):
+        found.append("a ** shows as it is, the bold not rendered (CommonMark's flanking rule): keep the "
+                     "punctuation outside the bold, “**发布**。这些”, not “**发布。**这些”")
     if sorted(a or b for a, b in LINK.findall(msgid)) != sorted(a or b for a, b in LINK.findall(msgstr)):
         found.append("a link target differs from the English")
     prose = CODE.sub(" ", _without_roles_and_math(LINK.sub(" ", msgid)))

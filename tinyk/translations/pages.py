@@ -26,9 +26,9 @@ the book's extension (``book/_ext/tinyk_book.py``, ``doctree-read``) in the Chin
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
+from tinyk.catalogues import pinyin_key
 from tinyk.chinese_notebooks import KINDS, code_catalogue_path, load_messages, translate_code
 from tinyk.exercises import book_version, source_text
 
@@ -116,24 +116,6 @@ def translate_page(doctree, root: Path, source: Path) -> tuple[Path, list[str]]:
     messages = load_messages(catalogue, code=True)
     return catalogue, translate_code_cells(doctree, messages, where) + \
         translate_pseudocode_blocks(doctree, messages, where)
-
-
-_LETTERS = re.compile(r"[^a-z]")
-
-
-def pinyin_key(text: str) -> tuple:
-    """A sort key that puts Chinese headwords in dictionary order: syllable by syllable, by
-    the pinyin's letters, then its tone (neutral last), then by the characters. A Latin word
-    ("SwiGLU", "token") sorts by its letters among the syllables; punctuation is skipped."""
-    from pypinyin import Style, lazy_pinyin
-
-    syllables = []
-    for part in lazy_pinyin(text, style=Style.TONE3, neutral_tone_with_five=True):
-        letters = _LETTERS.sub("", part.lower())
-        if letters:
-            tone = int(part[-1]) if part[-1].isdigit() else 0
-            syllables.append((letters, tone))
-    return (tuple(syllables), text)
 
 
 def sort_glossaries(doctree) -> int:

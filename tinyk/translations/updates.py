@@ -164,6 +164,7 @@ def update(root: Path | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         extract(root, Path(tmp))
         basic.update(str(root / "locale"), str(Path(tmp, "gettext")), (LANGUAGE,), ignore_obsolete=True)
+        _in_page_order(root, Path(tmp, "gettext"))
     untranslated = update_code(root)
     if untranslated:
         print(f"{untranslated} code text(s) to translate in locale/{LANGUAGE}/LC_MESSAGES/{CODE_FOLDER}/")
@@ -175,6 +176,32 @@ def update(root: Path | None = None) -> int:
         print(f"{added} new printed-output message(s) in locale/{LANGUAGE}/outputs.po, "
               f"{removed} no page prints any more removed")
     return 0
+
+
+def _page_order(pot: Path) -> list[str]:
+    """A page's messages in the order the page says them (its ``.pot``, as Sphinx extracts it)."""
+    return [str(m.id) for m in read_catalogue(pot) if m.id]
+
+
+def _in_page_order(root: Path, pots: Path) -> None:
+    """Rewrite each page's catalogue whose messages are out of its page's order in that order
+    (Sphinx's update keeps the order of a catalogue whose messages did not change; a merge of
+    two branches appends): a translator reads a catalogue as the page reads, and the term
+    base's glosses are checked where the page first says a term (:func:`tinyk.terms.gloss_problems`)."""
+    from sphinx_intl.catalog import dump_po, load_po
+
+    base = root / "locale" / LANGUAGE / "LC_MESSAGES"
+    for pot in sorted(pots.rglob("*.pot")):
+        path = base / pot.relative_to(pots).with_suffix(".po")
+        order = _page_order(pot)
+        if not path.is_file() or [str(m.id) for m in read_catalogue(path) if m.id] == order:
+            continue
+        catalogue = load_po(str(path))
+        for msgid in order:  # each taken out and put back at the end, in the page's order
+            message = catalogue[msgid]
+            del catalogue[msgid]
+            catalogue[msgid] = message
+        dump_po(str(path), catalogue, width=76, ignore_obsolete=True)
 
 
 def stale(root: Path | None = None) -> list[str]:
@@ -189,7 +216,9 @@ def stale(root: Path | None = None) -> list[str]:
         for pot in sorted(pots.rglob("*.pot")):
             name = pot.relative_to(pots).with_suffix(".po").as_posix()
             english = {str(m.id) for m in read_catalogue(pot) if m.id}
-            translated = {str(m.id) for m in read_catalogue(base / name) if m.id}
-            found += _differences(name, english, translated, "English message(s)",
+            translated = [str(m.id) for m in read_catalogue(base / name) if m.id]
+            found += _differences(name, english, set(translated), "English message(s)",
                                   "message(s) no page has any more")
+            if set(translated) == english and translated != _page_order(pot):
+                found.append(f"{name}: its messages are not in the page's order: run `make translations`")
     return found + _code_stale(root)
