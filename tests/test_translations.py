@@ -99,3 +99,24 @@ def test_changed_english_prose_makes_the_check_fail_until_update(tmp_path):
     assert [p for p in translations.problems(tmp_path) if "untranslated" in p] == [
         "book/licence.po: 'A sentence nobody has translated yet.': untranslated",
         "code/05_4_gqa.po: \"a solution's comment, new\": untranslated"]
+
+
+def test_a_book_page_s_shell_comments_and_drawings_are_translated_and_its_outputs_kept():
+    """The literal blocks of the book's Markdown pages (tinyk.translations.pages): a shell block's
+    comments line by line, not a shebang or a #SBATCH line; a drawing whole; a command's output not."""
+    from tinyk.translations import pages
+
+    shell = "#!/bin/bash\n#SBATCH --array=0-3\nmake students      # the same as: tinyk course students\n"
+    assert pages.block_texts("bash", shell) == ["the same as: tinyk course students"]
+    assert pages.block_texts("text", "5 student(s), 20 row(s) written to grades.csv\n") == []
+    drawing = "  ┌──┐\n  │ a sandbox │\n  └──┘\n"
+    assert pages.block_texts("text", drawing) == [drawing.strip("\n")]
+    chinese, missing = pages._translate_block("bash", shell, {"the same as: tinyk course students": "等同于"})
+    assert chinese == shell.replace("# the same as: tinyk course students", "# 等同于") and missing == []
+    assert pages._translate_block("bash", shell, {})[1] == ["the same as: tinyk course students"]
+    assert pages._translate_block("text", drawing, {drawing.strip("\n"): "┌ 沙箱"})[0] == "┌ 沙箱\n"
+    texts = pages.book_block_texts(ROOT)
+    assert len(texts) >= 8 and set(texts.values()) == {"book/instructors.md"}, texts
+    from tinyk.catalogues import blocks_catalogue, translated
+
+    assert set(texts) == set(translated(blocks_catalogue(ROOT)))

@@ -15,7 +15,7 @@ from tinyk.checkout import course_root
 if TYPE_CHECKING:
     from babel.messages.catalog import Catalog
 
-__all__ = ["CODE", "LANGUAGE", "LINK", "MATH", "ROLE", "catalogues", "chinese_headword", "glossary_terms",
+__all__ = ["CODE", "LANGUAGE", "LINK", "MATH", "ROLE", "blocks_catalogue", "catalogues", "chinese_headword", "glossary_terms",
            "interface_catalogue", "outputs_catalogue", "pinyin_key", "read_catalogue", "translated"]
 
 LANGUAGE = "zh_CN"
@@ -56,6 +56,13 @@ def interface_catalogue(root: Path | None = None) -> Path:
     """The Chinese edition's words for the site's interface around a page's content (the
     theme's labels, the solution toggles): ``locale/zh_CN/interface.po``."""
     return course_root(root) / "locale" / LANGUAGE / "interface.po"
+
+
+def blocks_catalogue(root: Path | None = None) -> Path:
+    """The Chinese edition's words for the literal blocks of the book's Markdown pages (a shell
+    block's comments, a drawing; :func:`tinyk.translations.pages.block_texts`):
+    ``locale/zh_CN/blocks.po``."""
+    return course_root(root) / "locale" / LANGUAGE / "blocks.po"
 
 
 def outputs_catalogue(root: Path | None = None) -> Path:

@@ -44,6 +44,7 @@ from tinyk.catalogues import (
     LINK,
     MATH,
     ROLE,
+    blocks_catalogue,
     catalogues,
     chinese_headword,
     glossary_terms,
@@ -192,7 +193,7 @@ def catalogue_messages(root: Path | None = None) -> list[tuple[str, str, str]]:
     base = root / "locale" / LANGUAGE / "LC_MESSAGES"
     out = []
     for path in [*catalogues(root), catalogue_path(), outputs_catalogue(root), interface_catalogue(root),
-                 package_catalogue.PATH]:
+                 blocks_catalogue(root), package_catalogue.PATH]:
         catalogue = read_catalogue(path)  # a missing file has no message
         name = (path.relative_to(base).as_posix() if path.is_relative_to(base)
                 else package_catalogue.SHOWN if path == package_catalogue.PATH else path.name)

@@ -305,9 +305,11 @@ def _chinese_page(app, doctree):
     source = Path(app.env.doc2path(app.env.docname))
     if source.suffix == ".ipynb":
         catalogue, missing = pages.translate_page(doctree, Path(app.srcdir), source)
-        app.env.note_dependency(str(catalogue))  # an edited translation: the page is read again
-        for line in missing:
-            _LOG.warning(f"{line}: no translation in {catalogue.name} (run `make translations`)")
+    else:  # a Markdown page's literal blocks: a shell block's comments, a drawing
+        catalogue, missing = pages.translate_blocks(doctree, Path(app.srcdir), app.env.docname)
+    app.env.note_dependency(str(catalogue))  # an edited translation: the page is read again
+    for line in missing:
+        _LOG.warning(f"{line}: no translation in {catalogue.name} (run `make translations`)")
 
 
 class quiz(nodes.General, nodes.Element):

@@ -16,7 +16,7 @@ from tinyk.chinese_notebooks import CODE_FOLDER, PLACEHOLDER, placeholders
 from tinyk.student_markdown import STUDENT_WORDS
 from tinyk.translations.messages import code_problems, message_problems
 
-__all__ = ["figure_problems", "interface_problems", "output_problems", "problems"]
+__all__ = ["blocks_problems", "figure_problems", "interface_problems", "output_problems", "problems"]
 
 _PLACE = re.compile(r"\{\d+\}")  # a number's place in a figure or output message (tinyk.figure_text)
 _FUZZY = "marked fuzzy (the English changed; check the translation)"
@@ -57,7 +57,15 @@ def problems(root: Path | None = None) -> list[str]:
         if catalogue.obsolete:
             found.append(f"{name}: {len(catalogue.obsolete)} obsolete message(s): run update")
     return (found + figure_problems(root) + output_problems(root) + interface_problems(root)
-            + term_problems(root) + sphinx_problems(root))
+            + blocks_problems(root) + term_problems(root) + sphinx_problems(root))
+
+
+def blocks_problems(root: Path | None = None) -> list[str]:
+    """Every untranslated or fuzzy message of the book pages' literal blocks' catalogue
+    (:func:`tinyk.catalogues.blocks_catalogue`)."""
+    from tinyk.catalogues import blocks_catalogue
+
+    return _catalogue_problems(blocks_catalogue(course_root(root)), ": run `make translations`")
 
 
 def _catalogue_problems(path: Path, missing: str, checks: tuple[Callable[..., str], ...] = (),

@@ -35,14 +35,21 @@ def _code(text: str) -> list[str]:
     return sorted(a or b for a, b in CODE.findall(_without_roles_and_math(text)))
 
 
-def _literal_stars(text: str) -> int:
-    """How many ``**`` of ``text`` the book's Markdown parser shows as they are (in its text,
-    not in code or maths): a bold that CommonMark's flanking rule does not open or close, as
-    ``**发布。**这些``, whose closing ``**`` stands between a punctuation mark and a letter."""
+def _bold(text: str) -> tuple[int, int, int]:
+    """How the book's Markdown parser reads the ``**`` of ``text``: the ones it shows as they are
+    (in its text, not in code or maths), the bold spans, and how deep they nest. A bold that
+    CommonMark's flanking rule does not close, as in ``**发布。**这些``, whose second ``**``
+    stands between a punctuation mark and a letter, shows its stars, or pairs with another."""
     from tinyk.myst import myst_parser
 
-    return sum(child.content.count("**") for token in myst_parser().parseInline(text)
-               for child in token.children or [] if child.type == "text")
+    shown = spans = depth = deepest = 0
+    for token in myst_parser().parseInline(text):
+        for child in token.children or []:
+            shown += child.content.count("**") if child.type == "text" else 0
+            spans += child.type == "strong_open"
+            depth += {"strong_open": 1, "strong_close": -1}.get(child.type, 0)
+            deepest = max(deepest, depth)
+    return shown, spans, deepest
 
 
 def message_problems(msgid: str, msgstr: str, *, headword: bool = False) -> list[str]:
@@ -65,9 +72,10 @@ def message_problems(msgid: str, msgstr: str, *, headword: bool = False) -> list
         found.append("inline code differs from the English")
     if _roles(msgid) != _roles(msgstr):
         found.append("a role ({term}, {cite}, ...) or its target differs from the English")
-    if "**" in msgstr and _literal_stars(msgstr) > _literal_stars(msgid):
-        found.append("a ** shows as it is, the bold not rendered (CommonMark's flanking rule): keep the "
-                     "punctuation outside the bold, “**发布**。这些”, not “**发布。**这些”")
+    if ("**" in msgstr or "**" in msgid) and _bold(msgstr) != _bold(msgid):
+        found.append("its bold is not the English's: a ** shows as it is or pairs with another (CommonMark's "
+                     "flanking rule; keep the punctuation outside the bold, “**发布**。这些”, not "
+                     "“**发布。**这些”), or a bold was added or dropped")
     if sorted(a or b for a, b in LINK.findall(msgid)) != sorted(a or b for a, b in LINK.findall(msgstr)):
         found.append("a link target differs from the English")
     prose = CODE.sub(" ", _without_roles_and_math(LINK.sub(" ", msgid)))

@@ -17,6 +17,10 @@ the book's extension (``book/_ext/tinyk_book.py``, ``doctree-read``) in the Chin
   catalogue (:func:`shown_code`). A hint's pseudocode block (a literal block with no
   language in a dropdown) is translated whole from the same catalogue
   (:func:`translate_pseudocode_blocks`).
+- **Literal blocks of the book's Markdown pages** (the *For instructors* page's commands): the
+  comment of each line of a shell or YAML block, and a drawing (box-drawing characters) whole,
+  from ``locale/zh_CN/blocks.po`` (:func:`block_texts`, :func:`translate_blocks`); a command's
+  printed output stays as the program prints it.
 - **Glossary**: each headword reads Chinese first (its translation,
   :func:`tinyk.catalogues.chinese_headword`), and the entries are sorted by their pinyin
   (:func:`pinyin_key`, from the ``pypinyin`` package), as a Chinese dictionary is. The
@@ -26,13 +30,14 @@ the book's extension (``book/_ext/tinyk_book.py``, ``doctree-read``) in the Chin
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from tinyk.catalogues import pinyin_key
+from tinyk.catalogues import blocks_catalogue, pinyin_key, translated
 from tinyk.chinese_notebooks import KINDS, code_catalogue_path, load_messages, translate_code
 from tinyk.exercises import book_version, source_text
 
-__all__ = ["SHOWN_KINDS", "pinyin_key", "shown_code", "sort_glossaries", "translate_code_cells",
+__all__ = ["SHOWN_KINDS", "block_texts", "book_block_texts", "pinyin_key", "translate_blocks", "shown_code", "sort_glossaries", "translate_code_cells",
            "translate_page", "translate_pseudocode_blocks"]
 
 SHOWN_KINDS = KINDS  # what the Chinese pages translate in the code shown: all of it, as the notebooks do
@@ -40,6 +45,76 @@ SHOWN_KINDS = KINDS  # what the Chinese pages translate in the code shown: all o
 # or says ``text``: a hint's pseudocode (tinyk.chinese_notebooks.pseudocode_blocks).
 _NO_LANGUAGE = (None, "", "text", "none", "default", "ipython3", "python3")
 _HIDDEN = {"remove-cell", "remove_cell", "remove-input", "remove_input"}  # cells whose code is not shown
+
+
+# A book page's literal blocks: the languages whose comments a reader reads, a comment (``#`` and a
+# space after the start of the line or a space: not ``#!/bin/bash`` or ``#SBATCH``, which are
+# code) that holds words, and a drawing's characters (U+2500-U+257F, box drawing).
+_COMMENTED = ("bash", "sh", "shell", "console", "yaml")
+_COMMENT = re.compile(r"(?:^|(?<=\s))# (?=.*[A-Za-z]{2})(?P<text>.*?)\s*$")
+_DRAWING = re.compile("[\u2500-\u257f]")
+
+
+def block_texts(language: str | None, text: str) -> list[str]:
+    """What a reader reads in a literal block of a book page, each a message of
+    ``blocks.po``: a drawing whole, or the comments of a shell or YAML block (none for
+    another block: a command's output, code)."""
+    if _DRAWING.search(text):
+        return [text.strip("\n")]
+    if language not in _COMMENTED:
+        return []
+    return [m["text"] for line in text.split("\n") if (m := _COMMENT.search(line))]
+
+
+def book_block_texts(root: Path) -> dict[str, str]:
+    """``message -> page``: :func:`block_texts` of every fenced block of the book's Markdown
+    pages (``book/*.md``), as the book's parser reads them."""
+    from tinyk.myst import myst_parser
+
+    found: dict[str, str] = {}
+    for page in sorted((root / "book").glob("*.md")):
+        for token in myst_parser().parse(page.read_text(encoding="utf-8")):
+            if token.type == "fence":
+                for text in block_texts(token.info.split()[0] if token.info.strip() else None, token.content):
+                    found.setdefault(text, page.relative_to(root).as_posix())
+    return found
+
+
+def _translate_block(language: str | None, text: str, messages: dict[str, str]) -> tuple[str, list[str]]:
+    """``text`` with what :func:`block_texts` finds in it translated from ``messages``, and
+    the texts without a translation."""
+    if _DRAWING.search(text):
+        english = text.strip("\n")
+        chinese = messages.get(english)
+        return (text if chinese is None else text.replace(english, chinese)), ([english] if chinese is None else [])
+    missing: list[str] = []
+
+    def comment(match: re.Match[str]) -> str:
+        chinese = messages.get(match["text"])
+        if chinese is None:
+            missing.append(match["text"])
+        return f"# {chinese or match['text']}"
+
+    lines = [_COMMENT.sub(comment, line) if language in _COMMENTED else line for line in text.split("\n")]
+    return "\n".join(lines), missing
+
+
+def translate_blocks(doctree, root: Path, where: str) -> tuple[Path, list[str]]:
+    """Translate, in place, the literal blocks of a book page's ``doctree`` (a Markdown page's)
+    from ``blocks.po``: returns the catalogue read and the texts it lacks, each naming ``where``."""
+    from docutils import nodes
+
+    catalogue = blocks_catalogue(root)
+    messages = translated(catalogue)
+    missing: list[str] = []
+    for block in list(doctree.findall(nodes.literal_block)):
+        text = block.astext()
+        chinese, lacking = _translate_block(block.get("language"), text, messages)
+        missing += [f"{where}: {english[:70]!r}" for english in lacking]
+        if chinese != text:
+            block[:] = [nodes.Text(chinese)]
+            block.rawsource = chinese
+    return catalogue, missing
 
 
 def shown_code(nb: dict) -> list[tuple[int, str]]:

@@ -24,7 +24,7 @@ from tinyk.translations.builds import extract
 from tinyk.translations.outputs import update_outputs
 from tinyk.translations.pages import SHOWN_KINDS, shown_code
 
-__all__ = ["code_texts", "figure_messages", "stale", "update", "update_code", "update_figures"]
+__all__ = ["code_texts", "figure_messages", "stale", "update", "update_blocks", "update_code", "update_figures"]
 
 
 def code_texts(root: Path | None = None) -> dict[str, list[tuple[str, str]]]:
@@ -155,6 +155,30 @@ def update_figures(root: Path | None = None) -> int:
     return len(new)
 
 
+def update_blocks(root: Path | None = None) -> int:
+    """Merge the literal blocks' texts of the book's pages (:func:`tinyk.translations.pages.book_block_texts`)
+    into ``blocks.po``: new ones untranslated, gone ones dropped; returns how many came in."""
+    from babel.messages.pofile import write_po
+
+    from tinyk.catalogues import blocks_catalogue
+    from tinyk.translations.pages import book_block_texts
+
+    root = course_root(root)
+    path = blocks_catalogue(root)
+    catalogue = read_catalogue(path)
+    texts = book_block_texts(root)
+    new = [text for text in texts if text not in catalogue]
+    gone = [str(m.id) for m in catalogue if m.id and str(m.id) not in texts]
+    for text in new:
+        catalogue.add(text, auto_comments=[texts[text]])
+    for text in gone:
+        del catalogue[text]
+    if new or gone:
+        with path.open("wb") as f:
+            write_po(f, catalogue, width=100, omit_header=False)
+    return len(new)
+
+
 def update(root: Path | None = None) -> int:
     """Extract every page's messages and merge them into the ``.po`` files: new messages
     come in untranslated, changed ones are marked fuzzy, translations are kept."""
@@ -168,6 +192,9 @@ def update(root: Path | None = None) -> int:
     untranslated = update_code(root)
     if untranslated:
         print(f"{untranslated} code text(s) to translate in locale/{LANGUAGE}/LC_MESSAGES/{CODE_FOLDER}/")
+    added = update_blocks(root)
+    if added:
+        print(f"{added} new literal block text(s) of the book's pages in locale/{LANGUAGE}/blocks.po")
     added = update_figures(root)
     if added:
         print(f"{added} new figure message(s) in tinyk/locale/figures_zh_CN.po")
@@ -221,4 +248,13 @@ def stale(root: Path | None = None) -> list[str]:
                                   "message(s) no page has any more")
             if set(translated) == english and translated != _page_order(pot):
                 found.append(f"{name}: its messages are not in the page's order: run `make translations`")
-    return found + _code_stale(root)
+    return found + _code_stale(root) + _blocks_stale(root)
+
+
+def _blocks_stale(root: Path) -> list[str]:
+    from tinyk.catalogues import blocks_catalogue
+    from tinyk.translations.pages import book_block_texts
+
+    translated = {str(m.id) for m in read_catalogue(blocks_catalogue(root)) if m.id}
+    return _differences("blocks.po", set(book_block_texts(root)), translated, "literal block text(s)",
+                        "literal block text(s) no book page has any more")
