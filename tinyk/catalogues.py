@@ -15,7 +15,8 @@ from tinyk.checkout import course_root
 if TYPE_CHECKING:
     from babel.messages.catalog import Catalog
 
-__all__ = ["CODE", "LANGUAGE", "LINK", "MATH", "ROLE", "blocks_catalogue", "catalogues", "chinese_headword", "glossary_terms",
+__all__ = ["CODE", "LANGUAGE", "LINK", "MATH", "ROLE", "blocks_catalogue", "catalogues", "chinese_headword",
+           "glossary_terms",
            "interface_catalogue", "outputs_catalogue", "pinyin_key", "read_catalogue", "translated"]
 
 LANGUAGE = "zh_CN"

@@ -37,8 +37,8 @@ from tinyk.catalogues import blocks_catalogue, pinyin_key, translated
 from tinyk.chinese_notebooks import KINDS, code_catalogue_path, load_messages, translate_code
 from tinyk.exercises import book_version, source_text
 
-__all__ = ["SHOWN_KINDS", "block_texts", "book_block_texts", "pinyin_key", "translate_blocks", "shown_code", "sort_glossaries", "translate_code_cells",
-           "translate_page", "translate_pseudocode_blocks"]
+__all__ = ["SHOWN_KINDS", "block_texts", "book_block_texts", "pinyin_key", "shown_code", "sort_glossaries",
+           "translate_blocks", "translate_code_cells", "translate_page", "translate_pseudocode_blocks"]
 
 SHOWN_KINDS = KINDS  # what the Chinese pages translate in the code shown: all of it, as the notebooks do
 # A fence's language on the page when it has none (myst-parser gives it the highlight language)
@@ -86,7 +86,9 @@ def _translate_block(language: str | None, text: str, messages: dict[str, str]) 
     if _DRAWING.search(text):
         english = text.strip("\n")
         chinese = messages.get(english)
-        return (text if chinese is None else text.replace(english, chinese)), ([english] if chinese is None else [])
+        if chinese is None:
+            return text, [english]
+        return text.replace(english, chinese), []
     missing: list[str] = []
 
     def comment(match: re.Match[str]) -> str:

@@ -24,7 +24,8 @@ from tinyk.translations.builds import extract
 from tinyk.translations.outputs import update_outputs
 from tinyk.translations.pages import SHOWN_KINDS, shown_code
 
-__all__ = ["code_texts", "figure_messages", "stale", "update", "update_blocks", "update_code", "update_figures"]
+__all__ = ["code_texts", "figure_messages", "stale", "update", "update_blocks", "update_code",
+           "update_figures"]
 
 
 def code_texts(root: Path | None = None) -> dict[str, list[tuple[str, str]]]:
