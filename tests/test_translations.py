@@ -111,10 +111,10 @@ def test_a_book_page_s_shell_comments_and_drawings_are_translated_and_its_output
     assert pages.block_texts("text", "5 student(s), 20 row(s) written to grades.csv\n") == []
     drawing = "  ┌──┐\n  │ a sandbox │\n  └──┘\n"
     assert pages.block_texts("text", drawing) == [drawing.strip("\n")]
-    chinese, missing = pages._translate_block("bash", shell, {"the same as: tinyk course students": "等同于"})
+    chinese, missing = pages.translate_block("bash", shell, {"the same as: tinyk course students": "等同于"})
     assert chinese == shell.replace("# the same as: tinyk course students", "# 等同于") and missing == []
-    assert pages._translate_block("bash", shell, {})[1] == ["the same as: tinyk course students"]
-    assert pages._translate_block("text", drawing, {drawing.strip("\n"): "┌ 沙箱"})[0] == "┌ 沙箱\n"
+    assert pages.translate_block("bash", shell, {})[1] == ["the same as: tinyk course students"]
+    assert pages.translate_block("text", drawing, {drawing.strip("\n"): "┌ 沙箱"})[0] == "┌ 沙箱\n"
     texts = pages.book_block_texts(ROOT)
     assert len(texts) >= 8 and set(texts.values()) == {"book/instructors.md"}, texts
     from tinyk.catalogues import blocks_catalogue, translated

@@ -101,7 +101,11 @@ def test_every_markdown_page_of_the_book_has_its_chinese_source():
         compared += len(english)
     assert compared >= 100
     glossary, _ = translated_page(course.ROOT, "book/glossary", course.ROOT / "book" / "glossary.md")
-    assert "\n键值缓存（KV cache）\n  在生成步骤之间保留下来的" in glossary
+    assert "\n键值缓存（KV cache）\n  在生成的各步之间保留下来的" in glossary
+    # a shell block's comments and a drawing come in Chinese too (blocks.po), the commands as they are
+    instructors, _ = translated_page(course.ROOT, "book/instructors", course.ROOT / "book" / "instructors.md")
+    assert "make students      # 等同于：tinyk course students\n```" in instructors
+    assert "┌─ 沙箱（bubblewrap，无网络）" in instructors and "sandbox (bubblewrap" not in instructors
 
 
 def test_the_search_words_are_the_course_s_chinese_terms():

@@ -38,7 +38,8 @@ from tinyk.chinese_notebooks import KINDS, code_catalogue_path, load_messages, t
 from tinyk.exercises import book_version, source_text
 
 __all__ = ["SHOWN_KINDS", "block_texts", "book_block_texts", "pinyin_key", "shown_code", "sort_glossaries",
-           "translate_blocks", "translate_code_cells", "translate_page", "translate_pseudocode_blocks"]
+           "translate_block", "translate_blocks", "translate_code_cells", "translate_page",
+           "translate_pseudocode_blocks"]
 
 SHOWN_KINDS = KINDS  # what the Chinese pages translate in the code shown: all of it, as the notebooks do
 # A fence's language on the page when it has none (myst-parser gives it the highlight language)
@@ -80,7 +81,7 @@ def book_block_texts(root: Path) -> dict[str, str]:
     return found
 
 
-def _translate_block(language: str | None, text: str, messages: dict[str, str]) -> tuple[str, list[str]]:
+def translate_block(language: str | None, text: str, messages: dict[str, str]) -> tuple[str, list[str]]:
     """``text`` with what :func:`block_texts` finds in it translated from ``messages``, and
     the texts without a translation."""
     if _DRAWING.search(text):
@@ -111,7 +112,7 @@ def translate_blocks(doctree, root: Path, where: str) -> tuple[Path, list[str]]:
     missing: list[str] = []
     for block in list(doctree.findall(nodes.literal_block)):
         text = block.astext()
-        chinese, lacking = _translate_block(block.get("language"), text, messages)
+        chinese, lacking = translate_block(block.get("language"), text, messages)
         missing += [f"{where}: {english[:70]!r}" for english in lacking]
         if chinese != text:
             block[:] = [nodes.Text(chinese)]

@@ -6,8 +6,10 @@ A page's MyST source gets each block that Sphinx's gettext builder makes a messa
 replaced by its translation in the page's catalogue, ``locale/zh_CN/LC_MESSAGES/<page>.po``:
 paragraphs, headings, list items and directives' bodies as in the Chinese student notebooks
 (:func:`tinyk.chinese_notebooks.translate_markdown`), and besides those each cell of a table
-and each term and definition of a glossary. Code fences and maths blocks stay as they are. A
-block without a translation is named, never English left silently.
+and each term and definition of a glossary. Maths blocks stay as they are; a code fence gets
+what a reader reads in it (a shell block's comments, a drawing) from ``locale/zh_CN/blocks.po``,
+as the Chinese page shows it (:func:`tinyk.translations.pages.block_texts`). A block without a
+translation is named, never English left silently.
 """
 
 from __future__ import annotations
@@ -87,9 +89,22 @@ def _glossary(lines: list[str], messages: dict[str, str], missing: list[str], wh
     return out + closing
 
 
-def translate_page_source(text: str, messages: dict[str, str], missing: list[str], where: str = "") -> str:
+def _fence(lines: list[str], token, blocks: dict[str, str], missing: list[str], where: str) -> list[str]:
+    """A code fence's lines (its opening and closing lines kept) with its words translated."""
+    from tinyk.translations.pages import translate_block
+
+    language = token.info.split()[0] if token.info.strip() else None
+    chinese, lacking = translate_block(language, token.content, blocks)
+    missing += [f"{where}: {english[:70]!r}" for english in lacking]
+    body = chinese.removesuffix("\n").split("\n")
+    return [lines[0], *body, *lines[1 + token.content.count("\n"):]]  # then the closing fence
+
+
+def translate_page_source(text: str, messages: dict[str, str], missing: list[str], where: str = "",
+                          blocks: dict[str, str] | None = None) -> str:
     """``text``, a book page's MyST, with every block that is a message of its catalogue
-    (``messages``: :func:`tinyk.chinese_notebooks.load_messages`) replaced by its translation;
+    (``messages``: :func:`tinyk.chinese_notebooks.load_messages`) replaced by its translation,
+    and the words of its code fences by theirs in ``blocks`` (``blocks.po``'s, when given);
     the blocks without one are appended to ``missing`` and left as they are."""
     lines = text.split("\n")
     tokens = myst_parser().parse(text)
@@ -104,6 +119,8 @@ def translate_page_source(text: str, messages: dict[str, str], missing: list[str
             regions.append((start, end, _table(lines[start:end], start, cells, messages, missing, where)))
         elif token.type in ("fence", "colon_fence") and token.info.strip().startswith("{glossary}"):
             regions.append((start, end, _glossary(lines[start:end], messages, missing, where)))
+        elif token.type == "fence" and blocks is not None and not token.info.strip().startswith("{"):
+            regions.append((start, end, _fence(lines[start:end], token, blocks, missing, where)))
     out: list[str] = []
     position = 0
     for start, end, new in regions:
@@ -120,6 +137,9 @@ def translated_page(root: Path, docname: str, source: Path) -> tuple[str, list[s
     """The Chinese source of the book page ``docname`` (its MyST file ``source``), and the
     blocks it leaves in English for want of a translation."""
     missing: list[str] = []
+    from tinyk.catalogues import blocks_catalogue, translated
+
     text = translate_page_source(source.read_text(encoding="utf-8"),
-                                 load_messages(page_catalogue(root, docname)), missing, docname)
+                                 load_messages(page_catalogue(root, docname)), missing, docname,
+                                 translated(blocks_catalogue(root)))
     return text, missing
