@@ -87,7 +87,7 @@ def chinese_headword(headword: str) -> str:
     ``KV cache`` and ``RMSNorm`` keep their capitals). A headword without brackets names a
     term the Chinese prose keeps in English (``Token``): it reads as the prose writes it,
     ``token``. A headword whose Chinese already holds its English (``SwiGLU (SwiGLU
-    门控前馈网络)``) is its Chinese alone, the name said once. Only the words shown change: the
+    <Chinese>)``) is its Chinese alone, the name said once. Only the words shown change: the
     entry's anchor and every ``{term}`` reference stay the English headword's."""
     match = HEADWORD.match(headword.strip())
     english, chinese = (match["english"], match["chinese"]) if match else (headword.strip(), "")

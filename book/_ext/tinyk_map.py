@@ -55,7 +55,7 @@ MAP_WORDS = {
     "taught": "Taught in",
     "tiny": "Shown live for the 05.7 model:",
     "chat": "for SmolLM2:",
-    "section": "{section}",  # a section's link, by its number (the Chinese edition's "第 05.3 节")
+    "section": "{section}",  # a section's link, by its number (as each edition names a section)
 }
 # The punctuation between the map's words: each edition's own (the Chinese's full-width).
 PUNCTUATION = {"colon": ": ", "list": ", ", "next": "; ", "stop": ". ", "end": "."}
@@ -126,8 +126,8 @@ class ModelMapDirective(SphinxDirective):
 
 
 def _spaced(words: str) -> str:
-    """``words`` and the space before what follows them: none after Chinese (whose colon is
-    full-width, "讲解见第 05.3 节"), one after English ("Taught in 05.3")."""
+    """``words`` and the space before what follows them: none after Chinese or a full-width
+    mark, one after English ("Taught in 05.3")."""
     return words if "\u3000" <= words[-1:] <= "\u9fff" or "\uff00" <= words[-1:] <= "\uffef" else words + " "
 
 

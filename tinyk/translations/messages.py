@@ -38,8 +38,8 @@ def _code(text: str) -> list[str]:
 def _bold(text: str) -> tuple[int, int, int]:
     """How the book's Markdown parser reads the ``**`` of ``text``: the ones it shows as they are
     (in its text, not in code or maths), the bold spans, and how deep they nest. A bold that
-    CommonMark's flanking rule does not close, as in ``**发布。**这些``, whose second ``**``
-    stands between a punctuation mark and a letter, shows its stars, or pairs with another."""
+    CommonMark's flanking rule does not close (a ``**`` between a full-width full stop before
+    it and a Chinese letter after it) shows its stars, or pairs with another."""
     from tinyk.myst import myst_parser
 
     shown = spans = depth = deepest = 0
@@ -74,8 +74,8 @@ def message_problems(msgid: str, msgstr: str, *, headword: bool = False) -> list
         found.append("a role ({term}, {cite}, ...) or its target differs from the English")
     if ("**" in msgstr or "**" in msgid) and _bold(msgstr) != _bold(msgid):
         found.append("its bold is not the English's: a ** shows as it is or pairs with another (CommonMark's "
-                     "flanking rule; keep the punctuation outside the bold, “**发布**。这些”, not "
-                     "“**发布。**这些”), or a bold was added or dropped")
+                     "flanking rule: a ** between a punctuation mark and a letter opens or closes nothing; "
+                     "put the full-width mark outside the bold), or a bold was added or dropped")
     if sorted(a or b for a, b in LINK.findall(msgid)) != sorted(a or b for a, b in LINK.findall(msgstr)):
         found.append("a link target differs from the English")
     prose = CODE.sub(" ", _without_roles_and_math(LINK.sub(" ", msgid)))
