@@ -245,7 +245,7 @@ _PLANTED = [
     ("interface.po", "灰色：被屏蔽的后续 token", "灰色：被掩码遮住的后续 token", "masked"),
     ("code/05_3_rope.po", "裁剪成一个头的宽度", "截短成一个头的宽度", "cut to fit"),
     ("notebooks/05_2_rmsnorm.po", "每个输出都坍缩为零", "每个输出都塌缩为零", "collapses"),
-    ("book/intro.po", "SwiGLU 前馈网络", "SwiGLU 前馈块", "feed-forward block"),
+    ("book/intro.po", "前馈网络、解码器层", "前馈块、解码器层", "feed-forward block"),
     ("interface.po", "[课程网站上的答案]", "[课程网站上的参考答案]", "solution"),
     ("notebooks/05_2_rmsnorm.po", "每种典型错误都会失分", "每种典型错误都会丢分", "loses the points"),
     ("notebooks/05_4_gqa.po", "给出的顺序）会失分", "给出的顺序）拿不到分", "loses the points"),
