@@ -183,6 +183,37 @@ def _bold_markers(html_text: str) -> list[str]:
     return list(dict.fromkeys(text[max(0, m.start() - 20):m.end() + 20] for m in re.finditer(r"\*\*", text)))
 
 
+_TOKEN = re.compile(r"(?<![A-Za-z_])token(?![A-Za-z_])")
+
+
+def _token_glosses(path) -> tuple[str, int]:
+    """Where a Chinese page's prose first says token (the words after it), and how many times
+    it writes the gloss token（词元）, as the page shows them (the glossary in pinyin order)."""
+    soup = _soup(path)
+    article = soup.select_one("article") or soup
+    for tag in article(["pre", "code", "script", "style", "math"]):
+        tag.decompose()
+    for tag in article.select(".math, .cell_output, .tinyk-playground, .tinyk-chat"):
+        tag.decompose()
+    text = " ".join(article.get_text().split())
+    first = _TOKEN.search(text)
+    return (text[first.start():first.start() + 9] if first else ""), text.count("token（词元）")
+
+
+def test_each_chinese_page_glosses_token_where_a_reader_first_meets_it():
+    """token（词元）, once, at the first token of each page as it is shown (tinyk.terms checks the
+    catalogues in the page's order; this is the built page: the glossary sorted, the map's words)."""
+    pages = _pages()
+    assert len(pages) >= PAGES_AT_LEAST
+    found = {p.relative_to(ZH).as_posix(): _token_glosses(p) for p in pages}
+    wrong = {name: first for name, (first, count) in found.items()
+             if first and (not first.startswith("token（词元）") or count != 1)}
+    assert wrong == {}, wrong
+    assert sum(1 for first, _ in found.values() if first) >= 12, found
+    english = _token_glosses(HTML / "book" / "playground.html")  # the English page: no gloss, found as wrong
+    assert english[0].startswith("token") and not english[0].startswith("token（词元）") and english[1] == 0
+
+
 def test_no_bold_marker_shows_on_a_chinese_page():
     """Every bold of the Chinese pages rendered (tinyk.translations.messages checks each
     message as the book's parser reads it; this is the built site)."""
