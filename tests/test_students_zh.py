@@ -245,7 +245,7 @@ def test_the_chinese_site_opens_and_serves_the_chinese_student_notebooks(tmp_pat
     _, to_chinese = book._other_edition(app, "en")
     _, to_english = book._other_edition(app, "zh")
     assert 'title="中文版 (Chinese edition)"' in to_chinese, to_chinese
-    assert 'title="English edition（英文版）"' in to_english, to_english
+    assert 'title="英文版（English edition）"' in to_english, to_english
 
 
 @pytest.mark.slow

@@ -508,7 +508,7 @@ def _other_edition(app, this: str) -> tuple[str, str] | None:
         name = f"{zh['Chinese edition']} (Chinese edition)"
         return "zh/", ('<a class="btn btn-sm tinyk-language" href="{href}" hreflang="zh-CN" lang="zh-CN" '
                        f'title="{name}" aria-label="{name}">{zh["Chinese"]}</a>')
-    name = f"English edition\uff08{zh['English edition']}\uff09"  # full-width brackets around the Chinese
+    name = f"{zh['English edition']}\uff08English edition\uff09"  # the Chinese first, as a term is glossed
     return "../", ('<a class="btn btn-sm tinyk-language" href="{href}" hreflang="en" lang="en" '
                    f'title="{name}" aria-label="{name}">'
                    '<span class="tinyk-long">English</span><span class="tinyk-short">EN</span></a>')
