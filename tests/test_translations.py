@@ -54,6 +54,15 @@ def test_a_bold_that_would_show_its_stars_is_reported():
         assert len(found) == 1 and "flanking" in found[0], (stars, found)
 
 
+def test_a_space_beside_a_chinese_quotation_or_bold_word_is_reported():
+    english = "An exercise scores 0, its detail naming the error; press **Run** in **nbgrader's format**."
+    right = "练习得 0 分，其详情（detail）一栏指出错误；以 **nbgrader 的格式**按**运行**。"  # Latin: a space
+    assert message_problems(english, right) == []
+    for spaced in (right.replace("详情（detail）", "“detail” "), right.replace("按**", "按 **")):
+        found = message_problems(english, spaced)
+        assert len(found) == 1 and "a space beside" in found[0], (spaced, found)
+
+
 def test_glossary_headwords_read_chinese_first_and_display_maths_stay_as_they_are():
     assert message_problems("KV cache (键值缓存)", "键值缓存（KV cache）", headword=True) == []
     # a headword whose Chinese holds its English says it once

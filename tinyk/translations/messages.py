@@ -14,6 +14,11 @@ _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")  # a Chinese character
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _IDENTIFIER = re.compile(r"\w*_\w*")  # n_rep, H_kv: a name from the code, not an English word
 _TARGET = re.compile(r"<[^<>`]*>`")  # a role's explicit target: a glossary term's own (bilingual) name
+# A space beside a Chinese quotation mark or a Chinese bold word, between Chinese: Chinese sets
+# neither apart with spaces (a space stays between Chinese and a Latin word).
+_HAN = "\u3400-\u9fff\uff0c\u3002\uff1a\uff1b\u3001\uff08\uff09"
+_SPACED = re.compile(f"[{_HAN}] [\u201c\u201d]|[\u201c\u201d] [{_HAN}]|[{_HAN}] \\*\\*[\u3400-\u9fff]"
+                     f"|[\u3400-\u9fff]\\*\\* [{_HAN}]")
 
 
 def _roles(text: str) -> list[tuple[str, str]]:
@@ -78,6 +83,9 @@ def message_problems(msgid: str, msgstr: str, *, headword: bool = False) -> list
                      "put the full-width mark outside the bold), or a bold was added or dropped")
     if sorted(a or b for a, b in LINK.findall(msgid)) != sorted(a or b for a, b in LINK.findall(msgstr)):
         found.append("a link target differs from the English")
+    if _SPACED.search(CODE.sub("`", msgstr)):
+        found.append("a space beside a Chinese quotation mark or bold word, between Chinese characters: "
+                     "Chinese sets neither apart with spaces")
     prose = CODE.sub(" ", _without_roles_and_math(LINK.sub(" ", msgid)))
     if len(_WORD.findall(_IDENTIFIER.sub(" ", prose))) >= 2 and not _CJK.search(_TARGET.sub("`", msgstr)):
         found.append("no Chinese in the translation of a sentence")
