@@ -78,9 +78,12 @@ def example_run(onnx_path: str | Path, manifest: dict[str, Any],
                 prompt: str = EXAMPLE_PROMPT) -> dict[str, Any]:
     """The page's view of ``prompt`` (batch 1, so the batch axis is dropped): ``ids``,
     ``logits`` (``T×V``), ``attention`` (per returned layer, ``H_q×T×T``), ``rope_angles``
-    (``T×d_h/2``), ``rope_positions``, ``cache_length`` and ``generated``
+    (``T×d_h/2``), ``rope_positions``, the graph's panels when it has them (``scores`` per returned
+    layer ``H_q×T×T``, ``mask`` ``1×T×T``, ``residual_norms`` ``(L+1)×T``), ``cache_length`` and ``generated``
     (:data:`EXAMPLE_TOKENS` greedy tokens)."""
     import onnxruntime
+
+    from tinyk.onnx_export import PANELS
 
     session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     ids = encode(manifest, prompt)
@@ -92,6 +95,7 @@ def example_run(onnx_path: str | Path, manifest: dict[str, Any],
     return {"prompt": prompt, "ids": ids, "logits": rounded(out["logits"][0]),
             "attention": rounded(out["attention"][:, 0]), "rope_angles": rounded(out["rope_angles"][0]),
             "rope_positions": out["rope_positions"][0].tolist(),
+            **{name: rounded(out[name][:, 0]) for name in PANELS if name in out},
             "cache_length": int(out["present_key_0"].shape[1]),
             "generated": generate(session, manifest, ids, EXAMPLE_TOKENS)}
 
