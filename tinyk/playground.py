@@ -43,8 +43,10 @@ def encode(manifest: dict[str, Any], text: str) -> list[int]:
 
 
 def run_graph(session: Any, manifest: dict[str, Any], ids: list[int],
-              past: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+              past: dict[str, np.ndarray] | None = None, layer: int | None = None) -> dict[str, np.ndarray]:
     """One call of the graph on ``ids`` (batch 1) after the cached ``past`` (``None``: none).
+    ``layer``: for a graph with the manifest's ``layer_input`` (SmolLM2's), the layer whose
+    attention weights come back (``None``: the manifest's ``default_layer``).
 
     Returns every output by name (``logits``: ``1×T×V``; ``present_key_i``... for the next call).
     """
@@ -57,6 +59,9 @@ def run_graph(session: Any, manifest: dict[str, Any], ids: list[int],
     for i in range(n_layers):
         for kind in ("key", "value"):
             feeds[f"past_{kind}_{i}"] = empty if past is None else past[f"present_{kind}_{i}"]
+    if "layer_input" in manifest:
+        chosen = manifest["default_layer"] if layer is None else layer
+        feeds[manifest["layer_input"]] = np.array(chosen, dtype=np.int64)
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(names, feeds), strict=True))
 
