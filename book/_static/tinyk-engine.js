@@ -67,6 +67,7 @@ async function fetchAll(id, files, stamp, signal) {
 }
 
 const OUTPUTS = ["logits", "attention", "rope_angles", "rope_positions"];
+const PANELS = ["scores", "mask", "residual_norms"]; // the 05.7 graph's steps before the softmax, and the stream
 
 const ops = {
   async "load-tiny"({ url, threads }) {
@@ -118,10 +119,13 @@ const ops = {
   // One call of a model's graph: ids (batch 1) after the cache kept under `past` (none: null).
   // Its cache is kept under `keep` (none: not kept), and `past`'s dropped once the call ran
   // (`free`). `last`: only the last position's logits come back (SmolLM2's graph returns no
-  // more). `want`: the outputs that come back (all four if not said). The call's own time, in ms,
-  // comes back with it: the page's drawing is never in it.
-  async run({ model, config, ids, past, keep, free, last, want = OUTPUTS }) {
+  // more). `want`: the outputs that come back (if not said: the four, and the panels' outputs the
+  // graph has). `layer`: for a graph that takes the input `attention_layer` (SmolLM2's), the layer
+  // whose attention weights come back. The call's own time, in ms, comes back with it: the page's
+  // drawing is never in it.
+  async run({ model, config, ids, past, keep, free, last, layer = 0, want = null }) {
     const session = sessions[model];
+    want ??= [...OUTPUTS, ...PANELS.filter((name) => session.outputNames.includes(name))];
     const previous = past === null ? null : caches.get(past);
     if (past !== null && previous === undefined) {
       throw new Error(`no cache ${past}`);
@@ -137,6 +141,9 @@ const ops = {
         feeds[`past_${kind}_${i}`] = previous ? previous[`present_${kind}_${i}`]
           : new onnx.Tensor("float32", new Float32Array(0), [1, 0, config.n_kv_heads, config.head_dim]);
       }
+    }
+    if (session.inputNames.includes("attention_layer")) {
+      feeds.attention_layer = new onnx.Tensor("int64", BigInt64Array.of(BigInt(layer)), []);
     }
     const started = performance.now();
     const out = await session.run(feeds);
