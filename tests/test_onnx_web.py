@@ -237,6 +237,34 @@ def test_the_layer_input_chooses_whose_attention_weights_come_back(exported, tin
     assert run_graph(sess, manifest, PROMPT[0][4:], first, layer=5)["attention"].shape == (1, 0, 4, 3, 7)
 
 
+def test_each_layer_waits_for_its_slice_of_the_chosen_weights(exported):
+    """The residual stream that leaves layer i is what layer i + 1 reads, through a node that needs
+    layer i's slice of the chosen weights: a runtime cannot put every slice off to the end and hold
+    every layer's weights until then."""
+    out, _, _ = exported
+    graph = onnx.load(str(out / "smollm2.onnx"), load_external_data=False).graph
+    producer = {o: node for node in graph.node for o in node.output}
+
+    def needs(value: str, wanted: str) -> bool:
+        seen, todo = set(), [value]
+        while todo:
+            v = todo.pop()
+            if v == wanted:
+                return True
+            if v in seen or v not in producer:
+                continue
+            seen.add(v)
+            todo.extend(producer[v].input)
+        return False
+
+    readers = {x for node in graph.node if node.name.startswith("layers.1/") for x in node.input}
+    assert "layers.0/stream" in readers and "layers.3/stream" not in readers
+    checked = [i for i in range(4) if needs(f"layers.{i}/stream", f"layers.{i}/chosen_weights")]
+    assert checked == [0, 1, 2, 3]  # the last layer's stream goes to the final norm
+    final = [n for n in graph.node if n.op_type == "Concat" and n.output[0] == "chosen_weights"]
+    assert len(final) == 1 and list(final[0].input) == [f"layers.{i}/chosen_weights" for i in range(5)]
+
+
 def test_a_model_that_differs_from_its_file_is_refused(tiny, tmp_path):
     path, model, info = tiny
     weight = model.layers[1].feed_forward.w2.weight

@@ -350,9 +350,10 @@ def _chosen_weights(graph: onnx.GraphProto, i: int, weights: str,
     The residual stream ``stream`` (``B×T×d``) leaving the layer goes on through a ``Reshape`` to
     its own shape, its ``T`` read from the slice's shape: the next layer then waits for the slice.
     Without that, ONNX Runtime orders the slices after every layer (nothing else needs them before
-    the end) and holds all 30 layers' weights until then: 1.1 GB more at 1,024 tokens in Python's
-    ONNX Runtime, where this costs nothing measurable (``tests/test_onnx_web.py``). Returns the
-    nodes and the stream's new name."""
+    the end) and holds all 30 layers' weights until then: for SmolLM2 reading 1,024 tokens, in
+    Python's ONNX Runtime on one thread, the process peaked at 2,227 MB without this against 1,204 MB
+    with it (1,201 MB for a graph that returns one fixed layer). Returns the nodes and the stream's
+    new name."""
     names = {"index": f"layers.{i}/index", "all": f"{CHOSEN}/all_rows", "none": f"{CHOSEN}/no_row"}
     for name, value in ((names["index"], np.array(i, np.int64)),
                         (names["all"], np.array([np.iinfo(np.int64).max], np.int64)),

@@ -145,8 +145,11 @@ const ops = {
     if (session.inputNames.includes("attention_layer")) {
       feeds.attention_layer = new onnx.Tensor("int64", BigInt64Array.of(BigInt(layer)), []);
     }
+    // Only the outputs asked for and the cache come out of the runtime's memory: a decode step
+    // that needs only the logits does not copy out the rest.
+    const fetches = [...new Set([...want, ...session.outputNames.filter((name) => name.startsWith("present_"))])];
     const started = performance.now();
-    const out = await session.run(feeds);
+    const out = await session.run(feeds, fetches);
     const ms = performance.now() - started;
     if (keep) {
       caches.set(keep, out);

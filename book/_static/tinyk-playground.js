@@ -636,11 +636,12 @@
 
     // One call of the graph in the engine: ids after the cache of `past` (an earlier call's
     // outputs; null: none); `keep`: this call's cache is kept for the next.
-    async runGraph(ids, past, keep = false) {
+    // `want`: the outputs needed (null: all of them).
+    async runGraph(ids, past, keep = false, want = null) {
       this.calls += 1;
       const key = keep ? `tiny-${this.root.id}-${this.calls}` : null;
       const out = await this.engine.call("run", { model: "tiny", config: this.config, ids,
-        past: past ? past.key : null, keep: key });
+        past: past ? past.key : null, keep: key, want });
       return { ...out, key };
     }
 
@@ -759,7 +760,7 @@
         // The KV cache: only the new token goes through the model; the keys and values of the
         // earlier ones come from the previous call. The panels show the whole text's attention
         // and angles: one call without the cache. Nothing changes until both have run.
-        const past = await this.runGraph([token], this.past, true);
+        const past = await this.runGraph([token], this.past, true, ["logits"]); // the panels: the call below
         const ids = [...all, token];
         let whole;
         try {
