@@ -119,6 +119,20 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     assert canvas.evaluate(PIXELS) != head0
     assert "Query head 4 reads K/V head 1, shared by query heads 3, 4, 5." in page.locator(
         ".tinyk-chat .tinyk-pg-gqa").inner_text()
+    # Another layer, after the answer: the same tokens read again in one call, that layer's weights
+    # from the one graph, as ONNX Runtime in Python gives them for that layer.
+    assert page.locator(".tinyk-chat .tinyk-pg-layer option").count() == 30
+    assert page.locator(".tinyk-chat .tinyk-pg-layer").input_value() == "15"
+    head4 = canvas.evaluate(PIXELS)
+    page.locator(".tinyk-chat .tinyk-pg-layer").select_option("3")
+    page.wait_for_function(f"{STATE}.rowsLayer === 3 && document.querySelector('.tinyk-chat').dataset.state "
+                           f"=== 'ready'", timeout=180_000)
+    layer3 = run_graph(session(WEB / "smollm2.onnx"), manifest, ids, layer=3)["attention"][0, 0]
+    got = page.evaluate(f"{STATE}.rows.map((rows) => rows.slice(0, 37).map((r) => Array.from(r)))")
+    assert np.abs(np.array([np.array(h) for h in got]) - layer3).max() <= 1e-4
+    assert np.abs(layer3 - want).max() > 0.1  # another layer's weights, not layer 15's again
+    assert canvas.evaluate(PIXELS) != head4 and "layer 3," in canvas.get_attribute("aria-label")
+    assert f"Layer 3: the {cached} tokens read again" in page.locator(".tinyk-chat-status").inner_text()
     assert stats["threads"] == PAGE_THREADS == 1  # the page's choice, in an isolated page too
     said = "one thread"
     assert f"tokens per second (greedy decoding, {said})." in page.locator(".tinyk-chat-status").inner_text()
