@@ -22,7 +22,9 @@ and on 2 threads (a later visit, cross-origin isolated, the page opened with ``?
 5. SmolLM2's time to first token once the browser has its files, on each of those pages: after
    a reload, Load (the files from the browser's cache, the runtime, the session), then the
    prompt's call of a 40-token chat prompt, both timed by the page's clock, and their sum;
-6. the bytes SmolLM2's Load downloads (graph, weights, tokenizer).
+6. the bytes SmolLM2's Load downloads (graph, weights, tokenizer);
+
+and the machine's load average at the start and at the end.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
+import os
 import statistics
 import sys
 import threading
@@ -101,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     from tinyk.training import trained_course_model
 
     torch.set_num_threads(1)
+    load_before = os.getloadavg()  # said with the figures: a busy machine slows both sides
     model = trained_course_model().eval()
     server = _Server(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(HTML)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -168,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
           f"run {load:.2f} s; Run on a {len(PROMPT_40)}-token prompt {run:.3f} s")
     print(f"3. bytes downloaded: runtime {runtime:,} (loader, module, WebAssembly), model {weights:,}")
     print("\n".join(smollm2))
+    print("load average (1, 5, 15 min) at the start {:.1f} {:.1f} {:.1f}, at the end {:.1f} {:.1f} {:.1f}, "
+          "on {} processors".format(*load_before, *os.getloadavg(), os.cpu_count()))
     return 0
 
 
