@@ -101,7 +101,7 @@ def save_split(model_proto: onnx.ModelProto, onnx_path: str | Path, max_file_byt
                ) -> list[Path]:
     """Write ``model_proto`` to ``onnx_path`` and its weights to ``<stem>.data.0``, ``.1``, ...,
     each data file at most ``max_file_bytes`` (the graph, its nodes and the tensors under
-    :data:`INLINE_BELOW` bytes, is not split: under 0.6 MB for SmolLM2). Changes
+    :data:`INLINE_BELOW` bytes, is not split: under 0.65 MB for SmolLM2). Changes
     ``model_proto``'s initializers into references to those files. Returns the graph's path, then
     the data files'."""
     onnx_path = Path(onnx_path)
