@@ -56,7 +56,11 @@ __all__ = ["MARKER", "NAME", "SESSION_CONFIG", "WEB_GRAPH_OPTIMIZATION", "WEB_SE
 
 NAME = "smollm2"  # the files' stem
 # In WebAssembly, MatMul's prepacked copies of the weights cost about 300 MB and gained no speed.
-WEB_SESSION_CONFIG = {**SESSION_CONFIG, "session.disable_prepacking": "1"}
+# With more than one thread, ONNX Runtime's idle threads spin between calls by default: a page on two
+# threads then kept both processors busy while it waited, slowing the page's other work and every
+# other page (benchmarks/bench_browser.py keeps a one-thread and a two-thread page open at once).
+WEB_SESSION_CONFIG = {**SESSION_CONFIG, "session.disable_prepacking": "1",
+                      "session.intra_op.allow_spinning": "0"}
 # The page's session optimises the graph at ONNX Runtime's "basic" level: constant folding (which
 # turns each DequantizeLinear of the file's blocks into a float32 matrix) and the removal of
 # redundant nodes. The levels above it fuse a few nodes of each layer. In Chromium, four fresh
