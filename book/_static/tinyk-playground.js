@@ -19,8 +19,9 @@
   // One thread for ONNX Runtime, from a measure: benchmarks/bench_browser.py, on a machine of two
   // processors with other processes busy (a load average of 11), decoded SmolLM2 at 1.33 times
   // PyTorch's speed on one thread and at 0.48 times on two, and the 05.7 model at 0.41 and 0.27
-  // times: a token's call is too small for a second thread to pay for their synchronisation, and
-  // a second thread takes a processor from the page. A page opened with ?threads=N (the
+  // times; again with idle threads that no longer spin (load average 11 to 13): SmolLM2 at 1.01 and
+  // 0.66 times, the 05.7 model at 0.25 and 0.26 times. A token's call is too small for a second
+  // thread to pay for their synchronisation, and a second thread takes a processor from the page. A page opened with ?threads=N (the
   // benchmark's) asks for N, which ONNX Runtime grants only where the page is cross-origin isolated.
   const THREADS = Math.max(1, Math.min(4, Number(new URLSearchParams(location.search).get("threads")) || 1));
   // The book's service worker (tinyk-sw.js, at the edition's root: STATIC's parent) makes the
