@@ -8,10 +8,11 @@ models run in the page's engine (a Web Worker, ``tinyk-engine.js``) on the page'
 (a first visit, before the book's service worker makes the site's pages cross-origin isolated)
 and on 2 threads (a later visit, cross-origin isolated, the page opened with ``?threads=2``):
 
-1. decode speed of the 05.7 model: greedy tokens per second with the KV cache, one token
-   per call, in the engine (ONNX Runtime Web, WebAssembly, the prompt's call included, as in
-   PyTorch's) on 1 and 2 threads, and in PyTorch (``tinyk.generate``, one thread), the same
-   prompt and the same tokens (checked); the ratios browser / PyTorch;
+1. decode speed of the 05.7 model (after one untimed decode on each side): greedy tokens per
+   second with the KV cache, one token per call, in the engine (ONNX Runtime Web, WebAssembly,
+   the prompt's call included, as in PyTorch's) on 1 and 2 threads, and in PyTorch
+   (``tinyk.generate``, one thread), the same prompt and the same tokens (checked); the ratios
+   browser / PyTorch;
 2. time to first token with the model cached by the browser: a reload of the page until its
    first prompt has run, then Run on a 40-token prompt until its next-token table is shown;
 3. bytes the page downloads: the runtime (loader, module, WebAssembly) and the model;
@@ -135,6 +136,14 @@ def main(argv: list[str] | None = None) -> int:
         decode_pages = [page, later]
         browser_times: list[list[float]] = [[] for _ in decode_pages]
         torch_times = []
+        # One untimed decode on each side first: the browser compiles WebAssembly first with its
+        # baseline compiler and only later with its optimising one, and the 05.7 model's calls are so
+        # short that the first ones measure that compilation: on this machine its first 32 tokens
+        # came at 150 to 430 tokens/s, the same page's sixth run at 140 to 540, and beside a second
+        # page at 250 to 1,600 (tinyk's PyTorch: about 300).
+        for p_ in decode_pages:
+            p_.evaluate(DECODE, [prompt, args.tokens])
+        pytorch_decode(model, ids, args.tokens)
         for _ in range(args.rounds):
             got = [p_.evaluate(DECODE, [prompt, args.tokens]) for p_ in decode_pages]
             tokens, seconds = pytorch_decode(model, ids, args.tokens)
