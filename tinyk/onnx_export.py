@@ -33,7 +33,10 @@ names in :func:`input_names` and :func:`output_names`):
   ``attention_layers``, in that order (rows of padding queries are zeros);
 - ``rope_positions``: ``B×T`` int64, the position each token was rotated for;
 - ``rope_angles``: ``B×T×d_h/2``, the angle by which pair ``i`` of that token was turned,
-  ``atan2(sin, cos)`` of the very table rows the model used: ``t·ω_i`` wrapped to ``(-π, π]``.
+  ``atan2(sin, cos)`` of the very table rows the model used: ``t·ω_i`` wrapped to ``(-π, π]``;
+- with ``panels=True`` (the 05.7 model's graph), :data:`PANELS`: the scaled scores of the
+  ``attention`` layers before the mask, the mask added to them and the residual stream's norm
+  per token after the embedding and after each layer (:func:`output_names`).
 
 How much attention to return is a size decision: ``N·B·H_q·T·T_k`` floats per call. All
 layers of the tiny model (2 layers, 4 heads) at 64 tokens are 128 KB. SmolLM2-135M has 30
