@@ -17,8 +17,10 @@ its weights split into files of at most ``max_file_bytes`` so that a page can fe
   (its own ``location``, ``offset`` and ``length``), offsets 64-aligned, filled in graph order;
 - ``smollm2.json``: the manifest: the files and their sizes, the session config entries the graph
   needs (``session_config`` for Python, ``web_session_config`` for onnxruntime-web, which also
-  turns off prepacking), the graph optimisation level the page asks for (``web_graph_optimization``),
-  the inputs and outputs of :func:`tinyk.onnx_export.input_names` and
+  turns off prepacking and idle threads' spinning), the graph optimisation level the page asks for
+  (``web_graph_optimization``), the inputs of :func:`tinyk.onnx_export.input_names` and
+  ``attention_layer`` (``layer_input``: an int64 scalar, the layer whose attention weights come
+  back, any of the 30 at each call; the page starts at ``default_layer``, 15), the outputs of
   :func:`~tinyk.onnx_export.output_names` (``logits`` of the last position only), the config,
   the token ids, the chat prompt around the user's message and the op counts;
 - ``tokenizer.json``: the file's tokenizer, as ``transformers`` built it.
