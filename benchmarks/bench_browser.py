@@ -136,11 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         decode_pages = [page, later]
         browser_times: list[list[float]] = [[] for _ in decode_pages]
         torch_times = []
-        # One untimed decode on each side first: the browser compiles WebAssembly first with its
-        # baseline compiler and only later with its optimising one, and the 05.7 model's calls are so
-        # short that the first ones measure that compilation: on this machine its first 32 tokens
-        # came at 150 to 430 tokens/s, the same page's sixth run at 140 to 540, and beside a second
-        # page at 250 to 1,600 (tinyk's PyTorch: about 300).
+        # One untimed decode on each side first, so that no side's timing holds its first call's
+        # one-off costs (the browser compiles WebAssembly in tiers as it runs it). The 05.7 model's
+        # calls are short and its rate in a page varies widely on a busy machine: in separate runs
+        # here, a page alone decoded the same 32 tokens at 140 to 1,600 tokens/s.
         for p_ in decode_pages:
             p_.evaluate(DECODE, [prompt, args.tokens])
         pytorch_decode(model, ids, args.tokens)
