@@ -298,13 +298,24 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
         got, want = shown(), run_graph(session, manifest, encode(manifest, prompt))
         assert got["shown"]["ids"] == encode(manifest, prompt)
         for key, ours in (("logits", want["logits"][0]), ("attention", want["attention"][:, 0]),
-                          ("rope_angles", want["rope_angles"][0])):
+                          ("rope_angles", want["rope_angles"][0]), ("scores", want["scores"][:, 0]),
+                          ("residual_norms", want["residual_norms"][:, 0])):
             assert np.abs(np.array(got["shown"][key]) - ours).max() <= 1e-4, key
         return got
 
     first = check(EXAMPLE_PROMPT)
+    # Before the softmax: query 0 may read key 0 alone (weight 1); key 1 is masked (−∞, weight 0).
+    want = run_graph(session, manifest, encode(manifest, EXAMPLE_PROMPT))
+    assert page.locator(".tinyk-pg-steps tbody tr").count() == len(EXAMPLE_PROMPT)
+    page.locator(".tinyk-pg-query").select_option("0")
+    rows = [r.split("\t") for r in page.locator(".tinyk-pg-steps tbody tr").all_inner_texts()]
+    assert rows[0][2:] == [f"{want['scores'][0, 0, 0, 0, 0]:.3f}", "0", "1.000"]
+    assert rows[1][3:] == ["\u2212\u221e", "0.000"]
+    norms = [r.split("\t") for r in page.locator(".tinyk-pg-norms tbody tr").all_inner_texts()]
+    assert len(norms) == 3  # after the embedding, then after each of the 2 layers: the last token's norm
+    assert np.abs(np.array([float(r[1]) for r in norms]) - want["residual_norms"][:, 0, -1]).max() <= 0.006
     words = page.locator(".tinyk-playground .tinyk-pg-panel figcaption").all_inner_texts()
-    assert len(words) == 6 and all(bool(re.search(r"[\u4e00-\u9fff]", w)) == path.startswith("zh/")
+    assert len(words) == 8 and all(bool(re.search(r"[\u4e00-\u9fff]", w)) == path.startswith("zh/")
                                    for w in words if w.lower() != "token"), words
     canvas = page.locator(".tinyk-playground .tinyk-pg-heatmap canvas")
     heatmap = canvas.evaluate(PIXELS)

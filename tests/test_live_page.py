@@ -260,7 +260,7 @@ def test_the_map_links_each_block_to_its_section_and_to_panels_on_the_page(page,
     repeat = page.locator(".tinyk-map-repeat").inner_text()
     assert (tiny["n_layers"], smol["n_layers"]) == (2, 30) and "2" in repeat and "30" in repeat
     anchors = page.locator(".tinyk-map a[href^='#']").evaluate_all("as => as.map(a => a.hash.slice(1))")
-    assert len(anchors) == 2 * (1 + 3 + 2)
+    assert len(anchors) == (1 + 4 + 2) + (1 + 3 + 2)  # the 05.7 model's panels, then the chat's
     missing = page.evaluate(
         "ids => ids.filter(id => !document.getElementById(id)?.matches('.tinyk-pg-panel'))", anchors)
     assert missing == []

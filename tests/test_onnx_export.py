@@ -85,7 +85,7 @@ def run(session, model, ids, mask=None, past=None) -> dict[str, np.ndarray]:
     P = past[0][0].shape[1]
     mask = np.ones((B, P + T), dtype=np.int64) if mask is None else np.asarray(mask, dtype=np.int64)
     feed = dict(zip(input_names(cfg.n_layers), [ids, mask, *past[0], *past[1]], strict=True))
-    return dict(zip(output_names(cfg.n_layers), session.run(None, feed), strict=True))
+    return dict(zip(output_names(cfg.n_layers, panels=True), session.run(None, feed), strict=True))
 
 
 def presents(out: dict[str, np.ndarray], n_layers: int) -> tuple[list, list]:
@@ -100,7 +100,7 @@ def test_the_file_is_self_contained_with_dynamic_sizes(exported, model):
     assert shapes["input_ids"] == ["batch", "seq"]
     assert shapes["attention_mask"] == ["batch", "total"]
     assert shapes["past_key_1"] == ["batch", "past", 2, 8]
-    assert [o.name for o in session.get_outputs()] == output_names(model.config.n_layers)
+    assert [o.name for o in session.get_outputs()] == output_names(model.config.n_layers, panels=True)
 
 
 def test_manifest_describes_the_graph_and_the_tokenizer(exported, model):
@@ -201,6 +201,49 @@ def test_attention_weights_are_the_models_softmax(exported, model):
     with torch.no_grad():
         want = torch.stack(attention_by_hand(model, ids))  # N×1×H_q×T×T
     assert np.abs(attention - want.numpy()).max() <= 1e-5
+
+
+def scores_and_norms_by_hand(model: Transformer, ids: torch.Tensor) -> tuple[list[torch.Tensor], list]:
+    """Each layer's scaled scores ``q kᵀ / sqrt(d_h)`` before the mask, and the residual stream's
+    norm per token after the embedding and after each layer, from the model's modules (torch's
+    grouping and an einsum: no tinyk attention code)."""
+    cfg = model.config
+    T = ids.shape[1]
+    cos, sin = model.freqs_cos[:T], model.freqs_sin[:T]
+    h = model.tok_embeddings(ids)
+    scores, norms = [], [h.norm(dim=-1)]
+    for layer in model.layers:
+        a, x = layer.attention, layer.attention_norm(h)
+        q = a.wq(x).view(1, T, cfg.n_heads, cfg.head_dim)
+        k = a.wk(x).view(1, T, cfg.n_kv_heads, cfg.head_dim)
+        q, k = apply_rotary_emb(q, k, cos, sin)
+        k = k.repeat_interleave(cfg.n_rep, dim=2)
+        scores.append(torch.einsum("bthd,bshd->bhts", q, k) / math.sqrt(cfg.head_dim))
+        h = layer(h, cos, sin)
+        norms.append(h.norm(dim=-1))
+    return scores, norms
+
+
+def test_the_steps_before_the_softmax_and_the_residual_norms_are_the_models(exported, model):
+    """The page's panels of the 05.7 model: the scaled scores, the mask added to them (0 or the
+    smallest float above the diagonal), whose softmax is the attention output, and the residual
+    stream's norm per layer."""
+    _, session = exported
+    ids = torch.tensor(ids_of(PROMPT))
+    out = run(session, model, ids)
+    with torch.no_grad():
+        scores, norms = scores_and_norms_by_hand(model, ids)
+    assert out["scores"].shape == (2, 1, 4, 20, 20) and out["residual_norms"].shape == (3, 1, 20)
+    assert np.abs(out["scores"] - torch.stack(scores).numpy()).max() <= 1e-4
+    assert np.abs(out["residual_norms"] - torch.stack(norms).numpy()).max() <= 1e-4
+    lowest = np.finfo(np.float32).min
+    assert out["mask"].shape == (1, 1, 20, 20)
+    assert (out["mask"][0, 0] == np.triu(np.full((20, 20), lowest, np.float32), k=1)).all()
+    added = torch.from_numpy(out["scores"] + out["mask"][None])  # lowest + a score: still about -3.4e38
+    assert np.abs(torch.softmax(added, dim=-1).numpy() - out["attention"]).max() <= 1e-5
+    step = run(session, model, [[3]], past=presents(out, 2))  # one token after the cache: nothing blocked
+    assert step["mask"].shape == (1, 1, 1, 21) and (step["mask"] == 0).all()
+    assert step["scores"].shape == (2, 1, 4, 1, 21) and step["residual_norms"].shape == (3, 1, 1)
 
 
 def test_attention_of_a_padded_batch_and_a_decode_step(exported, model):
@@ -336,7 +379,7 @@ def test_a_changed_stamp_exports_again(exported, tmp_path, monkeypatch):
     assert manifest["stamp"] == onnx_export.course_model_stamp()
     (copy / "tiny.json").write_text(json.dumps({**manifest, "stamp": "an older model"}), encoding="utf-8")
     export_course_model(copy, reuse=True)
-    assert calls == [{"attention_layers": (0, 1)}]
+    assert calls == [{"attention_layers": (0, 1), "panels": True}]
     assert json.loads((copy / "tiny.json").read_text(encoding="utf-8"))["stamp"] == manifest["stamp"]
 
 
@@ -361,9 +404,13 @@ def test_the_playgrounds_example_is_tinyks_run(exported, model):
     with torch.no_grad():
         logits = model(ids).logits[0]
         attention = torch.stack(attention_by_hand(model, ids))[:, 0]  # N×H_q×T×T
+        scores, norms = scores_and_norms_by_hand(model, ids)
         greedy = generate(model, ids, max_new_tokens=4, temperature=0)[0].tolist()
     assert np.abs(np.array(example["logits"]) - logits.numpy()).max() <= TOL
     assert np.abs(np.array(example["attention"]) - attention.numpy()).max() <= TOL
+    assert np.abs(np.array(example["scores"]) - torch.stack(scores)[:, 0].numpy()).max() <= TOL
+    assert np.abs(np.array(example["residual_norms"]) - torch.stack(norms)[:, 0].numpy()).max() <= TOL
+    assert np.array(example["mask"]).shape == (1, ids.shape[1], ids.shape[1])
     assert example["generated"] == greedy and CharTokenizer().decode(greedy) == "7+3\n"
     T = ids.shape[1]
     omega = 10000.0 ** (-np.arange(0, 8, 2) / 8)

@@ -130,11 +130,14 @@ def test_the_files_are_small_and_the_manifest_names_them(exported, tiny):
     assert manifest["files"] == [{"path": p.name, "bytes": p.stat().st_size} for p in files[:-1]]
     assert manifest["external_data"] == [p.name for p in data]
     assert manifest["web_session_config"] == WEB_SESSION_CONFIG == {
-        "session.disable_quant_qdq": "1", "session.disable_prepacking": "1"}
+        "session.disable_quant_qdq": "1", "session.disable_prepacking": "1",
+        "session.intra_op.allow_spinning": "0"}
     assert manifest["web_graph_optimization"] == WEB_GRAPH_OPTIMIZATION == "basic"
     assert manifest["session_config"] == {"session.disable_quant_qdq": "1"}
-    assert manifest["inputs"] == input_names(5) and manifest["outputs"] == output_names(5)
-    assert manifest["attention_layers"] == [2]
+    assert manifest["inputs"] == [*input_names(5), "attention_layer"]
+    assert manifest["outputs"] == output_names(5)
+    assert manifest["attention_layers"] == [0, 1, 2, 3, 4]  # any of them, chosen at each call
+    assert (manifest["layer_input"], manifest["default_layer"]) == ("attention_layer", 2)
     assert (manifest["bos_token_id"], manifest["eos_token_id"]) == (1, 2)
     assert manifest["config"]["dim"] == 64 and manifest["config"]["vocab_size"] == 96
     assert manifest["config"]["mlp_hidden_dim"] == model.config.mlp_hidden_dim == 128
@@ -209,6 +212,58 @@ def test_each_stacked_layer_has_its_own_weights_cache_and_place(exported, tiny):
         got = second[name]
         assert got.shape == tuple(want.shape), name
         assert np.abs(got - want.float().numpy()).max() < TOL, name
+
+
+def test_the_layer_input_chooses_whose_attention_weights_come_back(exported, tiny):
+    """One graph, every layer: each layer's weights, chosen at the call, are the exported module's
+    for that layer in PyTorch, after a cached prefix; the other outputs do not depend on the
+    choice; a layer the model lacks gives no rows."""
+    out, _, sess = exported
+    _, model, _ = tiny
+    manifest = json.loads((out / "smollm2.json").read_text(encoding="utf-8"))
+    ids = torch.tensor(PROMPT)
+    empty = [torch.zeros(1, 0, 2, 16)] * 5
+    first = run_graph(sess, manifest, PROMPT[0][:4])
+    chosen = {layer: run_graph(sess, manifest, PROMPT[0][4:], first, layer=layer) for layer in range(5)}
+    assert len(chosen) == 5
+    for layer, got in chosen.items():
+        with torch.no_grad():
+            wrapper = DecoderForExport(model, [layer], logits_to_keep=1).eval()
+            prefix = wrapper(ids[:, :4], torch.ones(1, 4, dtype=torch.long), empty, empty)
+            expected = wrapper(ids[:, 4:], torch.ones(1, 7, dtype=torch.long), prefix[4:9], prefix[9:])
+        assert got["attention"].shape == (1, 1, 4, 3, 7)
+        assert np.abs(got["attention"] - expected[1].numpy()).max() < TOL, layer
+        assert np.array_equal(got["logits"], chosen[0]["logits"])
+    assert not np.allclose(chosen[1]["attention"], chosen[2]["attention"], atol=1e-3)  # not one layer's
+    assert run_graph(sess, manifest, PROMPT[0][4:], first, layer=5)["attention"].shape == (1, 0, 4, 3, 7)
+
+
+def test_each_layer_waits_for_its_slice_of_the_chosen_weights(exported):
+    """The residual stream that leaves layer i is what layer i + 1 reads, through a node that needs
+    layer i's slice of the chosen weights: a runtime cannot put every slice off to the end and hold
+    every layer's weights until then."""
+    out, _, _ = exported
+    graph = onnx.load(str(out / "smollm2.onnx"), load_external_data=False).graph
+    producer = {o: node for node in graph.node for o in node.output}
+
+    def needs(value: str, wanted: str) -> bool:
+        seen, todo = set(), [value]
+        while todo:
+            v = todo.pop()
+            if v == wanted:
+                return True
+            if v in seen or v not in producer:
+                continue
+            seen.add(v)
+            todo.extend(producer[v].input)
+        return False
+
+    readers = {x for node in graph.node if node.name.startswith("layers.1/") for x in node.input}
+    assert "layers.0/stream" in readers and "layers.3/stream" not in readers
+    checked = [i for i in range(4) if needs(f"layers.{i}/stream", f"layers.{i}/chosen_weights")]
+    assert checked == [0, 1, 2, 3]  # the last layer's stream goes to the final norm
+    final = [n for n in graph.node if n.op_type == "Concat" and n.output[0] == "chosen_weights"]
+    assert len(final) == 1 and list(final[0].input) == [f"layers.{i}/chosen_weights" for i in range(5)]
 
 
 def test_a_model_that_differs_from_its_file_is_refused(tiny, tmp_path):

@@ -33,7 +33,10 @@ names in :func:`input_names` and :func:`output_names`):
   ``attention_layers``, in that order (rows of padding queries are zeros);
 - ``rope_positions``: ``B×T`` int64, the position each token was rotated for;
 - ``rope_angles``: ``B×T×d_h/2``, the angle by which pair ``i`` of that token was turned,
-  ``atan2(sin, cos)`` of the very table rows the model used: ``t·ω_i`` wrapped to ``(-π, π]``.
+  ``atan2(sin, cos)`` of the very table rows the model used: ``t·ω_i`` wrapped to ``(-π, π]``;
+- with ``panels=True`` (the 05.7 model's graph), :data:`PANELS`: the scaled scores of the
+  ``attention`` layers before the mask, the mask added to them and the residual stream's norm
+  per token after the embedding and after each layer (:func:`output_names`).
 
 How much attention to return is a size decision: ``N·B·H_q·T·T_k`` floats per call. All
 layers of the tiny model (2 layers, 4 heads) at 64 tokens are 128 KB. SmolLM2-135M has 30
@@ -49,6 +52,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import math
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -61,7 +65,7 @@ from torch import Tensor, nn
 
 from tinyk.model import Attention, Transformer
 
-__all__ = ["ALL_LAYERS_UP_TO", "EXPORT_TOOLS", "SCOPES", "GraphCache", "DecoderForExport",
+__all__ = ["ALL_LAYERS_UP_TO", "EXPORT_TOOLS", "PANELS", "SCOPES", "GraphCache", "DecoderForExport",
            "default_attention_layers", "input_names", "output_names", "export_onnx", "files_stamp",
            "course_model_current", "course_model_stamp", "course_model_manifest", "export_course_model",
            "main"]
@@ -115,11 +119,40 @@ def _attention_weights(attention: Attention, q: Tensor, k: Tensor, mask: Tensor 
     return attention.attention_by_hand(q, k, identity, mask)  # B×H_q×T×T_k
 
 
+class _KeptWeights(nn.Module):
+    """Stands in for one layer's ``attn_dropout`` during a call of :class:`DecoderForExport`.
+
+    ``attention_by_hand`` passes the softmax weights through ``attn_dropout`` on their way to the
+    product with the values: this module keeps them (``store[layer]``) and hands them on to the
+    layer's own dropout. The graph then returns the very tensor the layer multiplies by its values:
+    no second softmax and no product by an identity matrix (``T·T_k²`` multiplications per head,
+    seconds for a 1,024-token prompt in a page)."""
+
+    def __init__(self, dropout: nn.Module, store: dict[int, Tensor], layer: int) -> None:
+        super().__init__()
+        self.dropout, self.store, self.layer = dropout, store, layer
+
+    def forward(self, weights: Tensor) -> Tensor:
+        self.store[self.layer] = weights
+        return self.dropout(weights)
+
+
+def _scaled_scores(attention: Attention, q: Tensor, k: Tensor) -> Tensor:
+    """``q kᵀ / sqrt(d_h)`` of one layer, before the mask (``B×H_q×T×T_k``): the product
+    ``attention_by_hand`` starts from, written as it writes it (the exporter's optimiser computes
+    the two once)."""
+    k = attention.repeat_kv(k.transpose(1, 2), attention.n_rep).transpose(1, 2)  # B×H_q×T_k×d_h
+    return (q @ k.transpose(-2, -1)) / math.sqrt(attention.head_dim)
+
+
 @contextmanager
-def _attention_for_export(model: Transformer, layers: Sequence[int]) -> Iterator[dict[int, Tensor]]:
+def _attention_for_export(model: Transformer, layers: Sequence[int],
+                          scores: dict[int, Tensor] | None = None) -> Iterator[dict[int, Tensor]]:
     """For one call: every layer attends by the hand-written branch of ``attend``, and the
-    chosen layers also store their weights. Everything is put back afterwards, whatever it
-    was (a learner's ``attend`` from ``tinyk.parts`` included).
+    chosen layers also store their weights (through :class:`_KeptWeights`; a layer whose
+    ``attend`` is a learner's that does not pass them through ``attn_dropout``: computed by
+    :func:`_attention_weights`) and, given ``scores``, their scaled scores. Everything is put back
+    afterwards, whatever it was (a learner's ``attend`` from ``tinyk.parts`` included).
 
     Why the hand-written branch (05.4): ONNX's translation of ``scaled_dot_product_attention``
     (onnxscript 0.7) fills blocked scores with the smallest float instead of ``-inf``, so a
@@ -127,26 +160,32 @@ def _attention_for_export(model: Transformer, layers: Sequence[int]) -> Iterator
     zeros; ``attention_by_hand`` zeros such rows, and its arithmetic translates op by op.
     """
     weights: dict[int, Tensor] = {}
-    saved: list[tuple[Attention, bool, Any]] = []
+    saved: list[tuple[Attention, bool, Any, nn.Module]] = []
     for i, layer in enumerate(model.layers):
         attention = layer.attention
-        saved.append((attention, attention.flash, attention.__dict__.get("attend")))
+        saved.append((attention, attention.flash, attention.__dict__.get("attend"), attention.attn_dropout))
         attention.flash = False
         if i not in layers:
             continue
+        attention.attn_dropout = _KeptWeights(attention.attn_dropout, weights, i)
         original = attention.attend
 
         def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, i: int = i,
                    attention: Attention = attention, original: Any = original) -> Tensor:
-            weights[i] = _attention_weights(attention, q, k, mask)
-            return original(q, k, v, mask)
+            out = original(q, k, v, mask)
+            if i not in weights:
+                weights[i] = _attention_weights(attention, q, k, mask)
+            if scores is not None:
+                scores[i] = _scaled_scores(attention, q, k)
+            return out
 
         attention.attend = attend  # type: ignore[method-assign]
     try:
         yield weights
     finally:
-        for attention, flash, own_attend in saved:
+        for attention, flash, own_attend, dropout in saved:
             attention.flash = flash
+            attention.attn_dropout = dropout
             if own_attend is not None:
                 attention.attend = own_attend  # type: ignore[method-assign]
             elif "attend" in attention.__dict__:
@@ -185,12 +224,14 @@ class DecoderForExport(nn.Module):
     ``attention_layers``: the layers whose weights the graph returns (``None``:
     :func:`default_attention_layers`). ``logits_to_keep``: ``0`` returns every position's
     logits, ``k > 0`` only the last ``k`` (a page that generates needs the last one, and
-    ``T×V`` floats of a 49,152-token vocabulary are 200 KB per position).
-    Calling it in Python gives what the exported graph gives, without any input check.
+    ``T×V`` floats of a 49,152-token vocabulary are 200 KB per position). ``panels=True`` adds
+    the outputs of the page's steps before the softmax and of the residual stream (see
+    :func:`output_names`). Calling it in Python gives what the exported graph gives, without any
+    input check.
     """
 
     def __init__(self, model: Transformer, attention_layers: Sequence[int] | None = None,
-                 logits_to_keep: int = 0) -> None:
+                 logits_to_keep: int = 0, panels: bool = False) -> None:
         super().__init__()
         if not isinstance(model, Transformer):
             raise TypeError(f"model is a {type(model).__name__}: DecoderForExport wraps a "
@@ -201,26 +242,43 @@ class DecoderForExport(nn.Module):
         self.model = model
         self.attention_layers = _checked_layers(attention_layers, model.config.n_layers)
         self.logits_to_keep = logits_to_keep
+        self.panels = panels
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor, past_keys: Sequence[Tensor],
                 past_values: Sequence[Tensor]) -> tuple[Tensor, ...]:
         """Outputs in the order of :func:`output_names`: logits, attention, RoPE positions
-        and angles, then the present keys and values of every layer."""
+        and angles, (with ``panels``) the scaled scores, the added mask and the residual
+        stream's norms, then the present keys and values of every layer."""
         model = self.model
         cache = GraphCache(past_keys, past_values)
         B, T = input_ids.shape
         start_pos = cache.length
         valid = attention_mask == 1  # B×T_k; 1 = real token
         cos, sin, mask = model.rope_and_mask(valid, B, start_pos, T, input_ids.device)  # B×T×d_h/2
-        with _attention_for_export(model, self.attention_layers) as weights:
+        scores: dict[int, Tensor] | None = {} if self.panels else None
+        with _attention_for_export(model, self.attention_layers, scores) as weights:
             h = model.dropout(model.tok_embeddings(input_ids))  # B×T×d
+            stream = [h]
             for layer in model.layers:
                 h = layer(h, cos, sin, mask, cache)  # B×T×d
+                stream.append(h)
         logits = model.output(model.norm(model.kept_positions(h, self.logits_to_keep, None)))  # B×T×V
         attention = torch.stack([weights[i] for i in self.attention_layers])  # N×B×H_q×T×T_k
         positions = model.token_positions(valid)[:, start_pos:]  # B×T
         angles = torch.atan2(sin, cos)  # B×T×d_h/2, in (-π, π]
-        return (logits, attention, positions, angles, *cache.present_keys, *cache.present_values)
+        panels: tuple[Tensor, ...] = ()
+        if scores is not None:
+            panels = (torch.stack([scores[i] for i in self.attention_layers]),  # N×B×H_q×T×T_k
+                      _added_mask(mask, h.dtype),  # B×1×T×T_k
+                      torch.stack([torch.linalg.vector_norm(x, dim=-1) for x in stream]))  # (L+1)×B×T
+        return (logits, attention, positions, angles, *panels, *cache.present_keys, *cache.present_values)
+
+
+def _added_mask(mask: Tensor, dtype: torch.dtype) -> Tensor:
+    """What ``attention_by_hand`` puts in place of a blocked score, as a mask added to the scores:
+    0 where a query may attend, the smallest float (about -3.4e38, in effect minus infinity) where it
+    may not. ``mask``: boolean ``B×1×T×T_k``, True = may attend."""
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
 
 
 def input_names(n_layers: int) -> list[str]:
@@ -229,9 +287,17 @@ def input_names(n_layers: int) -> list[str]:
             + [f"past_value_{i}" for i in range(n_layers)])
 
 
-def output_names(n_layers: int) -> list[str]:
-    """``logits, attention, rope_positions, rope_angles, present_key_*, present_value_*``."""
-    return (["logits", "attention", "rope_positions", "rope_angles"]
+PANELS = ("scores", "mask", "residual_norms")  # the outputs a graph exported with panels=True adds
+
+
+def output_names(n_layers: int, panels: bool = False) -> list[str]:
+    """``logits, attention, rope_positions, rope_angles, present_key_*, present_value_*``;
+    ``panels=True``: :data:`PANELS` before the present keys, ``scores`` ``N×B×H_q×T×T_k`` (the
+    scaled scores ``q kᵀ / sqrt(d_h)`` of the layers of ``attention``, before the mask), ``mask``
+    ``B×1×T×T_k`` (what is added to them: 0, or the smallest float where a key is blocked) and
+    ``residual_norms`` ``(L+1)×B×T`` (the residual stream's norm per token after the embedding and
+    after each layer)."""
+    return (["logits", "attention", "rope_positions", "rope_angles"] + (list(PANELS) if panels else [])
             + [f"present_key_{i}" for i in range(n_layers)]
             + [f"present_value_{i}" for i in range(n_layers)])
 
@@ -256,17 +322,18 @@ def _example_inputs(model: Transformer) -> tuple[tuple[Any, ...], tuple[Any, ...
 
 def export_onnx(model: Transformer, path: str | Path, *, attention_layers: Sequence[int] | None = None,
                 logits_to_keep: int = 0, external_data: bool = False,
-                keep_scopes: bool = False) -> torch.onnx.ONNXProgram:
+                keep_scopes: bool = False, panels: bool = False) -> torch.onnx.ONNXProgram:
     """Export ``model`` (evaluated in eval mode, its dtype kept) to the ONNX file ``path``.
 
     Dynamic sizes: ``batch``, ``seq`` (``T``), ``past`` (``P``, may be 0) and ``total``
     (``T_k``). ``external_data=True`` writes the weights beside the graph (``path.data``),
     needed above ONNX's 2 GB limit; the default keeps one self-contained file.
     ``keep_scopes=True`` keeps each node's module path (the metadata entry
-    :data:`SCOPES`), which :mod:`tinyk.onnx_layers` reads.
+    :data:`SCOPES`), which :mod:`tinyk.onnx_layers` reads. ``panels=True``: the outputs
+    :data:`PANELS` too (:func:`output_names`).
     Returns the ``torch.onnx.ONNXProgram`` (its ``model_proto`` is the saved graph).
     """
-    wrapper = DecoderForExport(model, attention_layers, logits_to_keep).eval()
+    wrapper = DecoderForExport(model, attention_layers, logits_to_keep, panels).eval()
     config = model.config
     if config.max_seq_len < 8:
         raise ValueError(f"ModelConfig.max_seq_len={config.max_seq_len}: the export traces a "
@@ -287,7 +354,7 @@ def export_onnx(model: Transformer, path: str | Path, *, attention_layers: Seque
             warnings.filterwarnings("ignore", category=FutureWarning)
             program = torch.onnx.export(
                 wrapper, args, dynamo=True,
-                input_names=input_names(config.n_layers), output_names=output_names(config.n_layers),
+                input_names=input_names(config.n_layers), output_names=output_names(config.n_layers, panels),
                 dynamic_shapes=dynamic, verbose=False,
             )
     finally:
@@ -340,7 +407,7 @@ def course_model_manifest(model: Transformer, attention_layers: Sequence[int],
         "config": {f.name: getattr(config, f.name) for f in dataclasses.fields(config)},
         "tokenizer": {"kind": "characters", "vocab": list(CharTokenizer().vocab)},
         "inputs": input_names(config.n_layers),
-        "outputs": output_names(config.n_layers),
+        "outputs": output_names(config.n_layers, panels=True),
         "attention_layers": list(attention_layers),
         "dtype": "float32",
         "stamp": course_model_stamp(),
@@ -376,7 +443,7 @@ def export_course_model(out_dir: str | Path, *, reuse: bool = False) -> list[Pat
     out.mkdir(parents=True, exist_ok=True)
     model = trained_course_model()
     layers = default_attention_layers(model.config.n_layers)
-    export_onnx(model, onnx_path, attention_layers=layers)
+    export_onnx(model, onnx_path, attention_layers=layers, panels=True)
     manifest = course_model_manifest(model, layers, onnx_path.name)
     manifest_path.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return [onnx_path, manifest_path]

@@ -17,8 +17,10 @@ its weights split into files of at most ``max_file_bytes`` so that a page can fe
   (its own ``location``, ``offset`` and ``length``), offsets 64-aligned, filled in graph order;
 - ``smollm2.json``: the manifest: the files and their sizes, the session config entries the graph
   needs (``session_config`` for Python, ``web_session_config`` for onnxruntime-web, which also
-  turns off prepacking), the graph optimisation level the page asks for (``web_graph_optimization``),
-  the inputs and outputs of :func:`tinyk.onnx_export.input_names` and
+  turns off prepacking and idle threads' spinning), the graph optimisation level the page asks for
+  (``web_graph_optimization``), the inputs of :func:`tinyk.onnx_export.input_names` and
+  ``attention_layer`` (``layer_input``: an int64 scalar, the layer whose attention weights come
+  back, any of the 30 at each call; the page starts at ``default_layer``, 15), the outputs of
   :func:`~tinyk.onnx_export.output_names` (``logits`` of the last position only), the config,
   the token ids, the chat prompt around the user's message and the op counts;
 - ``tokenizer.json``: the file's tokenizer, as ``transformers`` built it.
@@ -49,14 +51,20 @@ from tinyk.onnx_export import (
     input_names,
     output_names,
 )
-from tinyk.onnx_layers import export_stacked, stack_differences
+from tinyk.onnx_layers import LAYER_INPUT, export_stacked, stack_differences
 
 __all__ = ["MARKER", "NAME", "SESSION_CONFIG", "WEB_GRAPH_OPTIMIZATION", "WEB_SESSION_CONFIG", "chat_prompt",
            "export_web_model", "main", "save_split", "session", "web_model_stamp"]
 
 NAME = "smollm2"  # the files' stem
 # In WebAssembly, MatMul's prepacked copies of the weights cost about 300 MB and gained no speed.
-WEB_SESSION_CONFIG = {**SESSION_CONFIG, "session.disable_prepacking": "1"}
+# With more than one thread, ONNX Runtime's idle threads spin between calls by default, taking processors
+# from the page and everything else: benchmarks/bench_browser.py, which keeps a one-thread and a
+# two-thread page open at once, measured PyTorch's own SmolLM2 decode beside them at 2.1 tokens/s with
+# spinning and 4.5 without (2 processors, load average 13 to 15), and the 05.7 model's two-thread page
+# at 68 and 91 tokens/s.
+WEB_SESSION_CONFIG = {**SESSION_CONFIG, "session.disable_prepacking": "1",
+                      "session.intra_op.allow_spinning": "0"}
 # The page's session optimises the graph at ONNX Runtime's "basic" level: constant folding (which
 # turns each DequantizeLinear of the file's blocks into a float32 matrix) and the removal of
 # redundant nodes. The levels above it fuse a few nodes of each layer. In Chromium, four fresh
@@ -101,7 +109,7 @@ def save_split(model_proto: onnx.ModelProto, onnx_path: str | Path, max_file_byt
                ) -> list[Path]:
     """Write ``model_proto`` to ``onnx_path`` and its weights to ``<stem>.data.0``, ``.1``, ...,
     each data file at most ``max_file_bytes`` (the graph, its nodes and the tensors under
-    :data:`INLINE_BELOW` bytes, is not split: under 0.6 MB for SmolLM2). Changes
+    :data:`INLINE_BELOW` bytes, is not split: under 0.65 MB for SmolLM2). Changes
     ``model_proto``'s initializers into references to those files. Returns the graph's path, then
     the data files'."""
     onnx_path = Path(onnx_path)
@@ -165,9 +173,12 @@ def web_model_stamp(gguf_path: str | Path, **options: object) -> str:
                                   default=str).encode())
 
 
-def _manifest(model: Transformer, info: GGUFInfo, files: list[Path], layers: tuple[int, ...],
+def _manifest(model: Transformer, info: GGUFInfo, files: list[Path], layers: tuple[int, ...] | None,
               ops: dict[str, int]) -> dict[str, Any]:
+    """``layers=None``: a graph whose input :data:`~tinyk.onnx_layers.LAYER_INPUT` chooses the layer
+    of ``attention`` (every layer; the page starts at ``default_layer``, the middle one)."""
     config = model.config
+    chosen = {} if layers is not None else {"layer_input": LAYER_INPUT, "default_layer": config.n_layers // 2}
     return {
         "model": info.name,
         "onnx": files[0].name,
@@ -176,9 +187,10 @@ def _manifest(model: Transformer, info: GGUFInfo, files: list[Path], layers: tup
         "session_config": SESSION_CONFIG,
         "web_session_config": WEB_SESSION_CONFIG,
         "web_graph_optimization": WEB_GRAPH_OPTIMIZATION,
-        "inputs": input_names(config.n_layers),
+        "inputs": input_names(config.n_layers) + ([LAYER_INPUT] if layers is None else []),
         "outputs": output_names(config.n_layers),
-        "attention_layers": list(layers),
+        "attention_layers": list(range(config.n_layers)) if layers is None else list(layers),
+        **chosen,
         "logits_to_keep": 1,
         "config": {f.name: getattr(config, f.name) for f in dataclasses.fields(config)},
         "bos_token_id": info.bos_token_id,
@@ -188,14 +200,18 @@ def _manifest(model: Transformer, info: GGUFInfo, files: list[Path], layers: tup
     }
 
 
-def _stacked(model: Transformer, layers: tuple[int, ...], template: onnx.ModelProto | None) -> bool:
-    """Whether the web export stacks ``model``'s graph from a two-layer export (n_layers >= 3, one
-    attention layer, every layer alike); a ``ValueError`` if it does not and ``template`` is given."""
-    stacked = model.config.n_layers >= 3 and len(layers) == 1 and not stack_differences(model)
+def _stacked(model: Transformer, attention_layer: int | None,
+             template: onnx.ModelProto | None) -> tuple[bool, tuple[int, ...] | None]:
+    """Whether the web export stacks ``model``'s graph from a two-layer export (n_layers >= 3,
+    every layer alike; a ``ValueError`` if it does not and ``template`` is given), and the layers
+    of its ``attention`` output (``None``: the one its input names, a stacked graph's choice)."""
+    stacked = model.config.n_layers >= 3 and not stack_differences(model)
     if template is not None and not stacked:
-        raise ValueError("template= is for a stacked export (n_layers >= 3, one attention layer, every layer "
-                         "alike): this model is exported whole, so pass no template")
-    return stacked
+        raise ValueError("template= is for a stacked export (n_layers >= 3, every layer alike): this model "
+                         "is exported whole, so pass no template")
+    if attention_layer is not None:
+        return stacked, (attention_layer,)
+    return stacked, None if stacked else default_attention_layers(model.config.n_layers)
 
 
 def export_web_model(model: Transformer, info: GGUFInfo, gguf_path: str | Path, out_dir: str | Path, *,
@@ -205,15 +221,16 @@ def export_web_model(model: Transformer, info: GGUFInfo, gguf_path: str | Path, 
     """Write ``model`` (loaded by :func:`tinyk.gguf.load_gguf` from ``gguf_path``, ``info`` its
     :class:`~tinyk.gguf.GGUFInfo`) into ``out_dir`` as the files of the module's docstring.
 
-    ``attention_layer``: the layer whose attention weights the graph returns (``None``:
-    :func:`tinyk.onnx_export.default_attention_layers`). ``tokenizer=False`` leaves out
+    ``attention_layer``: the layer whose attention weights the graph returns; ``None``: the
+    layer the input :data:`~tinyk.onnx_layers.LAYER_INPUT` names at each call, any of them, for a
+    stacked graph (:func:`tinyk.onnx_layers.export_stacked`), else
+    :func:`tinyk.onnx_export.default_attention_layers`. ``tokenizer=False`` leaves out
     ``tokenizer.json`` and the chat prompt; ``stamp`` is kept in the manifest. ``template``: a
     two-layer export of the config by :func:`tinyk.onnx_layers.export_template` (with
     ``logits_to_keep=1``), shared by several exports; only a graph stacked from it takes one
-    (three layers or more, one layer's attention weights returned, every layer alike), others
-    raise ``ValueError``. Every linear and the embedding are checked against the file first (a
-    ``ValueError`` names the tensor that differs). Returns the paths written: graph, data
-    files, ``tokenizer.json``, manifest.
+    (three layers or more, every layer alike), others raise ``ValueError``. Every linear and the
+    embedding are checked against the file first (a ``ValueError`` names the tensor that differs).
+    Returns the paths written: graph, data files, ``tokenizer.json``, manifest.
     """
     if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int) or max_file_bytes <= 0:
         raise ValueError(f"max_file_bytes={max_file_bytes!r}: must be a positive int")
@@ -221,14 +238,12 @@ def export_web_model(model: Transformer, info: GGUFInfo, gguf_path: str | Path, 
         raise TypeError(f"model is a {type(model).__name__}: export_web_model takes a tinyk Transformer")
     gguf_path = Path(gguf_path)
     weights = gguf_weights(model, gguf_path)
-    layers = (default_attention_layers(model.config.n_layers) if attention_layer is None
-              else (attention_layer,))
-    stacked = _stacked(model, layers, template)
+    stacked, layers = _stacked(model, attention_layer, template)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out) as scratch:
         if stacked:
-            model_proto = export_stacked(model, scratch, attention_layer=layers[0], logits_to_keep=1,
+            model_proto = export_stacked(model, scratch, attention_layer=attention_layer, logits_to_keep=1,
                                          template=template)
         else:
             float_path = Path(scratch) / "float32.onnx"
@@ -296,7 +311,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m tinyk.onnx_web") 
     parser.add_argument("--reuse", action="store_true",
                         help="keep the files in --out if they were made from the same inputs")
     parser.add_argument("--attention-layer", type=int, default=None,
-                        help="the layer whose attention the graph returns (default: the middle one)")
+                        help="the layer whose attention the graph returns (default: the layer the "
+                             "graph's input attention_layer names at each call)")
     parser.add_argument("--max-file-bytes", type=int, default=50_000_000)
     args = parser.parse_args(argv)
     path = smollm2_path()

@@ -43,8 +43,10 @@ def encode(manifest: dict[str, Any], text: str) -> list[int]:
 
 
 def run_graph(session: Any, manifest: dict[str, Any], ids: list[int],
-              past: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+              past: dict[str, np.ndarray] | None = None, layer: int | None = None) -> dict[str, np.ndarray]:
     """One call of the graph on ``ids`` (batch 1) after the cached ``past`` (``None``: none).
+    ``layer``: for a graph with the manifest's ``layer_input`` (SmolLM2's), the layer whose
+    attention weights come back (``None``: the manifest's ``default_layer``).
 
     Returns every output by name (``logits``: ``1×T×V``; ``present_key_i``... for the next call).
     """
@@ -57,6 +59,9 @@ def run_graph(session: Any, manifest: dict[str, Any], ids: list[int],
     for i in range(n_layers):
         for kind in ("key", "value"):
             feeds[f"past_{kind}_{i}"] = empty if past is None else past[f"present_{kind}_{i}"]
+    if "layer_input" in manifest:
+        chosen = manifest["default_layer"] if layer is None else layer
+        feeds[manifest["layer_input"]] = np.array(chosen, dtype=np.int64)
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(names, feeds), strict=True))
 
@@ -78,9 +83,12 @@ def example_run(onnx_path: str | Path, manifest: dict[str, Any],
                 prompt: str = EXAMPLE_PROMPT) -> dict[str, Any]:
     """The page's view of ``prompt`` (batch 1, so the batch axis is dropped): ``ids``,
     ``logits`` (``T×V``), ``attention`` (per returned layer, ``H_q×T×T``), ``rope_angles``
-    (``T×d_h/2``), ``rope_positions``, ``cache_length`` and ``generated``
+    (``T×d_h/2``), ``rope_positions``, the graph's panels when it has them (``scores`` per returned
+    layer ``H_q×T×T``, ``mask`` ``1×T×T``, ``residual_norms`` ``(L+1)×T``), ``cache_length`` and ``generated``
     (:data:`EXAMPLE_TOKENS` greedy tokens)."""
     import onnxruntime
+
+    from tinyk.onnx_export import PANELS
 
     session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     ids = encode(manifest, prompt)
@@ -92,6 +100,7 @@ def example_run(onnx_path: str | Path, manifest: dict[str, Any],
     return {"prompt": prompt, "ids": ids, "logits": rounded(out["logits"][0]),
             "attention": rounded(out["attention"][:, 0]), "rope_angles": rounded(out["rope_angles"][0]),
             "rope_positions": out["rope_positions"][0].tolist(),
+            **{name: rounded(out[name][:, 0]) for name in PANELS if name in out},
             "cache_length": int(out["present_key_0"].shape[1]),
             "generated": generate(session, manifest, ids, EXAMPLE_TOKENS)}
 

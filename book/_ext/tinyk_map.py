@@ -29,7 +29,7 @@ LAYER = [
      ["notebooks/05_2_rmsnorm"], [], []),
     ("Attention with RoPE and GQA", "RoPE turns the queries and keys; the scores, scaled and masked, go "
      "through a softmax; query heads share K/V heads, kept in the KV cache",
-     ["notebooks/05_3_rope", "notebooks/05_4_gqa"], ["attention", "rope", "cache"],
+     ["notebooks/05_3_rope", "notebooks/05_4_gqa"], ["attention", "steps", "rope", "cache"],
      ["attention", "rope", "cache"]),
     ("Residual", "adds the attention's output to its input", ["notebooks/05_5_swiglu_layer"], [], []),
     ("RMSNorm", "rescales each vector to a root mean square of 1, times a learned gain",

@@ -1,9 +1,11 @@
 """The ``playground`` and ``smollm2`` directives: the 05.7 model and SmolLM2, live in the reader's
 browser (both editions).
 
-``:::{playground}`` (optionally ``:show: tokens next generate attention cache rope``, any of
-them, in that order) writes the playground's controls and panels into the page, with no
-kernel: ``book/_static/tinyk-playground.js`` starts the page's engine, a Web Worker
+``:::{playground}`` (optionally ``:show: tokens next generate attention steps residual cache
+rope``, any of them, in that order; ``steps``: a row of scaled scores, the mask added and the
+weights; ``residual``: the residual stream's norm after the embedding and each layer) writes
+the playground's controls and panels into the page, with no kernel:
+``book/_static/tinyk-playground.js`` starts the page's engine, a Web Worker
 (``book/_static/tinyk-engine.js``) that loads ONNX Runtime Web from the site's own
 ``_static/ort/`` and the model's graph from ``_static/models/`` (:mod:`tinyk.onnx_export`) and
 runs it on what the reader types; the page draws each panel. Without WebAssembly, the panels show
@@ -22,7 +24,7 @@ model (:mod:`tinyk.onnx_web`'s files, about 100 MB, kept by the browser's cache)
 bar, then the chat: the prompt's tokens from the model's own tokenizer (Hugging Face's
 ``tokenizers`` in JavaScript), the answer token by token through the KV cache, greedy or sampled
 at a temperature, the first token's 10 most likely at that temperature, the attention weights of
-the layer the graph returns (one query head, its GQA group drawn), the cache's bytes, and each
+any layer, chosen at each call of the graph (one query head, its GQA group drawn), the cache's bytes, and each
 token's RoPE angles for a chosen pair.
 
 ``tinyk-sw.js``, the service worker a page with either registers, is written at each edition's root
@@ -55,7 +57,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 _LOG = logging.getLogger(__name__)
-PARTS = ("tokens", "next", "generate", "attention", "cache", "rope")
+PARTS = ("tokens", "next", "generate", "attention", "steps", "residual", "cache", "rope")
 # What the site serves of onnxruntime-web: the loader for WebAssembly only, and the module and
 # binary it loads (SIMD, with threads where the page is cross-origin isolated).
 ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
@@ -108,6 +110,16 @@ MESSAGES = {
                    "a weight.",
     "cell": "Query {query} ({qtoken}) \u2192 key {key} ({ktoken}): {weight}",
     "cell-masked": "Query {query} ({qtoken}) \u2192 key {key} ({ktoken}): masked, a later token",
+    "steps": "Layer {layer}, query head {head}, the query at position {query} ({token}): each key's scaled "
+             "score q\u00b7k/\u221ad_h, the mask added to it (0, or \u2212\u221e for a later token: the "
+             "model writes the smallest float, about \u22123.4\u00d710\u00b3\u2078), and the softmax of "
+             "the row: the attention weights.",
+    "minus-infinity": "\u2212\u221e",
+    "residual-rule": "The norm \u2016h\u2016 of each token's vector in the residual stream, after the "
+                     "embedding and after each layer, which adds its attention's and its feed-forward's "
+                     "outputs to it.",
+    "embedding-stage": "the embedding",
+    "layer-stage": "after layer {layer}",
 }
 # The controls' and panels' words.
 LABELS = {
@@ -119,7 +131,10 @@ LABELS = {
     "reset": "Back to the prompt", "attention": "Attention weights", "layer": "Layer",
     "head": "Query head", "cache": "The KV cache", "rope": "RoPE angles", "pair": "Pair index i",
     "position": "Position", "angle": "Angle (radians)", "stop": "Stop", "topk": "Top-k (0: every token)",
-    "topp": "Top-p",
+    "topp": "Top-p", "steps": "Before the softmax: the scores and the mask", "query": "Query position",
+    "key": "Key", "score": "Scaled score", "mask": "Mask added", "weight": "Weight",
+    "residual": "The residual stream's norm", "stage": "Point in the model",
+    "last-norm": "The last token's norm", "mean-norm": "Mean over the tokens",
 }
 # SmolLM2's chat: the script's messages, then the controls' and panels' words.
 CHAT_MESSAGES = {
@@ -145,6 +160,8 @@ CHAT_MESSAGES = {
     "chat-static": "WebAssembly is not available in this browser: SmolLM2 cannot run here.",
     "chat-empty": "Write a message first.",
     "chat-error": "The model could not run ({error}).",
+    "chat-layer": "Reading the {count} tokens again for the attention weights of layer {layer}\u2026",
+    "chat-layer-done": "Layer {layer}: the {count} tokens read again in {seconds} s.",
     "chat-cache": "{tokens} tokens \u00d7 2 (K and V) \u00d7 {layers} layers \u00d7 {kv} heads \u00d7 {dh} "
                   "numbers \u00d7 4 bytes = {bytes} bytes; with one K/V head per query head ({heads}): "
                   "{mha} bytes",
@@ -245,7 +262,7 @@ def chat_html(cid: str, words: dict[str, str], manifest: dict) -> str:
 
     total = sum(f["bytes"] for f in manifest.get("files", []))
     keys = ("onnx", "external_data", "files", "web_session_config", "web_graph_optimization", "config",
-            "eos_token_id", "attention_layers", "tokenizer", "stamp")
+            "eos_token_id", "attention_layers", "layer_input", "default_layer", "tokenizer", "stamp")
     data = json.dumps({k: manifest[k] for k in keys if k in manifest}
                       | {"question": CHAT_QUESTION, "max_prompt": CHAT_MAX_PROMPT},
                       ensure_ascii=False).replace("</", "<\\/")
@@ -263,9 +280,13 @@ def chat_html(cid: str, words: dict[str, str], manifest: dict) -> str:
                 f'{w("prompt-tokens")}</summary><ol class="tinyk-pg-tokenlist tinyk-chat-tokens"></ol>'
                 '</details>')
     label = html.escape(words[LABELS["head"]])
+    # The layer: any of SmolLM2's, chosen at each call of its graph (tinyk.onnx_layers); a new choice
+    # reads the text again once the answer is over.
     attention = (f'<figure class="tinyk-pg-panel" id="{cid}-attention"><figcaption>'
                  f'{html.escape(words[LABELS["attention"]])}'
-                 f'</figcaption><div class="tinyk-pg-controls"><label for="{cid}-head">{label}</label> '
+                 f'</figcaption><div class="tinyk-pg-controls"><label for="{cid}-layer">{label_of("layer")}'
+                 f'</label> <select id="{cid}-layer" class="tinyk-pg-layer" disabled></select> '
+                 f'<label for="{cid}-head">{label}</label> '
                  f'<select id="{cid}-head" class="tinyk-pg-head"></select></div><p class="tinyk-pg-gqa"></p>'
                  '<div class="tinyk-pg-heatmap"></div><p class="tinyk-pg-strongest"></p>'
                  '<p class="tinyk-pg-masked"></p></figure>')
@@ -334,6 +355,11 @@ def _rope(pid: str, w: Callable[[str], str]) -> str:
             "<tbody></tbody></table>")
 
 
+def _heads(w: Callable[[str], str], *keys: str) -> str:
+    """A table's column headers, the words of ``keys``."""
+    return "".join(f'<th scope="col">{w(key)}</th>' for key in keys)
+
+
 def playground_html(pid: str, shown: list[str], words: dict[str, str], data: str) -> str:
     """The playground's HTML: controls and empty panels, filled in by the script, and ``data``
     (JSON: the model's manifest and the example run)."""
@@ -361,6 +387,14 @@ def playground_html(pid: str, shown: list[str], words: dict[str, str], data: str
             + " " + select.format(pid=pid, name="head", label=w("head")) + "</div>"
             '<p class="tinyk-pg-gqa"></p><div class="tinyk-pg-heatmap"></div>'
             '<p class="tinyk-pg-strongest"></p><p class="tinyk-pg-masked"></p>'),
+        "steps": (
+            '<div class="tinyk-pg-controls">' + select.format(pid=pid, name="steps-layer", label=w("layer"))
+            + " " + select.format(pid=pid, name="steps-head", label=w("head")) + " "
+            + select.format(pid=pid, name="query", label=w("query")) + "</div>"
+            '<p class="tinyk-pg-steps-rule"></p><table class="tinyk-pg-steps"><thead><tr>'
+            + _heads(w, "key", "token", "score", "mask", "weight") + "</tr></thead><tbody></tbody></table>"),
+        "residual": ('<p class="tinyk-pg-residual-rule"></p><table class="tinyk-pg-norms"><thead><tr>'
+                     + _heads(w, "stage", "last-norm", "mean-norm") + "</tr></thead><tbody></tbody></table>"),
         "cache": '<div class="tinyk-pg-cachebars"></div><p class="tinyk-pg-cacherule"></p>',
         "rope": _rope(pid, w),
     }

@@ -67,11 +67,14 @@ async function fetchAll(id, files, stamp, signal) {
 }
 
 const OUTPUTS = ["logits", "attention", "rope_angles", "rope_positions"];
+const PANELS = ["scores", "mask", "residual_norms"]; // the 05.7 graph's steps before the softmax, and the stream
 
 const ops = {
   async "load-tiny"({ url, threads }) {
     const runtime = loadOrt(threads);
-    sessions.tiny = await runtime.InferenceSession.create(url, { executionProviders: ["wasm"] });
+    // Idle threads wait without spinning (tinyk.onnx_web's WEB_SESSION_CONFIG, SmolLM2's, says why).
+    sessions.tiny = await runtime.InferenceSession.create(url, { executionProviders: ["wasm"],
+      extra: { session: { "intra_op.allow_spinning": "0" } } });
     return { threads: runtime.env.wasm.numThreads };
   },
 
@@ -118,10 +121,13 @@ const ops = {
   // One call of a model's graph: ids (batch 1) after the cache kept under `past` (none: null).
   // Its cache is kept under `keep` (none: not kept), and `past`'s dropped once the call ran
   // (`free`). `last`: only the last position's logits come back (SmolLM2's graph returns no
-  // more). `want`: the outputs that come back (all four if not said). The call's own time, in ms,
-  // comes back with it: the page's drawing is never in it.
-  async run({ model, config, ids, past, keep, free, last, want = OUTPUTS }) {
+  // more). `want`: the outputs that come back (if not said: the four, and the panels' outputs the
+  // graph has). `layer`: for a graph that takes the input `attention_layer` (SmolLM2's), the layer
+  // whose attention weights come back. The call's own time, in ms, comes back with it: the page's
+  // drawing is never in it.
+  async run({ model, config, ids, past, keep, free, last, layer = 0, want = null }) {
     const session = sessions[model];
+    want ??= [...OUTPUTS, ...PANELS.filter((name) => session.outputNames.includes(name))];
     const previous = past === null ? null : caches.get(past);
     if (past !== null && previous === undefined) {
       throw new Error(`no cache ${past}`);
@@ -138,8 +144,14 @@ const ops = {
           : new onnx.Tensor("float32", new Float32Array(0), [1, 0, config.n_kv_heads, config.head_dim]);
       }
     }
+    if (session.inputNames.includes("attention_layer")) {
+      feeds.attention_layer = new onnx.Tensor("int64", BigInt64Array.of(BigInt(layer)), []);
+    }
+    // Only the outputs asked for and the cache come out of the runtime's memory: a decode step
+    // that needs only the logits does not copy out the rest.
+    const fetches = [...new Set([...want, ...session.outputNames.filter((name) => name.startsWith("present_"))])];
     const started = performance.now();
-    const out = await session.run(feeds);
+    const out = await session.run(feeds, fetches);
     const ms = performance.now() - started;
     if (keep) {
       caches.set(keep, out);

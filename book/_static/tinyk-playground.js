@@ -19,8 +19,9 @@
   // One thread for ONNX Runtime, from a measure: benchmarks/bench_browser.py, on a machine of two
   // processors with other processes busy (a load average of 11), decoded SmolLM2 at 1.33 times
   // PyTorch's speed on one thread and at 0.48 times on two, and the 05.7 model at 0.41 and 0.27
-  // times: a token's call is too small for a second thread to pay for their synchronisation, and
-  // a second thread takes a processor from the page. A page opened with ?threads=N (the
+  // times; again with idle threads that no longer spin (load average 11 to 13): SmolLM2 at 1.01 and
+  // 0.66 times, the 05.7 model at 0.25 and 0.26 times. A token's call is too small for a second
+  // thread to pay for their synchronisation, and a second thread takes a processor from the page. A page opened with ?threads=N (the
   // benchmark's) asks for N, which ONNX Runtime grants only where the page is cross-origin isolated.
   const THREADS = Math.max(1, Math.min(4, Number(new URLSearchParams(location.search).get("threads")) || 1));
   // The book's service worker (tinyk-sw.js, at the edition's root: STATIC's parent) makes the
@@ -214,6 +215,25 @@
       rope_angles: rows(out.rope_angles.data, ids.length, pairs),
       rope_positions: Array.from(out.rope_positions.data, Number),
       cache_length: out.cache_length,
+      ...panels(out, rows),
+    };
+  }
+
+  // The 05.7 graph's steps before the softmax and its residual stream, the shape of the build's
+  // example run: scores[layer][head][query][key], mask[0][query][key] (0, or the smallest float),
+  // residual_norms[stage][token] (after the embedding, then after each layer).
+  function panels(out, rows) {
+    if (!out.scores) {
+      return {};
+    }
+    const [layers, , heads, queries, keys] = out.scores.dims;
+    const scores = rows(out.scores.data, layers * heads * queries, keys);
+    const [stages, , tokens] = out.residual_norms.dims;
+    return {
+      scores: Array.from({ length: layers }, (_, l) => Array.from({ length: heads },
+        (_, h) => scores.slice((l * heads + h) * queries, (l * heads + h + 1) * queries))),
+      mask: [rows(out.mask.data, queries, keys)],
+      residual_norms: rows(out.residual_norms.data, stages, tokens),
     };
   }
 
@@ -534,6 +554,8 @@
       };
       options(".tinyk-pg-layer", this.manifest.attention_layers);
       options(".tinyk-pg-head", [...Array(this.config.n_heads).keys()]);
+      options(".tinyk-pg-steps-layer", this.manifest.attention_layers);
+      options(".tinyk-pg-steps-head", [...Array(this.config.n_heads).keys()]);
       options(".tinyk-pg-pair", [...Array(this.config.head_dim / 2).keys()]);
     }
 
@@ -564,7 +586,8 @@
         on(selector, "input", () => this.draw());
       }
       on(".tinyk-pg-decoding", "change", () => this.draw());
-      for (const selector of [".tinyk-pg-layer", ".tinyk-pg-head", ".tinyk-pg-pair"]) {
+      for (const selector of [".tinyk-pg-layer", ".tinyk-pg-head", ".tinyk-pg-pair", ".tinyk-pg-steps-layer",
+        ".tinyk-pg-steps-head", ".tinyk-pg-query"]) {
         on(selector, "change", () => this.draw());
       }
     }
@@ -614,11 +637,12 @@
 
     // One call of the graph in the engine: ids after the cache of `past` (an earlier call's
     // outputs; null: none); `keep`: this call's cache is kept for the next.
-    async runGraph(ids, past, keep = false) {
+    // `want`: the outputs needed (null: all of them).
+    async runGraph(ids, past, keep = false, want = null) {
       this.calls += 1;
       const key = keep ? `tiny-${this.root.id}-${this.calls}` : null;
       const out = await this.engine.call("run", { model: "tiny", config: this.config, ids,
-        past: past ? past.key : null, keep: key });
+        past: past ? past.key : null, keep: key, want });
       return { ...out, key };
     }
 
@@ -703,7 +727,8 @@
     clear() {
       for (const selector of [".tinyk-pg-tokenlist", ".tinyk-pg-next tbody", ".tinyk-pg-text", ".tinyk-pg-heatmap",
         ".tinyk-pg-gqa", ".tinyk-pg-strongest", ".tinyk-pg-masked", ".tinyk-pg-cachebars", ".tinyk-pg-cacherule",
-        ".tinyk-pg-omega", ".tinyk-pg-circle", ".tinyk-pg-angles tbody"]) {
+        ".tinyk-pg-omega", ".tinyk-pg-circle", ".tinyk-pg-angles tbody", ".tinyk-pg-steps tbody",
+        ".tinyk-pg-steps-rule", ".tinyk-pg-norms tbody", ".tinyk-pg-residual-rule", ".tinyk-pg-query"]) {
         this.q(selector)?.replaceChildren();
       }
     }
@@ -736,7 +761,7 @@
         // The KV cache: only the new token goes through the model; the keys and values of the
         // earlier ones come from the previous call. The panels show the whole text's attention
         // and angles: one call without the cache. Nothing changes until both have run.
-        const past = await this.runGraph([token], this.past, true);
+        const past = await this.runGraph([token], this.past, true, ["logits"]); // the panels: the call below
         const ids = [...all, token];
         let whole;
         try {
@@ -762,7 +787,8 @@
         return;
       }
       const parts = { tokens: this.drawTokens, next: this.drawNext, generate: this.drawText,
-        attention: this.drawAttention, cache: this.drawCache, rope: this.drawRope };
+        attention: this.drawAttention, steps: this.drawSteps, residual: this.drawResidual, cache: this.drawCache,
+        rope: this.drawRope };
       for (const part of this.root.dataset.parts.split(" ")) {
         parts[part].call(this);
       }
@@ -805,6 +831,60 @@
       const weights = this.shown.attention[layerIndex][head]; // T×T of the whole text
       const tokens = this.shown.ids.map((id) => shown(this.vocab[id]));
       drawAttentionPanel(this.q, this.words, this.config, { layer, head, weights, tokens });
+    }
+
+    // One query's row before the softmax: each key's scaled score, the mask added to it, and the
+    // weight the softmax of the row gives (the attention panel's number), for the chosen layer and head.
+    drawSteps() {
+      if (!this.shown.scores) {
+        return;
+      }
+      const n = this.shown.ids.length;
+      const select = this.q(".tinyk-pg-query");
+      if (select.options.length !== n) { // a text of another length: its last token
+        select.replaceChildren(...[...Array(n).keys()].map((i) => element("option", { value: String(i) }, String(i))));
+        select.value = String(n - 1);
+      }
+      const index = this.q(".tinyk-pg-steps-layer").selectedIndex;
+      const layer = this.manifest.attention_layers[index];
+      const head = Number(this.q(".tinyk-pg-steps-head").value);
+      const query = Number(select.value);
+      const tokens = this.shown.ids.map((id) => shown(this.vocab[id]));
+      const scores = this.shown.scores[index][head][query];
+      const weights = this.shown.attention[index][head][query];
+      const mask = this.shown.mask[0][query];
+      this.q(".tinyk-pg-steps-rule").textContent = fill(this.words.steps, { layer, head, query, token: tokens[query] });
+      this.q(".tinyk-pg-steps tbody").replaceChildren(...tokens.map((token, key) => {
+        const row = element("tr", { class: mask[key] === 0 ? "" : "tinyk-pg-blocked" });
+        row.append(element("td", {}, String(key)), element("td", { class: "tinyk-pg-chip-cell" }, token),
+          element("td", {}, scores[key].toFixed(3)),
+          element("td", {}, mask[key] === 0 ? "0" : this.words["minus-infinity"]),
+          element("td", {}, weights[key].toFixed(3)));
+        return row;
+      }));
+    }
+
+    // The residual stream's norm after the embedding and after each layer: the last token's (with
+    // a bar) and the mean over the text's tokens.
+    drawResidual() {
+      const norms = this.shown.residual_norms;
+      if (!norms) {
+        return;
+      }
+      const last = norms.map((row) => row[row.length - 1]);
+      const top = Math.max(...last);
+      this.q(".tinyk-pg-residual-rule").textContent = this.words["residual-rule"];
+      this.q(".tinyk-pg-norms tbody").replaceChildren(...norms.map((row, stage) => {
+        const tr = element("tr");
+        const bar = element("td");
+        bar.append(element("span", { class: "tinyk-pg-bar", style: `width: ${(100 * last[stage] / top).toFixed(1)}%`,
+          "aria-hidden": "true" }), element("span", {}, last[stage].toFixed(2)));
+        const where = stage === 0 ? this.words["embedding-stage"]
+          : fill(this.words["layer-stage"], { layer: stage - 1 });
+        tr.append(element("th", { scope: "row" }, where), bar,
+          element("td", {}, (row.reduce((sum, x) => sum + x, 0) / row.length).toFixed(2)));
+        return tr;
+      }));
     }
 
     drawCache() {
@@ -912,6 +992,14 @@
       this.q(".tinyk-chat-load").addEventListener("click", () => this.load());
       this.q(".tinyk-chat-stop").addEventListener("click", () => this.stop());
       this.rows = null; // per query head, the attention rows of every token that went through the model
+      this.rowsLayer = null; // the layer they are of
+      // The layer: any, chosen at each call of the graph (its input attention_layer). A new choice
+      // applies to the next answer, and once an answer is over, reads its text again for the heatmap.
+      const layers = this.data.attention_layers ?? [];
+      this.q(".tinyk-pg-layer").replaceChildren(...layers.map(
+        (l) => element("option", { value: String(l) }, String(l))));
+      this.q(".tinyk-pg-layer").value = String(this.data.default_layer ?? layers[0]);
+      this.q(".tinyk-pg-layer").addEventListener("change", () => this.readLayer());
       this.q(".tinyk-pg-head").replaceChildren(...[...Array(this.config.n_heads).keys()].map(
         (h) => element("option", { value: String(h) }, String(h))));
       this.q(".tinyk-pg-head").addEventListener("change", () => this.drawAttention());
@@ -947,6 +1035,41 @@
         control.disabled = !on;
       }
       this.q(".tinyk-chat-stop").disabled = on;
+      this.q(".tinyk-pg-layer").disabled = !on || !this.data.layer_input; // a graph of one layer: no choice
+    }
+
+    // The layer the heatmap shows (the graph's input; a graph without it returns its one layer).
+    layer() {
+      return this.data.layer_input ? Number(this.q(".tinyk-pg-layer").value) : this.data.attention_layers[0];
+    }
+
+    // A new layer after an answer: the text the heatmap showed, read again in one call (no cache
+    // kept) for that layer's weights. The form waits meanwhile.
+    async readLayer() {
+      if (this.engine === null || this.root.dataset.state !== "ready" || this.rows === null) {
+        return; // the next answer's calls take it
+      }
+      const layer = this.layer();
+      const ids = this.textIds.slice(0, this.rows[0].length);
+      this.root.dataset.state = "busy";
+      this.form(false);
+      this.q(".tinyk-chat-stop").disabled = true; // one call: nothing to stop between
+      this.say("chat-layer", { count: ids.length, layer });
+      try {
+        const out = await this.engine.call("run", { model: "smollm2", config: this.config, ids, past: null,
+          keep: null, last: true, layer, want: ["attention"] });
+        this.rows = Array.from({ length: this.config.n_heads }, () => []);
+        this.keepAttention(out);
+        this.rowsLayer = layer;
+        await nextTask();
+        await this.drawAttention();
+        this.say("chat-layer-done", { layer, count: ids.length, seconds: (out.ms / 1000).toFixed(2) });
+      } catch (error) {
+        this.say("chat-error", { error: error.message || String(error) });
+      } finally {
+        this.root.dataset.state = "ready";
+        this.form(true);
+      }
     }
 
     // Stop: the download under way (the engine aborts its fetch) or the answer (no call after the
@@ -1057,7 +1180,7 @@
       this.calls = (this.calls ?? 0) + 1;
       const keep = `smollm2-${this.root.id}-${this.calls}`;
       const out = await this.engine.call("run", { model: "smollm2", config: this.config, ids, past, keep,
-        free: true, last: true });
+        free: true, last: true, layer: this.layer() });
       return { ...out, key: keep };
     }
 
@@ -1089,6 +1212,7 @@
       this.drawFirst();
       this.textIds = [...ids];
       this.rows = Array.from({ length: this.config.n_heads }, () => []);
+      this.rowsLayer = this.layer();
       this.angles = { rows: [], positions: [] };
       this.keepRows(out);
       let calls = 0;
@@ -1153,16 +1277,21 @@
     // One call's attention (1×1×H×T×T_k), a row per query token and head, kept for the heatmap;
     // and its RoPE angles (1×T×d_h/2) and positions, a row per token.
     keepRows(out) {
+      this.keepAttention(out);
+      const queries = out.attention.dims[3];
+      const pairs = out.rope_angles.dims[2];
+      for (let t = 0; t < queries; t++) {
+        this.angles.rows.push(out.rope_angles.data.subarray(t * pairs, (t + 1) * pairs));
+        this.angles.positions.push(Number(out.rope_positions.data[t]));
+      }
+    }
+
+    keepAttention(out) {
       const [, , heads, queries, keys] = out.attention.dims;
       for (let h = 0; h < heads; h++) {
         for (let i = 0; i < queries; i++) {
           this.rows[h].push(out.attention.data.subarray((h * queries + i) * keys, (h * queries + i + 1) * keys));
         }
-      }
-      const pairs = out.rope_angles.dims[2];
-      for (let t = 0; t < queries; t++) {
-        this.angles.rows.push(out.rope_angles.data.subarray(t * pairs, (t + 1) * pairs));
-        this.angles.positions.push(Number(out.rope_positions.data[t]));
       }
     }
 
@@ -1182,8 +1311,7 @@
       const head = Number(this.q(".tinyk-pg-head").value);
       const weights = this.rows[head];
       const tokens = this.textIds.slice(0, weights.length).map((id) => this.piece(id));
-      return drawAttentionPanel(this.q, this.words, this.config, { layer: this.data.attention_layers[0], head,
-        weights, tokens });
+      return drawAttentionPanel(this.q, this.words, this.config, { layer: this.rowsLayer, head, weights, tokens });
     }
 
     // A token's bytes (a special token of the chat template: none, it is its own text).
