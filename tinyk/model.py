@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tinyk.config_rules import check_config, refuse_changes
+from tinyk.config_rules import check_config, check_logits_to_keep, keeps_every_position, refuse_changes
 from tinyk.package_catalogue import say
 
 __all__ = [
@@ -616,8 +616,7 @@ class Transformer(nn.Module):
         labels: Tensor | None = None,
         *,
         cache: KVCacheProtocol | None = None,
-        logits_to_keep: int = 0,
-        logits_at: Tensor | None = None,
+        logits_to_keep: int | Tensor = 0,
         check_ids: bool = True,
     ) -> CausalLMOutput:
         """Logits for every position, and the loss when ``labels`` are given.
@@ -630,13 +629,14 @@ class Transformer(nn.Module):
         ``labels[:, t+1]``), ``-100`` = not counted; the loss is the mean over counted
         tokens, and ``0.0`` (not 0/0) when nothing is counted.
         ``cache``: a :class:`KVCacheProtocol` (``tinyk.generation.KVCache``); this call's
-        tokens are appended at ``cache.length``. ``logits_to_keep``: if ``k > 0``, only the
-        last ``k`` positions' logits are computed. ``logits_at``: ``B`` indices, one position
-        per row (e.g. each row's last real token): only those logits, ``B×1×V``.
+        tokens are appended at ``cache.length``. ``logits_to_keep``: which positions' logits
+        are computed (:meth:`kept_positions`): an int ``k > 0``, the last ``k``; a tensor of
+        positions, those (Hugging Face's two forms); a ``B×k`` tensor, each row's own (e.g.
+        each row's last real token, ``B×1``); ``0``, every position.
         ``check_ids=False`` skips :func:`check_token_ids` (a host sync), for callers that
         checked the ids already, like ``generate`` feeding back tokens it sampled.
         """
-        self._check_inputs(input_ids, labels, cache, logits_to_keep, logits_at, check_ids)
+        self._check_inputs(input_ids, labels, cache, logits_to_keep, check_ids)
         B, T = input_ids.shape
         start_pos = cache.length if cache is not None else 0
         cos, sin, mask = self.rope_and_mask(attention_mask, B, start_pos, T, input_ids.device)
@@ -645,7 +645,7 @@ class Transformer(nn.Module):
             h = layer(h, cos, sin, mask, cache)  # B×T×d
         if cache is not None:
             cache.advance(T)
-        logits = self.output(self.norm(self.kept_positions(h, logits_to_keep, logits_at)))  # B×T×V (or B×k×V)
+        logits = self.output(self.norm(self.kept_positions(h, logits_to_keep)))  # B×T×V (or B×k×V)
         loss = None if labels is None else self.shifted_loss(logits, labels)
         return CausalLMOutput(logits=logits, loss=loss)
 
@@ -664,16 +664,23 @@ class Transformer(nn.Module):
         return cos, sin, mask
 
     @staticmethod
-    def kept_positions(h: Tensor, logits_to_keep: int, logits_at: Tensor | None) -> Tensor:
-        """The positions whose logits are wanted: all, the last ``k``, or one per row."""
-        if logits_at is not None:
-            return h[torch.arange(h.shape[0], device=h.device), logits_at][:, None]  # B×1×d
+    def kept_positions(h: Tensor, logits_to_keep: int | Tensor) -> Tensor:
+        """The positions whose logits are wanted, ``logits_to_keep`` as Hugging Face's: an int
+        ``k``, the last ``k`` (``0``: all); a 1-D tensor, those positions of every row; a
+        ``B×k`` tensor, row ``b``'s positions ``logits_to_keep[b]`` (generation keeps each
+        row's last real token, wherever the padding puts it). Hugging Face's boolean mask
+        form is not one of them (:func:`~tinyk.config_rules.check_logits_to_keep`)."""
+        if isinstance(logits_to_keep, Tensor):
+            if logits_to_keep.ndim == 2:  # B×k: each row its own positions
+                rows = torch.arange(h.shape[0], device=h.device)[:, None]  # B×1
+                return h[rows, logits_to_keep]  # B×k×d
+            return h[:, logits_to_keep]  # B×k×d: the same positions in every row
         if logits_to_keep > 0:
             return h[:, -logits_to_keep:]  # B×k×d
         return h  # B×T×d
 
     def _check_inputs(self, input_ids: Tensor, labels: Tensor | None, cache: KVCacheProtocol | None,
-                      logits_to_keep: int, logits_at: Tensor | None, check_ids: bool) -> None:
+                      logits_to_keep: int | Tensor, check_ids: bool) -> None:
         if input_ids.ndim != 2 or input_ids.dtype not in (torch.int64, torch.int32):
             raise ValueError(say("input_ids must be a B×T tensor of integer ids, got shape {shape} and dtype "
                                  "{dtype}", shape=tuple(input_ids.shape), dtype=input_ids.dtype))
@@ -686,17 +693,17 @@ class Transformer(nn.Module):
                 "{total} tokens ({cached} cached + {T} new) exceed max_seq_len={limit}; crop the input "
                 "(generate() does this without a cache) or build the model with a larger max_seq_len",
                 total=start_pos + T, cached=start_pos, T=T, limit=self.config.max_seq_len))
-        if logits_at is not None and logits_at.shape != (B,):
-            raise ValueError(say("logits_at has shape {shape}; expected ({B},): one position per row",
-                                 shape=tuple(logits_at.shape), B=B))
+        check_logits_to_keep(logits_to_keep, B, T, check_ids)
         if labels is not None:
             if labels.shape != input_ids.shape:
                 raise ValueError(say("labels has shape {shape}; expected the shape of input_ids, {expected} "
                                      "(unshifted)", shape=tuple(labels.shape),
                                      expected=tuple(input_ids.shape)))
-            if (logits_at is not None and T > 1) or 0 < logits_to_keep < T:
-                raise ValueError(say("labels need logits at every position: use logits_to_keep=0 and "
-                                     "logits_at=None"))
+            if not keeps_every_position(logits_to_keep, T):
+                shown = logits_to_keep.tolist() if isinstance(logits_to_keep, Tensor) else logits_to_keep
+                raise ValueError(say("labels need the logits of every position, in order: logits_to_keep="
+                                     "{value} does not keep the {T} of them; use logits_to_keep=0",
+                                     value=shown, T=T))
         if check_ids:
             check_token_ids(input_ids, self.config.vocab_size)
 
