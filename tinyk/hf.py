@@ -3,8 +3,10 @@
 The two differ in names and in one real way: Hugging Face's RoPE pairs coordinate ``i``
 with ``i + d_h/2`` (``rotate_half``), ``tinyk`` pairs adjacent coordinates. The rows of
 ``wq`` and ``wk`` are permuted on the way (per head; ``wk`` has ``H_kv`` heads), so the two
-models compute the same function. ``transformers`` is an optional dependency, imported
-only here.
+models compute the same function. :func:`apply_rotary_emb_half` is that other RoPE, with
+:func:`rotate_half` and :func:`adjacent_to_half_order`, for 05.3 to set beside the model's
+adjacent one (:func:`tinyk.model.apply_rotary_emb`). ``transformers`` is an optional
+dependency, imported only here.
 """
 
 from __future__ import annotations
@@ -14,13 +16,43 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from tinyk.model import ModelConfig, Transformer
+from tinyk.model import ModelConfig, Transformer, reshape_for_broadcast
 
 if TYPE_CHECKING:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-__all__ = ["from_hf", "from_hf_config", "permute_adjacent_to_half", "permute_half_to_adjacent", "to_hf",
-           "to_hf_config"]
+__all__ = ["adjacent_to_half_order", "apply_rotary_emb_half", "from_hf", "from_hf_config",
+           "permute_adjacent_to_half", "permute_half_to_adjacent", "rotate_half", "to_hf", "to_hf_config"]
+
+
+def rotate_half(x: Tensor) -> Tensor:
+    """``(x1, x2) -> (-x2, x1)`` for the two halves of the last axis (Hugging Face's RoPE)."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary_emb_half(xq: Tensor, xk: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
+    """RoPE in the half-split convention: coordinate ``i`` pairs with ``i + d_h/2`` (05.3).
+
+    Same tables and shapes as :func:`apply_rotary_emb`. Applied to vectors permuted by
+    :func:`adjacent_to_half_order`, it gives the adjacent convention's result, permuted.
+    """
+    def rotate(x: Tensor) -> Tensor:
+        half = x[..., : x.shape[-1] // 2]  # B×T×H×d_h/2, only for its shape
+        c, s = reshape_for_broadcast(cos, half), reshape_for_broadcast(sin, half)
+        c, s = torch.cat((c, c), dim=-1), torch.cat((s, s), dim=-1)  # angle of i and i + d_h/2
+        return x * c + rotate_half(x) * s
+
+    return rotate(xq).type_as(xq), rotate(xk).type_as(xk)
+
+
+def adjacent_to_half_order(head_dim: int) -> Tensor:
+    """Index order taking a head from adjacent pairs to half-split: ``[0, 2, 4, …, 1, 3, 5, …]``.
+
+    ``x_half = x_adjacent[..., adjacent_to_half_order(d_h)]``: the first coordinate of
+    every pair goes to the first half, the second to the second half.
+    """
+    return torch.cat((torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)))
 
 
 def permute_adjacent_to_half(w: Tensor, n_heads: int) -> Tensor:

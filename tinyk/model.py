@@ -3,8 +3,9 @@
 Sections: 05.1 config, 05.2 RMSNorm, 05.3 RoPE, 05.4 ``repeat_kv`` and attention,
 05.5 SwiGLU and the decoder layer, 05.6 the transformer and its tied vocabulary head.
 Generation and the KV cache (``tinyk.generation``), the upstream's quirks
-(``tinyk.upstream``) and conversions (``tinyk.hf``) live beside this file and import it;
-this file imports none of them. What the model needs from a cache is written here, as
+(``tinyk.upstream``) and conversions (``tinyk.hf``, with Hugging Face's half-split RoPE)
+live beside this file and import it; this file imports none of them, nor the course's
+parameter counts (``tinyk.tracing``). What the model needs from a cache is written here, as
 :class:`KVCacheProtocol`.
 
 Shape legend, used in every comment below:
@@ -40,9 +41,6 @@ __all__ = [
     "precompute_freqs_cis",
     "reshape_for_broadcast",
     "apply_rotary_emb",
-    "rotate_half",
-    "apply_rotary_emb_half",
-    "adjacent_to_half_order",
     "repeat_kv",
     "Attention",
     "MLP",
@@ -50,9 +48,6 @@ __all__ = [
     "Transformer",
     "CausalLMOutput",
     "swiglu_hidden_dim",
-    "count_parameters",
-    "count_parameters_naive",
-    "parameter_budget",
     "causal_triangle",
     "padding_to_attention",
     "valid_tokens",
@@ -239,36 +234,6 @@ def apply_rotary_emb(xq: Tensor, xk: Tensor, cos: Tensor, sin: Tensor) -> tuple[
     """
     return (_rotate_adjacent(xq, cos, sin).type_as(xq),
             _rotate_adjacent(xk, cos, sin).type_as(xk))
-
-
-def rotate_half(x: Tensor) -> Tensor:
-    """``(x1, x2) -> (-x2, x1)`` for the two halves of the last axis (Hugging Face's RoPE)."""
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
-
-
-def apply_rotary_emb_half(xq: Tensor, xk: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
-    """RoPE in the half-split convention: coordinate ``i`` pairs with ``i + d_h/2`` (05.3).
-
-    Same tables and shapes as :func:`apply_rotary_emb`. Applied to vectors permuted by
-    :func:`adjacent_to_half_order`, it gives the adjacent convention's result, permuted.
-    """
-    def rotate(x: Tensor) -> Tensor:
-        half = x[..., : x.shape[-1] // 2]  # B×T×H×d_h/2, only for its shape
-        c, s = reshape_for_broadcast(cos, half), reshape_for_broadcast(sin, half)
-        c, s = torch.cat((c, c), dim=-1), torch.cat((s, s), dim=-1)  # angle of i and i + d_h/2
-        return x * c + rotate_half(x) * s
-
-    return rotate(xq).type_as(xq), rotate(xk).type_as(xk)
-
-
-def adjacent_to_half_order(head_dim: int) -> Tensor:
-    """Index order taking a head from adjacent pairs to half-split: ``[0, 2, 4, …, 1, 3, 5, …]``.
-
-    ``x_half = x_adjacent[..., adjacent_to_half_order(d_h)]``: the first coordinate of
-    every pair goes to the first half, the second to the second half.
-    """
-    return torch.cat((torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)))
 
 
 # ---------------------------------------------------------------------------
@@ -732,30 +697,3 @@ def causal_lm_loss(logits: Tensor, labels: Tensor, ignore_index: int = -100) -> 
                             ignore_index=ignore_index, reduction="sum")
     counted = (shifted != ignore_index).sum()
     return total / counted.clamp(min=1)  # no 0/0: an empty batch contributes 0
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Unique parameters: a tied matrix is counted once (course section 05.6)."""
-    return sum(p.numel() for p in model.parameters())  # parameters() skips repeats
-
-
-def count_parameters_naive(model: nn.Module) -> int:
-    """Every parameter *name*: the tied embedding/head matrix is counted twice."""
-    return sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False))
-
-
-def parameter_budget(config: ModelConfig) -> dict[str, int]:
-    """Parameter counts of a config, computed from the formulas without building it.
-
-    Keys: ``embedding`` (``V·d``, shared with the head), ``attention`` (per layer:
-    ``2·d·H_q·d_h + 2·d·H_kv·d_h``), ``mlp`` (per layer: ``3·d·m``), ``norms`` (all
-    layers plus the final one), ``total`` (unique) and ``naive`` (head counted again).
-    """
-    d, d_h = config.dim, config.head_dim
-    attention = 2 * d * config.n_heads * d_h + 2 * d * config.n_kv_heads * d_h
-    mlp = 3 * d * config.mlp_hidden_dim
-    norms = (2 * config.n_layers + 1) * d
-    embedding = config.vocab_size * d
-    total = embedding + config.n_layers * (attention + mlp) + norms
-    return {"embedding": embedding, "attention": attention, "mlp": mlp, "norms": norms,
-            "total": total, "naive": total + embedding}
