@@ -112,6 +112,19 @@ def _import_transformers():  # returns the transformers module
     return transformers
 
 
+# The sizes both configs hold, under their two names (ModelConfig's, LlamaConfig's): one table
+# for the conversion both ways.
+_SAME_SIZES = (
+    ("vocab_size", "vocab_size"),
+    ("dim", "hidden_size"),
+    ("n_layers", "num_hidden_layers"),
+    ("n_heads", "num_attention_heads"),
+    ("n_kv_heads", "num_key_value_heads"),
+    ("max_seq_len", "max_position_embeddings"),
+    ("norm_eps", "rms_norm_eps"),
+)
+
+
 def to_hf_config(config: ModelConfig) -> LlamaConfig:
     """A ``LlamaConfig`` for the same sizes; eps and weight tying set explicitly.
 
@@ -120,15 +133,9 @@ def to_hf_config(config: ModelConfig) -> LlamaConfig:
     """
     transformers = _import_transformers()
     return transformers.LlamaConfig(
-        vocab_size=config.vocab_size,
-        hidden_size=config.dim,
+        **{theirs: getattr(config, ours) for ours, theirs in _SAME_SIZES},
         intermediate_size=config.mlp_hidden_dim,
-        num_hidden_layers=config.n_layers,
-        num_attention_heads=config.n_heads,
-        num_key_value_heads=config.n_kv_heads,
         head_dim=config.head_dim,
-        max_position_embeddings=config.max_seq_len,
-        rms_norm_eps=config.norm_eps,
         rope_theta=config.rope_theta,
         tie_word_embeddings=True,
         attention_bias=False,
@@ -157,14 +164,8 @@ def from_hf_config(hf_config: LlamaConfig) -> ModelConfig:
     theta = rope.get("rope_theta", getattr(hf_config, "rope_theta", 10000.0))
     pad = hf_config.pad_token_id if hf_config.pad_token_id is not None else 0
     return ModelConfig(
-        dim=hf_config.hidden_size,
-        n_layers=hf_config.num_hidden_layers,
-        n_heads=hf_config.num_attention_heads,
-        n_kv_heads=hf_config.num_key_value_heads,
-        vocab_size=hf_config.vocab_size,
+        **{ours: getattr(hf_config, theirs) for ours, theirs in _SAME_SIZES},
         hidden_dim=hf_config.intermediate_size,
-        norm_eps=hf_config.rms_norm_eps,
-        max_seq_len=hf_config.max_position_embeddings,
         dropout=float(hf_config.attention_dropout),
         pad_token_id=pad,
         rope_theta=float(theta),
