@@ -595,9 +595,9 @@ class Transformer(nn.Module):
         tokens, and ``0.0`` (not 0/0) when nothing is counted.
         ``cache``: a :class:`KVCacheProtocol` (``tinyk.generation.KVCache``); this call's
         tokens are appended at ``cache.length``. ``logits_to_keep``: which positions' logits
-        are computed (:meth:`kept_positions`): an int ``k > 0``, the last ``k``; a tensor of
-        positions, those (Hugging Face's two forms); a ``B×k`` tensor, each row's own (e.g.
-        each row's last real token, ``B×1``); ``0``, every position.
+        are computed (:meth:`kept_positions`), in Hugging Face's forms: an int ``k > 0``, the
+        last ``k``; a 1-D tensor of positions, those in every row; a ``B×k`` tensor, each
+        row's own (e.g. each row's last real token, ``B×1``); ``0``, every position.
         ``check_ids=False`` skips :func:`check_token_ids` (a host sync), for callers that
         checked the ids already, like ``generate`` feeding back tokens it sampled.
         """
