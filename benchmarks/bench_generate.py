@@ -226,9 +226,11 @@ print(json.dumps(found))
 """
 _CASES = [("tiny", 1, False, 256, True), ("tiny", 8, True, 256, True), ("mid", 1, False, 256, True),
           ("mid", 8, True, 128, True), ("tiny", 8, True, 64, False), ("mid", 8, True, 32, False)]
+_QUICK_CASES = [("tiny", 1, False, 64, True), ("tiny", 8, True, 64, True), ("mid", 8, True, 32, True),
+                ("tiny", 8, True, 16, False)]
 
 
-def against_revision(rev: str, rounds: int, turns: int) -> None:
+def against_revision(rev: str, rounds: int, turns: int, cases: list[tuple]) -> None:
     """Section 5: this checkout's generation against revision ``rev``'s (see the docstring)."""
     root = Path(__file__).resolve().parent.parent
     print(f"5. this checkout against {rev}: greedy generate, {turns} turns each of {rounds} rounds")
@@ -241,7 +243,7 @@ def against_revision(rev: str, rounds: int, turns: int) -> None:
             for turn in range(turns):  # taking turns, each first every other time
                 for side in (["this", rev] if turn % 2 == 0 else [rev, "this"]):
                     path = str(root if side == "this" else tree)
-                    done = subprocess.run([sys.executable, "-c", _SIDE, str(rounds), json.dumps(_CASES)],
+                    done = subprocess.run([sys.executable, "-c", _SIDE, str(rounds), json.dumps(cases)],
                                           capture_output=True, text=True, cwd=path,
                                           env={**os.environ, "PYTHONPATH": path})
                     if done.returncode != 0:
@@ -275,7 +277,7 @@ def main() -> None:
         cache_memory()
         tiny_batch_one(rounds, 256)
     if args.against:
-        against_revision(args.against, rounds, 2 if args.quick else 4)
+        against_revision(args.against, rounds, 2 if args.quick else 4, _QUICK_CASES if args.quick else _CASES)
 
 
 if __name__ == "__main__":

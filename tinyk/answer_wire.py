@@ -35,6 +35,7 @@ REF = "\x00ref"  # a request's reference to a handle: (REF, id)
 ARG = "\x00arg"  # a tensor argument that needs its gradient: (ARG, index)
 CALLBACK = "\x00cb"  # a function of the test's, which runs on the grader's side: (CALLBACK, id)
 ARGS_DEPTH = 30  # lists, tuples and dicts inside one another in a request's arguments
+_MARKERS = frozenset({REF, ARG, CALLBACK})
 
 
 def marked(value: Any, tag: str) -> bool:
@@ -51,7 +52,8 @@ def rebuild(value: Any, leaf: Callable[[Any], Any], depth: int = 0) -> Any:
     tensors back). ``ValueError`` past :data:`ARGS_DEPTH` levels."""
     if depth > ARGS_DEPTH:
         raise ValueError(f"arguments nested more than {ARGS_DEPTH} levels deep")
-    if type(value) in (list, tuple) and not any(marked(value, tag) for tag in (REF, ARG, CALLBACK)):
+    is_marker = type(value) is tuple and len(value) == 2 and type(value[0]) is str and value[0] in _MARKERS
+    if type(value) in (list, tuple) and not is_marker:
         return type(value)(rebuild(v, leaf, depth + 1) for v in value)
     if type(value) is dict:
         return {k: rebuild(v, leaf, depth + 1) for k, v in value.items()}
