@@ -17,8 +17,8 @@ moment of a noisy machine hits both. Printed:
    ``REV`` of this repository (checked out in a temporary worktree), each in processes of its
    own taking turns, on the same weights and prompts (padded batches included, and their
    prefill alone, which keeps each row's last real position), in CPU seconds of the process
-   (a busy machine disturbs them less than the wall clock), with the ratio this/REV and
-   whether the tokens agree.
+   on one thread (a busy machine disturbs them less than the wall clock), with the ratio
+   this/REV and whether the tokens agree.
 """
 
 from __future__ import annotations
@@ -203,6 +203,7 @@ import tinyk
 from tinyk import ModelConfig, Transformer, generate
 from tinyk.generation import prefill
 torch.set_grad_enabled(False)
+torch.set_num_threads(1)  # no second thread spinning on a busy machine, counted in the CPU seconds
 rounds = int(sys.argv[1])
 configs = {"tiny": ModelConfig.tiny(vocab_size=64, max_seq_len=640),
            "mid": ModelConfig(dim=256, n_layers=4, n_heads=8, n_kv_heads=2, vocab_size=4096, max_seq_len=640)}
@@ -234,8 +235,7 @@ print(json.dumps(found))
 _CASES = [("tiny", 8, True, 0, True), ("mid", 8, True, 0, True), ("tiny", 1, False, 256, True),
           ("tiny", 8, True, 256, True), ("mid", 1, False, 256, True),
           ("mid", 8, True, 128, True), ("tiny", 8, True, 64, False), ("mid", 8, True, 32, False)]
-_QUICK_CASES = [("tiny", 8, True, 0, True), ("mid", 8, True, 0, True), ("tiny", 1, False, 64, True),
-                ("tiny", 8, True, 64, True)]
+_QUICK_CASES = [("tiny", 8, True, 0, True), ("tiny", 1, False, 64, True), ("tiny", 8, True, 64, True)]
 
 
 def against_revision(rev: str, rounds: int, turns: int, cases: list[tuple]) -> None:
@@ -286,7 +286,7 @@ def main() -> None:
         tiny_batch_one(rounds, 256)
     if args.against:
         quick = args.quick
-        against_revision(args.against, 3, 2 if quick else 4, _QUICK_CASES if quick else _CASES)
+        against_revision(args.against, 3, 4, _QUICK_CASES if quick else _CASES)
 
 
 if __name__ == "__main__":
