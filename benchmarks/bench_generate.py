@@ -1,6 +1,6 @@
 """Generation speed on this CPU: cached vs uncached, tinyk vs Hugging Face, and cache memory.
 
-    python benchmarks/bench_generate.py [--quick]
+    python benchmarks/bench_generate.py [--quick] [--against REV]
 
 Everything compared is measured in this one run, alternating the contenders so a slow
 moment of a noisy machine hits both. Printed:
@@ -12,14 +12,26 @@ moment of a noisy machine hits both. Printed:
 3. the KV cache's bytes for MHA vs GQA at the mid-size config, measured from the tensors;
 4. where the tiny config at batch 1 stands: the same speed-up for ``transformers``' own
    ``generate`` with the same weights, and for a lower bound of eager PyTorch (one function
-   over fused weights, no modules, no checks), both giving the same tokens as tinyk.
+   over fused weights, no modules, no checks), both giving the same tokens as tinyk;
+5. with ``--against REV``: this checkout's ``generate`` against that of the git revision
+   ``REV`` of this repository (checked out in a temporary worktree), each in processes of its
+   own taking turns, on the same weights and prompts (padded batches included, and their
+   prefill alone, which keeps each row's last real position), in CPU seconds of the process
+   on one thread (a busy machine disturbs them less than the wall clock), with the ratio
+   this/REV and whether the tokens agree.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -182,17 +194,99 @@ def tiny_batch_one(rounds: int, n_new: int) -> None:
               f"uncached {uncached / n_new * 1e6:5.0f} us/token, speed-up {uncached / cached:4.1f}x")
 
 
+# One side of --against: run in a process whose tinyk is one revision's (PYTHONPATH), it prints
+# each case's median seconds and its tokens, as JSON; only what both revisions have is used.
+_SIDE = """
+import json, statistics, sys, time
+import torch
+import tinyk
+from tinyk import ModelConfig, Transformer, generate
+from tinyk.generation import prefill
+torch.set_grad_enabled(False)
+torch.set_num_threads(1)  # no second thread spinning on a busy machine, counted in the CPU seconds
+rounds = int(sys.argv[1])
+configs = {"tiny": ModelConfig.tiny(vocab_size=64, max_seq_len=640),
+           "mid": ModelConfig(dim=256, n_layers=4, n_heads=8, n_kv_heads=2, vocab_size=4096, max_seq_len=640)}
+found = {"tinyk": tinyk.__file__}
+for name, batch, padded, n_new, use_cache in json.loads(sys.argv[2]):
+    torch.manual_seed(0)
+    config = configs[name]
+    model = Transformer(config).eval()
+    prompt = torch.randint(1, config.vocab_size, (batch, 16), generator=torch.Generator().manual_seed(1))
+    mask = None
+    if padded:  # rows of 16, 12, 8, ... real tokens, left-padded
+        mask = (torch.arange(16)[None] >= (torch.arange(batch)[:, None] * 4) % 16).long()
+    if n_new:
+        run = lambda: generate(model, prompt, mask, max_new_tokens=n_new, temperature=0, use_cache=use_cache)
+    else:  # the prompt's one pass alone, 50 times: the logits of each row's last real token
+        run = lambda: [prefill(model, prompt, mask) for _ in range(50)][-1].argmax(-1)
+    tokens = run()
+    times = []
+    for _ in range(rounds):
+        start = time.process_time()  # this process's CPU seconds: less disturbed by a busy machine
+        run()
+        times.append(time.process_time() - start)
+    kind = "cached" if use_cache else "uncached"
+    what = f"{n_new} new, {kind}" if n_new else "50 prefills"
+    case = f"{name} B={batch}{' padded' if padded else ''} {what}"
+    found[case] = (statistics.median(times), tokens.tolist())
+print(json.dumps(found))
+"""
+_CASES = [("tiny", 8, True, 0, True), ("mid", 8, True, 0, True), ("tiny", 1, False, 256, True),
+          ("tiny", 8, True, 256, True), ("mid", 1, False, 256, True),
+          ("mid", 8, True, 128, True), ("tiny", 8, True, 64, False), ("mid", 8, True, 32, False)]
+_QUICK_CASES = [("tiny", 8, True, 0, True), ("tiny", 1, False, 64, True), ("tiny", 8, True, 64, True)]
+
+
+def against_revision(rev: str, rounds: int, turns: int, cases: list[tuple]) -> None:
+    """Section 5: this checkout's generation against revision ``rev``'s (see the docstring)."""
+    root = Path(__file__).resolve().parent.parent
+    print(f"5. this checkout against {rev}: greedy generate, {turns} turns each of {rounds} rounds")
+    with tempfile.TemporaryDirectory(prefix="tinyk-bench-rev-") as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", str(tree), rev],
+                       check=True, capture_output=True)
+        try:
+            sides: dict[str, list[dict]] = {"this": [], rev: []}
+            for turn in range(turns):  # taking turns, each first every other time
+                for side in (["this", rev] if turn % 2 == 0 else [rev, "this"]):
+                    path = str(root if side == "this" else tree)
+                    done = subprocess.run([sys.executable, "-c", _SIDE, str(rounds), json.dumps(cases)],
+                                          capture_output=True, text=True, cwd=path,
+                                          env={**os.environ, "PYTHONPATH": path})
+                    if done.returncode != 0:
+                        raise SystemExit(f"{side}'s generation failed:\n{done.stderr[-3000:]}")
+                    sides[side].append(json.loads(done.stdout))
+        finally:
+            subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(tree)],
+                           check=False, capture_output=True)
+    for side, runs in sides.items():
+        print(f"   {side}: tinyk from {runs[0]['tinyk']}")
+    for case in [k for k in sides["this"][0] if k != "tinyk"]:
+        ours = statistics.median(r[case][0] for r in sides["this"])
+        theirs = statistics.median(r[case][0] for r in sides[rev])
+        same = sides["this"][0][case][1] == sides[rev][0][case][1]
+        print(f"   {case:32s} this {ours * 1e3:8.1f} ms, {rev} {theirs * 1e3:8.1f} ms (CPU), "
+              f"ratio this/{rev} {ours / theirs:5.3f}; same tokens: {same}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds and lengths")
+    parser.add_argument("--against", metavar="REV", help="also compare with generation at git revision REV")
+    parser.add_argument("--only-against", action="store_true", help="with --against: only section 5")
     args = parser.parse_args()
     rounds = 1 if args.quick else 3
     torch.set_grad_enabled(False)
     print(f"threads={torch.get_num_threads()}, torch {torch.__version__}")
-    cache_speedups(rounds, [64, 256] if args.quick else [64, 256, 512])
-    against_hf(rounds, 128 if args.quick else 256)
-    cache_memory()
-    tiny_batch_one(rounds, 256)
+    if not (args.against and args.only_against):
+        cache_speedups(rounds, [64, 256] if args.quick else [64, 256, 512])
+        against_hf(rounds, 128 if args.quick else 256)
+        cache_memory()
+        tiny_batch_one(rounds, 256)
+    if args.against:
+        quick = args.quick
+        against_revision(args.against, 3, 4, _QUICK_CASES if quick else _CASES)
 
 
 if __name__ == "__main__":

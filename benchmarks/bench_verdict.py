@@ -59,17 +59,14 @@ def _judge_student(notebooks: list[dict], base: Path, clean: bool,
     scratch.mkdir(parents=True)
     runtime.mkdir()
     start, own = time.monotonic(), time.process_time()
-    server = verdict.AnswerServer(sandbox_argv(scratch, runtime), timeout, 8192)
-    if not clean:  # the notebooks share the learner's process's namespaces
-        server.notebook = server.leave = lambda: None  # type: ignore[method-assign]
-    try:
+    with verdict.AnswerServer(sandbox_argv(scratch, runtime), timeout, 8192) as server:
+        if not clean:  # the notebooks share the learner's process's namespaces
+            server.notebook = server.leave = lambda: None  # type: ignore[method-assign]
         server.start()
         failed = [(v.grade_id, v.detail) for nb in notebooks for v in verdict.judge(nb, nb, server)
                   if not v.passed]
         assert server.proc is not None
         cpu = time.process_time() - own + _tree_cpu(server.proc.pid)
-    finally:
-        server.close()
     if clean and server.shared:
         raise SystemExit(f"the notebooks could not have namespaces of their own here: {server.shared}")
     return time.monotonic() - start, cpu, failed

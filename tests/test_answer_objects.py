@@ -1,14 +1,18 @@
-"""The learner's side of a grader's call that needs gradients (the instructors' page, grading):
-each call's backward pass is kept behind a ticket until the grader asks for it."""
+"""The learner's side of a grader's call (the instructors' page, grading): its arguments, walked
+by the wire's one walk on both sides, and a call that needs gradients, whose backward pass is
+kept behind a ticket until the grader asks for it."""
 
 from __future__ import annotations
 
+import functools
 import io
 
+import pytest
 import torch
 
 from tinyk.answer_objects import Objects, serve
-from tinyk.answer_wire import ARG
+from tinyk.answer_wire import ARG, CALLBACK, REF, rebuild
+from tinyk.remote import Remote, detached_args, request_args
 
 
 def _square(x: torch.Tensor) -> torch.Tensor:
@@ -41,3 +45,46 @@ def test_a_call_after_a_backward_pass_does_not_take_a_pending_ticket():
     assert _backward(objects, second) == 4.0
     assert _backward(objects, third) == 6.0
     assert len({first, second, third}) == 3 and objects.tickets == {}
+
+
+def test_one_walk_rebuilds_lists_tuples_and_dicts_and_hands_every_other_value_to_its_leaf():
+    """:func:`tinyk.answer_wire.rebuild`: each container of its own type, a dict's keys as they
+    are, a marker pair a leaf (never walked into), past 30 levels a ValueError."""
+    seen: list = []
+    value = [1, (2, {"k": [3]}), (ARG, 0), {"a": (REF, 5)}]
+    out = rebuild(value, lambda item: seen.append(item) or ("leaf", item))
+    assert seen == [1, 2, 3, (ARG, 0), (REF, 5)]
+    assert out == [("leaf", 1), (("leaf", 2), {"k": [("leaf", 3)]}), ("leaf", (ARG, 0)),
+                   {"a": ("leaf", (REF, 5))}]
+    assert type(out[1]) is tuple and type(out[1][1]) is dict and type(out[1][1]["k"]) is list
+    nested = functools.reduce(lambda inner, _: [inner], range(30), 0)  # 30 lists deep: still walked
+    assert rebuild(nested, lambda item: item + 1) == functools.reduce(lambda inner, _: [inner], range(30), 1)
+    with pytest.raises(ValueError, match="arguments nested more than 30 levels deep"):
+        rebuild([nested], lambda item: item)
+
+
+class _Server:
+    """What a Remote needs of its server, for arguments made ready to send and never sent."""
+
+    def __init__(self) -> None:
+        self.callbacks: list = []
+
+    def ask(self, request: tuple) -> None:
+        raise AssertionError(f"nothing is sent here: {request!r}")
+
+
+def test_the_graders_arguments_arrive_as_the_learners_objects_tensors_and_callbacks():
+    """The grader's side makes a call's arguments ready (a learner's object as a reference, a
+    tensor as its place, a test's function as a callback) and the learner's side puts them
+    back, each through the same walk."""
+    objects = Objects(io.BytesIO(), io.BytesIO())
+    number = objects.handle(_square)[1]
+    server, tensors = _Server(), []
+    x = torch.ones(2, requires_grad=True)
+    remote = Remote(server, number, "function", False, True, False)
+    sent = request_args({"f": remote, "xs": [x, 3], "cb": len}, tensors, server)
+    assert sent == {"f": (REF, number), "xs": [(ARG, 0), 3], "cb": (CALLBACK, 0)}
+    assert len(tensors) == 1 and tensors[0] is x and server.callbacks == [len]
+    back = objects.decode(detached_args(sent, tensors))
+    assert back["f"] is _square and back["xs"][1] == 3 and callable(back["cb"])
+    assert torch.equal(back["xs"][0], x.detach()) and not back["xs"][0].requires_grad

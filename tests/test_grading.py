@@ -416,7 +416,7 @@ def test_a_regrade_keeps_to_the_total_time_limit(assignment, tmp_path, monkeypat
     tests never ask for), under the per-cell timeout at each call: the regrade of that exercise
     ends at the student's total time limit (1 s here) and says so, where its four calls would
     otherwise have taken their 3 s each and passed."""
-    from tinyk.grading import answers_only
+    from tinyk.grading import scoring
     from tinyk.grading.regrade import REGRADED
 
     _, notebooks, release = assignment
@@ -437,7 +437,7 @@ def test_a_regrade_keeps_to_the_total_time_limit(assignment, tmp_path, monkeypat
     test = next(c for c in nb["cells"] if nbgrader(c).get("grade_id") == "b_test")
     test["source"] = source_text(test) + "\nfor _ in range(4):\n    assert shout('slow') == 'SLOW!'\n"
     source.write_text(json.dumps(nb))
-    monkeypatch.setattr(answers_only, "total_limit", lambda limits, notebooks: 1)
+    monkeypatch.setattr(scoring, "total_limit", lambda limits, notebooks: 1)
     grading.grade(tmp_path / "subs", out, [source], limits=limits, jobs=1, progress=False)
     row = _table(out)["stalls", "b_test"]
     assert row["points"] == "0" and row["detail"].endswith(REGRADED), row
@@ -998,9 +998,9 @@ def slow_batch(assignment, tmp_path_factory):
 def short_total(monkeypatch):
     """A student's total time limit of 5 s (the honest student's cells take a fraction of a
     second of it; the slow one's would take 3,000 s)."""
-    from tinyk.grading import answers_only
+    from tinyk.grading import scoring
 
-    monkeypatch.setattr(answers_only, "total_limit", lambda limits, notebooks: 5)
+    monkeypatch.setattr(scoring, "total_limit", lambda limits, notebooks: 5)
 
 
 PAST = "graded outside the notebook: answer: the submission ran past its total time limit"
@@ -1044,13 +1044,13 @@ def test_the_verdict_keeps_to_the_total_time_limit(assignment, tmp_path, monkeyp
     """An answer that stays under the per-cell timeout at each call: the verdict ends at the
     student's total time limit (1 s here) and says so, where each of the test's four calls
     would otherwise have taken its 3 s."""
-    from tinyk.grading import answers_only
+    from tinyk.grading import scoring
 
     _, notebooks, release = assignment
     slow = "import time\ndef double(x):\n    time.sleep(3)\n    return 2 * x"
     (tmp_path / "subs" / "stalls").mkdir(parents=True)
     (tmp_path / "subs" / "stalls" / "drill.ipynb").write_text(json.dumps(_answer(release, slow, SOLUTION_B)))
-    monkeypatch.setattr(answers_only, "total_limit", lambda limits, notebooks: 1)
+    monkeypatch.setattr(scoring, "total_limit", lambda limits, notebooks: 1)
     limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
     rows = {r.exercise: r for r in grading.grade(tmp_path / "subs", tmp_path / "grades.csv", notebooks,
                                                  limits=limits, jobs=1, progress=False)}

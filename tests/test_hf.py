@@ -37,6 +37,19 @@ def test_logits_and_loss_equal_hugging_face_llama(pair):
     assert count_parameters(model) == sum(p.numel() for p in hf.parameters())
 
 
+@pytest.mark.parametrize("keep", [0, 1, 3, torch.tensor([0, 5, 39]),
+                                  torch.tensor([[2, 7], [39, 0], [1, 1], [-1, 4]])],
+                         ids=["all", "last", "last-3", "same-positions", "row-by-row"])
+def test_logits_to_keep_keeps_the_positions_hugging_face_keeps(pair, keep):
+    """``logits_to_keep`` in each of Hugging Face's integer forms keeps the same logits."""
+    model, hf = pair
+    ids = torch.randint(0, 97, (4, 40), generator=torch.Generator().manual_seed(3))
+    ours = model(ids, logits_to_keep=keep).logits
+    theirs = hf(input_ids=ids, logits_to_keep=keep).logits
+    assert ours.shape == theirs.shape and ours.shape[0] == 4
+    assert (ours - theirs).abs().max() < 1e-5
+
+
 def test_padded_batch_equals_hugging_face_with_its_position_ids(pair):
     model, hf = pair
     ids = torch.randint(0, 97, (2, 16), generator=torch.Generator().manual_seed(2))

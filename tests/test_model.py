@@ -530,17 +530,44 @@ def test_left_padded_tokens_get_the_rope_angles_of_the_prompt_alone():
     assert torch.equal(seen["cos"][0, 3:], model.freqs_cos[:5])  # positions 0..4, not 3..7
 
 
-def test_logits_at_gives_one_row_per_batch_entry():
+def test_logits_to_keep_takes_hugging_faces_forms_and_positions_row_by_row():
+    """An int keeps the last k positions, a 1-D tensor the same positions in every row (Hugging
+    Face's two forms); a B×k tensor keeps each row's own (a right-padded row's last real token)."""
     model = Transformer(ModelConfig.tiny()).eval()
     ids = torch.tensor([[1, 2, 3, 4], [0, 0, 5, 6]])
     mask = torch.tensor([[1, 1, 1, 0], [0, 0, 1, 1]])
     full = model(ids, mask).logits  # B×T×V
-    picked = model(ids, mask, logits_at=torch.tensor([2, 3])).logits
-    assert picked.shape == (2, 1, 13)
-    assert torch.allclose(picked[:, 0], full[[0, 1], [2, 3]], atol=1e-6)
-    assert not torch.allclose(picked[:, 0], full[:, -1], atol=1e-3)  # not simply the last column
-    with pytest.raises(ValueError, match=r"logits_at.*\(2,\)"):
-        model(ids, mask, logits_at=torch.tensor([3]))
+    last_two = model(ids, mask, logits_to_keep=2).logits
+    assert last_two.shape == (2, 2, 13) and torch.allclose(last_two, full[:, -2:], atol=1e-6)
+    same = model(ids, mask, logits_to_keep=torch.tensor([0, 2])).logits
+    assert same.shape == (2, 2, 13) and torch.allclose(same, full[:, [0, 2]], atol=1e-6)
+    per_row = model(ids, mask, logits_to_keep=torch.tensor([[2], [3]])).logits
+    assert per_row.shape == (2, 1, 13)
+    assert torch.allclose(per_row[:, 0], full[[0, 1], [2, 3]], atol=1e-6)
+    assert not torch.allclose(per_row[:, 0], full[:, -1], atol=1e-3)  # not simply the last column
+    assert torch.allclose(model(ids, mask, logits_to_keep=0).logits, full, atol=0)
+    assert torch.allclose(model(ids, mask, labels=ids, logits_to_keep=torch.arange(4)).logits, full, atol=0)
+
+
+@pytest.mark.parametrize(("keep", "labels", "message"), [
+    (-1, False, r"logits_to_keep=-1: must be an int >= 0 \(the last k positions"),
+    (True, False, r"logits_to_keep=True: must be an int >= 0"),
+    (1.0, False, r"logits_to_keep=1\.0: must be an int >= 0"),
+    (torch.tensor([1.0]), False, r"logits_to_keep holds torch\.float32 values: positions must be integers"),
+    (torch.tensor([[3]]), False, r"logits_to_keep has shape \(1, 1\); expected \(k,\).*\(2, k\)"),
+    (torch.zeros(2, 1, 1, dtype=torch.long), False, r"logits_to_keep has shape \(2, 1, 1\)"),
+    (torch.tensor([[3], [4]]), False, r"positions in \[3, 4\]; the input has 4 positions, so each must be "
+                                      r"in -4\.\.3"),
+    (torch.tensor([-5]), False, r"positions in \[-5, -5\]"),
+    (1, True, r"labels need the logits of every position, in order: logits_to_keep=1 does not keep the 4 "
+              r"of them; use logits_to_keep=0"),
+    (torch.tensor([1, 0, 2, 3]), True, r"logits_to_keep=\[1, 0, 2, 3\] does not keep the 4"),
+])
+def test_logits_to_keep_refuses_what_is_none_of_its_forms(keep, labels, message):
+    model = Transformer(ModelConfig.tiny()).eval()
+    ids = torch.tensor([[1, 2, 3, 4], [0, 0, 5, 6]])
+    with pytest.raises(ValueError, match=message):
+        model(ids, labels=ids if labels else None, logits_to_keep=keep)
 
 
 def test_a_cache_is_anything_with_length_update_and_advance():

@@ -5,11 +5,12 @@ each importing the model and never the reverse:
 
 - :mod:`tinyk.generation`: generation with per-row stopping, padding and the KV cache;
 - :mod:`tinyk.upstream`: the upstream code's quirks, reproduced on purpose;
-- :mod:`tinyk.hf`, :mod:`tinyk.gguf`: Hugging Face conversion, GGUF loading (SmolLM2);
+- :mod:`tinyk.hf`, :mod:`tinyk.gguf`: Hugging Face conversion (with its half-split RoPE), GGUF
+  loading (SmolLM2);
 - :mod:`tinyk.onnx_export`: the decoder as an ONNX graph, for a page that runs it;
 - :mod:`tinyk.data`, :mod:`tinyk.training`, :mod:`tinyk.checks`: the 05.7 experiment;
-- :mod:`tinyk.tracing`, :mod:`tinyk.plotting`, :mod:`tinyk.widgets`, :mod:`tinyk.source`: for the
-  notebooks;
+- :mod:`tinyk.tracing` (shapes and parameter counts), :mod:`tinyk.plotting`, :mod:`tinyk.widgets`,
+  :mod:`tinyk.source`: for the notebooks;
 - :mod:`tinyk.parts`: the learner's own parts (05.2 to 05.6) checked and run in a model;
 - :mod:`tinyk.exercises`, :mod:`tinyk.grading`, :mod:`tinyk.course`: the course itself;
 - :mod:`tinyk.translations`, :mod:`tinyk.figure_text`: its Chinese edition, figures and printed
@@ -17,7 +18,13 @@ each importing the model and never the reverse:
 """
 
 from tinyk.generation import KVCache, expand_kv_heads, generate, kv_cache_bytes, last_valid_index
-from tinyk.hf import permute_adjacent_to_half, permute_half_to_adjacent
+from tinyk.hf import (
+    adjacent_to_half_order,
+    apply_rotary_emb_half,
+    permute_adjacent_to_half,
+    permute_half_to_adjacent,
+    rotate_half,
+)
 from tinyk.model import (
     MLP,
     Attention,
@@ -26,18 +33,13 @@ from tinyk.model import (
     ModelConfig,
     RMSNorm,
     Transformer,
-    adjacent_to_half_order,
     apply_rotary_emb,
-    apply_rotary_emb_half,
-    count_parameters,
-    count_parameters_naive,
-    parameter_budget,
     precompute_freqs_cis,
     repeat_kv,
     reshape_for_broadcast,
-    rotate_half,
     swiglu_hidden_dim,
 )
+from tinyk.tracing import count_parameters, count_parameters_naive, parameter_budget
 
 __version__ = "0.1.0"
 

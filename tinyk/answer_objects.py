@@ -14,7 +14,7 @@ from __future__ import annotations
 import pickle
 from typing import Any, BinaryIO
 
-from tinyk.answer_wire import ARG, CALLBACK, REF, error, read_frame, reply
+from tinyk.answer_wire import ARG, CALLBACK, REF, error, marked, read_frame, rebuild, reply
 
 __all__ = ["Objects", "serve"]
 
@@ -67,16 +67,15 @@ class Objects:
         return self.handle(value)
 
     def decode(self, value: Any) -> Any:
-        """A request's arguments, with the handles they name put back."""
-        if type(value) is tuple and len(value) == 2 and value[0] == REF:
-            return self.items[value[1]]
-        if type(value) is tuple and len(value) == 2 and value[0] == CALLBACK:
-            return self.callback(value[1])
-        if type(value) in (list, tuple):
-            return type(value)(self.decode(v) for v in value)
-        if type(value) is dict:
-            return {k: self.decode(v) for k, v in value.items()}
-        return value
+        """A request's arguments, with the handles and callbacks they name put back
+        (:func:`tinyk.answer_wire.rebuild`)."""
+
+        def leaf(item: Any) -> Any:
+            if marked(item, REF):
+                return self.items[item[1]]
+            return self.callback(item[1]) if marked(item, CALLBACK) else item
+
+        return rebuild(value, leaf)
 
     def callback(self, number: int) -> Any:
         """A function that asks the grader to run its function ``number`` on these arguments,
@@ -112,14 +111,8 @@ def _call(objects: Objects, request: tuple) -> tuple:
         return ("ok", objects.encode(target(*args, **kwargs)))
     tensors = [t.detach().clone().requires_grad_(needs) for t, needs in grad]
 
-    def put(value: Any) -> Any:
-        if type(value) is tuple and len(value) == 2 and value[0] == ARG:
-            return tensors[value[1]]
-        if type(value) in (list, tuple):
-            return type(value)(put(v) for v in value)
-        if type(value) is dict:
-            return {k: put(v) for k, v in value.items()}
-        return value
+    def put(value: Any) -> Any:  # the tensors that need their gradients, in their places
+        return rebuild(value, lambda item: tensors[item[1]] if marked(item, ARG) else item)
 
     result = target(*put(args), **put(kwargs))
     if type(result) is not torch.Tensor:

@@ -61,6 +61,14 @@ class AnswerServer:
         self.total: float | None = None  # the seconds limit_total gave (None: no total limit)
         self.spent = 0.0  # the seconds spent waiting for the learner's replies since limit_total
 
+    def __enter__(self) -> AnswerServer:
+        """``with AnswerServer(...) as server``: the learner's process, started at the first
+        request (or by :meth:`start`), is ended on the way out, whatever happened (:meth:`close`)."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def limit_total(self, seconds: float) -> None:
         """From now on, ``seconds`` in all spent waiting for the learner's replies (the
         submission's total time limit); past them, a request fails with that reason (each reply

@@ -2,7 +2,9 @@
 
 Frames on both pipes: an 8-byte length, then the payload. Requests are pickles (they come
 from the grader); replies are ``torch.save`` payloads (read back with ``weights_only``), made
-by :func:`reply`. The markers below tag what a request's arguments hold. Used on both sides:
+by :func:`reply`. The markers below tag what a request's arguments hold, and :func:`rebuild`
+is the one walk over those arguments, on both sides (made ready to send, put back on
+arrival). Used on both sides:
 :mod:`tinyk.answers` (the learner's process) and :mod:`tinyk.answer_server`,
 :mod:`tinyk.remote` (the grader's).
 
@@ -22,16 +24,40 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
-__all__ = ["ARG", "CALLBACK", "DEPTH_LIMIT", "FRAME_LIMIT", "ITEM_LIMIT", "PICKLE_LIMIT", "REF",
-           "TENSOR_LIMIT", "TooLarge", "check_reply", "error", "load_reply", "read_frame", "reply",
-           "write_frame"]
+__all__ = ["ARGS_DEPTH", "ARG", "CALLBACK", "DEPTH_LIMIT", "FRAME_LIMIT", "ITEM_LIMIT", "PICKLE_LIMIT",
+           "REF", "TENSOR_LIMIT", "TooLarge", "check_reply", "error", "load_reply", "marked", "read_frame",
+           "rebuild", "reply", "write_frame"]
 
 REF = "\x00ref"  # a request's reference to a handle: (REF, id)
 ARG = "\x00arg"  # a tensor argument that needs its gradient: (ARG, index)
 CALLBACK = "\x00cb"  # a function of the test's, which runs on the grader's side: (CALLBACK, id)
+ARGS_DEPTH = 30  # lists, tuples and dicts inside one another in a request's arguments
+_MARKERS = frozenset({REF, ARG, CALLBACK})
+
+
+def marked(value: Any, tag: str) -> bool:
+    """Whether ``value`` is a marker pair ``(tag, n)`` (``tag``: :data:`REF`, :data:`ARG` or
+    :data:`CALLBACK`)."""
+    return type(value) is tuple and len(value) == 2 and type(value[0]) is str and value[0] == tag
+
+
+def rebuild(value: Any, leaf: Callable[[Any], Any], depth: int = 0) -> Any:
+    """``value`` with its lists, tuples and dicts rebuilt, each of its own type (a dict's keys
+    as they are), and every other value, a marker pair included, replaced by ``leaf(value)``:
+    the one walk over a request's arguments, whichever way they go (:mod:`tinyk.remote`
+    makes them ready to send, :mod:`tinyk.answer_objects` puts the learner's objects and the
+    tensors back). ``ValueError`` past :data:`ARGS_DEPTH` levels."""
+    if depth > ARGS_DEPTH:
+        raise ValueError(f"arguments nested more than {ARGS_DEPTH} levels deep")
+    is_marker = type(value) is tuple and len(value) == 2 and type(value[0]) is str and value[0] in _MARKERS
+    if type(value) in (list, tuple) and not is_marker:
+        return type(value)(rebuild(v, leaf, depth + 1) for v in value)
+    if type(value) is dict:
+        return {k: rebuild(v, leaf, depth + 1) for k, v in value.items()}
+    return leaf(value)
 
 
 # The bounds on one reply of the learner's process, each ten times or more the course's largest

@@ -1,10 +1,13 @@
-"""The rules a :class:`~tinyk.model.ModelConfig` must satisfy (course section 05.1).
+"""The rules a :class:`~tinyk.model.ModelConfig` must satisfy (course section 05.1), and those
+of the model's ``logits_to_keep`` (05.6).
 
 :func:`check_config` checks every size once, when a config is made; a rule that fails raises
 ``ValueError`` (``TypeError`` for a size that is not an int) naming the field, its value, the
 rule and what to change. :func:`refuse_changes` makes assigning or deleting a field of the
 frozen config say how to build a changed one instead. The model file keeps only the config
-itself, so the learner meets RMSNorm right after it.
+itself, so the learner meets RMSNorm right after it. :func:`check_logits_to_keep` refuses a
+``logits_to_keep`` of none of its forms (:meth:`tinyk.model.Transformer.kept_positions`), and
+:func:`keeps_every_position` says whether labels can be scored with it.
 """
 
 from __future__ import annotations
@@ -12,9 +15,12 @@ from __future__ import annotations
 from dataclasses import FrozenInstanceError
 from typing import Any
 
+import torch
+from torch import Tensor
+
 from tinyk.package_catalogue import say
 
-__all__ = ["check_config", "refuse_changes"]
+__all__ = ["check_config", "check_logits_to_keep", "keeps_every_position", "refuse_changes"]
 
 
 def _check_positive_int(name: str, value: object) -> None:
@@ -83,3 +89,36 @@ def check_config(config: Any) -> None:
                              vocab_size=config.vocab_size))
     if not isinstance(config.rope_theta, (int, float)) or not config.rope_theta > 1:
         raise ValueError(say("ModelConfig.rope_theta={value!r}: must be > 1", value=config.rope_theta))
+
+
+def check_logits_to_keep(logits_to_keep: int | Tensor, B: int, T: int, check_range: bool = True) -> None:
+    """Refuse a ``logits_to_keep`` of none of its forms
+    (:meth:`tinyk.model.Transformer.kept_positions`) for ``B`` rows of ``T`` positions, naming
+    the value and the rule. ``check_range``: read the positions back to check that each is
+    in ``-T..T-1`` (a host sync, skipped with ``check_ids=False``)."""
+    keep = logits_to_keep
+    if not isinstance(keep, Tensor):
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+            raise ValueError(say("logits_to_keep={value!r}: must be an int >= 0 (the last k positions, 0 "
+                                 "for all) or a tensor of positions", value=keep))
+        return
+    if keep.dtype not in (torch.int64, torch.int32):
+        raise ValueError(say("logits_to_keep holds {dtype} values: positions must be integers",
+                             dtype=keep.dtype))
+    if keep.ndim not in (1, 2) or (keep.ndim == 2 and keep.shape[0] != B):
+        raise ValueError(say("logits_to_keep has shape {shape}; expected (k,), the same positions for "
+                             "every row, or ({B}, k), positions row by row", shape=tuple(keep.shape), B=B))
+    if check_range and keep.numel():
+        lo, hi = (int(v) for v in torch.aminmax(keep))
+        if lo < -T or hi >= T:
+            raise ValueError(say("logits_to_keep holds positions in [{lo}, {hi}]; the input has {T} "
+                                 "positions, so each must be in -{T}..{last}", lo=lo, hi=hi, T=T,
+                                 last=T - 1))
+
+
+def keeps_every_position(logits_to_keep: int | Tensor, T: int) -> bool:
+    """Whether ``logits_to_keep`` keeps all ``T`` positions, in order (what labels need)."""
+    if not isinstance(logits_to_keep, Tensor):
+        return logits_to_keep == 0 or logits_to_keep >= T
+    every = torch.arange(T, device=logits_to_keep.device)
+    return logits_to_keep.shape[-1] == T and bool(((logits_to_keep % T) == every).all())

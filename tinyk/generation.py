@@ -208,8 +208,8 @@ def prefill(model: Transformer, input_ids: Tensor, mask: Tensor | None,
         input_ids, mask = input_ids[:, window], None if mask is None else mask[:, window]
     if mask is None:
         return model(input_ids, cache=cache, logits_to_keep=1, check_ids=False).logits[:, -1]
-    return model(input_ids, mask, cache=cache, logits_at=last_valid_index(mask),
-                 check_ids=False).logits[:, -1]
+    last = last_valid_index(mask)[:, None]  # B×1: each row's last real token, wherever its padding is
+    return model(input_ids, mask, cache=cache, logits_to_keep=last, check_ids=False).logits[:, -1]
 
 
 def _check_arguments(config: ModelConfig, prompt_len: int, max_new_tokens: int,

@@ -3,8 +3,10 @@
 The two differ in names and in one real way: Hugging Face's RoPE pairs coordinate ``i``
 with ``i + d_h/2`` (``rotate_half``), ``tinyk`` pairs adjacent coordinates. The rows of
 ``wq`` and ``wk`` are permuted on the way (per head; ``wk`` has ``H_kv`` heads), so the two
-models compute the same function. ``transformers`` is an optional dependency, imported
-only here.
+models compute the same function. :func:`apply_rotary_emb_half` is that other RoPE, with
+:func:`rotate_half` and :func:`adjacent_to_half_order`, for 05.3 to set beside the model's
+adjacent one (:func:`tinyk.model.apply_rotary_emb`). ``transformers`` is an optional
+dependency, imported only here.
 """
 
 from __future__ import annotations
@@ -14,13 +16,43 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from tinyk.model import ModelConfig, Transformer
+from tinyk.model import ModelConfig, Transformer, reshape_for_broadcast
 
 if TYPE_CHECKING:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-__all__ = ["from_hf", "from_hf_config", "permute_adjacent_to_half", "permute_half_to_adjacent", "to_hf",
-           "to_hf_config"]
+__all__ = ["adjacent_to_half_order", "apply_rotary_emb_half", "from_hf", "from_hf_config",
+           "permute_adjacent_to_half", "permute_half_to_adjacent", "rotate_half", "to_hf", "to_hf_config"]
+
+
+def rotate_half(x: Tensor) -> Tensor:
+    """``(x1, x2) -> (-x2, x1)`` for the two halves of the last axis (Hugging Face's RoPE)."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary_emb_half(xq: Tensor, xk: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
+    """RoPE in the half-split convention: coordinate ``i`` pairs with ``i + d_h/2`` (05.3).
+
+    Same tables and shapes as :func:`apply_rotary_emb`. Applied to vectors permuted by
+    :func:`adjacent_to_half_order`, it gives the adjacent convention's result, permuted.
+    """
+    def rotate(x: Tensor) -> Tensor:
+        half = x[..., : x.shape[-1] // 2]  # B×T×H×d_h/2, only for its shape
+        c, s = reshape_for_broadcast(cos, half), reshape_for_broadcast(sin, half)
+        c, s = torch.cat((c, c), dim=-1), torch.cat((s, s), dim=-1)  # angle of i and i + d_h/2
+        return x * c + rotate_half(x) * s
+
+    return rotate(xq).type_as(xq), rotate(xk).type_as(xk)
+
+
+def adjacent_to_half_order(head_dim: int) -> Tensor:
+    """Index order taking a head from adjacent pairs to half-split: ``[0, 2, 4, …, 1, 3, 5, …]``.
+
+    ``x_half = x_adjacent[..., adjacent_to_half_order(d_h)]``: the first coordinate of
+    every pair goes to the first half, the second to the second half.
+    """
+    return torch.cat((torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)))
 
 
 def permute_adjacent_to_half(w: Tensor, n_heads: int) -> Tensor:
@@ -80,6 +112,19 @@ def _import_transformers():  # returns the transformers module
     return transformers
 
 
+# The sizes both configs hold, under their two names (ModelConfig's, LlamaConfig's): one table
+# for the conversion both ways.
+_SAME_SIZES = (
+    ("vocab_size", "vocab_size"),
+    ("dim", "hidden_size"),
+    ("n_layers", "num_hidden_layers"),
+    ("n_heads", "num_attention_heads"),
+    ("n_kv_heads", "num_key_value_heads"),
+    ("max_seq_len", "max_position_embeddings"),
+    ("norm_eps", "rms_norm_eps"),
+)
+
+
 def to_hf_config(config: ModelConfig) -> LlamaConfig:
     """A ``LlamaConfig`` for the same sizes; eps and weight tying set explicitly.
 
@@ -88,15 +133,9 @@ def to_hf_config(config: ModelConfig) -> LlamaConfig:
     """
     transformers = _import_transformers()
     return transformers.LlamaConfig(
-        vocab_size=config.vocab_size,
-        hidden_size=config.dim,
+        **{theirs: getattr(config, ours) for ours, theirs in _SAME_SIZES},
         intermediate_size=config.mlp_hidden_dim,
-        num_hidden_layers=config.n_layers,
-        num_attention_heads=config.n_heads,
-        num_key_value_heads=config.n_kv_heads,
         head_dim=config.head_dim,
-        max_position_embeddings=config.max_seq_len,
-        rms_norm_eps=config.norm_eps,
         rope_theta=config.rope_theta,
         tie_word_embeddings=True,
         attention_bias=False,
@@ -125,14 +164,8 @@ def from_hf_config(hf_config: LlamaConfig) -> ModelConfig:
     theta = rope.get("rope_theta", getattr(hf_config, "rope_theta", 10000.0))
     pad = hf_config.pad_token_id if hf_config.pad_token_id is not None else 0
     return ModelConfig(
-        dim=hf_config.hidden_size,
-        n_layers=hf_config.num_hidden_layers,
-        n_heads=hf_config.num_attention_heads,
-        n_kv_heads=hf_config.num_key_value_heads,
-        vocab_size=hf_config.vocab_size,
+        **{ours: getattr(hf_config, theirs) for ours, theirs in _SAME_SIZES},
         hidden_dim=hf_config.intermediate_size,
-        norm_eps=hf_config.rms_norm_eps,
-        max_seq_len=hf_config.max_position_embeddings,
         dropout=float(hf_config.attention_dropout),
         pad_token_id=pad,
         rope_theta=float(theta),

@@ -3,8 +3,9 @@
 Sections: 05.1 config, 05.2 RMSNorm, 05.3 RoPE, 05.4 ``repeat_kv`` and attention,
 05.5 SwiGLU and the decoder layer, 05.6 the transformer and its tied vocabulary head.
 Generation and the KV cache (``tinyk.generation``), the upstream's quirks
-(``tinyk.upstream``) and conversions (``tinyk.hf``) live beside this file and import it;
-this file imports none of them. What the model needs from a cache is written here, as
+(``tinyk.upstream``) and conversions (``tinyk.hf``, with Hugging Face's half-split RoPE)
+live beside this file and import it; this file imports none of them, nor the course's
+parameter counts (``tinyk.tracing``). What the model needs from a cache is written here, as
 :class:`KVCacheProtocol`.
 
 Shape legend, used in every comment below:
@@ -30,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tinyk.config_rules import check_config, refuse_changes
+from tinyk.config_rules import check_config, check_logits_to_keep, keeps_every_position, refuse_changes
 from tinyk.package_catalogue import say
 
 __all__ = [
@@ -40,9 +41,6 @@ __all__ = [
     "precompute_freqs_cis",
     "reshape_for_broadcast",
     "apply_rotary_emb",
-    "rotate_half",
-    "apply_rotary_emb_half",
-    "adjacent_to_half_order",
     "repeat_kv",
     "Attention",
     "MLP",
@@ -50,9 +48,6 @@ __all__ = [
     "Transformer",
     "CausalLMOutput",
     "swiglu_hidden_dim",
-    "count_parameters",
-    "count_parameters_naive",
-    "parameter_budget",
     "causal_triangle",
     "padding_to_attention",
     "valid_tokens",
@@ -239,36 +234,6 @@ def apply_rotary_emb(xq: Tensor, xk: Tensor, cos: Tensor, sin: Tensor) -> tuple[
     """
     return (_rotate_adjacent(xq, cos, sin).type_as(xq),
             _rotate_adjacent(xk, cos, sin).type_as(xk))
-
-
-def rotate_half(x: Tensor) -> Tensor:
-    """``(x1, x2) -> (-x2, x1)`` for the two halves of the last axis (Hugging Face's RoPE)."""
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
-
-
-def apply_rotary_emb_half(xq: Tensor, xk: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
-    """RoPE in the half-split convention: coordinate ``i`` pairs with ``i + d_h/2`` (05.3).
-
-    Same tables and shapes as :func:`apply_rotary_emb`. Applied to vectors permuted by
-    :func:`adjacent_to_half_order`, it gives the adjacent convention's result, permuted.
-    """
-    def rotate(x: Tensor) -> Tensor:
-        half = x[..., : x.shape[-1] // 2]  # B×T×H×d_h/2, only for its shape
-        c, s = reshape_for_broadcast(cos, half), reshape_for_broadcast(sin, half)
-        c, s = torch.cat((c, c), dim=-1), torch.cat((s, s), dim=-1)  # angle of i and i + d_h/2
-        return x * c + rotate_half(x) * s
-
-    return rotate(xq).type_as(xq), rotate(xk).type_as(xk)
-
-
-def adjacent_to_half_order(head_dim: int) -> Tensor:
-    """Index order taking a head from adjacent pairs to half-split: ``[0, 2, 4, …, 1, 3, 5, …]``.
-
-    ``x_half = x_adjacent[..., adjacent_to_half_order(d_h)]``: the first coordinate of
-    every pair goes to the first half, the second to the second half.
-    """
-    return torch.cat((torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)))
 
 
 # ---------------------------------------------------------------------------
@@ -616,8 +581,7 @@ class Transformer(nn.Module):
         labels: Tensor | None = None,
         *,
         cache: KVCacheProtocol | None = None,
-        logits_to_keep: int = 0,
-        logits_at: Tensor | None = None,
+        logits_to_keep: int | Tensor = 0,
         check_ids: bool = True,
     ) -> CausalLMOutput:
         """Logits for every position, and the loss when ``labels`` are given.
@@ -630,13 +594,14 @@ class Transformer(nn.Module):
         ``labels[:, t+1]``), ``-100`` = not counted; the loss is the mean over counted
         tokens, and ``0.0`` (not 0/0) when nothing is counted.
         ``cache``: a :class:`KVCacheProtocol` (``tinyk.generation.KVCache``); this call's
-        tokens are appended at ``cache.length``. ``logits_to_keep``: if ``k > 0``, only the
-        last ``k`` positions' logits are computed. ``logits_at``: ``B`` indices, one position
-        per row (e.g. each row's last real token): only those logits, ``B×1×V``.
+        tokens are appended at ``cache.length``. ``logits_to_keep``: which positions' logits
+        are computed (:meth:`kept_positions`), in Hugging Face's forms: an int ``k > 0``, the
+        last ``k``; a 1-D tensor of positions, those in every row; a ``B×k`` tensor, each
+        row's own (e.g. each row's last real token, ``B×1``); ``0``, every position.
         ``check_ids=False`` skips :func:`check_token_ids` (a host sync), for callers that
         checked the ids already, like ``generate`` feeding back tokens it sampled.
         """
-        self._check_inputs(input_ids, labels, cache, logits_to_keep, logits_at, check_ids)
+        self._check_inputs(input_ids, labels, cache, logits_to_keep, check_ids)
         B, T = input_ids.shape
         start_pos = cache.length if cache is not None else 0
         cos, sin, mask = self.rope_and_mask(attention_mask, B, start_pos, T, input_ids.device)
@@ -645,7 +610,7 @@ class Transformer(nn.Module):
             h = layer(h, cos, sin, mask, cache)  # B×T×d
         if cache is not None:
             cache.advance(T)
-        logits = self.output(self.norm(self.kept_positions(h, logits_to_keep, logits_at)))  # B×T×V (or B×k×V)
+        logits = self.output(self.norm(self.kept_positions(h, logits_to_keep)))  # B×T×V (or B×k×V)
         loss = None if labels is None else self.shifted_loss(logits, labels)
         return CausalLMOutput(logits=logits, loss=loss)
 
@@ -664,16 +629,23 @@ class Transformer(nn.Module):
         return cos, sin, mask
 
     @staticmethod
-    def kept_positions(h: Tensor, logits_to_keep: int, logits_at: Tensor | None) -> Tensor:
-        """The positions whose logits are wanted: all, the last ``k``, or one per row."""
-        if logits_at is not None:
-            return h[torch.arange(h.shape[0], device=h.device), logits_at][:, None]  # B×1×d
+    def kept_positions(h: Tensor, logits_to_keep: int | Tensor) -> Tensor:
+        """The positions whose logits are wanted, ``logits_to_keep`` as Hugging Face's: an int
+        ``k``, the last ``k`` (``0``: all); a 1-D tensor, those positions of every row; a
+        ``B×k`` tensor, row ``b``'s positions ``logits_to_keep[b]`` (generation keeps each
+        row's last real token, wherever the padding puts it). Hugging Face's boolean mask
+        form is not one of them (:func:`~tinyk.config_rules.check_logits_to_keep`)."""
+        if isinstance(logits_to_keep, Tensor):
+            if logits_to_keep.ndim == 2:  # B×k: each row its own positions
+                rows = torch.arange(h.shape[0], device=h.device)[:, None]  # B×1
+                return h[rows, logits_to_keep]  # B×k×d
+            return h[:, logits_to_keep]  # B×k×d: the same positions in every row
         if logits_to_keep > 0:
             return h[:, -logits_to_keep:]  # B×k×d
         return h  # B×T×d
 
     def _check_inputs(self, input_ids: Tensor, labels: Tensor | None, cache: KVCacheProtocol | None,
-                      logits_to_keep: int, logits_at: Tensor | None, check_ids: bool) -> None:
+                      logits_to_keep: int | Tensor, check_ids: bool) -> None:
         if input_ids.ndim != 2 or input_ids.dtype not in (torch.int64, torch.int32):
             raise ValueError(say("input_ids must be a B×T tensor of integer ids, got shape {shape} and dtype "
                                  "{dtype}", shape=tuple(input_ids.shape), dtype=input_ids.dtype))
@@ -686,17 +658,17 @@ class Transformer(nn.Module):
                 "{total} tokens ({cached} cached + {T} new) exceed max_seq_len={limit}; crop the input "
                 "(generate() does this without a cache) or build the model with a larger max_seq_len",
                 total=start_pos + T, cached=start_pos, T=T, limit=self.config.max_seq_len))
-        if logits_at is not None and logits_at.shape != (B,):
-            raise ValueError(say("logits_at has shape {shape}; expected ({B},): one position per row",
-                                 shape=tuple(logits_at.shape), B=B))
+        check_logits_to_keep(logits_to_keep, B, T, check_ids)
         if labels is not None:
             if labels.shape != input_ids.shape:
                 raise ValueError(say("labels has shape {shape}; expected the shape of input_ids, {expected} "
                                      "(unshifted)", shape=tuple(labels.shape),
                                      expected=tuple(input_ids.shape)))
-            if (logits_at is not None and T > 1) or 0 < logits_to_keep < T:
-                raise ValueError(say("labels need logits at every position: use logits_to_keep=0 and "
-                                     "logits_at=None"))
+            if not keeps_every_position(logits_to_keep, T):
+                shown = logits_to_keep.tolist() if isinstance(logits_to_keep, Tensor) else logits_to_keep
+                raise ValueError(say("labels need the logits of every position, in order: logits_to_keep="
+                                     "{value} does not keep the {T} of them; use logits_to_keep=0",
+                                     value=shown, T=T))
         if check_ids:
             check_token_ids(input_ids, self.config.vocab_size)
 
@@ -725,30 +697,3 @@ def causal_lm_loss(logits: Tensor, labels: Tensor, ignore_index: int = -100) -> 
                             ignore_index=ignore_index, reduction="sum")
     counted = (shifted != ignore_index).sum()
     return total / counted.clamp(min=1)  # no 0/0: an empty batch contributes 0
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Unique parameters: a tied matrix is counted once (course section 05.6)."""
-    return sum(p.numel() for p in model.parameters())  # parameters() skips repeats
-
-
-def count_parameters_naive(model: nn.Module) -> int:
-    """Every parameter *name*: the tied embedding/head matrix is counted twice."""
-    return sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False))
-
-
-def parameter_budget(config: ModelConfig) -> dict[str, int]:
-    """Parameter counts of a config, computed from the formulas without building it.
-
-    Keys: ``embedding`` (``V·d``, shared with the head), ``attention`` (per layer:
-    ``2·d·H_q·d_h + 2·d·H_kv·d_h``), ``mlp`` (per layer: ``3·d·m``), ``norms`` (all
-    layers plus the final one), ``total`` (unique) and ``naive`` (head counted again).
-    """
-    d, d_h = config.dim, config.head_dim
-    attention = 2 * d * config.n_heads * d_h + 2 * d * config.n_kv_heads * d_h
-    mlp = 3 * d * config.mlp_hidden_dim
-    norms = (2 * config.n_layers + 1) * d
-    embedding = config.vocab_size * d
-    total = embedding + config.n_layers * (attention + mlp) + norms
-    return {"embedding": embedding, "attention": attention, "mlp": mlp, "norms": norms,
-            "total": total, "naive": total + embedding}

@@ -262,7 +262,7 @@ class DecoderForExport(nn.Module):
             for layer in model.layers:
                 h = layer(h, cos, sin, mask, cache)  # B×T×d
                 stream.append(h)
-        logits = model.output(model.norm(model.kept_positions(h, self.logits_to_keep, None)))  # B×T×V
+        logits = model.output(model.norm(model.kept_positions(h, self.logits_to_keep)))  # B×T×V
         attention = torch.stack([weights[i] for i in self.attention_layers])  # N×B×H_q×T×T_k
         positions = model.token_positions(valid)[:, start_pos:]  # B×T
         angles = torch.atan2(sin, cos)  # B×T×d_h/2, in (-π, π]

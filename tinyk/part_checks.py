@@ -17,11 +17,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from tinyk.hf import apply_rotary_emb_half
 from tinyk.model import (
     MLP,
     RMSNorm,
     apply_rotary_emb,
-    apply_rotary_emb_half,
     causal_lm_loss,
     causal_triangle,
     padding_to_attention,

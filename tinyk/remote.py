@@ -167,37 +167,30 @@ def _transport(fn: Any, *args: Any) -> Any:
     return trusted(fn)(*args)
 
 
-def request_args(value: Any, tensors: list, server: Server, depth: int = 0) -> Any:
-    """``value`` ready to send: handles as references, tensors (appended to ``tensors``) as
-    their places, a module by value, any other function of the test's as a callback of
-    ``server``'s that runs on this side."""
-    if depth > 30:
-        raise ValueError("arguments nested more than 30 levels deep")
-    if isinstance(value, Remote):
-        return (answer_wire.REF, handle(value)[1])
-    if type(value) is torch.Tensor or isinstance(value, torch.nn.Parameter):
-        tensors.append(value)
-        return (answer_wire.ARG, len(tensors) - 1)
-    if type(value) in (list, tuple):
-        return type(value)(request_args(v, tensors, server, depth + 1) for v in value)
-    if type(value) is dict:
-        return {k: request_args(v, tensors, server, depth + 1) for k, v in value.items()}
-    if callable(value) and not isinstance(value, type | torch.nn.Module):
-        server.callbacks.append(value)
-        return (answer_wire.CALLBACK, len(server.callbacks) - 1)
-    return value
+def request_args(value: Any, tensors: list, server: Server) -> Any:
+    """``value`` ready to send (:func:`tinyk.answer_wire.rebuild`): handles as references,
+    tensors (appended to ``tensors``) as their places, a module by value, any other function
+    of the test's as a callback of ``server``'s that runs on this side."""
+
+    def leaf(item: Any) -> Any:
+        if isinstance(item, Remote):
+            return (answer_wire.REF, handle(item)[1])
+        if type(item) is torch.Tensor or isinstance(item, torch.nn.Parameter):
+            tensors.append(item)
+            return (answer_wire.ARG, len(tensors) - 1)
+        if callable(item) and not isinstance(item, type | torch.nn.Module):
+            server.callbacks.append(item)
+            return (answer_wire.CALLBACK, len(server.callbacks) - 1)
+        return item
+
+    return answer_wire.rebuild(value, leaf)
 
 
 def detached_args(value: Any, tensors: list) -> Any:
     """:func:`request_args`' ``value`` with its tensors put back in place, detached (a call that
     needs no gradient sends them as they are)."""
-    if type(value) is tuple and len(value) == 2 and value[0] == answer_wire.ARG:
-        return tensors[value[1]].detach()
-    if type(value) in (list, tuple):
-        return type(value)(detached_args(v, tensors) for v in value)
-    if type(value) is dict:
-        return {k: detached_args(v, tensors) for k, v in value.items()}
-    return value
+    return answer_wire.rebuild(value, lambda item: tensors[item[1]].detach()
+                               if answer_wire.marked(item, answer_wire.ARG) else item)
 
 
 class _RemoteCall(torch.autograd.Function):

@@ -1,4 +1,7 @@
-"""Trace every module's input and output shapes during a real forward pass (section 05.1)."""
+"""A model's sizes as the course reads them (sections 05.1 and 05.6): every module's input and
+output shapes during a real forward pass (:func:`trace_shapes`), and its parameters, counted
+on the built model (:func:`count_parameters`, :func:`count_parameters_naive`) or from the
+config's formulas without building it (:func:`parameter_budget`)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-__all__ = ["ShapeRecord", "trace_shapes", "format_trace"]
+from tinyk.model import ModelConfig
+
+__all__ = ["ShapeRecord", "count_parameters", "count_parameters_naive", "format_trace", "parameter_budget",
+           "trace_shapes"]
 
 
 @dataclass
@@ -67,3 +73,30 @@ def format_trace(records: list[ShapeRecord]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
                      for row in rows)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Unique parameters: a tied matrix is counted once (course section 05.6)."""
+    return sum(p.numel() for p in model.parameters())  # parameters() skips repeats
+
+
+def count_parameters_naive(model: nn.Module) -> int:
+    """Every parameter *name*: the tied embedding/head matrix is counted twice."""
+    return sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False))
+
+
+def parameter_budget(config: ModelConfig) -> dict[str, int]:
+    """Parameter counts of a config, computed from the formulas without building it.
+
+    Keys: ``embedding`` (``V·d``, shared with the head), ``attention`` (per layer:
+    ``2·d·H_q·d_h + 2·d·H_kv·d_h``), ``mlp`` (per layer: ``3·d·m``), ``norms`` (all
+    layers plus the final one), ``total`` (unique) and ``naive`` (head counted again).
+    """
+    d, d_h = config.dim, config.head_dim
+    attention = 2 * d * config.n_heads * d_h + 2 * d * config.n_kv_heads * d_h
+    mlp = 3 * d * config.mlp_hidden_dim
+    norms = (2 * config.n_layers + 1) * d
+    embedding = config.vocab_size * d
+    total = embedding + config.n_layers * (attention + mlp) + norms
+    return {"embedding": embedding, "attention": attention, "mlp": mlp, "norms": norms,
+            "total": total, "naive": total + embedding}

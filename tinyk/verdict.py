@@ -349,13 +349,10 @@ def main(argv: list[str] | None = None) -> int:
     job = json.loads(Path((argv or sys.argv[1:])[0]).read_text())
     torch.set_num_threads(1)
     started = time.monotonic()
-    server = AnswerServer(job.get("prefix", []), float(job.get("timeout", 60)), job.get("memory_mb"))
-    try:
+    with AnswerServer(job.get("prefix", []), float(job.get("timeout", 60)), job.get("memory_mb")) as server:
         results = [[asdict(v) for v in judge(json.loads(Path(source).read_text()),
                                              json.loads(Path(submitted).read_text()), server)]
                    for source, submitted in job["notebooks"]]
-    finally:
-        server.close()
     print(json.dumps({"notebooks": results, "seconds": round(time.monotonic() - started, 2)}))
     return 0
 

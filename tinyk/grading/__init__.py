@@ -33,7 +33,7 @@ The package, one job a module: :mod:`~tinyk.grading.chapter` (the notebooks grad
 :mod:`~tinyk.grading.sandbox` (bubblewrap), :mod:`~tinyk.grading.runner` (the limits, nbgrader
 as a subprocess), :mod:`~tinyk.grading.submission` (a submission restored from the release and
 checked), :mod:`~tinyk.grading.rules` (statuses, points, rows), :mod:`~tinyk.grading.scoring`
-(the learner's process's command line), :mod:`~tinyk.grading.answers_only` (one student's
+(the learner's process's life: started, bounded, ended), :mod:`~tinyk.grading.answers_only` (one student's
 verdict and rows), :mod:`~tinyk.grading.regrade` (the exercises whose test changed),
 :mod:`~tinyk.grading.batch` (a class, shards, resume), :mod:`~tinyk.grading.shown_outputs`
 (the outputs the feedback shows), :mod:`~tinyk.grading.student_feedback` and

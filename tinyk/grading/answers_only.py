@@ -20,7 +20,6 @@ included, run in the grader's process. No notebook runs in nbgrader's kernels (`
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,9 +27,8 @@ from typing import TYPE_CHECKING
 from tinyk.gradebook_schema import Row, Status
 from tinyk.grading.chapter import Notebook
 from tinyk.grading.rules import Finding
-from tinyk.grading.runner import Limits, total_limit
-from tinyk.grading.sandbox import Sandbox
-from tinyk.grading.scoring import answers_prefix, say_shared
+from tinyk.grading.runner import Limits
+from tinyk.grading.scoring import learner_process
 from tinyk.grading.submission import checked, for_grading, submission_files
 from tinyk.mistakes import note
 
@@ -71,20 +69,12 @@ def judge_submission(entry: Path, notebooks: list[Notebook], released: dict[str,
     found: dict[tuple[str, str], Verdict] = {}
     if not graded:
         return flags, found
-    with tempfile.TemporaryDirectory(prefix="tinyk-answers-") as tmp:
-        sandbox = Sandbox.create(Path(tmp), limits.threads, memory_mb=limits.memory_mb) if sandboxed else None
-        server = verdict.AnswerServer(answers_prefix(sandbox, limits), limits.cell_timeout, limits.memory_mb)
-        try:
-            server.start()
-            server.limit_total(total_limit(limits, len(graded)))
-            for nb, restored, ids in graded:
-                source = json.loads(nb.path.read_text(encoding="utf-8"))
-                shown: list | None = None if outputs is None else outputs.setdefault(nb.name, [])
-                for v in verdict.judge(source, restored, server, only=ids, outputs=shown):
-                    found[nb.name, v.grade_id] = v
-        finally:
-            say_shared(server)
-            server.close()
+    with learner_process(limits, sandboxed, len(graded)) as server:
+        for nb, restored, ids in graded:
+            source = json.loads(nb.path.read_text(encoding="utf-8"))
+            shown: list | None = None if outputs is None else outputs.setdefault(nb.name, [])
+            for v in verdict.judge(source, restored, server, only=ids, outputs=shown):
+                found[nb.name, v.grade_id] = v
     return flags, found
 
 

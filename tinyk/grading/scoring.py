@@ -1,19 +1,44 @@
-"""The learner's process of a student's verdict (course section "For instructors"): the command
-line it runs under (:func:`answers_prefix`), and what the grader says of it once a run
-(:func:`say_shared`).
+"""The learner's process of a student's verdict (course section "For instructors"), from its
+start to its cleanup (:func:`learner_process`): the command line it runs under
+(:func:`answers_prefix`), and what the grader says of it once a run (:func:`say_shared`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tinyk.grading.runner import Limits, say_once
+from tinyk.grading.runner import Limits, say_once, total_limit
 from tinyk.grading.sandbox import Sandbox, sandbox_argv
 
 if TYPE_CHECKING:  # imports torch: only when grading
     from tinyk.answer_server import AnswerServer
 
-__all__ = ["answers_prefix", "say_shared"]
+__all__ = ["answers_prefix", "learner_process", "say_shared"]
+
+
+@contextlib.contextmanager
+def learner_process(limits: Limits, sandboxed: bool, notebooks: int) -> Iterator[AnswerServer]:
+    """One student's learner's process, the whole of its life: in a sandbox of its own (a
+    scratch folder, removed after) when ``sandboxed``; started (its start, importing torch,
+    not counted in the student's time); within the per-cell timeout, the memory limit and
+    the student's total time limit for ``notebooks`` notebooks (:func:`total_limit`); on the
+    way out, what it could not give the notebooks said once a run (:func:`say_shared`), and
+    the process ended with every process it started (:meth:`AnswerServer.close`)."""
+    from tinyk.answer_server import AnswerServer
+
+    with tempfile.TemporaryDirectory(prefix="tinyk-answers-") as tmp:
+        sandbox = Sandbox.create(Path(tmp), limits.threads, memory_mb=limits.memory_mb) if sandboxed else None
+        with AnswerServer(answers_prefix(sandbox, limits), limits.cell_timeout, limits.memory_mb) as server:
+            try:
+                server.start()
+                server.limit_total(total_limit(limits, notebooks))
+                yield server
+            finally:
+                say_shared(server)
 
 
 def say_shared(server: AnswerServer) -> None:
