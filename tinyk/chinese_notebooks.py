@@ -44,8 +44,8 @@ from tinyk.myst import myst_parser
 from tinyk.quiz import split_options
 
 __all__ = ["CODE_FOLDER", "KINDS", "PLACEHOLDER", "PSEUDOCODE", "code_catalogue_path", "code_messages",
-           "display_width", "load_messages", "placeholders", "pseudocode_blocks", "same_code", "stripped",
-           "translate_code", "translate_markdown", "translate_pseudocode"]
+           "display_width", "literal_text", "load_messages", "placeholders", "pseudocode_blocks", "same_code",
+           "stripped", "translate_code", "translate_markdown", "translate_pseudocode"]
 
 CODE_FOLDER = "code"  # under locale/zh_CN/LC_MESSAGES/, one catalogue per notebook
 KINDS = ("comment", "docstring", "message")  # the kinds of code text (:func:`code_messages`)
@@ -283,6 +283,18 @@ def _string_text(parts: list[tokenize.TokenInfo], start, end, kind: str, formatt
         return joiner.join(f"{f if ('{' in p or '}' in p) else ''}{quote}{p}{quote}" for p in pieces)
 
     return _Text(start, end, msgid, kind, render_pieces)
+
+
+def literal_text(source: str, node: ast.AST) -> _Text | None:
+    """The text of one string literal ``node`` of ``source`` (a cell), as :func:`code_texts`
+    gives a message's: its msgid and how a translation is written in its place (None for a
+    raw or bytes string)."""
+    lines = source.split("\n")
+    strings = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.STRING]
+    start = (node.lineno, _columns(lines, node.lineno, node.col_offset))
+    end = (node.end_lineno, _columns(lines, node.end_lineno, node.end_col_offset))
+    parts = [t for t in strings if start <= t.start and t.end <= end]
+    return _string_text(parts, start, end, "message", isinstance(node, ast.JoinedStr), lines)
 
 
 def code_messages(source: str) -> list[tuple[str, str]]:

@@ -8,7 +8,10 @@ the book's extension (``book/_ext/tinyk_book.py``, ``doctree-read``) in the Chin
   ``locale/zh_CN/LC_MESSAGES/code/<stem>.po``, by the function that makes the Chinese student
   notebooks (:func:`tinyk.chinese_notebooks.translate_code`): its comments, docstrings and
   messages (what a ``print`` writes, a visible test's and an error's message, their labels),
-  so a cell reads on the Chinese page as it does in the Chinese notebook that Colab opens.
+  so a cell reads on the Chinese page as it does in the Chinese notebook that Colab opens;
+  the words its figures, sliders and calculators draw are then given in Chinese from the
+  figures' catalogue, as the figures below it show them
+  (:mod:`tinyk.translations.figure_words`).
   Only the source shown changes, after the page is parsed: the notebook myst-nb hashes and
   looks up in its execution cache is the English one, so the Chinese build reuses the
   English execution's outputs, whose printed lines are translated from ``outputs.po``
@@ -31,6 +34,7 @@ from pathlib import Path
 
 from tinyk.chinese_notebooks import KINDS, code_catalogue_path, load_messages, translate_code
 from tinyk.exercises import book_version, source_text
+from tinyk.translations.figure_words import translate_figure_words
 
 __all__ = ["SHOWN_KINDS", "pinyin_key", "shown_code", "sort_glossaries", "translate_code_cells",
            "translate_page", "translate_pseudocode_blocks"]
@@ -65,6 +69,7 @@ def translate_code_cells(doctree, messages: dict[str, str], where: str) -> list[
             here = f"{where}: cell {cell.get('cell_index')}"
             try:
                 text = translate_code(block.astext(), messages, missing, here, kinds=SHOWN_KINDS)
+                text = translate_figure_words(text, missing, here)
             except SyntaxError as error:
                 missing.append(f"{here}: not read as Python ({error.msg}), its comments are not translated")
                 continue
