@@ -82,8 +82,8 @@ def _panel_strings(tree: ast.Module) -> list[ast.AST]:
         nodes = list(ast.walk(function))
         # What a figure function is given (a mask's key labels: data) is not what it draws: its
         # title is taken with the other figures' words (figure_word_nodes).
-        roots: list[ast.AST] = [n.value for n in nodes if isinstance(n, ast.Return)
-                                and n.value is not None and not isinstance(n.value, ast.Call)]
+        roots: list[ast.AST] = [n.value for n in nodes if isinstance(n, ast.Return) and n.value is not None
+                                and not (isinstance(n.value, ast.Call) and _name(n.value) != "join")]
         assigns = [n for n in nodes if isinstance(n, ast.Assign)
                    and all(isinstance(t, ast.Name) for t in n.targets)]
         flowing = flowing_names(nodes, roots, assigns)
