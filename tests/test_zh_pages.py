@@ -190,3 +190,17 @@ def test_the_words_figures_sliders_and_calculators_draw_are_chinese_in_the_page_
     assert 'label(ax, title, "头", "")' in chinese
     assert 'print("training")' in chinese  # not a figure's word
     assert same_code(chinese, CALCULATOR)
+
+
+def test_a_loops_labels_that_a_legend_shows_first_are_read_in_the_legends_message():
+    # 05.7's reference lines: the catalogue holds "unigram entropy: {0}" and "format only: {0}",
+    # so the labels are their Chinese beginnings and the f-string keeps their common end.
+    from tinyk.translations.figure_words import translate_figure_words
+
+    code = ('for value, name in [(2.36, "unigram entropy"), (1.15, "format only")]:\n'
+            '    ax.axhline(value, label=f"{name}: {value:.2f}")\n')
+    missing: list[str] = []
+    chinese = translate_figure_words(code, missing, "page")
+    assert missing == []
+    assert '[(2.36, "一元语法熵"), (1.15, "只学会格式")]' in chinese
+    assert 'label=f"{name}：{value:.2f}"' in chinese and same_code(chinese, code)

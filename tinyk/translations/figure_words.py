@@ -17,9 +17,11 @@ same catalogue, so that a reader sees in the code what the figure shows:
   only into what it returns (a calculator's rows), unless it returns a figure function's
   result (a mask's key labels are data).
 
-A loop's label that a legend shows inside an f-string (``label=f"{name}: {value:.2f}"``)
-stays English: its words are translated with the rest of the legend's text, which no
-literal of the code holds.
+A loop's labels that a legend shows at the start of an f-string (``for name in ["format
+only", ...]`` with ``label=f"{name}: {value:.2f}"``) are read in the legend's catalogue
+message, ``"format only: {0}"``: what all the labels' legends end with in Chinese is the
+f-string's own text after ``{name}`` (``"：{value:.2f}"``), and what each begins with, the
+label's (:func:`_legend_loops`).
 
 An f-string's placeholders stay as they are: each stands for a number while the catalogue is
 read (a figure's message is keyed with its numbers taken out). The Chinese student notebooks
@@ -123,6 +125,45 @@ def figure_word_nodes(tree: ast.Module) -> list[ast.AST]:
     return sorted(unique.values(), key=lambda n: (n.lineno, n.col_offset))
 
 
+def _key(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+def _legend_loops(tree: ast.Module, source: str) -> dict[tuple[int, int], tuple[ast.AST, str]]:
+    """place -> (literal, its Chinese) for the labels of loops that a legend's f-string shows
+    first, and for that f-string (the module's docstring); nothing for a loop whose every
+    label's legend the catalogue lacks."""
+    from tinyk.chinese_notebooks import literal_text
+
+    looped, found = _looped(tree), {}
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        template = next((k.value for k in call.keywords if k.arg == "label"), None)
+        if not (isinstance(template, ast.JoinedStr) and template.values
+                and isinstance(template.values[0], ast.FormattedValue)
+                and isinstance(template.values[0].value, ast.Name)
+                and template.values[0].format_spec is None and template.values[0].conversion == -1):
+            continue
+        name = template.values[0].value.id
+        labels = [n for n in looped.get(name, []) if isinstance(n, ast.Constant)]
+        text = literal_text(source, template)
+        if not labels or text is None or not text.msgid.startswith("{" + name + "}"):
+            continue
+        rest = text.msgid[len(name) + 2:]
+        legends = [_chinese(label.value.replace("{", "{{").replace("}", "}}") + rest) for label in labels]
+        if any(legend is None for legend in legends):
+            continue
+        common = 0
+        while common < min(map(len, legends)) and \
+                len({legend[len(legend) - common - 1] for legend in legends}) == 1:
+            common += 1
+        if common == 0 or any(len(legend) == common for legend in legends):
+            continue
+        for label, legend in zip(labels, legends, strict=True):
+            found[_key(label)] = (label, legend[: len(legend) - common])
+        found[_key(template)] = (template, "{" + name + "}" + legends[0][len(legends[0]) - common:])
+    return found
+
+
 def _chinese(msgid: str) -> str | None:
     """``msgid`` (a literal's text, an f-string's placeholders in it) in Chinese from the
     figures' catalogue, as the run draws it; None when the catalogue lacks it."""
@@ -148,12 +189,15 @@ def translate_figure_words(source: str, missing: list[str], where: str = "") -> 
     except SyntaxError:
         return source
     lines = source.split("\n")
-    for node in reversed(figure_word_nodes(tree)):
+    legends = _legend_loops(tree, source)
+    nodes = {_key(n): n for n in figure_word_nodes(tree)} | {key: n for key, (n, _) in legends.items()}
+    for key in sorted(nodes, reverse=True):
+        node = nodes[key]
         text = literal_text(source, node)
         words = re.search(r"[A-Za-z]{2,}", PLACEHOLDER.sub(" ", text.msgid)) if text else None
-        if text is None or _CJK.search(text.msgid) or not words:
+        if text is None or _CJK.search(text.msgid) or not (words or key in legends):
             continue
-        chinese = _chinese(text.msgid)
+        chinese = legends[key][1] if key in legends else _chinese(text.msgid)
         if chinese is None:
             missing.append(f"{where}: figure words {text.msgid[:70]!r} (tinyk/locale/figures_zh_CN.po)")
             continue
