@@ -178,7 +178,7 @@ def test_the_words_figures_sliders_and_calculators_draw_are_chinese_in_the_page_
     # From the figures' catalogue, as the figure below the code draws them: a calculator's
     # returned HTML and the rows flowing into it, a slider's labels, a plot's title through a
     # loop, its axis label; a placeholder stays as it is; a word the catalogue lacks is named.
-    from tinyk.translations.figure_words import translate_figure_words
+    from tinyk.chinese_notebooks import translate_figure_words
 
     missing: list[str] = []
     chinese = translate_figure_words(CALCULATOR, missing, "page")
@@ -195,7 +195,7 @@ def test_the_words_figures_sliders_and_calculators_draw_are_chinese_in_the_page_
 def test_a_loops_labels_that_a_legend_shows_first_are_read_in_the_legends_message():
     # 05.7's reference lines: the catalogue holds "unigram entropy: {0}" and "format only: {0}",
     # so the labels are their Chinese beginnings and the f-string keeps their common end.
-    from tinyk.translations.figure_words import translate_figure_words
+    from tinyk.chinese_notebooks import translate_figure_words
 
     code = ('for value, name in [(2.36, "unigram entropy"), (1.15, "format only")]:\n'
             '    ax.axhline(value, label=f"{name}: {value:.2f}")\n')

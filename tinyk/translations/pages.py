@@ -11,7 +11,7 @@ the book's extension (``book/_ext/tinyk_book.py``, ``doctree-read``) in the Chin
   so a cell reads on the Chinese page as it does in the Chinese notebook that Colab opens;
   the words its figures, sliders and calculators draw are then given in Chinese from the
   figures' catalogue, as the figures below it show them
-  (:mod:`tinyk.translations.figure_words`).
+  (:func:`tinyk.chinese_notebooks.translate_figure_words`).
   Only the source shown changes, after the page is parsed: the notebook myst-nb hashes and
   looks up in its execution cache is the English one, so the Chinese build reuses the
   English execution's outputs, whose printed lines are translated from ``outputs.po``
@@ -32,9 +32,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tinyk.chinese_notebooks import KINDS, code_catalogue_path, load_messages, translate_code
+from tinyk.chinese_notebooks import (
+    KINDS,
+    code_catalogue_path,
+    load_messages,
+    translate_code,
+    translate_figure_words,
+)
 from tinyk.exercises import book_version, source_text
-from tinyk.translations.figure_words import translate_figure_words
 
 __all__ = ["SHOWN_KINDS", "pinyin_key", "shown_code", "sort_glossaries", "translate_code_cells",
            "translate_page", "translate_pseudocode_blocks"]
