@@ -193,7 +193,12 @@ def page_cells():
     """(stem, cell index, English code, Chinese code, English output, Chinese output, the code
     catalogue) of each shown code cell of each chapter page that prints, from the execution cache."""
     from tinyk.catalogues import outputs_catalogue, read_catalogue
-    from tinyk.chinese_notebooks import code_catalogue_path, load_messages, translate_code
+    from tinyk.chinese_notebooks import (
+        code_catalogue_path,
+        load_messages,
+        translate_code,
+        translate_figure_words,
+    )
     from tinyk.translations.outputs import _executed_notebooks, merged_streams, translated_outputs
     from tinyk.translations.pages import SHOWN_KINDS
 
@@ -209,7 +214,8 @@ def page_cells():
             if not english:
                 continue
             code = cell.source
-            yield (stem, n, code, translate_code(code, messages, [], kinds=SHOWN_KINDS),
+            shown = translate_figure_words(translate_code(code, messages, [], kinds=SHOWN_KINDS), [])
+            yield (stem, n, code, shown,
                    _text(english[0]["text"]), _text(chinese[0]["text"]), messages)
 
 
