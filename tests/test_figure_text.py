@@ -228,6 +228,30 @@ def test_without_a_chinese_font_a_learners_figure_stays_english(monkeypatch, cat
         figure_text._cjk_families()
 
 
+def test_chinese_words_the_code_gives_are_drawn_in_english_without_a_chinese_font(monkeypatch, catalogue):
+    # The Chinese notebooks' code gives a figure's words in Chinese (chinese_notebooks.
+    # translate_figure_words): without a font that draws them, the figure reads the catalogue
+    # backwards and shows the English words, as every course figure does there.
+    from tinyk.plotting import word_ticks
+
+    _learner(monkeypatch, "zh_CN")
+    monkeypatch.setattr(figure_text, "chinese_font", lambda: None)
+    fig, ax = figure()
+    ax.plot([0, 1], label="训练")
+    ax.legend()
+    word_ticks(ax.yaxis, [0, 1], ["键值头", "查询头"])
+    label(ax, "300 步后的损失", "步", "损失（奈特）")
+    shown = {}
+    monkeypatch.setattr(type(fig), "savefig", lambda self, *a, **k: shown.update(
+        title=ax.get_title(), legend=ax.get_legend().get_texts()[0].get_text(),
+        ticks=[t.get_text() for t in ax.get_yticklabels()]))
+    fig._repr_png_()
+    assert shown == {"title": "Loss after 300 steps", "legend": "train",
+                     "ticks": ["K/V heads", "query heads"]}
+    assert ax.get_title() == "300 步后的损失" and ax.get_xlabel() == "步"  # the figure itself unchanged
+    assert figure_text.to_english("一个没有的句子") == "一个没有的句子"
+
+
 def test_the_figures_catalogue_ships_with_the_package_and_reads_without_babel():
     from babel.messages.pofile import read_po
 

@@ -155,19 +155,11 @@ TABLES = {"05_4_gqa": ["K and V projections"], "05_6_head_protocol": ["unique", 
 
 
 def _tables(english: list[str], chinese: list[str]) -> list[tuple[list[str], list[str]]]:
-    """(English rows, Chinese rows) of each table of one printed output: consecutive lines
-    with as many cells (two or more) in both editions (tinyk.translations.tables.cells)."""
-    from tinyk.translations.tables import cells
+    """(English rows, Chinese rows) of each table of one printed output, as the Chinese build
+    finds them (tinyk.translations.tables.runs)."""
+    from tinyk.translations.tables import runs
 
-    found, run = [], []
-    for en, zh in [*zip(english, chinese, strict=True), ("", "")]:
-        if len(cells(en)) >= 2 and len(cells(en)) == len(cells(zh)):
-            run.append((en, zh))
-            continue
-        if len(run) >= 2:
-            found.append(([en for en, _ in run], [zh for _, zh in run]))
-        run = []
-    return found
+    return [(english[n:end], chinese[n:end]) for n, end in runs(english, chinese)]
 
 
 def _misaligned(english: list[str], chinese: list[str]) -> tuple[list[str], int]:

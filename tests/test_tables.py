@@ -121,3 +121,29 @@ def test_the_chinese_notebooks_pad_their_labels_by_display_width():
     assert uneven == []
     assert any(stem == "05_6_head_protocol" and "upstream, as one batch:     " in dict(pairs)
                for stem, _, pairs in groups)
+
+
+def test_a_title_above_columns_of_numbers_and_a_coincidence_of_ends_move_nothing():
+    # 05.5's table: its title's cells (split after colons) are no row of the numbers' columns,
+    # and the numbers stay in theirs; 05.6's "label: value" lines whose values end at one place
+    # by chance are no right-aligned column (only numbers are).
+    english = ["3dm over the budget 8d², in % (rows: d; columns: multiple_of)",
+               "     d        1       32       64      256",
+               "   288    +0.00    +0.00    +0.00    +0.00"]
+    chinese = ["3dm 超出预算 8d² 的百分比（行：d；列：multiple_of）", *english[1:]]
+    assert tables.align(english, chinese) == chinese
+    english = ["buffers: ['freqs_cos', 'freqs_sin']", "follows .to(float64): torch.float64"]
+    chinese = ["缓冲区： ['freqs_cos', 'freqs_sin']", "随 .to(float64) 转换： torch.float64"]
+    assert tables.align(english, chinese) == chinese
+
+
+def test_a_chinese_table_the_code_already_lined_up_stays_as_printed():
+    # 05.1's budget: f"{column(name, 21)} {count:>12,}" lines up by display width in Chinese
+    # too, with gaps of its own: the page shows what that code prints.
+    from tinyk.plotting import column
+
+    english = [f"{column(n, 21)} {c:>12,}" for n, c in [("embedding", 4718592), ("norms", 19200)]]
+    chinese = [f"{column(n, 21)} {c:>12,}" for n, c in [("词嵌入", 4718592), ("归一化", 19200)]]
+    assert tables.align(english, chinese) == chinese
+    shifted = [chinese[0].replace("  ", " ", 1), chinese[1]]  # not lined up: spaced again
+    assert len({display_width(line) for line in tables.align(english, shifted)}) == 1

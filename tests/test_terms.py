@@ -254,6 +254,7 @@ _PLANTED = [
     ("interface.po", "在线体验：[在浏览器里运行的 SmolLM2]", "现场试：[在浏览器里运行的 SmolLM2]", "Live"),
     ("notebooks/05_6_head_protocol.po", "一个配置的独立参数量", "一个配置的唯一参数量", "unique parameters"),
     ("book/chapter05.po", "选读：", "附加：", "bonus"),
+    ("notebooks/05_3_rope.po", "引发 `ValueError`，并写明", "抛出 `ValueError`，并写明", "raises"),
 ]
 
 
@@ -271,6 +272,6 @@ def test_each_planted_variant_fails_the_check_naming_its_term(tmp_path):
         assert text.count(right) >= 1, (catalogue, right)
         path.write_text(text.replace(right, wrong, 1), encoding="utf-8")
     found = translations.problems(tmp_path)
-    assert len(found) == len(_PLANTED) == 15, found
+    assert len(found) == len(_PLANTED) == 16, found
     named = {(p.split(": ")[0], p.split("“")[1].split("”")[0]) for p in found}
     assert named == {(c, t) for c, _, _, t in _PLANTED}, named

@@ -157,3 +157,50 @@ def test_every_text_of_the_code_the_chinese_pages_show_has_its_translation():
             translate_code(code, messages, missing, f"{source.stem}: cell {i}", kinds=pages.SHOWN_KINDS)
     assert count >= 150 and len(course.notebook_paths()) >= 9
     assert missing == []
+
+
+CALCULATOR = '''def panel(H_q, H_kv):
+    if H_q % H_kv:
+        return f"<p>H_q={H_q} is not divisible by H_kv={H_kv}: no equal groups</p>"
+    rows = [("saving", f"{H_q // H_kv}×")]
+    return "".join(f"<tr><td>{a}</td><td>{b}</td></tr>" for a, b in rows)
+
+
+slider(panel, H_q=Choice([16], label="H_q (query heads)", default=16), H_kv=Choice([8], label="bogus words"))
+fig, ax = figure()
+for ax, title in zip(axes, ("grouped: [0, 0, 1, 1]", "tiled: [0, 1, 0, 1]")):
+    label(ax, title, "head", "")
+print("training")  # a message: the code catalogue's, not a figure's
+'''
+
+
+def test_the_words_figures_sliders_and_calculators_draw_are_chinese_in_the_page_code():
+    # From the figures' catalogue, as the figure below the code draws them: a calculator's
+    # returned HTML and the rows flowing into it, a slider's labels, a plot's title through a
+    # loop, its axis label; a placeholder stays as it is; a word the catalogue lacks is named.
+    from tinyk.chinese_notebooks import translate_figure_words
+
+    missing: list[str] = []
+    chinese = translate_figure_words(CALCULATOR, missing, "page")
+    assert missing == ["page: figure words 'bogus words' (tinyk/locale/figures_zh_CN.po)"]
+    assert 'f"<p>H_q={H_q} 不能被 H_kv={H_kv} 整除：无法均分成组</p>"' in chinese
+    assert '("缓存缩小倍数", f"{H_q // H_kv}×")' in chinese
+    assert 'label="H_q（查询头数）"' in chinese and 'label="bogus words"' in chinese
+    assert '("分组：[0, 0, 1, 1]", "平铺：[0, 1, 0, 1]")' in chinese
+    assert 'label(ax, title, "头", "")' in chinese
+    assert 'print("training")' in chinese  # not a figure's word
+    assert same_code(chinese, CALCULATOR)
+
+
+def test_a_loops_labels_that_a_legend_shows_first_are_read_in_the_legends_message():
+    # 05.7's reference lines: the catalogue holds "unigram entropy: {0}" and "format only: {0}",
+    # so the labels are their Chinese beginnings and the f-string keeps their common end.
+    from tinyk.chinese_notebooks import translate_figure_words
+
+    code = ('for value, name in [(2.36, "unigram entropy"), (1.15, "format only")]:\n'
+            '    ax.axhline(value, label=f"{name}: {value:.2f}")\n')
+    missing: list[str] = []
+    chinese = translate_figure_words(code, missing, "page")
+    assert missing == []
+    assert '[(2.36, "一元语法熵"), (1.15, "只学会格式")]' in chinese
+    assert 'label=f"{name}：{value:.2f}"' in chinese and same_code(chinese, code)

@@ -39,13 +39,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tinyk.message_flow import SEPARATORS, message_nodes
+from tinyk.message_flow import SEPARATORS, flowing_names, message_nodes, string_nodes
 from tinyk.myst import myst_parser
 from tinyk.quiz import split_options
 
 __all__ = ["CODE_FOLDER", "KINDS", "PLACEHOLDER", "PSEUDOCODE", "code_catalogue_path", "code_messages",
-           "display_width", "load_messages", "placeholders", "pseudocode_blocks", "same_code", "stripped",
-           "translate_code", "translate_markdown", "translate_pseudocode"]
+           "display_width", "figure_word_nodes", "translate_figure_words", "literal_text", "load_messages",
+           "placeholders", "pseudocode_blocks", "same_code", "stripped", "translate_code",
+           "translate_markdown", "translate_pseudocode"]
 
 CODE_FOLDER = "code"  # under locale/zh_CN/LC_MESSAGES/, one catalogue per notebook
 KINDS = ("comment", "docstring", "message")  # the kinds of code text (:func:`code_messages`)
@@ -285,6 +286,18 @@ def _string_text(parts: list[tokenize.TokenInfo], start, end, kind: str, formatt
     return _Text(start, end, msgid, kind, render_pieces)
 
 
+def literal_text(source: str, node: ast.AST) -> _Text | None:
+    """The text of one string literal ``node`` of ``source`` (a cell), as :func:`code_texts`
+    gives a message's: its msgid and how a translation is written in its place (None for a
+    raw or bytes string)."""
+    lines = source.split("\n")
+    strings = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.STRING]
+    start = (node.lineno, _columns(lines, node.lineno, node.col_offset))
+    end = (node.end_lineno, _columns(lines, node.end_lineno, node.end_col_offset))
+    parts = [t for t in strings if start <= t.start and t.end <= end]
+    return _string_text(parts, start, end, "message", isinstance(node, ast.JoinedStr), lines)
+
+
 def code_messages(source: str) -> list[tuple[str, str]]:
     """``(msgid, kind)`` of every text of a code cell to translate, in order."""
     return [(t.msgid, t.kind) for t in sorted(code_texts(source), key=lambda t: t.start)]
@@ -336,3 +349,183 @@ def same_code(translated: str, english: str) -> bool:
         return stripped(translated) == stripped(english)
     except SyntaxError:
         return False
+
+
+# The words a code cell draws: a figure's title, axis labels, legend and word ticks, a
+# slider's labels and the text of an HTML calculator. The book's run draws them in Chinese from
+# the figures' catalogue, tinyk/locale/figures_zh_CN.po (tinyk.figure_text); the code of the
+# Chinese pages and of the Chinese notebooks gives the same words from the same catalogue, so
+# that the code says what the figure shows (translate_figure_words): a call's label=; the
+# title and axis labels of tinyk.plotting.label, set_title, set_xlabel, set_ylabel, suptitle,
+# the words of word_ticks and the title of plot_attention_mask, as literals or through a loop
+# over literals; the strings a function given to slider returns, or that flow only into what it
+# returns (unless it returns a figure function's result: a mask's key labels are data). A
+# loop's labels that a legend shows at the start of an f-string are read in the legend's
+# catalogue message (_legend_loops). An f-string's placeholders stay: each stands for a number
+# while the catalogue is read. A Chinese kernel without a font that draws Chinese draws these
+# words in English again (tinyk.figure_text.drawable).
+
+
+_TITLED = {"set_title": 0, "set_xlabel": 0, "set_ylabel": 0, "suptitle": 0, "plot_attention_mask": 1}
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_SENTINEL = 987650  # a placeholder stands for this number, plus its place, while the catalogue is read
+
+
+def _name(call: ast.Call) -> str | None:
+    return getattr(call.func, "id", None) or getattr(call.func, "attr", None)
+
+
+def _is_str(node: ast.AST) -> bool:
+    return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
+
+
+def _looped(tree: ast.Module) -> dict[str, list[ast.AST]]:
+    """name -> the literals a loop's target takes: ``for a, title in [(x, "...")]``, over a
+    name bound to such a list, or ``zip(axes, ("...", "..."))``."""
+    literals = {t.id: n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                for t in n.targets if isinstance(t, ast.Name) and isinstance(n.value, (ast.List, ast.Tuple))}
+    found: dict[str, list[ast.AST]] = {}
+    for loop in (n for n in ast.walk(tree) if isinstance(n, ast.For)):
+        targets = loop.target.elts if isinstance(loop.target, ast.Tuple) else [loop.target]
+        source = literals.get(loop.iter.id) if isinstance(loop.iter, ast.Name) else loop.iter
+        if isinstance(source, ast.Call) and _name(source) == "zip" and len(source.args) == len(targets):
+            columns = [a.elts if isinstance(a, (ast.List, ast.Tuple)) else [] for a in source.args]
+        elif isinstance(source, (ast.List, ast.Tuple)):
+            rows = [r.elts if isinstance(r, ast.Tuple) and len(targets) > 1 else [r] for r in source.elts]
+            columns = [[r[i] for r in rows if i < len(r)] for i in range(len(targets))]
+        else:
+            continue
+        for target, column in zip(targets, columns, strict=True):
+            if isinstance(target, ast.Name) and column and all(_is_str(c) for c in column):
+                found.setdefault(target.id, []).extend(column)
+    return found
+
+
+def _panel_strings(tree: ast.Module) -> list[ast.AST]:
+    """The strings each function given to ``slider`` returns, or that flow only into them."""
+    drawn = {c.args[0].id for c in ast.walk(tree) if isinstance(c, ast.Call) and _name(c) == "slider"
+             and c.args and isinstance(c.args[0], ast.Name)}
+    found: list[ast.AST] = []
+    for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name in drawn):
+        nodes = list(ast.walk(function))
+        # What a figure function is given (a mask's key labels: data) is not what it draws: its
+        # title is taken with the other figures' words (figure_word_nodes).
+        roots: list[ast.AST] = [n.value for n in nodes if isinstance(n, ast.Return) and n.value is not None
+                                and not (isinstance(n.value, ast.Call) and _name(n.value) != "join")]
+        assigns = [n for n in nodes if isinstance(n, ast.Assign)
+                   and all(isinstance(t, ast.Name) for t in n.targets)]
+        flowing = flowing_names(nodes, roots, assigns)
+        context = roots + [a.value for a in assigns if {t.id for t in a.targets} <= flowing]
+        found += [s for c in context for s in string_nodes(c)]
+    return found
+
+
+def figure_word_nodes(tree: ast.Module) -> list[ast.AST]:
+    """The string literals of a cell whose words a figure, a slider or a calculator draws."""
+    looped = _looped(tree)
+    found: list[ast.AST] = []
+
+    def take(node: ast.AST) -> None:
+        if _is_str(node):
+            found.append(node)
+        elif isinstance(node, (ast.List, ast.Tuple)):
+            for element in node.elts:
+                take(element)
+        elif isinstance(node, ast.Name):
+            found.extend(looped.get(node.id, []))
+
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        name = _name(call)
+        for keyword in call.keywords:
+            if keyword.arg == "label":
+                take(keyword.value)
+        if name == "label" and isinstance(call.func, ast.Name):
+            for arg in call.args[1:4]:
+                take(arg)
+        elif name == "word_ticks" and len(call.args) > 2:
+            take(call.args[2])
+        elif name in _TITLED and len(call.args) > _TITLED[name]:
+            take(call.args[_TITLED[name]])
+    found += _panel_strings(tree)
+    unique = {id(n): n for n in found}
+    return sorted(unique.values(), key=lambda n: (n.lineno, n.col_offset))
+
+
+def _place(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+def _legend_loops(tree: ast.Module, source: str) -> dict[tuple[int, int], tuple[ast.AST, str]]:
+    """place -> (literal, its Chinese) for the labels of loops that a legend's f-string shows
+    first, and for that f-string (the module's docstring); nothing for a loop whose every
+    label's legend the catalogue lacks."""
+    looped, found = _looped(tree), {}
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        template = next((k.value for k in call.keywords if k.arg == "label"), None)
+        if not (isinstance(template, ast.JoinedStr) and template.values
+                and isinstance(template.values[0], ast.FormattedValue)
+                and isinstance(template.values[0].value, ast.Name)
+                and template.values[0].format_spec is None and template.values[0].conversion == -1):
+            continue
+        name = template.values[0].value.id
+        labels = [n for n in looped.get(name, []) if isinstance(n, ast.Constant)]
+        text = literal_text(source, template)
+        if not labels or text is None or not text.msgid.startswith("{" + name + "}"):
+            continue
+        rest = text.msgid[len(name) + 2:]
+        legends = [_chinese(label.value.replace("{", "{{").replace("}", "}}") + rest) for label in labels]
+        if any(legend is None for legend in legends):
+            continue
+        common = 0
+        while common < min(map(len, legends)) and \
+                len({legend[len(legend) - common - 1] for legend in legends}) == 1:
+            common += 1
+        if common == 0 or any(len(legend) == common for legend in legends):
+            continue
+        for label, legend in zip(labels, legends, strict=True):
+            found[_place(label)] = (label, legend[: len(legend) - common])
+        found[_place(template)] = (template, "{" + name + "}" + legends[0][len(legends[0]) - common:])
+    return found
+
+
+def _chinese(msgid: str) -> str | None:
+    """``msgid`` (a literal's text, an f-string's placeholders in it) in Chinese from the
+    figures' catalogue, as the run draws it; None when the catalogue lacks it."""
+    from tinyk.figure_text import collecting, translate_html
+
+    shown = PLACEHOLDER.findall(msgid)
+    text = PLACEHOLDER.sub(lambda m: str(_SENTINEL + shown.index(m[0])), msgid)
+    with collecting() as missing:
+        chinese = translate_html(text)
+    if missing:
+        return None
+    for k, placeholder in enumerate(shown):
+        chinese = chinese.replace(str(_SENTINEL + k), placeholder)
+    return chinese
+
+
+def translate_figure_words(source: str, missing: list[str], where: str = "") -> str:
+    """``source`` with the words of each literal of :func:`figure_word_nodes` in Chinese
+    (the figures' catalogue); those it lacks are appended to ``missing``. A literal that
+    already has Chinese (a message the code catalogue translated) stays as it is."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    lines = source.split("\n")
+    legends = _legend_loops(tree, source)
+    nodes = {_place(n): n for n in figure_word_nodes(tree)} | {key: n for key, (n, _) in legends.items()}
+    for key in sorted(nodes, reverse=True):
+        node = nodes[key]
+        text = literal_text(source, node)
+        words = re.search(r"[A-Za-z]{2,}", PLACEHOLDER.sub(" ", text.msgid)) if text else None
+        if text is None or _CJK.search(text.msgid) or not (words or key in legends):
+            continue
+        chinese = legends[key][1] if key in legends else _chinese(text.msgid)
+        if chinese is None:
+            missing.append(f"{where}: figure words {text.msgid[:70]!r} (tinyk/locale/figures_zh_CN.po)")
+            continue
+        (l1, c1), (l2, c2) = text.start, text.end
+        replaced = lines[l1 - 1][:c1] + text.render(chinese) + lines[l2 - 1][c2:]
+        lines[l1 - 1: l2] = replaced.split("\n")
+    return "\n".join(lines)

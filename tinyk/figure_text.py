@@ -41,8 +41,8 @@ from typing import Any
 from tinyk.switches import FIGURES_ZH, feedback_in_chinese, figures_in_chinese
 
 __all__ = ["ENV", "CATALOGUE", "CJK_FAMILIES", "CJK_FAMILY", "WORD_TICKS", "catalogue_path", "chinese_font",
-           "collecting", "enabled", "fill", "for_the_learner", "in_chinese", "message_key", "needs_words",
-           "translate", "translate_html"]
+           "collecting", "drawable", "enabled", "fill", "for_the_learner", "in_chinese", "message_key",
+           "needs_words", "to_english", "translate", "translate_html"]
 
 ENV = FIGURES_ZH  # the switch (tinyk.switches)
 WORD_TICKS = "tinyk_word_ticks"  # an axis's attribute: (ticks, labels) when its labels are words
@@ -56,6 +56,7 @@ _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 _MATH = re.compile(r"\$[^$]*\$")
 _WORDS = re.compile(r"[A-Za-z]{2,}")
 _TAG = re.compile(r"(<[^>]*>)")
+_CJK = re.compile(r"[\u3400-\u9fff]")
 _missing: list[set[str]] = []  # one set per open collecting() block
 
 
@@ -213,3 +214,49 @@ def in_chinese(fig: Any) -> Iterator[Any]:
         for axis, ticks, labels in word_axes:
             axis.set_ticks(ticks, labels, fontfamily=english)
         fig._tinyk_language = "en"
+
+
+def _english_of() -> dict[str, str]:
+    return {chinese: english for english, chinese in _catalogue().items()}
+
+
+def to_english(text: str) -> str:
+    """A figure's Chinese ``text`` in English, the catalogue read backwards (unchanged when it
+    has no Chinese or the catalogue has no such translation)."""
+    if not _CJK.search(text):
+        return text
+    key, numbers = message_key(text)
+    english = _english_of().get(key)
+    return text if english is None else fill(english, numbers)
+
+
+@contextmanager
+def drawable(fig: Any) -> Iterator[Any]:
+    """Inside the block, a figure whose code gave it Chinese words (a Chinese notebook's:
+    :func:`tinyk.chinese_notebooks.translate_figure_words`) can be drawn here: with a Chinese
+    font, its words are set in it; without one, they are English (:func:`to_english`), as a
+    Chinese kernel without a Chinese font draws every course figure. A figure without Chinese
+    is left as it is."""
+    chinese = [t for t in _words_of(fig) if _CJK.search(t.get_text())]
+    word_axes = [(axis, *getattr(axis, WORD_TICKS)) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+                 if getattr(axis, WORD_TICKS, None) is not None]
+    word_axes = [(axis, ticks, labels) for axis, ticks, labels in word_axes if _CJK.search("".join(labels))]
+    if not chinese and not word_axes:
+        yield fig
+        return
+    if chinese_font() is not None:
+        with in_chinese(fig):
+            yield fig
+        return
+    saved = [(t, t.get_text()) for t in chinese]
+    try:
+        for text, words in saved:
+            text.set_text(to_english(words))
+        for axis, ticks, labels in word_axes:
+            axis.set_ticks(ticks, [to_english(label) for label in labels])
+        yield fig
+    finally:
+        for text, words in saved:
+            text.set_text(words)
+        for axis, ticks, labels in word_axes:
+            axis.set_ticks(ticks, labels)

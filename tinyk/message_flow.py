@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-__all__ = ["SEPARATORS", "message_nodes", "string_nodes"]
+__all__ = ["SEPARATORS", "flowing_names", "message_nodes", "string_nodes"]
 
 SEPARATORS = (", ", "; ")  # the joins of a printed list: messages without words
 
@@ -64,7 +64,7 @@ def _is_print(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print"
 
 
-def _flowing(nodes: list[ast.AST], roots: list[ast.AST], assigns: list[ast.Assign]) -> set[str]:
+def flowing_names(nodes: list[ast.AST], roots: list[ast.AST], assigns: list[ast.Assign]) -> set[str]:
     """The names read only by ``roots`` or by values assigned to such names, to a fixed point:
     ``hint = hints.get(got, "...")`` read by a message makes ``hints`` a message's too."""
     flowing: set[str] = set()
@@ -126,7 +126,7 @@ def message_nodes(tree: ast.Module) -> tuple[list[ast.AST], list[ast.AST]]:
                if isinstance(arg, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.IfExp)) or _is_join(arg)]
     assigns = [n for n in nodes if isinstance(n, ast.Assign)
                and all(isinstance(t, ast.Name) for t in n.targets)]
-    flowing = _flowing(nodes, roots, assigns)
+    flowing = flowing_names(nodes, roots, assigns)
     context = roots + [a.value for a in assigns if {t.id for t in a.targets} <= flowing]
     strings = [s for c in context + printed for s in string_nodes(c)] + _loop_labels(nodes)
     # A dictionary read only through .items() (``for what, wrong in suspects.items()``): its

@@ -85,6 +85,13 @@ class CourseFigure(Figure):
         if self._tinyk_language == "en" and figure_text.for_the_learner():  # a Chinese notebook's kernel
             with figure_text.in_chinese(self):
                 return self._repr_png_()
+        if self._tinyk_language == "en" and not figure_text.enabled():  # words the code gave in Chinese
+            self._tinyk_language = "drawable"
+            try:
+                with figure_text.drawable(self):
+                    return self._repr_png_()
+            finally:
+                self._tinyk_language = "en"
         buffer = io.BytesIO()
         self.savefig(buffer, format="png", metadata={"Description": self.describe()})
         return buffer.getvalue()

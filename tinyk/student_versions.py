@@ -199,6 +199,7 @@ def _chinese_code(nb: dict, prepared: dict, source: Path, root: Path,
     words: dict[str, str] = zh.load_messages(code, code=True)
     found: list[str] = []
     absent: list[str] = []
+    drawn: list[str] = []  # figure words the figures' catalogue lacks (each names it)
     url = repository_url(root)
     for i, (cell, chinese) in enumerate(zip(nb["cells"], prepared["cells"], strict=True)):
         if cell.get("id") != chinese.get("id"):
@@ -215,12 +216,14 @@ def _chinese_code(nb: dict, prepared: dict, source: Path, root: Path,
         elif cell["cell_type"] == "code" and not source_text(cell).startswith(SETUP_TITLE):
             where = f"{NOTEBOOKS}/{source.name}: cell {i}"
             text = zh.translate_code(source_text(cell), words, found, where)
+            text = zh.translate_figure_words(text, drawn, where)
             if not zh.same_code(text, source_text(cell)):  # a quote in a translation, say
                 raise ValueError(f"{where}: the Chinese code differs from the English beyond its strings "
                                  f"and comments; check its translations in {code.relative_to(root)}")
             cell["source"] = text.splitlines(keepends=True)
     return [f"{line}: no translation in {code.relative_to(root)}" for line in found] + \
-        [f"{line}: no translation in {interface_catalogue(root).relative_to(root)}" for line in absent]
+        [f"{line}: no translation in {interface_catalogue(root).relative_to(root)}" for line in absent] + \
+        drawn
 
 
 def chinese_student_notebooks(english: dict[Path, str], root: Path | None = None,

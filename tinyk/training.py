@@ -19,6 +19,7 @@ from torch import Tensor
 
 from tinyk.data import CharTokenizer, synthetic_text
 from tinyk.model import ModelConfig, Transformer
+from tinyk.package_catalogue import say
 
 __all__ = ["COURSE_RUN", "CHECKPOINT", "random_batches", "train", "train_course_model",
            "trained_course_model"]
@@ -88,7 +89,9 @@ def trained_course_model() -> Transformer:
 def _progress(total: int):  # a tqdm bar
     from tqdm import tqdm
 
-    return tqdm(total=total, desc="training", file=sys.stdout, mininterval=2.0, ncols=80)
+    # The bar's label in the learner's language (a Chinese notebook's kernel reads Chinese), as the
+    # Chinese pages show the book's run of it (locale/zh_CN/outputs.po).
+    return tqdm(total=total, desc=say("training"), file=sys.stdout, mininterval=2.0, ncols=80)
 
 
 if __name__ == "__main__":

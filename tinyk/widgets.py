@@ -67,6 +67,14 @@ class Choice:
 
 def _render(result: Figure | str) -> str:
     """One frame as an HTML fragment: an inline PNG for a figure, the string itself otherwise."""
+    drawn = getattr(result, "_tinyk_drawable", False)
+    if isinstance(result, Figure) and not figure_text.enabled() and not drawn:
+        result._tinyk_drawable = True  # words a Chinese notebook's code gave: drawable here (figure_text)
+        try:
+            with figure_text.drawable(result):
+                return _render(result)
+        finally:
+            result._tinyk_drawable = False
     if isinstance(result, Figure):
         buffer = io.BytesIO()
         result.savefig(buffer, format="png")

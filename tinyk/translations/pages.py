@@ -8,7 +8,10 @@ the book's extension (``book/_ext/tinyk_book.py``, ``doctree-read``) in the Chin
   ``locale/zh_CN/LC_MESSAGES/code/<stem>.po``, by the function that makes the Chinese student
   notebooks (:func:`tinyk.chinese_notebooks.translate_code`): its comments, docstrings and
   messages (what a ``print`` writes, a visible test's and an error's message, their labels),
-  so a cell reads on the Chinese page as it does in the Chinese notebook that Colab opens.
+  so a cell reads on the Chinese page as it does in the Chinese notebook that Colab opens;
+  the words its figures, sliders and calculators draw are then given in Chinese from the
+  figures' catalogue, as the figures below it show them
+  (:func:`tinyk.chinese_notebooks.translate_figure_words`).
   Only the source shown changes, after the page is parsed: the notebook myst-nb hashes and
   looks up in its execution cache is the English one, so the Chinese build reuses the
   English execution's outputs, whose printed lines are translated from ``outputs.po``
@@ -34,7 +37,13 @@ import re
 from pathlib import Path
 
 from tinyk.catalogues import blocks_catalogue, pinyin_key, translated
-from tinyk.chinese_notebooks import KINDS, code_catalogue_path, load_messages, translate_code
+from tinyk.chinese_notebooks import (
+    KINDS,
+    code_catalogue_path,
+    load_messages,
+    translate_code,
+    translate_figure_words,
+)
 from tinyk.exercises import book_version, source_text
 
 __all__ = ["SHOWN_KINDS", "block_texts", "book_block_texts", "pinyin_key", "shown_code", "sort_glossaries",
@@ -143,6 +152,7 @@ def translate_code_cells(doctree, messages: dict[str, str], where: str) -> list[
             here = f"{where}: cell {cell.get('cell_index')}"
             try:
                 text = translate_code(block.astext(), messages, missing, here, kinds=SHOWN_KINDS)
+                text = translate_figure_words(text, missing, here)
             except SyntaxError as error:
                 missing.append(f"{here}: not read as Python ({error.msg}), its comments are not translated")
                 continue

@@ -10,14 +10,18 @@ as the pattern:
 - a line's **cells** (:func:`cells`) are the runs of text between gaps: two spaces or more,
   the spaces after an ASCII colon (``"H_kv=16: K and V"``), or after a full-width colon, if any;
 - a **table** is a run of consecutive lines whose Chinese and English have as many cells,
-  two or more, each line; cells of different lines that start at one place in the English
-  form a left-aligned column, cells that end at one place (numbers padded on the left) a
-  right-aligned one;
+  two or more, and whose English all have a gap after a colon, or none has (a title above
+  the columns of numbers, ``(rows: d; columns: multiple_of)``, is no row of theirs); cells
+  of different lines that start at one place in the English form a left-aligned column,
+  numbers that end at one place (padded on the left) a right-aligned one;
 - the Chinese lines are spaced again so that each column starts (or ends) at one display
   column (:func:`tinyk.chinese_notebooks.display_width`: a wide character counts two), after
   the narrowest gap the English has before it (a full-width colon counts as one space of it).
 
-Lines that are not part of a table, and tables where no line was translated, stay as printed.
+Lines that are not part of a table, tables where no line was translated, and tables whose
+Chinese lines up already (each column of the English starts, or ends, at one display column:
+the code printed it padded by display width, as :func:`tinyk.plotting.column` pads, and the
+translation is what that code prints) stay as printed.
 """
 
 from __future__ import annotations
@@ -27,11 +31,12 @@ from dataclasses import dataclass
 
 from tinyk.chinese_notebooks import display_width
 
-__all__ = ["align", "cells", "column_of", "columns"]
+__all__ = ["align", "cells", "column_of", "columns", "runs"]
 
 # A gap between cells: two spaces or more; the spaces after an ASCII colon; after a full-width
 # colon, its spaces if any (the colon's own width separates it from the next cell).
 _GAP = re.compile(r"(?<=\S) {2,}(?=\S)|(?<=:) +(?=\S)|(?<=\uff1a) *(?=\S)")
+_NUMBER = re.compile(r"[-+−]?[\d.,]*\d(?:e[-+]?\d+)?[%×]?")  # a cell padded on the left: a number
 
 
 @dataclass
@@ -61,13 +66,19 @@ def columns(lines: list[str]) -> list[list[int]]:
     return [[cell.start for cell in cells(line)] for line in lines]
 
 
+def _colon(line: str) -> bool:
+    """Whether a line has a gap after a colon (``label: value`` rows)."""
+    return bool(re.search(r":(?= +\S)|\uff1a(?= *\S)", line))
+
+
 def _end(cell: _Cell) -> int:
     return cell.start + display_width(cell.text)
 
 
 def column_of(english: list[list[_Cell]]) -> dict[tuple[int, int], tuple[str, int]]:
     """(row, cell) -> its column, ("start", c) or ("end", c), for the cells (but each row's
-    first) that start at one place in two rows or more of the English, else end at one place."""
+    first) that start at one place in two rows or more of the English, else, for a number,
+    end at one place."""
     starts: dict[int, list[tuple[int, int]]] = {}
     ends: dict[int, list[tuple[int, int]]] = {}
     for i, row in enumerate(english):
@@ -76,7 +87,7 @@ def column_of(english: list[list[_Cell]]) -> dict[tuple[int, int], tuple[str, in
     placed = {m: ("start", c) for c, members in starts.items() if len(members) > 1 for m in members}
     for i, row in enumerate(english):
         for k, cell in enumerate(row[1:], 1):
-            if (i, k) not in placed:
+            if (i, k) not in placed and _NUMBER.fullmatch(cell.text):
                 ends.setdefault(_end(cell), []).append((i, k))
     placed.update({m: ("end", c) for c, members in ends.items() if len(members) > 1 for m in members})
     return placed
@@ -119,6 +130,33 @@ def _table(english: list[list[_Cell]], chinese: list[list[_Cell]]) -> list[str]:
     return ["".join(row) for row in out]
 
 
+def _lined_up(english: list[list[_Cell]], chinese: list[list[_Cell]]) -> bool:
+    """Whether each column of the English rows starts (or ends) at one display column in the
+    Chinese rows too."""
+    groups: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for member, key in column_of(english).items():
+        groups.setdefault(key, []).append(member)
+    return all(len({chinese[i][k].start + (display_width(chinese[i][k].text) if key[0] == "end" else 0)
+                    for i, k in members}) == 1 for key, members in groups.items())
+
+
+def runs(english: list[str], chinese: list[str]) -> list[tuple[int, int]]:
+    """(first, end) of each table of one printed text, ``english`` and ``chinese`` its lines
+    (the module's docstring): consecutive lines with as many cells, two or more, in both
+    languages, and all with a gap after a colon or none."""
+    en_cells, zh_cells = [cells(line) for line in english], [cells(line) for line in chinese]
+    in_table = [len(e) >= 2 and len(e) == len(z) for e, z in zip(en_cells, zh_cells, strict=True)]
+    found, n = [], 0
+    while n < len(english):
+        end = n
+        while end < len(english) and in_table[end] and _colon(english[end]) == _colon(english[n]):
+            end += 1
+        if end - n >= 2:
+            found.append((n, end))
+        n = max(end, n + 1)
+    return found
+
+
 def align(english: list[str], chinese: list[str]) -> list[str]:
     """``chinese`` (the lines of one printed text, each the translation of the English line at
     its place) with each table spaced again after the English (the module's docstring)."""
@@ -126,13 +164,8 @@ def align(english: list[str], chinese: list[str]) -> list[str]:
         return chinese
     out = list(chinese)
     en_cells, zh_cells = [cells(line) for line in english], [cells(line) for line in chinese]
-    in_table = [len(e) >= 2 and len(e) == len(z) for e, z in zip(en_cells, zh_cells, strict=True)]
-    n = 0
-    while n < len(out):
-        end = n
-        while end < len(out) and in_table[end]:
-            end += 1
-        if end - n >= 2 and any(english[i] != chinese[i] for i in range(n, end)):
+    for n, end in runs(english, chinese):
+        if any(english[i] != chinese[i] for i in range(n, end)) and \
+                not _lined_up(en_cells[n:end], zh_cells[n:end]):
             out[n:end] = _table(en_cells[n:end], zh_cells[n:end])
-        n = max(end, n + 1)
     return out
