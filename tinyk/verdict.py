@@ -16,7 +16,9 @@ ever runs, and no test cell passes through a process that runs the student's cod
 - the package's versions of the parts the notebook's exercises ask for are withheld over
   there before its first cell runs (:func:`tinyk.withheld.withhold`); an exercise that fails
   after the student's code used one of them is judged again, in a run that withholds only its
-  own parts (05.3.3's and 05.3.4's answers use tinyk's RoPE, which 05.3.1 and 05.3.2 ask for);
+  own parts (05.3.3's and 05.3.4's answers use tinyk's RoPE, which 05.3.1 and 05.3.2 ask for),
+  unless its answer is still the student version's stub (:func:`still_stubs`), which fails in
+  any run;
 - a test that puts the learner's parts into a model (``build_model(base, parts)``, 05.10's
   capstone on SmolLM2) gets :class:`AssembledThere`: the model is assembled over there, from
   the same weights loaded there before the notebook's cells ran
@@ -66,14 +68,14 @@ import torch
 from tinyk import answers
 from tinyk.answer_server import AnswerServer
 from tinyk.assembled import AssembledThere, model_functions, swapped, watched_anywhere
-from tinyk.cell_names import BUILTINS, bound_names, free_names
+from tinyk.cell_names import BUILTINS, bound_names, free_names, same_code
 from tinyk.exercises import is_solution, is_test, nbgrader, source_text
 from tinyk.own_work import REFERENCES
 from tinyk.remote import AnswerFailed, Remote, decode
 from tinyk.switches import GRADING
 
 __all__ = ["TEST_CELL_LOCK", "AnswerFailed", "AnswerServer", "AssembledThere", "Remote", "Verdict",
-           "judge", "main"]
+           "judge", "main", "still_stubs"]
 
 # One test cell at a time in this process: each sets the seed, takes stdout and swaps functions of
 # tinyk.own_work and tinyk.parts while it runs. The notebooks' cells, in the learners' processes,
@@ -108,12 +110,12 @@ class _Exercise:
         return [name for name in answers.PREPARED if re.search(rf"\b{name}\(\)", self.test)]
 
 
-def _segments(nb: dict) -> list[tuple[str, list[tuple[str, bool]]]]:
+def _cell_segments(nb: dict) -> list[tuple[str, list[dict]]]:
     """(grade_id, the code cells since the previous test cell) of each test cell of ``nb``, in
     order; a grade_id's later test cells are left out, as are the cells after the last one."""
-    found: list[tuple[str, list[tuple[str, bool]]]] = []
+    found: list[tuple[str, list[dict]]] = []
     seen: set[str] = set()
-    cells: list[tuple[str, bool]] = []
+    cells: list[dict] = []
     for cell in nb.get("cells", []):
         if cell.get("cell_type") != "code":
             continue
@@ -124,7 +126,46 @@ def _segments(nb: dict) -> list[tuple[str, list[tuple[str, bool]]]]:
                 found.append((grade_id, cells))
                 cells = []
             continue
-        cells.append((source_text(cell), is_solution(cell)))
+        cells.append(cell)
+    return found
+
+
+def _segments(nb: dict) -> list[tuple[str, list[tuple[str, bool]]]]:
+    """:func:`_cell_segments`, each cell as (its source, whether it is an answer cell)."""
+    return [(grade_id, [(source_text(c), is_solution(c)) for c in cells])
+            for grade_id, cells in _cell_segments(nb)]
+
+
+def _from_answer(cells: list[dict]) -> list[dict]:
+    """The cells from the first answer cell on (none when there is no answer cell)."""
+    first = next((i for i, cell in enumerate(cells) if is_solution(cell)), len(cells))
+    return cells[first:]
+
+
+def still_stubs(source: dict, submitted: dict, released: dict | None) -> set[str]:
+    """The exercises (their test cells' grade_ids) of ``submitted`` whose answer is still the
+    stub of ``released`` (the student version, as graded): its cells from the first answer cell
+    to the test cell are the release's, one for one, each the same code
+    (:func:`~tinyk.cell_names.same_code`: the Chinese version's words are the same code), and
+    the stub binds every name the source's answer binds. Then the test meets the stub's own
+    ``raise NotImplementedError()`` whatever the cells above it did: no cell after the stub
+    binds those names again, as no cell of the student's own comes between. An answer written
+    in a cell of the student's own after the stub, or in the answer cell, is no stub."""
+    if released is None:
+        return set()
+    theirs = {grade_id: _from_answer(cells) for grade_id, cells in _cell_segments(submitted)}
+    asked = {grade_id: bound_names([source_text(c) for c in cells if is_solution(c)])
+             for grade_id, cells in _cell_segments(source)}
+    found = set()
+    for grade_id, cells in _cell_segments(released):
+        stub, mine = _from_answer(cells), theirs.get(grade_id, [])
+        if not stub or len(stub) != len(mine) or not asked.get(grade_id):
+            continue
+        if not set(asked[grade_id]) <= set(bound_names([source_text(c) for c in stub if is_solution(c)])):
+            continue
+        if all(is_solution(a) == is_solution(b) and nbgrader(a).get("grade_id") == nbgrader(b).get("grade_id")
+               and same_code(source_text(a), source_text(b)) for a, b in zip(stub, mine, strict=True)):
+            found.add(grade_id)
     return found
 
 
@@ -244,9 +285,11 @@ _SET_UP_TIMEOUT = 300.0
 
 
 def _first_run(server: AnswerServer, exercises: list[_Exercise], judged: Collection[str],
-               skip: dict[str, str], outputs: list | None = None) -> tuple[dict[str, Verdict], set[str]]:
+               skip: dict[str, str], outputs: list | None = None,
+               stubs: Collection[str] = ()) -> tuple[dict[str, Verdict], set[str]]:
     """Run the notebook once with every judged exercise's parts withheld; the verdicts, and the
-    exercises that failed after a withheld part was used (``outputs``: see :func:`judge`)."""
+    exercises that failed after a withheld part was used, but for those whose answer is still
+    the stub (``stubs``: it fails in any run); ``outputs``: see :func:`judge`."""
     parts = sorted({p for e in exercises if e.grade_id in judged for p in e.parts})
     prepare = sorted({m for e in exercises if e.grade_id in judged for m in e.prepare})
     verdicts: dict[str, Verdict] = {}
@@ -266,7 +309,8 @@ def _first_run(server: AnswerServer, exercises: list[_Exercise], judged: Collect
                 in_test = True
                 verdicts[exercise.grade_id] = found = run.judge(exercise, answer_error)
                 in_test = False
-                if not found.passed and sorted(exercise.parts) != parts and run.touched():
+                if not found.passed and sorted(exercise.parts) != parts and current not in stubs \
+                        and run.touched():
                     again.add(exercise.grade_id)
         run.end()
     except AnswerFailed as err:
@@ -303,7 +347,7 @@ def _own_run(server: AnswerServer, exercises: list[_Exercise], grade_id: str) ->
 
 def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
           skip: dict[str, str] | None = None, only: Collection[str] | None = None,
-          outputs: list[tuple[str, list[dict]]] | None = None) -> list[Verdict]:
+          outputs: list[tuple[str, list[dict]]] | None = None, released: dict | None = None) -> list[Verdict]:
     """The verdict of every exercise of ``submitted``, with the tests of ``source`` (the
     instructor's notebook, hidden tests included). The submission's code cells run in
     ``server`` (a new one without a sandbox when None) in order, as Jupyter runs them, test
@@ -317,7 +361,9 @@ def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
     running there is left (:meth:`AnswerServer.notebook`). ``outputs``, a list, gets each cell
     of the notebook's first run with what it showed, in order ``(source, outputs)``: its
     prints, displays, result and error, within :mod:`tinyk.cell_outputs`' bounds; no test cell
-    and nothing that ran in a test's calls is among them."""
+    and nothing that ran in a test's calls is among them. ``released``: the student version
+    the submission was made from (as graded); an exercise whose answer is still its stub
+    (:func:`still_stubs`) is not run again: it fails in any run."""
     own = server is None
     server = server or AnswerServer()
     skip = skip or {}
@@ -329,7 +375,7 @@ def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
         if exercises and todo:
             verdicts, again = _first_run(server, exercises[:max(i for i, e in enumerate(exercises)
                                                                  if e.grade_id in todo) + 1], todo, skip,
-                                         outputs)
+                                         outputs, still_stubs(source, submitted, released))
         else:
             verdicts, again = {}, set()
         for grade_id in again:
