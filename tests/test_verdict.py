@@ -886,6 +886,74 @@ def test_an_answer_that_used_a_stand_in_still_runs_again(server, case):
         assert "NameError: name 'tables' is not defined" in first["ex_05_3_3_test"].detail, first
 
 
+def _shown(server, nb: dict) -> tuple[list[tuple[str, list[dict]]], list]:
+    """The outputs :func:`tinyk.verdict.judge` gives of 05.3's student version ``nb`` (judged as
+    the grader judges it), and the cells of its first run as they ran."""
+    from tinyk.grading.submission import for_grading, restore_release
+
+    release, outputs = _release("05_3"), []
+    with mock.patch.object(verdict, "_outputs", wraps=verdict._outputs) as made:
+        verdict.judge(_source("05_3"), for_grading(restore_release(nb, release)[0]), server, outputs=outputs,
+                      released=for_grading(release))
+    return outputs, made.call_args.args[0]
+
+
+def _of(outputs: list[tuple[str, list[dict]]], start: str) -> list[dict]:
+    [found] = [outs for source, outs in outputs if source.startswith(start)]
+    return found
+
+
+_TABLES_CELL = "cos, sin = precompute_freqs_cis(32, 64)"
+_NOTE = "[the grader shows no output of this cell: "
+_IN_COLAB = "; in Colab it runs as usual]\n"
+
+
+def test_a_cell_that_used_a_stand_in_never_shows_its_error(server):
+    """05.3's demo cells use tinyk's RoPE, withheld in the notebook's first run: there they fail
+    with WithheldPart (and cells after them with a NameError), errors Colab never shows. The
+    outputs the feedback shows take such a cell's outputs from an exercise's second run, where
+    RoPE was not withheld (05.3.3 answered with tinyk's RoPE), or else show a note that says why
+    there is none (the untouched student version: no second run)."""
+    untouched, first = _shown(server, _release("05_3"))
+    raw = _of([(cell.source, cell.outputs) for cell in first], _TABLES_CELL)
+    assert [(o["output_type"], o.get("ename")) for o in raw] == [("error", "WithheldPart")], raw
+    assert len(untouched) == len(first) > 20
+    errors = [o for _, outs in untouched for o in outs if o["output_type"] == "error"]
+    assert errors == [] and "WithheldPart" not in json.dumps(untouched)
+    assert _of(untouched, _TABLES_CELL) == [{"output_type": "stream", "name": "stdout", "text": (
+        f"{_NOTE}it uses tinyk's own precompute_freqs_cis, which is withheld while your notebook is "
+        f"graded (an exercise asks you to write it){_IN_COLAB}")}]
+    assert _of(untouched, "offsets = list(range(0, 65))")[0]["text"] == (
+        f"{_NOTE}it reads score, which a cell above could not define while tinyk's own parts were "
+        f"withheld{_IN_COLAB}")
+    answer = {"ex_05_3_3_solution": _solution("05_3", "ex_05_3_3_solution")}
+    answered, _ = _shown(server, _answered("05_3", answer))
+    assert _of(answered, _TABLES_CELL) == [{"output_type": "stream", "name": "stdout",
+                                            "text": "table shapes: (64, 16) (64, 16)\n"}]
+    assert "WithheldPart" not in json.dumps(answered) and _NOTE not in json.dumps(answered)
+
+
+@SMOLLM2
+def test_the_capstones_demo_cells_show_no_stand_ins_error(server):
+    """05.10's demo cells build tinyk's own SmolLM2, whose parts the capstone (05.10.3) asks for:
+    in every run of the notebook they are withheld, and the cell that loads it fails with
+    WithheldPart, the cells reading its model, config or tokenizer with a NameError. None of
+    those errors is shown as the student's: each such cell shows a note; the points stand."""
+    from tests.optional import smollm2_file
+
+    smollm2_file()  # or a skip that says how to install it
+    source, outputs = _source("05_10"), []
+    results = verdict.judge(source, source, server, outputs=outputs)
+    assert [(v.grade_id, v.passed) for v in results] == [
+        ("ex_05_10_1_test", True), ("ex_05_10_2_test", True), ("ex_05_10_3_test", True)], results
+    assert [o for _, outs in outputs for o in outs if o["output_type"] == "error"] == []
+    assert "WithheldPart" not in json.dumps(outputs) and "is not defined" not in json.dumps(outputs)
+    [loads] = _of(outputs, "from collections import Counter")
+    assert loads["text"].startswith(f"{_NOTE}it uses tinyk's own ") and loads["text"].endswith(_IN_COLAB)
+    assert _of(outputs, "cfg = model.config")[0]["text"].startswith(f"{_NOTE}it reads model, which a cell")
+    assert sum(_NOTE in json.dumps(outs) for _, outs in outputs) == 5, outputs
+
+
 def _exercises_only(nb: dict, grade_ids: list[str]) -> dict:
     """``nb`` cut down to the answer and test cells of the exercises ``grade_ids`` (their tests' ids)."""
     cells = nb["cells"]
@@ -900,7 +968,13 @@ def _exercises_only(nb: dict, grade_ids: list[str]) -> dict:
 READING = {"getsource": "inspect.getsource(tinyk.repeat_kv)",
            "getsourcelines": "inspect.getsourcelines(tinyk.repeat_kv)",
            "signature": "inspect.signature(tinyk.repeat_kv)",
-           "code": "tinyk.repeat_kv.__code__", "wrapped": "getattr(tinyk.repeat_kv, '__wrapped__', None)"}
+           "code": "tinyk.repeat_kv.__code__", "wrapped": "getattr(tinyk.repeat_kv, '__wrapped__', None)",
+           # inspect reads no attribute of the stand-in here (tinyk.withheld), and the answer reads
+           # what Jupyter gives (a KeyError else): tinyk/model.py, the module tinyk.model
+           "getfile": "{'model.py': 1}[inspect.getfile(tinyk.repeat_kv).rsplit('/', 1)[-1]]",
+           "getsourcefile": "{'model.py': 1}[inspect.getsourcefile(tinyk.repeat_kv).rsplit('/', 1)[-1]]",
+           "getabsfile": "{'model.py': 1}[inspect.getabsfile(tinyk.repeat_kv).rsplit('/', 1)[-1]]",
+           "getmodule": "{'tinyk.model': 1}[inspect.getmodule(tinyk.repeat_kv).__name__]"}
 
 
 @pytest.mark.parametrize("reading", READING)

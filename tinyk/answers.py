@@ -120,15 +120,18 @@ def _shell() -> Any:
     return shell
 
 
-def _cell(shell: Any, source: str, timeout: float) -> str:
+def _cell(shell: Any, source: str, timeout: float) -> tuple[str, bool]:
     """Run one of the notebook's cells within ``timeout`` seconds; return its error ("" when
-    none), as a kernel's run goes on past a cell's error."""
+    none), as a kernel's run goes on past a cell's error, and whether it used a withheld part
+    (:data:`~tinyk.withheld.TOUCHED`: what it showed is then not what Colab shows)."""
 
     def late(signum: int, frame: Any) -> None:
         raise TimeoutError(f"the cell ran past the per-cell time limit ({timeout:g} s)")
 
     from tinyk.cell_outputs import capturing
+    from tinyk.withheld import TOUCHED
 
+    before, TOUCHED[0] = TOUCHED[0], False
     previous = signal.signal(signal.SIGALRM, late)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
@@ -137,8 +140,10 @@ def _cell(shell: Any, source: str, timeout: float) -> str:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        used = bool(TOUCHED[0])
+        TOUCHED[0] = before or used
     error = result.error_before_exec or result.error_in_exec
-    return "" if error is None else f"{type(error).__name__}: {error}"[:300]
+    return ("" if error is None else f"{type(error).__name__}: {error}"[:300]), used
 
 
 def _value(objects: Any, value: Any) -> tuple:
@@ -153,7 +158,8 @@ def _value(objects: Any, value: Any) -> tuple:
 def _run(parts: list[str], prepare: Sequence[str], requests: BinaryIO, out: BinaryIO) -> None:
     """In the child of one run of a notebook: load the models its tests assemble
     (``prepare``), withhold the package's versions of ``parts``, then serve the grader: each of
-    the notebook's cells to run in turn (``("cell", source, timeout)``), the values of names
+    the notebook's cells to run in turn (``("cell", source, timeout)``: its error and whether it
+    used a withheld part), the values of names
     (``("names", [...])``), whether a withheld part was used (``("touched",)``), and the test
     cells' requests on the learner's objects, until ``("end",)``."""
     from tinyk.answer_objects import Objects, serve
@@ -183,7 +189,8 @@ def _run(parts: list[str], prepare: Sequence[str], requests: BinaryIO, out: Bina
             return
         try:
             if request[0] == "cell":
-                answer = ("ok", ("v", _cell(shell, request[1], float(request[2]))))
+                why, used = _cell(shell, request[1], float(request[2]))
+                answer = ("ok", ("u", [("v", why), ("v", used)]))
             elif request[0] == "names":
                 answer = ("ok", ("d", [(name, _value(objects, space[name])) for name in request[1]
                                        if type(name) is str and name in space]))

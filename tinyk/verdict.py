@@ -204,12 +204,78 @@ def _run_cell(grade_id: str, test: str, values: dict[str, Any]) -> Verdict:
     return Verdict(grade_id, True)
 
 
+@dataclass
+class _Shown:
+    """One cell of a run of the notebook, as it ran: its source, outputs, error ("" when none)
+    and whether it used a withheld part."""
+
+    source: str
+    outputs: list[dict]
+    why: str = ""
+    used: bool = False
+
+
+def _cell_reply(value: Any) -> tuple[str, bool]:
+    """A cell's reply, (its error, whether it used a withheld part): anything else sent in its
+    place is no error of the cell's and no stand-in's."""
+    if type(value) is tuple and len(value) == 2 and type(value[0]) is str and type(value[1]) is bool:
+        return value
+    return "", False
+
+
+_UNDEFINED = re.compile(r"^NameError: name '(\w+)' is not defined")
+_PART = re.compile(r"tinyk's (\w+) is withheld")
+
+
+def _stand_ins(cells: Sequence[_Shown]) -> list[bool]:
+    """Whether each cell of a run showed what Colab would not: it used a withheld part, or
+    failed on a name (``NameError``) that such a cell above could not bind."""
+    lost: set[str] = set()
+    found = []
+    for cell in cells:
+        missing = _UNDEFINED.match(cell.why)
+        found.append(cell.used or (missing is not None and missing[1] in lost))
+        if found[-1]:
+            lost.update(bound_names([cell.source]))
+    return found
+
+
+def _note(cell: _Shown) -> dict:
+    """What a cell shows in place of its outputs when it used a withheld part."""
+    missing, part = _UNDEFINED.match(cell.why), _PART.search(cell.why)
+    if cell.used:
+        what = f"tinyk's own {part[1]}" if part else "a part of tinyk's own"
+        why = (f"it uses {what}, which is withheld while your notebook is graded (an exercise asks "
+               f"you to write it)")
+    else:
+        why = (f"it reads {missing[1] if missing else 'a name'}, which a cell above could not define "
+               f"while tinyk's own parts were withheld")
+    return {"output_type": "stream", "name": "stdout",
+            "text": f"[the grader shows no output of this cell: {why}; in Colab it runs as usual]\n"}
+
+
+def _outputs(first: list[_Shown], again: Sequence[list[_Shown]]) -> list[tuple[str, list[dict]]]:
+    """Each cell of the notebook's first run with its outputs (:func:`judge`'s ``outputs``); a
+    cell that showed there what Colab would not (:func:`_stand_ins`) shows its outputs of a
+    second run of an exercise, where it ran with fewer parts withheld and did not, else a note
+    saying why it shows none: never a stand-in's error as the student's own."""
+    marks = [_stand_ins(run) for run in again]
+    shown = []
+    for i, (cell, stand_in) in enumerate(zip(first, _stand_ins(first), strict=True)):
+        if stand_in:
+            other = next((run[i] for run, marked in zip(again, marks, strict=True)
+                          if i < len(run) and run[i].source == cell.source and not marked[i]), None)
+            cell = other or _Shown(cell.source, [_note(cell)])
+        shown.append((cell.source, cell.outputs))
+    return shown
+
+
 class _Run:
     """One run of a notebook in the learner's process: its cells in order, each within the
     per-cell time limit, and the test cells judged here at their places."""
 
     def __init__(self, server: AnswerServer, parts: Sequence[str], prepare: Sequence[str],
-                 outputs: list[tuple[str, list[dict]]] | None = None) -> None:
+                 outputs: list[_Shown] | None = None) -> None:
         self.server, self.outputs = server, outputs
         server.send(("run", list(parts), list(prepare)))
         # the grader's set-up over there (the models a test assembles, IPython's shell): not the
@@ -231,7 +297,9 @@ class _Run:
             if reply[0] != "ok":
                 raise AnswerFailed("its process exited while a cell ran" if reply[0] == "done"
                                    else f"{reply[1]}: {reply[2]}", ended=reply[0] == "done")
-            why = str(decode(self.server, reply[1]) or "")
+            why, used = _cell_reply(decode(self.server, reply[1]))
+            if self.outputs is not None:
+                self.outputs.append(_Shown(source, [], why, used))
             if answer and why and not failed:
                 failed = why
             if why.startswith(("TimeoutError", "MemoryError")) and not limit:
@@ -241,8 +309,8 @@ class _Run:
 
             sent = self.server.ask(("outputs",))
             shown = parse(sent.numpy().tobytes()) if type(sent) is torch.Tensor else []
-            self.outputs += [(source, shown[i] if i < len(shown) else [])
-                             for i, (source, _) in enumerate(cells)]
+            for i, cell in enumerate(self.outputs[-len(cells):]):
+                cell.outputs = shown[i] if i < len(shown) else []
         return failed or limit
 
     def judge(self, exercise: _Exercise, answer_error: str) -> Verdict:
@@ -285,7 +353,7 @@ _SET_UP_TIMEOUT = 300.0
 
 
 def _first_run(server: AnswerServer, exercises: list[_Exercise], judged: Collection[str],
-               skip: dict[str, str], outputs: list | None = None,
+               skip: dict[str, str], outputs: list[_Shown] | None = None,
                stubs: Collection[str] = ()) -> tuple[dict[str, Verdict], set[str]]:
     """Run the notebook once with every judged exercise's parts withheld; the verdicts, and the
     exercises that failed after a withheld part was used, but for those whose answer is still
@@ -326,14 +394,16 @@ def _first_run(server: AnswerServer, exercises: list[_Exercise], judged: Collect
     return verdicts, again
 
 
-def _own_run(server: AnswerServer, exercises: list[_Exercise], grade_id: str) -> Verdict:
+def _own_run(server: AnswerServer, exercises: list[_Exercise], grade_id: str,
+             outputs: list[_Shown] | None = None) -> Verdict:
     """The exercise ``grade_id`` judged again in a run of its own, with only its own parts
-    withheld: an answer may use the package's versions of the notebook's other parts."""
+    withheld: an answer may use the package's versions of the notebook's other parts.
+    ``outputs``, a list, gets the cells of that run as they ran."""
     index = next(i for i, e in enumerate(exercises) if e.grade_id == grade_id)
     exercise = exercises[index]
     spent = server.spent  # a run of the grader's choosing: not counted in the student's time
     try:
-        run = _Run(server, exercise.parts, exercise.prepare)
+        run = _Run(server, exercise.parts, exercise.prepare, outputs)
         run.cells([cell for e in exercises[:index] for cell in e.cells])
         result = run.judge(exercise, run.cells(exercise.cells))
         run.end()
@@ -361,12 +431,17 @@ def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
     running there is left (:meth:`AnswerServer.notebook`). ``outputs``, a list, gets each cell
     of the notebook's first run with what it showed, in order ``(source, outputs)``: its
     prints, displays, result and error, within :mod:`tinyk.cell_outputs`' bounds; no test cell
-    and nothing that ran in a test's calls is among them. ``released``: the student version
+    and nothing that ran in a test's calls is among them. A cell that used a withheld part
+    there (or failed on a name such a cell could not bind) shows what it showed in a second
+    run where it did not, or else a note that says why it shows nothing (:func:`_outputs`).
+    ``released``: the student version
     the submission was made from (as graded); an exercise whose answer is still its stub
     (:func:`still_stubs`) is not run again: it fails in any run."""
     own = server is None
     server = server or AnswerServer()
     skip = skip or {}
+    first: list[_Shown] | None = None if outputs is None else []
+    seconds: list[list[_Shown]] = []
     try:
         server.notebook()
         exercises = _exercises(source, submitted)
@@ -375,11 +450,14 @@ def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
         if exercises and todo:
             verdicts, again = _first_run(server, exercises[:max(i for i, e in enumerate(exercises)
                                                                  if e.grade_id in todo) + 1], todo, skip,
-                                         outputs, still_stubs(source, submitted, released))
+                                         first, still_stubs(source, submitted, released))
         else:
             verdicts, again = {}, set()
-        for grade_id in again:
-            verdicts[grade_id] = _own_run(server, exercises, grade_id)
+        for grade_id in sorted(again):
+            seconds.append([])
+            verdicts[grade_id] = _own_run(server, exercises, grade_id, None if first is None else seconds[-1])
+        if outputs is not None and first is not None:
+            outputs += _outputs(first, seconds)
         return [verdicts.get(g) or Verdict(g, False, skip.get(g, "answer: not judged")) for g in judged]
     finally:
         if own:
