@@ -941,9 +941,11 @@ def test_the_capstones_demo_cells_show_no_stand_ins_error(server):
     those errors is shown as the student's: each such cell shows a note; the points stand."""
     from tests.optional import smollm2_file
 
+    from tinyk.grading.submission import for_grading
+
     smollm2_file()  # or a skip that says how to install it
     source, outputs = _source("05_10"), []
-    results = verdict.judge(source, source, server, outputs=outputs)
+    results = verdict.judge(source, for_grading(copy.deepcopy(source)), server, outputs=outputs)
     assert [(v.grade_id, v.passed) for v in results] == [
         ("ex_05_10_1_test", True), ("ex_05_10_2_test", True), ("ex_05_10_3_test", True)], results
     assert [o for _, outs in outputs for o in outs if o["output_type"] == "error"] == []
