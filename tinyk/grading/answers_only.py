@@ -14,7 +14,10 @@ included, run in the grader's process. No notebook runs in nbgrader's kernels (`
   answer out of memory is a ``memory-limit``; a cell that ends the notebook's process fails
   that exercise and the next ones as ``kernel-died``;
 - ``feedback`` takes the cells' outputs from this same run (``outputs`` of
-  :func:`judge_submission`) for the autograded notebooks it shows.
+  :func:`judge_submission`) for the autograded notebooks it shows; a cell that used a withheld
+  part there shows its outputs of an exercise's second run, or a note (:func:`tinyk.verdict.judge`);
+- an exercise whose answer is still the released stub is not run a second time: it fails in
+  any run (:func:`tinyk.verdict.still_stubs`).
 """
 
 from __future__ import annotations
