@@ -933,6 +933,40 @@ def test_a_cell_that_used_a_stand_in_never_shows_its_error(server):
     assert "WithheldPart" not in json.dumps(answered) and _NOTE not in json.dumps(answered)
 
 
+def _printed(text: str) -> list[dict]:
+    return [{"output_type": "stream", "name": "stdout", "text": text}]
+
+
+def test_the_outputs_shown_take_a_stand_ins_cell_from_a_second_run_within_the_notebooks_bound(monkeypatch):
+    """Which outputs a cell shows (tinyk.verdict._outputs), on runs made here: a cell that used
+    a stand-in, and one that failed on a name it could not bind, show a second run's outputs
+    where that run had them without a stand-in, else the note; a second run's outputs count
+    against the notebook's bound with the first run's kept cells, past it the note."""
+    Shown = verdict._Shown
+    used = "WithheldPart: tinyk's RMSNorm is withheld while this notebook is graded (...)"
+    first = [Shown("x = 1", _printed("kept\n")),
+             Shown("norm = RMSNorm(4)\nprint('built')", [], used, True),
+             Shown("print(norm)", [], "NameError: name 'norm' is not defined"),
+             Shown("print(y)", [{"output_type": "error", "ename": "NameError", "evalue": "y"}],
+                   "NameError: name 'y' is not defined")]  # the student's own mistake: shown
+    second = [Shown(c.source, []) for c in first]
+    second[1].outputs, second[2].outputs = _printed("built\n"), _printed("RMSNorm()\n")
+    assert [outs for _, outs in verdict._outputs(first, [second])] == [
+        _printed("kept\n"), _printed("built\n"), _printed("RMSNorm()\n"), first[3].outputs]
+    notes = [outs[0].get("text") for _, outs in verdict._outputs(first, [])]
+    assert notes[1].startswith("[the grader shows no output of this cell: it uses tinyk's own RMSNorm, ")
+    assert notes[2].startswith("[the grader shows no output of this cell: it reads norm, which a cell above")
+    again = copy.deepcopy(second)
+    again[1] = Shown(again[1].source, [], used, True)  # the second run used it too: no better
+    again[2] = Shown(again[2].source, [], first[2].why)
+    assert [outs[0].get("text") for _, outs in verdict._outputs(first, [again])] == notes
+    kept = verdict._size(first[0].outputs) + verdict._size(first[3].outputs)
+    built = verdict._size(second[1].outputs)
+    monkeypatch.setattr(verdict, "NOTEBOOK_OUTPUT_LIMIT", kept + built)  # room for one of the two
+    shown = [outs for _, outs in verdict._outputs(first, [second])]
+    assert shown[1] == _printed("built\n") and shown[2][0]["text"] == notes[2]
+
+
 @SMOLLM2
 def test_the_capstones_demo_cells_show_no_stand_ins_error(server):
     """05.10's demo cells build tinyk's own SmolLM2, whose parts the capstone (05.10.3) asks for:
@@ -940,7 +974,6 @@ def test_the_capstones_demo_cells_show_no_stand_ins_error(server):
     WithheldPart, the cells reading its model, config or tokenizer with a NameError. None of
     those errors is shown as the student's: each such cell shows a note; the points stand."""
     from tests.optional import smollm2_file
-
     from tinyk.grading.submission import for_grading
 
     smollm2_file()  # or a skip that says how to install it

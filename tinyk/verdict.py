@@ -69,6 +69,7 @@ from tinyk import answers
 from tinyk.answer_server import AnswerServer
 from tinyk.assembled import AssembledThere, model_functions, swapped, watched_anywhere
 from tinyk.cell_names import BUILTINS, bound_names, free_names, same_code
+from tinyk.cell_outputs import NOTEBOOK_OUTPUT_LIMIT
 from tinyk.exercises import is_solution, is_test, nbgrader, source_text
 from tinyk.own_work import REFERENCES
 from tinyk.remote import AnswerFailed, Remote, decode
@@ -257,17 +258,29 @@ def _note(cell: _Shown) -> dict:
 def _outputs(first: list[_Shown], again: Sequence[list[_Shown]]) -> list[tuple[str, list[dict]]]:
     """Each cell of the notebook's first run with its outputs (:func:`judge`'s ``outputs``); a
     cell that showed there what Colab would not (:func:`_stand_ins`) shows its outputs of a
-    second run of an exercise, where it ran with fewer parts withheld and did not, else a note
-    saying why it shows none: never a stand-in's error as the student's own."""
-    marks = [_stand_ins(run) for run in again]
+    second run of an exercise, where it ran with fewer parts withheld and did not (within the
+    notebook's bound of outputs, :data:`~tinyk.cell_outputs.NOTEBOOK_OUTPUT_LIMIT`, with the
+    cells kept), else a note saying why it shows none: never a stand-in's error as the student's."""
+    marks, firsts = [_stand_ins(run) for run in again], _stand_ins(first)
+    room = NOTEBOOK_OUTPUT_LIMIT - sum(_size(c.outputs) for c, marked in zip(first, firsts, strict=True)
+                                       if not marked)  # the notebook's bound holds for the lot
     shown = []
-    for i, (cell, stand_in) in enumerate(zip(first, _stand_ins(first), strict=True)):
+    for i, (cell, stand_in) in enumerate(zip(first, firsts, strict=True)):
         if stand_in:
             other = next((run[i] for run, marked in zip(again, marks, strict=True)
                           if i < len(run) and run[i].source == cell.source and not marked[i]), None)
-            cell = other or _Shown(cell.source, [_note(cell)])
+            if other is not None and _size(other.outputs) <= room:
+                room -= _size(other.outputs)
+                cell = other
+            else:
+                cell = _Shown(cell.source, [_note(cell)])
         shown.append((cell.source, cell.outputs))
     return shown
+
+
+def _size(outputs: list[dict]) -> int:
+    """Characters of a cell's outputs, as their JSON counts them (at least their text)."""
+    return len(json.dumps(outputs, ensure_ascii=False))
 
 
 class _Run:
