@@ -120,10 +120,10 @@ def _shell() -> Any:
     return shell
 
 
-def _cell(shell: Any, source: str, timeout: float) -> tuple[str, bool]:
-    """Run one of the notebook's cells within ``timeout`` seconds; return its error ("" when
-    none), as a kernel's run goes on past a cell's error, and whether it used a withheld part
-    (:data:`~tinyk.withheld.TOUCHED`: what it showed is then not what Colab shows)."""
+def _cell(shell: Any, source: str, timeout: float) -> tuple:
+    """Run one of the notebook's cells within ``timeout`` seconds; return, as the reply's value,
+    its error ("" when none), as a kernel's run goes on past a cell's error, and whether it used
+    a withheld part (:data:`~tinyk.withheld.TOUCHED`: what it showed is then not what Colab shows)."""
 
     def late(signum: int, frame: Any) -> None:
         raise TimeoutError(f"the cell ran past the per-cell time limit ({timeout:g} s)")
@@ -143,7 +143,7 @@ def _cell(shell: Any, source: str, timeout: float) -> tuple[str, bool]:
         used = bool(TOUCHED[0])
         TOUCHED[0] = before or used
     error = result.error_before_exec or result.error_in_exec
-    return ("" if error is None else f"{type(error).__name__}: {error}"[:300]), used
+    return ("u", [("v", "" if error is None else f"{type(error).__name__}: {error}"[:300]), ("v", used)])
 
 
 def _value(objects: Any, value: Any) -> tuple:
@@ -158,8 +158,7 @@ def _value(objects: Any, value: Any) -> tuple:
 def _run(parts: list[str], prepare: Sequence[str], requests: BinaryIO, out: BinaryIO) -> None:
     """In the child of one run of a notebook: load the models its tests assemble
     (``prepare``), withhold the package's versions of ``parts``, then serve the grader: each of
-    the notebook's cells to run in turn (``("cell", source, timeout)``: its error and whether it
-    used a withheld part), the values of names
+    the notebook's cells to run in turn (``("cell", source, timeout)``), the values of names
     (``("names", [...])``), whether a withheld part was used (``("touched",)``), and the test
     cells' requests on the learner's objects, until ``("end",)``."""
     from tinyk.answer_objects import Objects, serve
@@ -189,8 +188,7 @@ def _run(parts: list[str], prepare: Sequence[str], requests: BinaryIO, out: Bina
             return
         try:
             if request[0] == "cell":
-                why, used = _cell(shell, request[1], float(request[2]))
-                answer = ("ok", ("u", [("v", why), ("v", used)]))
+                answer = ("ok", _cell(shell, request[1], float(request[2])))
             elif request[0] == "names":
                 answer = ("ok", ("d", [(name, _value(objects, space[name])) for name in request[1]
                                        if type(name) is str and name in space]))
