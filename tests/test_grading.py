@@ -1159,3 +1159,52 @@ def test_no_hidden_test_reaches_the_students_process(assignment, tmp_path, monke
     assert not [line for line in hidden if any(line in text for text in sent)]
     assert (rows["a_test"].points, rows["b_test"].points) == (0, 1)  # the hidden test still failed it
     assert "graded outside the notebook" in rows["a_test"].detail, rows["a_test"]
+
+
+# 10 prints of a MiB each in 05.3.3's answer cell: 10 × (2**20 + 1) characters with their line ends
+FLOOD = "for i in range(10):\n    print('x' * 2**20)\n"
+
+
+def test_feedback_of_a_chapter_notebook_bounds_a_flood_and_shows_no_stand_ins_error(tmp_path):
+    """Feedback on a real chapter notebook (05.3, whose demo cells use tinyk's RoPE, which the
+    verdict's run withholds) for two students: one prints 10 MiB in the answer cell of 05.3.3,
+    which is right, the other submits the untouched student version. The flood's page stays
+    within a cell's bound, says how much it dropped, and keeps the points of 05.3.3; neither
+    page shows a stand-in's error (WithheldPart, or the NameError of a name a cell using one
+    could not bind), only the note of a cell that shows no output."""
+    from tinyk.cell_outputs import CELL_OUTPUT_LIMIT, NOTEBOOK_OUTPUT_LIMIT
+    from tinyk.grading.chapter import exercises_of
+
+    path = ROOT / "notebooks" / "05_3_rope.ipynb"
+    [released] = grading.release(tmp_path / "release", [path])
+    untouched = json.loads(released.read_text())
+    flood = json.loads(released.read_text())
+    [answer] = [c for c in json.loads(path.read_text())["cells"]
+                if nbgrader(c).get("grade_id") == "ex_05_3_3_solution"]
+    [cell] = [c for c in flood["cells"] if nbgrader(c).get("grade_id") == "ex_05_3_3_solution"]
+    cell["source"] = FLOOD + "".join(line for line in source_text(answer).splitlines(keepends=True)
+                                     if "### " not in line)
+    for name, nb in (("flood", flood), ("untouched", untouched)):
+        (tmp_path / "subs" / name).mkdir(parents=True)
+        (tmp_path / "subs" / name / path.name).write_text(json.dumps(nb))
+    limits = grading.Limits(cell_timeout=120, total_timeout=1200, memory_mb=16384)
+    out = tmp_path / "feedback"
+    assert grading.feedback(tmp_path / "subs", out, [path], limits=limits, jobs=1) == []
+    pages = {name: (out / name / "05_3_rope.html").read_text(encoding="utf-8")
+             for name in ("flood", "untouched")}
+    texts = {name: _page_text(out / name / "05_3_rope.html") for name in pages}
+    points = dict(exercises_of(path))
+    assert f"Score: {points['ex_05_3_3_test']} / {sum(points.values())}" in texts["flood"]
+    dropped = 10 * (2**20 + 1) - CELL_OUTPUT_LIMIT
+    assert (f"[{dropped:,} characters of output dropped: the grader keeps {CELL_OUTPUT_LIMIT:,} a cell and "
+            f"{NOTEBOOK_OUTPUT_LIMIT:,} a notebook]") in texts["flood"]
+    assert CELL_OUTPUT_LIMIT < len(pages["flood"]) < CELL_OUTPUT_LIMIT + 2**20, len(pages["flood"])
+    assert len(pages["untouched"]) < 2**20 and f"Score: 0.0 / {sum(points.values())}" in texts["untouched"]
+    note = ("[the grader shows no output of this cell: it uses tinyk's own precompute_freqs_cis, which is "
+            "withheld while your notebook is graded (an exercise asks you to write it); in Colab it runs "
+            "as usual]")
+    assert texts["untouched"].count(note) >= 5 and "WithheldPart" not in texts["untouched"]
+    assert "name 'score' is not defined" not in texts["untouched"]
+    # the flood's answer used tinyk's RoPE: its second run shows the demo cells' own outputs
+    assert "table shapes: (64, 16) (64, 16)" in texts["flood"] and note not in texts["flood"]
+    assert "WithheldPart" not in texts["flood"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import copy
+import functools
 import io
 import json
 import os
@@ -25,7 +26,7 @@ from tests.helpers import processes_left, processes_running, processes_running_s
 from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
 from tinyk import course, verdict
 from tinyk.cell_names import free_names
-from tinyk.exercises import is_solution, nbgrader
+from tinyk.exercises import is_solution, nbgrader, source_text
 
 NOTEBOOKS = {"_".join(p.stem.split("_")[:2]): p for p in course.notebook_paths()}  # "05_2": 05_2_rmsnorm
 
@@ -724,6 +725,286 @@ def test_the_notebooks_other_exercises_may_use_the_packages_parts(server):
     assert not again.passed and "AssertionError" in again.detail, again.detail
 
 
+@functools.cache
+def _release_text(stem: str) -> str:
+    from tinyk.student_versions import released
+
+    return json.dumps(released(_source(stem), NOTEBOOKS[stem].stem))
+
+
+def _release(stem: str) -> dict:
+    """The student version of the chapter notebook ``stem``, as nbgrader's release gives it."""
+    return json.loads(_release_text(stem))
+
+
+def _judged_again(server, stem: str, submitted: dict, released: bool = True
+                  ) -> tuple[dict[str, verdict.Verdict], list[str], dict[str, verdict.Verdict]]:
+    """``submitted`` (a student version of ``stem``, edited) judged as the grader judges it:
+    restored from the release, emptied for grading, with the release's stubs known (unless not
+    ``released``); its verdicts, the exercises run again (in order) and the first run's verdicts."""
+    from tinyk.grading.submission import for_grading, restore_release
+
+    release = _release(stem)
+    graded = for_grading(restore_release(submitted, release)[0])
+    first, real = [], verdict._first_run
+
+    def first_run(*args, **kwargs):
+        verdicts, again = real(*args, **kwargs)
+        first.append(dict(verdicts))  # judge puts the second runs' verdicts into its own
+        return verdicts, again
+
+    with mock.patch.object(verdict, "_own_run", wraps=verdict._own_run) as again, \
+            mock.patch.object(verdict, "_first_run", first_run):
+        results = verdict.judge(_source(stem), graded, server,
+                                released=for_grading(release) if released else None)
+    assert len(first) == 1
+    return {v.grade_id: v for v in results}, [call.args[2] for call in again.call_args_list], first[0]
+
+
+def _answered(stem: str, answers: dict[str, str], after: dict[str, str] | None = None) -> dict:
+    """The student version of ``stem`` with the answer cells ``answers`` (grade_id -> code) written
+    in, and cells of the student's own put right after the answer cells ``after`` names."""
+    nb = _release(stem)
+    for grade_id, text in (after or {}).items():
+        index = next(i for i, c in enumerate(nb["cells"]) if nbgrader(c).get("grade_id") == grade_id)
+        nb["cells"].insert(index + 1, {"cell_type": "code", "metadata": {}, "execution_count": None,
+                                       "outputs": [], "source": text, "id": f"own-{grade_id}"})
+    found = 0
+    for cell in nb["cells"]:
+        if nbgrader(cell).get("grade_id") in answers:
+            cell["source"], found = answers[nbgrader(cell)["grade_id"]], found + 1
+    assert found == len(answers)
+    return nb
+
+
+def _solution(stem: str, grade_id: str) -> str:
+    [cell] = [c for c in _source(stem)["cells"] if nbgrader(c).get("grade_id") == grade_id]
+    return "".join(line for line in source_text(cell).splitlines(keepends=True)
+                   if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_an_untouched_release_runs_no_exercise_again(server, language):
+    """An exercise whose answer is still the stub fails in any run: the verdict does not run it
+    again. The untouched student version of 05.3 (English, or the Chinese one, whose stubs'
+    words differ) fails all four exercises with no second run; without the release's stubs
+    known, its first run's demo cells use tinyk's RoPE (withheld) and each would run again."""
+    submitted = _release("05_3") if language == "en" else \
+        json.loads((NOTEBOOKS["05_3"].parents[1] / "student" / "zh" / NOTEBOOKS["05_3"].name).read_text())
+    results, again, _ = _judged_again(server, "05_3", copy.deepcopy(submitted))
+    assert len(results) == 4 and [v.passed for v in results.values()] == [False] * 4, results
+    assert again == []
+    assert all("NotImplementedError" in v.detail for v in results.values()), results
+    unknown, planted, _ = _judged_again(server, "05_3", copy.deepcopy(submitted), released=False)
+    assert [v.passed for v in unknown.values()] == [False] * 4
+    assert sorted(planted) == list(results), "the stubs not known, each exercise runs again"
+
+
+def _stub_of(nb: dict, grade_id: str) -> dict:
+    return next(c for c in nb["cells"] if nbgrader(c).get("grade_id") == grade_id)
+
+
+def _edited_stub(change) -> dict:
+    """05.3's student version with 05.3.3's answer cell changed by ``change(cell, cells, index)``."""
+    nb = _release("05_3")
+    cell = _stub_of(nb, "ex_05_3_3_solution")
+    change(cell, nb["cells"], nb["cells"].index(cell))
+    return nb
+
+
+def _own(text: str) -> dict:
+    return {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": text}
+
+
+_ANSWER = _solution("05_3", "ex_05_3_3_solution")
+# How a careless or a determined student leaves 05.3.3's stub, and whether it is still the stub
+# (not run again: it fails in any run) or may be an answer (run again when it fails).
+STUB_EDITS = {
+    "untouched": (lambda cell, cells, i: None, True),
+    "saved_with_outputs_and_spaces": (lambda cell, cells, i: cell.update(
+        source=[line.rstrip("\n") + "  \n" for line in source_text(cell).splitlines()] + ["\n"],
+        outputs=[{"output_type": "stream", "name": "stdout", "text": "run\n"}], execution_count=7), True),
+    "comment_and_docstring_reworded": (lambda cell, cells, i: cell.update(source=source_text(cell).replace(
+        "# YOUR CODE HERE", "# todo: later").replace("``q`` rotated", "q turned")), True),
+    # Jupyter runs the stub after it, which binds rope_score again: 0 there too
+    "answer_in_an_own_cell_above": (lambda cell, cells, i: cells.insert(i, _own(_ANSWER)), True),
+    "answer_in_an_own_cell_below": (lambda cell, cells, i: cells.insert(i + 1, _own(_ANSWER)), False),
+    "empty_own_cell_below": (lambda cell, cells, i: cells.insert(i + 1, _own("")), False),
+    "answer_in_a_copy_below": (lambda cell, cells, i: cells.insert(
+        i + 1, {**copy.deepcopy(cell), "id": "copy", "source": _ANSWER}), False),
+    "answered": (lambda cell, cells, i: cell.update(source=_ANSWER), False),
+    "one_token_changed": (lambda cell, cells, i: cell.update(source=source_text(cell).replace(
+        "raise NotImplementedError()", "raise NotImplementedError")), False),
+    "magic_line_added": (lambda cell, cells, i: cell.update(
+        source="%load_ext autoreload\n" + source_text(cell)), False),
+    "nbgrader_metadata_removed": (lambda cell, cells, i: cell["metadata"].pop("nbgrader"), True),
+    "answer_with_the_metadata_removed": (lambda cell, cells, i: (cell["metadata"].pop("nbgrader"),
+                                                                 cell.update(source=_ANSWER)), False),
+}
+
+
+@pytest.mark.parametrize("edit", STUB_EDITS)
+def test_an_answer_is_still_the_stub_only_when_it_runs_as_the_stub(edit):
+    """:func:`tinyk.verdict.still_stubs` on 05.3 as the grader judges it (restored from the
+    release, emptied for grading): 05.3.3 is the stub when its cells from the answer to the test
+    run the stub's code (saved by Jupyter, comments reworded; a cell of the student's own above
+    it is shadowed by the stub, as in Jupyter), never when anything between could be an answer."""
+    from tinyk.grading.submission import for_grading, restore_release
+
+    change, expected = STUB_EDITS[edit]
+    release = _release("05_3")
+    graded = for_grading(restore_release(_edited_stub(change), release)[0])
+    found = verdict.still_stubs(_source("05_3"), graded, for_grading(release))
+    others = {"ex_05_3_1_test", "ex_05_3_2_test", "ex_05_3_4_test"}
+    assert found == others | ({"ex_05_3_3_test"} if expected else set())
+    assert verdict.still_stubs(_source("05_3"), graded, None) == set()
+
+
+# Answers and cells of a student's own around 05.3's stubs that need the second run (they use
+# tinyk's RoPE, which 05.3.1 and 05.3.2 ask for and the first run withholds): each still gets
+# it and keeps its points, as in Jupyter.
+_TABLES = ("import tinyk\nimport torch\n\n"
+           "tables = {d: tinyk.precompute_freqs_cis(d, 200, 10000.0, dtype=torch.float64) for d in (2, 4)}\n")
+_USES_TABLES = ("import tinyk\nimport torch\nfrom tinyk import apply_rotary_emb\n\n"
+                "def rope_score(q, k, m, n, theta=10000.0):\n"
+                "    d = q.shape[0]\n"
+                "    if d in tables and max(m, n) < 200 and theta == 10000.0:\n"
+                "        cos, sin = tables[d]\n"
+                "    else:\n"
+                "        cos, sin = tinyk.precompute_freqs_cis(d, max(m, n) + 1, theta,\n"
+                "                                              dtype=torch.float64)\n"
+                "    q4, k4 = q.view(1, 1, 1, -1), k.view(1, 1, 1, -1)\n"
+                "    q_m, _ = apply_rotary_emb(q4, q4, cos[m : m + 1], sin[m : m + 1])\n"
+                "    _, k_n = apply_rotary_emb(k4, k4, cos[n : n + 1], sin[n : n + 1])\n"
+                "    return float((q_m * k_n).sum())\n")
+RUN_AGAIN = {
+    # the answer written into its cell
+    "edited_answer": ({"ex_05_3_3_solution": _solution("05_3", "ex_05_3_3_solution")}, {}),
+    # the stub left as it is, the answer in a cell of the student's own between it and the test
+    "own_cell_after_the_stub": ({}, {"ex_05_3_3_solution": _solution("05_3", "ex_05_3_3_solution")}),
+    # a cell above the answer makes RoPE's tables with tinyk's, which the answer reads: in the
+    # first run that cell fails (a stand-in), and the test's call fails with a NameError
+    "cell_above_used_a_stand_in": ({"ex_05_3_3_solution": _USES_TABLES}, {"ex_05_3_2_test": _TABLES}),
+}
+
+
+@pytest.mark.parametrize("case", RUN_AGAIN)
+def test_an_answer_that_used_a_stand_in_still_runs_again(server, case):
+    """05.3.3 answered (in its cell, or in a cell of the student's own after the untouched
+    stub) with tinyk's RoPE: it fails in the first run, which withholds RoPE for 05.3.1, and
+    gets its own run, where it passes; the exercises left as stubs run once."""
+    answers, after = RUN_AGAIN[case]
+    results, again, first = _judged_again(server, "05_3", _answered("05_3", answers, after))
+    assert again == ["ex_05_3_3_test"]
+    assert [g for g, v in results.items() if v.passed] == ["ex_05_3_3_test"], results
+    assert not first["ex_05_3_3_test"].passed, "the first run withholds tinyk's RoPE"
+    if case == "cell_above_used_a_stand_in":
+        assert "NameError: name 'tables' is not defined" in first["ex_05_3_3_test"].detail, first
+
+
+def _shown(server, nb: dict) -> tuple[list[tuple[str, list[dict]]], list]:
+    """The outputs :func:`tinyk.verdict.judge` gives of 05.3's student version ``nb`` (judged as
+    the grader judges it), and the cells of its first run as they ran."""
+    from tinyk.grading.submission import for_grading, restore_release
+
+    release, outputs = _release("05_3"), []
+    with mock.patch.object(verdict, "_outputs", wraps=verdict._outputs) as made:
+        verdict.judge(_source("05_3"), for_grading(restore_release(nb, release)[0]), server, outputs=outputs,
+                      released=for_grading(release))
+    return outputs, made.call_args.args[0]
+
+
+def _of(outputs: list[tuple[str, list[dict]]], start: str) -> list[dict]:
+    [found] = [outs for source, outs in outputs if source.startswith(start)]
+    return found
+
+
+_TABLES_CELL = "cos, sin = precompute_freqs_cis(32, 64)"
+_NOTE = "[the grader shows no output of this cell: "
+_IN_COLAB = "; in Colab it runs as usual]\n"
+
+
+def test_a_cell_that_used_a_stand_in_never_shows_its_error(server):
+    """05.3's demo cells use tinyk's RoPE, withheld in the notebook's first run: there they fail
+    with WithheldPart (and cells after them with a NameError), errors Colab never shows. The
+    outputs the feedback shows take such a cell's outputs from an exercise's second run, where
+    RoPE was not withheld (05.3.3 answered with tinyk's RoPE), or else show a note that says why
+    there is none (the untouched student version: no second run)."""
+    untouched, first = _shown(server, _release("05_3"))
+    raw = _of([(cell.source, cell.outputs) for cell in first], _TABLES_CELL)
+    assert [(o["output_type"], o.get("ename")) for o in raw] == [("error", "WithheldPart")], raw
+    assert len(untouched) == len(first) > 20
+    errors = [o for _, outs in untouched for o in outs if o["output_type"] == "error"]
+    assert errors == [] and "WithheldPart" not in json.dumps(untouched)
+    assert _of(untouched, _TABLES_CELL) == [{"output_type": "stream", "name": "stdout", "text": (
+        f"{_NOTE}it uses tinyk's own precompute_freqs_cis, which is withheld while your notebook is "
+        f"graded (an exercise asks you to write it){_IN_COLAB}")}]
+    assert _of(untouched, "offsets = list(range(0, 65))")[0]["text"] == (
+        f"{_NOTE}it reads score, which a cell above could not define while tinyk's own parts were "
+        f"withheld{_IN_COLAB}")
+    answer = {"ex_05_3_3_solution": _solution("05_3", "ex_05_3_3_solution")}
+    answered, _ = _shown(server, _answered("05_3", answer))
+    assert _of(answered, _TABLES_CELL) == [{"output_type": "stream", "name": "stdout",
+                                            "text": "table shapes: (64, 16) (64, 16)\n"}]
+    assert "WithheldPart" not in json.dumps(answered) and _NOTE not in json.dumps(answered)
+
+
+def _printed(text: str) -> list[dict]:
+    return [{"output_type": "stream", "name": "stdout", "text": text}]
+
+
+def test_the_outputs_shown_take_a_stand_ins_cell_from_a_second_run_within_the_notebooks_bound(monkeypatch):
+    """Which outputs a cell shows (tinyk.verdict._outputs), on runs made here: a cell that used
+    a stand-in, and one that failed on a name it could not bind, show a second run's outputs
+    where that run had them without a stand-in, else the note; a second run's outputs count
+    against the notebook's bound with the first run's kept cells, past it the note."""
+    Shown = verdict._Shown
+    used = "WithheldPart: tinyk's RMSNorm is withheld while this notebook is graded (...)"
+    first = [Shown("x = 1", _printed("kept\n")),
+             Shown("norm = RMSNorm(4)\nprint('built')", [], used, True),
+             Shown("print(norm)", [], "NameError: name 'norm' is not defined"),
+             Shown("print(y)", [{"output_type": "error", "ename": "NameError", "evalue": "y"}],
+                   "NameError: name 'y' is not defined")]  # the student's own mistake: shown
+    second = [Shown(c.source, []) for c in first]
+    second[1].outputs, second[2].outputs = _printed("built\n"), _printed("RMSNorm()\n")
+    assert [outs for _, outs in verdict._outputs(first, [second])] == [
+        _printed("kept\n"), _printed("built\n"), _printed("RMSNorm()\n"), first[3].outputs]
+    notes = [outs[0].get("text") for _, outs in verdict._outputs(first, [])]
+    assert notes[1].startswith("[the grader shows no output of this cell: it uses tinyk's own RMSNorm, ")
+    assert notes[2].startswith("[the grader shows no output of this cell: it reads norm, which a cell above")
+    again = copy.deepcopy(second)
+    again[1] = Shown(again[1].source, [], used, True)  # the second run used it too: no better
+    again[2] = Shown(again[2].source, [], first[2].why)
+    assert [outs[0].get("text") for _, outs in verdict._outputs(first, [again])] == notes
+    kept = verdict._size(first[0].outputs) + verdict._size(first[3].outputs)
+    built = verdict._size(second[1].outputs)
+    monkeypatch.setattr(verdict, "NOTEBOOK_OUTPUT_LIMIT", kept + built)  # room for one of the two
+    shown = [outs for _, outs in verdict._outputs(first, [second])]
+    assert shown[1] == _printed("built\n") and shown[2][0]["text"] == notes[2]
+
+
+@SMOLLM2
+def test_the_capstones_demo_cells_show_no_stand_ins_error(server):
+    """05.10's demo cells build tinyk's own SmolLM2, whose parts the capstone (05.10.3) asks for:
+    in every run of the notebook they are withheld, and the cell that loads it fails with
+    WithheldPart, the cells reading its model, config or tokenizer with a NameError. None of
+    those errors is shown as the student's: each such cell shows a note; the points stand."""
+    from tests.optional import smollm2_file
+    from tinyk.grading.submission import for_grading
+
+    smollm2_file()  # or a skip that says how to install it
+    source, outputs = _source("05_10"), []
+    results = verdict.judge(source, for_grading(copy.deepcopy(source)), server, outputs=outputs)
+    assert [(v.grade_id, v.passed) for v in results] == [
+        ("ex_05_10_1_test", True), ("ex_05_10_2_test", True), ("ex_05_10_3_test", True)], results
+    assert [o for _, outs in outputs for o in outs if o["output_type"] == "error"] == []
+    assert "WithheldPart" not in json.dumps(outputs) and "is not defined" not in json.dumps(outputs)
+    [loads] = _of(outputs, "from collections import Counter")
+    assert loads["text"].startswith(f"{_NOTE}it uses tinyk's own ") and loads["text"].endswith(_IN_COLAB)
+    assert _of(outputs, "cfg = model.config")[0]["text"].startswith(f"{_NOTE}it reads model, which a cell")
+    assert sum(_NOTE in json.dumps(outs) for _, outs in outputs) == 5, outputs
+
+
 def _exercises_only(nb: dict, grade_ids: list[str]) -> dict:
     """``nb`` cut down to the answer and test cells of the exercises ``grade_ids`` (their tests' ids)."""
     cells = nb["cells"]
@@ -738,7 +1019,13 @@ def _exercises_only(nb: dict, grade_ids: list[str]) -> dict:
 READING = {"getsource": "inspect.getsource(tinyk.repeat_kv)",
            "getsourcelines": "inspect.getsourcelines(tinyk.repeat_kv)",
            "signature": "inspect.signature(tinyk.repeat_kv)",
-           "code": "tinyk.repeat_kv.__code__", "wrapped": "getattr(tinyk.repeat_kv, '__wrapped__', None)"}
+           "code": "tinyk.repeat_kv.__code__", "wrapped": "getattr(tinyk.repeat_kv, '__wrapped__', None)",
+           # inspect reads no attribute of the stand-in here (tinyk.withheld), and the answer reads
+           # what Jupyter gives (a KeyError else): tinyk/model.py, the module tinyk.model
+           "getfile": "{'model.py': 1}[inspect.getfile(tinyk.repeat_kv).rsplit('/', 1)[-1]]",
+           "getsourcefile": "{'model.py': 1}[inspect.getsourcefile(tinyk.repeat_kv).rsplit('/', 1)[-1]]",
+           "getabsfile": "{'model.py': 1}[inspect.getabsfile(tinyk.repeat_kv).rsplit('/', 1)[-1]]",
+           "getmodule": "{'tinyk.model': 1}[inspect.getmodule(tinyk.repeat_kv).__name__]"}
 
 
 @pytest.mark.parametrize("reading", READING)

@@ -120,15 +120,18 @@ def _shell() -> Any:
     return shell
 
 
-def _cell(shell: Any, source: str, timeout: float) -> str:
-    """Run one of the notebook's cells within ``timeout`` seconds; return its error ("" when
-    none), as a kernel's run goes on past a cell's error."""
+def _cell(shell: Any, source: str, timeout: float) -> tuple:
+    """Run one of the notebook's cells within ``timeout`` seconds; return, as the reply's value,
+    its error ("" when none), as a kernel's run goes on past a cell's error, and whether it used
+    a withheld part (:data:`~tinyk.withheld.TOUCHED`: what it showed is then not what Colab shows)."""
 
     def late(signum: int, frame: Any) -> None:
         raise TimeoutError(f"the cell ran past the per-cell time limit ({timeout:g} s)")
 
     from tinyk.cell_outputs import capturing
+    from tinyk.withheld import TOUCHED
 
+    before, TOUCHED[0] = TOUCHED[0], False
     previous = signal.signal(signal.SIGALRM, late)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
@@ -137,8 +140,10 @@ def _cell(shell: Any, source: str, timeout: float) -> str:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        used = bool(TOUCHED[0])
+        TOUCHED[0] = before or used
     error = result.error_before_exec or result.error_in_exec
-    return "" if error is None else f"{type(error).__name__}: {error}"[:300]
+    return ("u", [("v", "" if error is None else f"{type(error).__name__}: {error}"[:300]), ("v", used)])
 
 
 def _value(objects: Any, value: Any) -> tuple:
@@ -183,7 +188,7 @@ def _run(parts: list[str], prepare: Sequence[str], requests: BinaryIO, out: Bina
             return
         try:
             if request[0] == "cell":
-                answer = ("ok", ("v", _cell(shell, request[1], float(request[2]))))
+                answer = ("ok", _cell(shell, request[1], float(request[2])))
             elif request[0] == "names":
                 answer = ("ok", ("d", [(name, _value(objects, space[name])) for name in request[1]
                                        if type(name) is str and name in space]))

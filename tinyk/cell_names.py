@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from tinyk.exercises import python_tree
 
-__all__ = ["BUILTINS", "bound_names", "defined_names", "free_names", "python_source"]
+__all__ = ["BUILTINS", "bound_names", "defined_names", "free_names", "python_source", "same_code"]
 
 BUILTINS = frozenset(dir(builtins))  # Python's own names: never a notebook's
 
@@ -50,6 +50,39 @@ def bound_names(sources: Sequence[str]) -> list[str]:
         if tree is not None:
             names += [name for node in tree.body for name in sorted(_bound(node))]
     return list(dict.fromkeys(names))
+
+
+def _code_tree(source: str) -> str | None:
+    """The syntax tree of a cell's code as IPython runs it, its docstrings left out, as text
+    (no line numbers); None where it cannot be parsed."""
+    code = python_source(source)
+    tree = None if code is None else python_tree(code)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def same_code(a: str, b: str) -> bool:
+    """Whether two cells run the same code: the same syntax tree as IPython reads them,
+    comments, docstrings, blank lines and layout aside (the English and Chinese student
+    versions of a cell differ in their words only); the same text, line ends and trailing
+    spaces aside, where either cannot be parsed."""
+    if a == b:
+        return True
+    trees = _code_tree(a), _code_tree(b)
+    if None not in trees:
+        return trees[0] == trees[1]
+
+    def lines(text: str) -> list[str]:
+        return [line.rstrip() for line in text.replace("\r\n", "\n").strip("\n").split("\n")]
+
+    return lines(a) == lines(b)
 
 
 def defined_names(source: str) -> list[str]:

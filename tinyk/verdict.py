@@ -16,7 +16,9 @@ ever runs, and no test cell passes through a process that runs the student's cod
 - the package's versions of the parts the notebook's exercises ask for are withheld over
   there before its first cell runs (:func:`tinyk.withheld.withhold`); an exercise that fails
   after the student's code used one of them is judged again, in a run that withholds only its
-  own parts (05.3.3's and 05.3.4's answers use tinyk's RoPE, which 05.3.1 and 05.3.2 ask for);
+  own parts (05.3.3's and 05.3.4's answers use tinyk's RoPE, which 05.3.1 and 05.3.2 ask for),
+  unless its answer is still the student version's stub (:func:`still_stubs`), which fails in
+  any run;
 - a test that puts the learner's parts into a model (``build_model(base, parts)``, 05.10's
   capstone on SmolLM2) gets :class:`AssembledThere`: the model is assembled over there, from
   the same weights loaded there before the notebook's cells ran
@@ -66,14 +68,15 @@ import torch
 from tinyk import answers
 from tinyk.answer_server import AnswerServer
 from tinyk.assembled import AssembledThere, model_functions, swapped, watched_anywhere
-from tinyk.cell_names import BUILTINS, bound_names, free_names
+from tinyk.cell_names import BUILTINS, bound_names, free_names, same_code
+from tinyk.cell_outputs import NOTEBOOK_OUTPUT_LIMIT
 from tinyk.exercises import is_solution, is_test, nbgrader, source_text
 from tinyk.own_work import REFERENCES
 from tinyk.remote import AnswerFailed, Remote, decode
 from tinyk.switches import GRADING
 
 __all__ = ["TEST_CELL_LOCK", "AnswerFailed", "AnswerServer", "AssembledThere", "Remote", "Verdict",
-           "judge", "main"]
+           "judge", "main", "still_stubs"]
 
 # One test cell at a time in this process: each sets the seed, takes stdout and swaps functions of
 # tinyk.own_work and tinyk.parts while it runs. The notebooks' cells, in the learners' processes,
@@ -108,12 +111,12 @@ class _Exercise:
         return [name for name in answers.PREPARED if re.search(rf"\b{name}\(\)", self.test)]
 
 
-def _segments(nb: dict) -> list[tuple[str, list[tuple[str, bool]]]]:
+def _cell_segments(nb: dict) -> list[tuple[str, list[dict]]]:
     """(grade_id, the code cells since the previous test cell) of each test cell of ``nb``, in
     order; a grade_id's later test cells are left out, as are the cells after the last one."""
-    found: list[tuple[str, list[tuple[str, bool]]]] = []
+    found: list[tuple[str, list[dict]]] = []
     seen: set[str] = set()
-    cells: list[tuple[str, bool]] = []
+    cells: list[dict] = []
     for cell in nb.get("cells", []):
         if cell.get("cell_type") != "code":
             continue
@@ -124,7 +127,46 @@ def _segments(nb: dict) -> list[tuple[str, list[tuple[str, bool]]]]:
                 found.append((grade_id, cells))
                 cells = []
             continue
-        cells.append((source_text(cell), is_solution(cell)))
+        cells.append(cell)
+    return found
+
+
+def _segments(nb: dict) -> list[tuple[str, list[tuple[str, bool]]]]:
+    """:func:`_cell_segments`, each cell as (its source, whether it is an answer cell)."""
+    return [(grade_id, [(source_text(c), is_solution(c)) for c in cells])
+            for grade_id, cells in _cell_segments(nb)]
+
+
+def _from_answer(cells: list[dict]) -> list[dict]:
+    """The cells from the first answer cell on (none when there is no answer cell)."""
+    first = next((i for i, cell in enumerate(cells) if is_solution(cell)), len(cells))
+    return cells[first:]
+
+
+def still_stubs(source: dict, submitted: dict, released: dict | None) -> set[str]:
+    """The exercises (their test cells' grade_ids) of ``submitted`` whose answer is still the
+    stub of ``released`` (the student version, as graded): its cells from the first answer cell
+    to the test cell are the release's, one for one, each the same code
+    (:func:`~tinyk.cell_names.same_code`: the Chinese version's words are the same code), and
+    the stub binds every name the source's answer binds. Then the test meets the stub's own
+    ``raise NotImplementedError()`` whatever the cells above it did: no cell after the stub
+    binds those names again, as no cell of the student's own comes between. An answer written
+    in a cell of the student's own after the stub, or in the answer cell, is no stub."""
+    if released is None:
+        return set()
+    theirs = {grade_id: _from_answer(cells) for grade_id, cells in _cell_segments(submitted)}
+    asked = {grade_id: bound_names([source_text(c) for c in cells if is_solution(c)])
+             for grade_id, cells in _cell_segments(source)}
+    found = set()
+    for grade_id, cells in _cell_segments(released):
+        stub, mine = _from_answer(cells), theirs.get(grade_id, [])
+        if not stub or len(stub) != len(mine) or not asked.get(grade_id):
+            continue
+        if not set(asked[grade_id]) <= set(bound_names([source_text(c) for c in stub if is_solution(c)])):
+            continue
+        if all(is_solution(a) == is_solution(b) and nbgrader(a).get("grade_id") == nbgrader(b).get("grade_id")
+               and same_code(source_text(a), source_text(b)) for a, b in zip(stub, mine, strict=True)):
+            found.add(grade_id)
     return found
 
 
@@ -163,12 +205,90 @@ def _run_cell(grade_id: str, test: str, values: dict[str, Any]) -> Verdict:
     return Verdict(grade_id, True)
 
 
+@dataclass
+class _Shown:
+    """One cell of a run of the notebook, as it ran: its source, outputs, error ("" when none)
+    and whether it used a withheld part."""
+
+    source: str
+    outputs: list[dict]
+    why: str = ""
+    used: bool = False
+
+
+def _cell_reply(value: Any) -> tuple[str, bool]:
+    """A cell's reply, (its error, whether it used a withheld part): anything else sent in its
+    place is no error of the cell's and no stand-in's."""
+    if type(value) is tuple and len(value) == 2 and type(value[0]) is str and type(value[1]) is bool:
+        return value
+    return "", False
+
+
+_UNDEFINED = re.compile(r"^NameError: name '(\w+)' is not defined")
+_PART = re.compile(r"tinyk's (\w+) is withheld")
+
+
+def _stand_ins(cells: Sequence[_Shown]) -> list[bool]:
+    """Whether each cell of a run showed what Colab would not: it used a withheld part, or
+    failed on a name (``NameError``) that such a cell above could not bind."""
+    lost: set[str] = set()
+    found = []
+    for cell in cells:
+        missing = _UNDEFINED.match(cell.why)
+        found.append(cell.used or (missing is not None and missing[1] in lost))
+        if found[-1]:
+            lost.update(bound_names([cell.source]))
+    return found
+
+
+def _note(cell: _Shown) -> dict:
+    """What a cell shows in place of its outputs when it used a withheld part."""
+    missing, part = _UNDEFINED.match(cell.why), _PART.search(cell.why)
+    if cell.used:
+        what = f"tinyk's own {part[1]}" if part else "a part of tinyk's own"
+        why = (f"it uses {what}, which is withheld while your notebook is graded (an exercise asks "
+               f"you to write it)")
+    else:
+        why = (f"it reads {missing[1] if missing else 'a name'}, which a cell above could not define "
+               f"while tinyk's own parts were withheld")
+    return {"output_type": "stream", "name": "stdout",
+            "text": f"[the grader shows no output of this cell: {why}; in Colab it runs as usual]\n"}
+
+
+def _outputs(first: list[_Shown], again: Sequence[list[_Shown]]) -> list[tuple[str, list[dict]]]:
+    """Each cell of the notebook's first run with its outputs (:func:`judge`'s ``outputs``); a
+    cell that showed there what Colab would not (:func:`_stand_ins`) shows its outputs of a
+    second run of an exercise, where it ran with fewer parts withheld and did not (within the
+    notebook's bound of outputs, :data:`~tinyk.cell_outputs.NOTEBOOK_OUTPUT_LIMIT`, with the
+    cells kept), else a note saying why it shows none: never a stand-in's error as the student's."""
+    marks, firsts = [_stand_ins(run) for run in again], _stand_ins(first)
+    room = NOTEBOOK_OUTPUT_LIMIT - sum(_size(c.outputs) for c, marked in zip(first, firsts, strict=True)
+                                       if not marked)  # the notebook's bound holds for the lot
+    shown = []
+    for i, (cell, stand_in) in enumerate(zip(first, firsts, strict=True)):
+        if stand_in:
+            other = next((run[i] for run, marked in zip(again, marks, strict=True)
+                          if i < len(run) and run[i].source == cell.source and not marked[i]), None)
+            if other is not None and _size(other.outputs) <= room:
+                room -= _size(other.outputs)
+                cell = other
+            else:
+                cell = _Shown(cell.source, [_note(cell)])
+        shown.append((cell.source, cell.outputs))
+    return shown
+
+
+def _size(outputs: list[dict]) -> int:
+    """Characters of a cell's outputs, as their JSON counts them (at least their text)."""
+    return len(json.dumps(outputs, ensure_ascii=False))
+
+
 class _Run:
     """One run of a notebook in the learner's process: its cells in order, each within the
     per-cell time limit, and the test cells judged here at their places."""
 
     def __init__(self, server: AnswerServer, parts: Sequence[str], prepare: Sequence[str],
-                 outputs: list[tuple[str, list[dict]]] | None = None) -> None:
+                 outputs: list[_Shown] | None = None) -> None:
         self.server, self.outputs = server, outputs
         server.send(("run", list(parts), list(prepare)))
         # the grader's set-up over there (the models a test assembles, IPython's shell): not the
@@ -190,7 +310,9 @@ class _Run:
             if reply[0] != "ok":
                 raise AnswerFailed("its process exited while a cell ran" if reply[0] == "done"
                                    else f"{reply[1]}: {reply[2]}", ended=reply[0] == "done")
-            why = str(decode(self.server, reply[1]) or "")
+            why, used = _cell_reply(decode(self.server, reply[1]))
+            if self.outputs is not None:
+                self.outputs.append(_Shown(source, [], why, used))
             if answer and why and not failed:
                 failed = why
             if why.startswith(("TimeoutError", "MemoryError")) and not limit:
@@ -200,8 +322,8 @@ class _Run:
 
             sent = self.server.ask(("outputs",))
             shown = parse(sent.numpy().tobytes()) if type(sent) is torch.Tensor else []
-            self.outputs += [(source, shown[i] if i < len(shown) else [])
-                             for i, (source, _) in enumerate(cells)]
+            for i, cell in enumerate(self.outputs[-len(cells):]):
+                cell.outputs = shown[i] if i < len(shown) else []
         return failed or limit
 
     def judge(self, exercise: _Exercise, answer_error: str) -> Verdict:
@@ -244,9 +366,11 @@ _SET_UP_TIMEOUT = 300.0
 
 
 def _first_run(server: AnswerServer, exercises: list[_Exercise], judged: Collection[str],
-               skip: dict[str, str], outputs: list | None = None) -> tuple[dict[str, Verdict], set[str]]:
+               skip: dict[str, str], outputs: list[_Shown] | None = None,
+               stubs: Collection[str] = ()) -> tuple[dict[str, Verdict], set[str]]:
     """Run the notebook once with every judged exercise's parts withheld; the verdicts, and the
-    exercises that failed after a withheld part was used (``outputs``: see :func:`judge`)."""
+    exercises that failed after a withheld part was used, but for those whose answer is still
+    the stub (``stubs``: it fails in any run); ``outputs``: see :func:`judge`."""
     parts = sorted({p for e in exercises if e.grade_id in judged for p in e.parts})
     prepare = sorted({m for e in exercises if e.grade_id in judged for m in e.prepare})
     verdicts: dict[str, Verdict] = {}
@@ -266,7 +390,8 @@ def _first_run(server: AnswerServer, exercises: list[_Exercise], judged: Collect
                 in_test = True
                 verdicts[exercise.grade_id] = found = run.judge(exercise, answer_error)
                 in_test = False
-                if not found.passed and sorted(exercise.parts) != parts and run.touched():
+                if not found.passed and sorted(exercise.parts) != parts and current not in stubs \
+                        and run.touched():
                     again.add(exercise.grade_id)
         run.end()
     except AnswerFailed as err:
@@ -282,14 +407,16 @@ def _first_run(server: AnswerServer, exercises: list[_Exercise], judged: Collect
     return verdicts, again
 
 
-def _own_run(server: AnswerServer, exercises: list[_Exercise], grade_id: str) -> Verdict:
+def _own_run(server: AnswerServer, exercises: list[_Exercise], grade_id: str,
+             outputs: list[_Shown] | None = None) -> Verdict:
     """The exercise ``grade_id`` judged again in a run of its own, with only its own parts
-    withheld: an answer may use the package's versions of the notebook's other parts."""
+    withheld: an answer may use the package's versions of the notebook's other parts.
+    ``outputs``, a list, gets the cells of that run as they ran."""
     index = next(i for i, e in enumerate(exercises) if e.grade_id == grade_id)
     exercise = exercises[index]
     spent = server.spent  # a run of the grader's choosing: not counted in the student's time
     try:
-        run = _Run(server, exercise.parts, exercise.prepare)
+        run = _Run(server, exercise.parts, exercise.prepare, outputs)
         run.cells([cell for e in exercises[:index] for cell in e.cells])
         result = run.judge(exercise, run.cells(exercise.cells))
         run.end()
@@ -303,7 +430,7 @@ def _own_run(server: AnswerServer, exercises: list[_Exercise], grade_id: str) ->
 
 def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
           skip: dict[str, str] | None = None, only: Collection[str] | None = None,
-          outputs: list[tuple[str, list[dict]]] | None = None) -> list[Verdict]:
+          outputs: list[tuple[str, list[dict]]] | None = None, released: dict | None = None) -> list[Verdict]:
     """The verdict of every exercise of ``submitted``, with the tests of ``source`` (the
     instructor's notebook, hidden tests included). The submission's code cells run in
     ``server`` (a new one without a sandbox when None) in order, as Jupyter runs them, test
@@ -317,10 +444,17 @@ def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
     running there is left (:meth:`AnswerServer.notebook`). ``outputs``, a list, gets each cell
     of the notebook's first run with what it showed, in order ``(source, outputs)``: its
     prints, displays, result and error, within :mod:`tinyk.cell_outputs`' bounds; no test cell
-    and nothing that ran in a test's calls is among them."""
+    and nothing that ran in a test's calls is among them. A cell that used a withheld part
+    there (or failed on a name such a cell could not bind) shows what it showed in a second
+    run where it did not, or else a note that says why it shows nothing (:func:`_outputs`).
+    ``released``: the student version
+    the submission was made from (as graded); an exercise whose answer is still its stub
+    (:func:`still_stubs`) is not run again: it fails in any run."""
     own = server is None
     server = server or AnswerServer()
     skip = skip or {}
+    first: list[_Shown] | None = None if outputs is None else []
+    seconds: list[list[_Shown]] = []
     try:
         server.notebook()
         exercises = _exercises(source, submitted)
@@ -329,11 +463,14 @@ def judge(source: dict, submitted: dict, server: AnswerServer | None = None,
         if exercises and todo:
             verdicts, again = _first_run(server, exercises[:max(i for i, e in enumerate(exercises)
                                                                  if e.grade_id in todo) + 1], todo, skip,
-                                         outputs)
+                                         first, still_stubs(source, submitted, released))
         else:
             verdicts, again = {}, set()
-        for grade_id in again:
-            verdicts[grade_id] = _own_run(server, exercises, grade_id)
+        for grade_id in sorted(again):
+            seconds.append([])
+            verdicts[grade_id] = _own_run(server, exercises, grade_id, None if first is None else seconds[-1])
+        if outputs is not None and first is not None:
+            outputs += _outputs(first, seconds)
         return [verdicts.get(g) or Verdict(g, False, skip.get(g, "answer: not judged")) for g in judged]
     finally:
         if own:

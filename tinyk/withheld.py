@@ -3,14 +3,16 @@ notebook under the grader (course: the instructors' page, grading; :mod:`tinyk.a
 
 :func:`withhold` puts a :class:`Withheld` in place of the package's own versions of a run's
 parts in every loaded ``tinyk`` module and lets the collector free them, so no class, function
-or code object of theirs is left in that process. Using a stand-in, or reading it as a function,
-raises :class:`WithheldPart` and sets :data:`TOUCHED`, so that the grader judges an exercise that
+or code object of theirs is left in that process. Using a stand-in, or reading it as a function
+(``inspect.getsource``, ``getfile``, ``getmodule``, ``__code__``, ...), raises
+:class:`WithheldPart` and sets :data:`TOUCHED`, so that the grader judges an exercise that
 then fails again in a run that withholds only its own parts (:mod:`tinyk.verdict`).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["TOUCHED", "Withheld", "WithheldPart", "withhold"]
@@ -67,6 +69,32 @@ class WithheldPart(RuntimeError):
 TOUCHED = [False]
 
 
+def _guarded(real: Callable[..., Any]) -> Callable[..., Any]:
+    """``real``, refusing a stand-in as its first argument (using it)."""
+    import functools
+
+    @functools.wraps(real)
+    def guarded(object: Any, *args: Any, **kwargs: Any) -> Any:
+        if type(object) is Withheld:
+            raise object._refuse()
+        return real(object, *args, **kwargs)
+
+    guarded._refuses_stand_ins = True  # type: ignore[attr-defined]
+    return guarded
+
+
+def _guard_inspect() -> None:
+    """Make :mod:`inspect`'s ``getfile`` and ``getmodule`` take a stand-in as used. ``getfile``
+    reads no attribute of an object that is no module, class, function or code (a stand-in
+    could not tell it was asked; ``getsourcefile`` and ``getabsfile`` ask it), and
+    ``getmodule`` reads the ``__module__`` of the stand-in's class (``tinyk.withheld``)."""
+    import inspect
+
+    for name in ("getfile", "getmodule"):
+        if not getattr(getattr(inspect, name), "_refuses_stand_ins", False):
+            setattr(inspect, name, _guarded(getattr(inspect, name)))
+
+
 def withhold(parts: list[str]) -> list[str]:
     """Put a :class:`Withheld` in place of the package's own versions of ``parts``
     (:data:`tinyk.own_work.REFERENCES`) in every loaded ``tinyk`` module, under every name
@@ -76,6 +104,7 @@ def withhold(parts: list[str]) -> list[str]:
     from tinyk.kept_source import lend
     from tinyk.own_work import REFERENCES
 
+    _guard_inspect()
     names = {ref for part in parts for ref in REFERENCES.get(part, ())}
     modules = [m for n, m in list(sys.modules.items()) if n == "tinyk" or n.startswith("tinyk.")]
     lend(vars(m)[name] for m in modules for name in names if name in vars(m))  # the text, not theirs

@@ -14,11 +14,15 @@ included, run in the grader's process. No notebook runs in nbgrader's kernels (`
   answer out of memory is a ``memory-limit``; a cell that ends the notebook's process fails
   that exercise and the next ones as ``kernel-died``;
 - ``feedback`` takes the cells' outputs from this same run (``outputs`` of
-  :func:`judge_submission`) for the autograded notebooks it shows.
+  :func:`judge_submission`) for the autograded notebooks it shows; a cell that used a withheld
+  part there shows its outputs of an exercise's second run, or a note (:func:`tinyk.verdict.judge`);
+- an exercise whose answer is still the released stub is not run a second time: it fails in
+  any run (:func:`tinyk.verdict.still_stubs`).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Collection
 from pathlib import Path
@@ -44,19 +48,23 @@ _DIED = "its process exited while a cell ran"  # a cell ended the notebook's run
 
 def judge_submission(entry: Path, notebooks: list[Notebook], released: dict[str, dict], limits: Limits,
                      sandboxed: bool, only: Collection[tuple[str, str]] | None = None,
-                     outputs: dict[str, list[tuple[str, list[dict]]]] | None = None
+                     outputs: dict[str, list[tuple[str, list[dict]]]] | None = None,
+                     stubs: dict[str, dict] | None = None
                      ) -> tuple[dict[str, Finding], dict[tuple[str, str], Verdict]]:
     """What the checks before grading found in each notebook of the student's ``entry``
     (:func:`~tinyk.grading.submission.checked`), and the verdict of each exercise judged, by
     (notebook, grade_id): every exercise of every notebook that can be graded, or only those of
     ``only``; in a sandbox of their own, one learner's process for them all, within the
     student's total time limit (the learner's start not counted). ``outputs``, a dict, gets
-    each graded notebook's cells with what they showed (:func:`tinyk.verdict.judge`)."""
+    each graded notebook's cells with what they showed (:func:`tinyk.verdict.judge`).
+    ``stubs``: the student versions as students got them, by name (default: ``released``), whose
+    stubs an exercise not attempted still holds (it is not run again, :func:`tinyk.verdict.still_stubs`)."""
     from tinyk import verdict
 
     files = submission_files(entry, notebooks)
     flags: dict[str, Finding] = {}
     graded: list[tuple[Notebook, dict, set[str] | None]] = []
+    stubs = released if stubs is None else stubs
     for nb in notebooks:
         ids = None if only is None else {g for n, g in only if n == nb.name}
         if ids is not None and not ids:
@@ -73,7 +81,8 @@ def judge_submission(entry: Path, notebooks: list[Notebook], released: dict[str,
         for nb, restored, ids in graded:
             source = json.loads(nb.path.read_text(encoding="utf-8"))
             shown: list | None = None if outputs is None else outputs.setdefault(nb.name, [])
-            for v in verdict.judge(source, restored, server, only=ids, outputs=shown):
+            release = for_grading(copy.deepcopy(stubs[nb.name])) if nb.name in stubs else None
+            for v in verdict.judge(source, restored, server, only=ids, outputs=shown, released=release):
                 found[nb.name, v.grade_id] = v
     return flags, found
 

@@ -125,6 +125,7 @@ class _Courses:
     shown: Path
     visible: list[Notebook]
     shown_released: dict[str, dict]
+    released: dict[str, dict]  # the student versions as students got them (their answers' stubs)
 
 
 def _prepare(tmp: Path, chosen: list[Notebook]) -> _Courses:
@@ -134,7 +135,7 @@ def _prepare(tmp: Path, chosen: list[Notebook]) -> _Courses:
     shown = tmp / "shown"  # the released notebooks as sources: visible tests only
     visible = [Notebook(release_dir / f"{nb.name}.ipynb", nb.name, nb.tests, nb.translated) for nb in chosen]
     prepare_course(visible, shown)
-    return _Courses(shown, visible, released_notebooks(shown, chosen))
+    return _Courses(shown, visible, released_notebooks(shown, chosen), released_notebooks(template, chosen))
 
 
 def _feedback_of(entry: Path, batch: Batch, courses: _Courses, work: Path, out_dir: Path,
@@ -157,7 +158,7 @@ def _feedback_of(entry: Path, batch: Batch, courses: _Courses, work: Path, out_d
         return
     outputs: dict[str, list] = {}
     flags, verdicts = judge_submission(entry, chosen, courses.shown_released, batch.limits, sandbox,
-                                       outputs=outputs)
+                                       outputs=outputs, stubs=courses.released)
     rows = verdict_rows(name, chosen, flags, verdicts)
     shown = work / "outputs.json"
     sources = {nb.name: json.loads(nb.path.read_text(encoding="utf-8")) for nb in chosen}
