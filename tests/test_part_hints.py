@@ -11,8 +11,6 @@ from tinyk.package_catalogue import say
 from tinyk.parts import PartError, check_parts
 
 from .exercise_cases import ex_05_2, ex_05_3, ex_05_4, ex_05_5, ex_05_6
-from .exercise_cases.ex_05_4 import _gqa_with
-from .exercise_cases.ex_05_5 import _block
 
 # (the exercise's wrong answers, mistake id (its first answer is the part), part, the hint)
 CASES = [
@@ -88,6 +86,26 @@ CASES = [
      "the mean of each row's mean; the loss is one mean over the batch's counted targets"),
     (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:ignore-index-unused", "shifted_loss",
      "the targets equal to ignore_index are not counted: use the argument, not -100"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:cos-sin-swapped", "rope_tables",
+     "cos and sin swapped; return (cos, sin) in that order"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:bool-mask-added", "gqa_attention",
+     "the boolean mask added to the scores (True counts 1, False 0), as if it were an additive float mask: "
+     "fill the scores where it is False, scores.masked_fill(~mask, ...)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:given-mask-ignored", "gqa_attention",
+     "the given mask is ignored: when a mask is given, use it as it is (it already holds causality and "
+     "padding)"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:x-in-place", "decoder_block",
+     "decoder_block changed x in place: write h = x + ..., not x += ..."),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:no-residual", "decoder_block",
+     "both residuals are missing: h = x + attention(attention_norm(x)), then y = h + "
+     "feed_forward(ffn_norm(h))"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:mlp-norm-missing", "decoder_block",
+     "ffn_norm is never called: the MLP half is pre-norm too, y = h + feed_forward(ffn_norm(h))"),
+    (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:right-padding-at-0", "token_positions",
+     "the padding set to 0: padding after the real tokens keeps the last real position, the running count "
+     "minus 1 raised to 0"),
+    (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:cumsum-over-batch", "token_positions",
+     "the running count taken over the batch axis (cumsum(0)); count along each row, cumsum(-1)"),
 ]
 
 
@@ -136,63 +154,9 @@ def test_a_part_that_computes_in_float32_fails_the_check(monkeypatch, cases, mis
     assert caught.value.part == name and words in str(caught.value)
 
 
-# Mistakes that check_parts names by their own hint, each a wrong part: (id, part, source, hint).
-_POSITIONS = "import torch\ndef token_positions(valid):\n    return {body}\n"
-PART_CASES = [
-    ("05.4.4:bool-mask-added", "gqa_attention", _gqa_with(
-        # an additive mask of its own when none is given
-        ("mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)",
-         "mask = torch.full((T, T_k), float('-inf')).triu(T_k - T + 1)"),
-        ("    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)\n",
-         "    scores = scores + mask\n"),
-        (".masked_fill(~mask, 0.0)", "")),
-     "the boolean mask added to the scores (True counts 1, False 0), as if it were an additive float mask: "
-     "fill the scores where it is False, scores.masked_fill(~mask, ...)"),
-    ("05.4.4:given-mask-ignored", "gqa_attention", _gqa_with(("if mask is None:", "if True:")),
-     "the given mask is ignored: when a mask is given, use it as it is (it already holds causality and "
-     "padding)"),
-    ("05.5.3:x-in-place", "decoder_block",
-     _block("x += attention(attention_norm(x))\nreturn x + feed_forward(ffn_norm(x))"),
-     "decoder_block changed x in place: write h = x + ..., not x += ..."),
-    ("05.5.3:no-residual", "decoder_block",
-     _block("h = attention(attention_norm(x))\nreturn feed_forward(ffn_norm(h))"),
-     "both residuals are missing: h = x + attention(attention_norm(x)), then y = h + "
-     "feed_forward(ffn_norm(h))"),
-    ("05.5.3:mlp-norm-missing", "decoder_block",
-     _block("h = x + attention(attention_norm(x))\nreturn h + feed_forward(h)"),
-     "ffn_norm is never called: the MLP half is pre-norm too, y = h + feed_forward(ffn_norm(h))"),
-    ("05.6.2:right-padding-at-0", "token_positions",
-     _POSITIONS.format(body="torch.where(valid, valid.long().cumsum(-1) - 1, 0)"),
-     "the padding set to 0: padding after the real tokens keeps the last real position, the running count "
-     "minus 1 raised to 0"),
-    ("05.6.2:cumsum-over-batch", "token_positions",
-     _POSITIONS.format(body="(valid.long().cumsum(0) - 1).clamp(min=0)"),
-     "the running count taken over the batch axis (cumsum(0)); count along each row, cumsum(-1)"),
-    ("05.3.1:cos-sin-swapped", "rope_tables", """
-import torch
-def rope_tables(head_dim, end, theta=10000.0):
-    omega = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
-    angles = torch.outer(torch.arange(end, dtype=torch.float32), omega)
-    return torch.sin(angles), torch.cos(angles)
-""", "cos and sin swapped; return (cos, sin) in that order"),
-]
-
-
-@pytest.mark.parametrize("language", ["en", "zh_CN"])
-@pytest.mark.parametrize("mistake_id,name,source,hint", PART_CASES, ids=[c[0] for c in PART_CASES])
-def test_check_parts_names_the_mistake_of_a_wrong_part(monkeypatch, language, mistake_id, name, source, hint):
-    namespace: dict = {}
-    exec(compile(source, "<wrong part>", "exec"), namespace)
-    monkeypatch.setenv("TINYK_LANGUAGE", language)
-    with pytest.raises(PartError) as caught:
-        check_parts({name: namespace[name]})
-    assert caught.value.part == name
-    assert say(hint) in str(caught.value), str(caught.value)
-    assert (say(hint) == hint) == (language == "en")  # the Chinese hint is another text
-
-
 def test_the_parts_check_gives_token_positions_a_right_padded_row():
-    # a padding at 0 after the real tokens is told apart only on a right-padded row
+    # the check's batch holds a right-padded row (where a padding at 0 is told apart): the right
+    # answer, which keeps the last real position there, passes
     def token_positions(valid):
         return (valid.long().cumsum(-1) - 1).clamp(min=0)
 

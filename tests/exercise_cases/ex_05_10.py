@@ -433,3 +433,19 @@ CAPSTONE_HIDDEN: list[tuple[str, str]] = [
     case for case in MISTAKES["ex_05_10_3_solution"]
     if case[0] in ("05.10.3:causal-from-first-key", "05.10.3:scale-by-d", "05.10.3:positions-ignore-padding")
 ]
+
+# d and m read big-endian (struct's '>e', or NumPy's '>f2'), and d alone.
+MISTAKES["ex_05_10_1_solution"] += [
+    ("05.10.1:big-endian", _Q4_1.replace("dtype=np.float16", "dtype='>f2'").format(weights="d * q + m")),
+    ("05.10.1:big-endian", """
+import struct
+import numpy as np
+import torch
+def dequantize_q4_1(block):
+    d, = struct.unpack('>e', block[:2])
+    m, = struct.unpack('<e', block[2:4])
+    packed = np.frombuffer(block[4:20], dtype=np.uint8)
+    q = np.concatenate([packed & 0x0F, packed >> 4]).astype(np.float32)
+    return torch.from_numpy(np.float32(d) * q + np.float32(m))
+"""),
+]
