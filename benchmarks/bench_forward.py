@@ -15,7 +15,7 @@ import time
 import torch
 
 from tinyk import ModelConfig, Transformer
-from tinyk.hf import to_hf
+from tinyk.interop.hf import to_hf
 
 
 def step_time(model: torch.nn.Module, ids: torch.Tensor) -> float:

@@ -73,7 +73,7 @@ def cache_speedups(rounds: int, lengths: list[int]) -> None:
 
 
 def against_hf(rounds: int, n_new: int) -> None:
-    from tinyk.hf import to_hf
+    from tinyk.interop.hf import to_hf
 
     print(f"2. tinyk vs transformers generate, mid config, greedy, {n_new} new tokens, batch 1")
     torch.manual_seed(0)
@@ -163,7 +163,7 @@ class FusedTiny:
 
 
 def tiny_batch_one(rounds: int, n_new: int) -> None:
-    from tinyk.hf import to_hf
+    from tinyk.interop.hf import to_hf
 
     print(f"4. tiny config, batch 1, {n_new} new tokens: tinyk, transformers, and the eager floor")
     torch.manual_seed(0)

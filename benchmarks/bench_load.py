@@ -2,10 +2,10 @@
 
     python benchmarks/bench_load.py [--rounds 5]
 
-Every tensor of the file is dequantised to float32 by :func:`tinyk.gguf_quants.dequantise` and
+Every tensor of the file is dequantised to float32 by :func:`tinyk.interop.gguf_quants.dequantise` and
 by ``gguf.quants.dequantize``, rounds alternating, one CPU thread; the script checks that the two
 give the same bits (SmolLM2's weights hold no NaN) and prints the median seconds of each and their
-ratio, then the seconds of a whole :func:`tinyk.gguf.load_gguf` in a new interpreter (importing
+ratio, then the seconds of a whole :func:`tinyk.interop.gguf.load_gguf` in a new interpreter (importing
 torch and tinyk not counted), as a notebook, a grader's kernel or the verdict's process pays it.
 """
 
@@ -21,13 +21,13 @@ import time
 import numpy as np
 import torch
 
-from tinyk.gguf import raw_tensors, smollm2_path
-from tinyk.gguf_quants import dequantise
+from tinyk.interop.gguf import raw_tensors, smollm2_path
+from tinyk.interop.gguf_quants import dequantise
 
 FRESH = """
 import time
 import torch, tinyk
-from tinyk.gguf import load_gguf, smollm2_path
+from tinyk.interop.gguf import load_gguf, smollm2_path
 start = time.perf_counter()
 load_gguf(smollm2_path())
 print(time.perf_counter() - start)
@@ -47,9 +47,9 @@ def main() -> None:
         ours, theirs = dequantise(data, kind).numpy(), gguf.quants.dequantize(data, kind)
         if ours.shape != theirs.shape or not np.array_equal(ours.view(np.uint32), theirs.view(np.uint32)):
             raise SystemExit(f"{name} ({kind.name}) differs from gguf's dequantisation")
-    seconds: dict[str, list[float]] = {"tinyk.gguf_quants": [], "gguf.quants": []}
+    seconds: dict[str, list[float]] = {"tinyk.interop.gguf_quants": [], "gguf.quants": []}
     for _ in range(args.rounds):
-        for label, run in (("tinyk.gguf_quants", dequantise), ("gguf.quants", gguf.quants.dequantize)):
+        for label, run in (("tinyk.interop.gguf_quants", dequantise), ("gguf.quants", gguf.quants.dequantize)):
             start = time.perf_counter()
             for _, kind, data in tensors:
                 run(data, kind)
@@ -58,7 +58,7 @@ def main() -> None:
     print(f"{len(tensors)} tensors, the same bits both ways; median of {args.rounds} rounds, one thread:")
     for label, value in median.items():
         print(f"  {label:18s} {value:6.2f} s")
-    print(f"  gguf.quants / tinyk.gguf_quants = {median['gguf.quants'] / median['tinyk.gguf_quants']:.1f}x")
+    print(f"  gguf.quants / tinyk.interop.gguf_quants = {median['gguf.quants'] / median['tinyk.interop.gguf_quants']:.1f}x")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     fresh = [float(subprocess.run([sys.executable, "-c", FRESH], capture_output=True, text=True, check=True,
                                   env=env).stdout) for _ in range(3)]

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 def answered(path: Path) -> dict:
     """The source notebook at ``path`` as a learner's answered copy: hidden tests cut, no cell
     tagged ``raises-exception``."""
-    from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN, is_test, source_text
+    from tinyk.courseware.exercises import BEGIN_HIDDEN, END_HIDDEN, is_test, source_text
 
     nb = json.loads(path.read_text(encoding="utf-8"))
     for cell in nb["cells"]:
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--aim", type=float, default=20.0, help="seconds a notebook's cells may take")
     args = parser.parse_args(argv)
 
-    from tinyk.course import notebook_paths
+    from tinyk.courseware.course import notebook_paths
 
     paths = [p for p in notebook_paths() if not args.notebook or p.stem in args.notebook]
     print(f"{'notebook':24s} {'kernel s':>9s} {'cells s':>8s}  within {args.aim:g} s")

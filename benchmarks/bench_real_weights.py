@@ -18,7 +18,7 @@ import time
 import torch
 
 from tinyk import count_parameters, generate
-from tinyk.gguf import load_gguf, load_tokenizer, smollm2_path
+from tinyk.interop.gguf import load_gguf, load_tokenizer, smollm2_path
 
 
 def copy_bandwidth(megabytes: int = 512, rounds: int = 5) -> float:

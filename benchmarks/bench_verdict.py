@@ -52,7 +52,7 @@ def _judge_student(notebooks: list[dict], base: Path, clean: bool,
                    timeout: float) -> tuple[float, float, list]:
     """Wall-clock and CPU seconds (this process's and the learner's) for one student's
     verdict (one learner's process, every notebook), and the exercises that failed."""
-    from tinyk import verdict
+    from tinyk.grading import verdict
     from tinyk.grading.sandbox import sandbox_argv
 
     scratch, runtime = base / "scratch", base / "run"
@@ -86,8 +86,8 @@ def main() -> None:
     os.environ.setdefault("TINYK_GRADING", "1")
     import torch
 
-    from tinyk import course
-    from tinyk.exercises import is_test
+    from tinyk.courseware import course
+    from tinyk.courseware.exercises import is_test
     from tinyk.grading import check_sandbox
 
     check_sandbox()

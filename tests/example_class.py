@@ -6,7 +6,7 @@ students' submissions of notebook 05.3 and a roster, in ``examples/class/``.
 Each submission is the student version that the site's Colab button opens
 (``student/05_3_rope.ipynb``) with answers written into its answer cells, taken from the
 course itself: the source's solutions and the wrong answers of the exercise tests
-(``tests/exercise_cases``), whose mistakes the catalogue names (``tinyk.mistakes``):
+(``tests/exercise_cases``), whose mistakes the catalogue names (``tinyk.learner.mistakes``):
 
 - ``ada`` answers all four exercises with the source's solutions;
 - ``ben`` answers 05.3.2 only, pairing each coordinate with the one half a head away
@@ -30,8 +30,8 @@ import json
 from pathlib import Path
 
 from tests.exercise_cases.ex_05_3 import MISTAKES
-from tinyk.course import NOTEBOOKS, ROOT, STUDENTS
-from tinyk.exercises import BEGIN_SOLUTION, END_SOLUTION, STUB, nbgrader, source_text
+from tinyk.courseware.course import NOTEBOOKS, ROOT, STUDENTS
+from tinyk.courseware.exercises import BEGIN_SOLUTION, END_SOLUTION, STUB, nbgrader, source_text
 
 NOTEBOOK = "05_3_rope"
 FOLDER = Path("examples") / "class"  # in the checkout

@@ -45,7 +45,7 @@ def need(module: str) -> ModuleType:
 
 def smollm2_file() -> Path:
     """The SmolLM2-135M GGUF file, or a skip that says how to install it."""
-    from tinyk.gguf import smollm2_path
+    from tinyk.interop.gguf import smollm2_path
 
     try:
         return smollm2_path()

@@ -13,7 +13,14 @@ from urllib.parse import unquote, urlparse
 
 from bs4 import BeautifulSoup
 
-from tinyk.exercises import BEGIN_HIDDEN, BEGIN_SOLUTION, END_HIDDEN, END_SOLUTION, MARKERS, source_text
+from tinyk.courseware.exercises import (
+    BEGIN_HIDDEN,
+    BEGIN_SOLUTION,
+    END_HIDDEN,
+    END_SOLUTION,
+    MARKERS,
+    source_text,
+)
 
 # A MyST directive or role that reached the page as text instead of being rendered.
 RAW_MYST = re.compile(r"(```|:::)\s*\{[a-z][\w:-]*\}|\{[a-z][\w:-]*\}`[^`]+`|^\s*\{(warning|note|tip|"

@@ -28,7 +28,7 @@ from __future__ import annotations
 import pytest
 
 from tests.test_browser import HTML, VIOLATIONS_ONLY, browser, served, site_url  # noqa: F401  (fixtures)
-from tinyk import roster
+from tinyk.reports import submitters as roster
 
 pytestmark = pytest.mark.site
 NOT_AUDITED = {"genindex.html", "search.html"}  # Sphinx's generated pages: offline check only
@@ -151,9 +151,9 @@ def report_folder(tmp_path_factory):
 
     from tests.test_class_report import _class
     from tinyk import grading
-    from tinyk.class_report import write_report
-    from tinyk.course import NOTEBOOKS, course_root
-    from tinyk.course import site_url as course_site
+    from tinyk.courseware.course import NOTEBOOKS, course_root
+    from tinyk.courseware.course import site_url as course_site
+    from tinyk.reports.class_report import write_report
 
     folder = tmp_path_factory.mktemp("class-report")
     with (folder / "grades.csv").open("w", newline="", encoding="utf-8") as f:
@@ -177,7 +177,7 @@ def test_class_report_page_loads_offline_passes_axe_and_fits_a_phone(browser, ax
 @pytest.mark.xdist_group("accessibility")
 def test_the_audit_fails_a_report_page_with_an_unlabelled_image_and_pale_text(
         browser, axe, report_folder, report_url):  # noqa: F811
-    from tinyk.report_pages import page
+    from tinyk.reports.report_pages import page
 
     chart = '<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"><rect width="9" height="9"/></svg>'
     (report_folder / "chart.svg").write_text(chart, encoding="utf-8")

@@ -10,9 +10,9 @@ import io
 import pytest
 import torch
 
-from tinyk.answer_objects import Objects, serve
-from tinyk.answer_wire import ARG, CALLBACK, REF, rebuild
-from tinyk.remote import Remote, detached_args, request_args
+from tinyk.grading.answer_wire import ARG, CALLBACK, REF, rebuild
+from tinyk.grading.learner_objects import Objects, serve
+from tinyk.grading.proxies import Remote, detached_args, request_args
 
 
 def _square(x: torch.Tensor) -> torch.Tensor:
@@ -48,7 +48,7 @@ def test_a_call_after_a_backward_pass_does_not_take_a_pending_ticket():
 
 
 def test_one_walk_rebuilds_lists_tuples_and_dicts_and_hands_every_other_value_to_its_leaf():
-    """:func:`tinyk.answer_wire.rebuild`: each container of its own type, a dict's keys as they
+    """:func:`tinyk.grading.answer_wire.rebuild`: each container of its own type, a dict's keys as they
     are, a marker pair a leaf (never walked into), past 30 levels a ValueError."""
     seen: list = []
     value = [1, (2, {"k": [3]}), (ARG, 0), {"a": (REF, 5)}]

@@ -1,5 +1,5 @@
 """A notebook's outputs, bounded: what a flood of prints leaves of a cell's outputs in the
-learner's process (tinyk.cell_outputs), how the grader reads them back and which of them the
+learner's process (tinyk.grading.cell_outputs), how the grader reads them back and which of them the
 feedback shows (tinyk.grading.shown_outputs), and what a flood leaves in nbgrader's log
 (tinyk.grading.runner.BoundedLog).
 
@@ -16,9 +16,8 @@ from types import SimpleNamespace
 
 from nbformat.v4 import new_code_cell, new_notebook
 
-from tinyk import cell_outputs
-from tinyk.cell_outputs import CELL_OUTPUT_LIMIT, Captured, capturing, parse
-from tinyk.grading import runner
+from tinyk.grading import cell_outputs, runner
+from tinyk.grading.cell_outputs import CELL_OUTPUT_LIMIT, Captured, capturing, parse
 from tinyk.grading.shown_outputs import VerdictOutputs, hidden_lines, outputs_of_test
 
 MIB = 2**20

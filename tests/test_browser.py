@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tinyk.course import ROOT, notebook_paths, repository_url
+from tinyk.courseware.course import ROOT, notebook_paths, repository_url
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("browser")]  # one worker: one browser
 HTML = ROOT / "_build" / "html"
@@ -46,7 +46,7 @@ def expected_solutions(page_path: str) -> int:
     source = ROOT / Path(page_path).with_suffix(".ipynb")
     if not source.exists():
         return 0
-    from tinyk.exercises import is_solution
+    from tinyk.courseware.exercises import is_solution
 
     return sum(is_solution(c) for c in json.loads(source.read_text(encoding="utf-8"))["cells"])
 
@@ -56,7 +56,7 @@ def expected_hints(page_path: str) -> int:
     source = ROOT / Path(page_path).with_suffix(".ipynb")
     if not source.exists():
         return 0
-    from tinyk.exercises import source_text
+    from tinyk.courseware.exercises import source_text
 
     cells = json.loads(source.read_text(encoding="utf-8"))["cells"]
     return sum(line.startswith(":::{dropdown} Hint ") for c in cells if c["cell_type"] == "markdown"
@@ -69,7 +69,7 @@ def expected_sliders(page_path: str) -> int:
     source = ROOT / Path(page_path).with_suffix(".ipynb")
     if not source.exists():
         return 0
-    from tinyk.exercises import source_text
+    from tinyk.courseware.exercises import source_text
 
     cells = json.loads(source.read_text(encoding="utf-8"))["cells"]
     return sum(source_text(c).count("slider(") for c in cells if c["cell_type"] == "code")
@@ -206,7 +206,7 @@ def expected_quizzes(page_path: str) -> int:
     source = ROOT / Path(page_path.removeprefix("zh/")).with_suffix(".ipynb")
     if not source.exists():
         return 0
-    from tinyk.exercises import source_text
+    from tinyk.courseware.exercises import source_text
 
     cells = json.loads(source.read_text(encoding="utf-8"))["cells"]
     return sum(line.startswith(":::{quiz}") for c in cells if c["cell_type"] == "markdown"
@@ -217,8 +217,8 @@ def expected_quizzes(page_path: str) -> int:
 def test_a_quiz_explains_the_choice_made_in_both_editions(page, site_url, path):
     """Nothing chosen, a wrong choice, the right one: each answered in the page, offline, in the
     page's language; axe finds nothing serious in an answered quiz."""
-    from tinyk.catalogues import interface_catalogue, translated
-    from tinyk.quiz import VERDICTS
+    from tinyk.courseware.catalogues import interface_catalogue, translated
+    from tinyk.courseware.quiz import VERDICTS
 
     zh = translated(interface_catalogue(ROOT)) if path.startswith("zh/") else {}
 
@@ -281,7 +281,7 @@ def test_the_playground_runs_the_model_in_the_page(page, site_url, path):
     is named; offline, axe-clean, in each edition's words."""
     import numpy as np
 
-    from tinyk.playground import EXAMPLE_PROMPT, encode, generate, run_graph
+    from tinyk.web.playground import EXAMPLE_PROMPT, encode, generate, run_graph
 
     session, manifest = _graph()
     vocab = manifest["tokenizer"]["vocab"]
@@ -441,7 +441,7 @@ def test_the_service_worker_gives_the_next_page_threads_and_the_same_numbers(pag
     ONNX Runtime's (Python) to 1e-4. Offline, no error."""
     import numpy as np
 
-    from tinyk.playground import EXAMPLE_PROMPT, encode, run_graph
+    from tinyk.web.playground import EXAMPLE_PROMPT, encode, run_graph
 
     page.goto(f"{site_url}/{edition}book/intro.html", wait_until="networkidle")
     assert page.evaluate("navigator.serviceWorker.getRegistrations().then((r) => r.length)") == 0

@@ -25,7 +25,7 @@ from tests.test_browser import (  # noqa: F401  (fixtures)
     serious_violations,
     site_url,
 )
-from tinyk.course import ROOT
+from tinyk.courseware.course import ROOT
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("browser-smollm2")]
 STATE = "document.querySelector('.tinyk-chat').tinykChat"
@@ -44,7 +44,7 @@ def _tinyk_answer(prompt_ids: list[int], eos: int) -> list[int]:
     import torch
 
     from tinyk import generate
-    from tinyk.gguf import load_gguf, smollm2_path
+    from tinyk.interop.gguf import load_gguf, smollm2_path
 
     model, _ = load_gguf(smollm2_path())
     tokens = generate(model, torch.tensor([prompt_ids]), max_new_tokens=24, temperature=0)[0].tolist()
@@ -54,9 +54,9 @@ def _tinyk_answer(prompt_ids: list[int], eos: int) -> list[int]:
 def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F811
     import numpy as np
 
-    from tinyk.gguf import load_tokenizer, smollm2_path
-    from tinyk.onnx_web import session
-    from tinyk.playground import run_graph
+    from tinyk.interop.gguf import load_tokenizer, smollm2_path
+    from tinyk.web.onnx_web import session
+    from tinyk.web.playground import run_graph
 
     manifest = json.loads((WEB / "smollm2.json").read_text(encoding="utf-8"))
     total = sum(f["bytes"] for f in manifest["files"])
@@ -64,7 +64,7 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     data = sum(f["bytes"] for f in manifest["files"] if ".data." in f["path"])
     assert data < 4 * params / 5 and total < 150_000_000  # under a fifth of float32; under 150 MB in all
     graph = manifest["files"][0]["bytes"]
-    assert f"{(graph + data) / 1e6:.1f} MB" == "99.3 MB" and graph < 650_000  # tinyk.onnx_web's docstrings
+    assert f"{(graph + data) / 1e6:.1f} MB" == "99.3 MB" and graph < 650_000  # tinyk.web.onnx_web's docstrings
     assert manifest["config"]["n_layers"] == 30 and manifest["config"]["dim"] == 576
     assert (manifest["config"]["n_heads"], manifest["config"]["n_kv_heads"]) == (9, 3)
     assert manifest["config"]["vocab_size"] == 49_152
@@ -351,7 +351,7 @@ def _notebook_paragraph() -> str:
     """The paragraph 05.10 measures its losses on, read from the notebook's code."""
     import ast
 
-    from tinyk.exercises import source_text
+    from tinyk.courseware.exercises import source_text
 
     cells = json.loads((ROOT / "notebooks" / "05_10_real_weights.ipynb").read_text(encoding="utf-8"))["cells"]
     assigned = [node.value for c in cells if c["cell_type"] == "code" and "paragraph = (" in source_text(c)
@@ -368,9 +368,9 @@ def test_the_sites_smollm2_agrees_with_float32_tinyk_on_05_10s_paragraph():
     import numpy as np
     import torch
 
-    from tinyk.gguf import load_gguf, load_tokenizer, smollm2_path
-    from tinyk.onnx_web import session
-    from tinyk.playground import run_graph
+    from tinyk.interop.gguf import load_gguf, load_tokenizer, smollm2_path
+    from tinyk.web.onnx_web import session
+    from tinyk.web.playground import run_graph
 
     manifest = json.loads((WEB / "smollm2.json").read_text(encoding="utf-8"))
     paragraph = _notebook_paragraph()

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tinyk.course import notebook_paths, student_path
-from tinyk.exercises import is_solution, is_test, nbgrader, source_text
-from tinyk.parts import PART_NAMES
+from tinyk.courseware.course import notebook_paths, student_path
+from tinyk.courseware.exercises import is_solution, is_test, nbgrader, source_text
+from tinyk.learner.parts import PART_NAMES
 
 HEADING = re.compile(r"^#{1,6}\s+Exercise\s+(\d+\.\d+\.\d+)\b.*$", re.M)
 LABEL = re.compile(r"^\*(\d+) points? · (easy|medium|hard) · about (\d+) minutes\*$", re.M)
@@ -87,7 +87,7 @@ def test_each_exercise_offers_two_or_three_hints_in_order(exercise):
 def test_student_notebooks_collapse_each_hint(source):
     """Jupyter and Colab show each hint, and each concept check's answers, as a collapsed
     <details> block, no MyST left."""
-    from tinyk.quiz import QUIZ_DIRECTIVE
+    from tinyk.courseware.quiz import QUIZ_DIRECTIVE
 
     cells = json.loads(source.read_text())["cells"]
     markdown = [source_text(c) for c in cells if c["cell_type"] == "markdown"]

@@ -1,18 +1,18 @@
-"""The names a test cell reads from the notebook (tinyk.cell_names), as Python runs the cell: the
+"""The names a test cell reads from the notebook (tinyk.courseware.cell_names), as Python runs the cell: the
 verdict fetches those from the learner's process, and nothing the cell binds itself first."""
 
 from __future__ import annotations
 
 import pytest
 
-from tinyk.cell_names import bound_names, free_names
+from tinyk.courseware.cell_names import bound_names, free_names
 
 # test cell -> the names it reads from the notebook, in the order they first appear
 CASES = {
     'for text in ["a"]:\n    f(text)': ["f"],  # a loop's target is the cell's own
     "def g(dim):\n    return dim + h\nx = [i for i in xs]": ["xs", "h"],  # a parameter, a comprehension's
     'RMSNorm = watched("RMSNorm", RMSNorm)\nRMSNorm(3)': ["watched", "RMSNorm"],  # read, then bound
-    'from tinyk.own_work import watched\nrepeat_kv = watched("r", repeat_kv)': ["repeat_kv"],
+    'from tinyk.learner.own_code import watched\nrepeat_kv = watched("r", repeat_kv)': ["repeat_kv"],
     "try:\n    f()\nexcept ValueError as err:\n    print(err)": ["f"],
     "with open(p) as fh:\n    fh.read()": ["p"],
     "x += 1": ["x"],

@@ -8,9 +8,11 @@ import re
 
 import pytest
 
-from tinyk import grading, mistakes, roster
-from tinyk.class_report import exercise_links
-from tinyk.course import NOTEBOOKS, course_root, site_url
+from tinyk import grading
+from tinyk.courseware.course import NOTEBOOKS, course_root, site_url
+from tinyk.learner import mistakes
+from tinyk.reports import submitters as roster
+from tinyk.reports.class_report import exercise_links
 
 ODD = 'Zoë, "Z" <script>'
 SECRET = "assert secret_hidden_check(x)"

@@ -46,7 +46,7 @@ def test_help_loads_nothing_of_grading_reports_or_translations():
     code = ("import sys, contextlib, io\nfrom tinyk.__main__ import main\n"
             "with contextlib.redirect_stdout(io.StringIO()): main(['--help'])\n"
             "print([m for m in sys.modules if m.startswith(('tinyk.grading', 'tinyk.translations', "
-            "'tinyk.class_report', 'tinyk.lms', 'tinyk.similarity', 'nbgrader'))])")
+            "'tinyk.reports.class_report', 'tinyk.reports.lms', 'tinyk.reports.similarity', 'nbgrader'))])")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"

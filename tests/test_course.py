@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 
-from tinyk import course
-from tinyk.exercises import MARKERS, book_version, is_solution, is_test, source_text
-from tinyk.student_versions import released
+from tinyk.courseware import course
+from tinyk.courseware.exercises import MARKERS, book_version, is_solution, is_test, source_text
+from tinyk.courseware.student_versions import released
 
 NOTEBOOKS = course.notebook_paths()
 

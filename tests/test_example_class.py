@@ -23,12 +23,13 @@ from pathlib import Path
 import pytest
 
 from tests import example_class
-from tinyk import grading, mistakes
-from tinyk.course import NOTEBOOKS, ROOT, STUDENTS, ZH
-from tinyk.exercises import BEGIN_HIDDEN, nbgrader, source_text
+from tinyk import grading
+from tinyk.courseware.course import NOTEBOOKS, ROOT, STUDENTS, ZH
+from tinyk.courseware.exercises import BEGIN_HIDDEN, nbgrader, source_text
 from tinyk.grading import batch as class_batch
 from tinyk.grading.cli import parser
 from tinyk.grading.regrade import REGRADED
+from tinyk.learner import mistakes
 
 pytestmark = pytest.mark.xdist_group("example-class")  # one worker grades the class, once
 SLOW = pytest.mark.slow  # one chapter notebook graded for five students, in the sandbox

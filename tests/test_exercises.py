@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tinyk import mistakes
-from tinyk.course import notebook_paths
-from tinyk.exercises import (
+from tinyk.courseware.course import notebook_paths
+from tinyk.courseware.exercises import (
     BEGIN_HIDDEN,
     END_HIDDEN,
     END_SOLUTION,
@@ -26,13 +25,14 @@ from tinyk.exercises import (
     nbgrader,
     source_text,
 )
-from tinyk.part_compare import PartError
-from tinyk.student_versions import released
+from tinyk.courseware.student_versions import released
+from tinyk.learner import mistakes
+from tinyk.learner.part_compare import PartError
 
 # Wrong answers, one file per notebook in tests/exercise_cases/: GUESSES (hard-coded answers
 # to the visible asserts) and MISTAKES (solutions with one classic mistake each), each entry
 # (mistake id, source): the visible test's assertion message must name that mistake of the
-# package's catalogue (tinyk.mistakes: its words, and no other mistake of the exercise).
+# package's catalogue (tinyk.learner.mistakes: its words, and no other mistake of the exercise).
 GUESSES: dict[str, str] = {}
 MISTAKES: dict[str, list[tuple[str, str]]] = {}
 for _case in sorted((Path(__file__).parent / "exercise_cases").glob("ex_*.py")):
@@ -142,7 +142,7 @@ def test_a_classic_mistake_fails_the_visible_test_names_it_and_loses_the_points(
     """The learner sees the verdict the grader will give: each catalogued mistake fails the
     visible asserts, which run first in the graded cell, so it loses the points too; the
     message names what is wrong (the catalogue's words for the mistake), and the grader's
-    matching (:func:`tinyk.mistakes.match`, which puts the id in the gradebook's detail)
+    matching (:func:`tinyk.learner.mistakes.match`, which puts the id in the gradebook's detail)
     finds this mistake, not another of the exercise."""
     grade_id = nbgrader(solution)["grade_id"]
     assert mistakes.by_id(mistake_id).exercise == mistakes.exercise_of(grade_id), mistake_id

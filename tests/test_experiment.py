@@ -11,8 +11,7 @@ import pytest
 import torch
 
 from tinyk import ModelConfig, Transformer, count_parameters, generate
-from tinyk import checks as checks_module
-from tinyk.course import ROOT
+from tinyk.courseware.course import ROOT
 from tinyk.data import (
     ENTROPY_FLOOR,
     FORMAT_ONLY_LOSS,
@@ -22,6 +21,7 @@ from tinyk.data import (
     synthetic_text,
     unigram_entropy,
 )
+from tinyk.lessons import architecture_checks as checks_module
 from tinyk.training import COURSE_RUN, random_batches, train, train_course_model, trained_course_model
 
 

@@ -1,4 +1,4 @@
-"""The figures' words in Chinese (tinyk.figure_text): the catalogue lookup with numbers
+"""The figures' words in Chinese (tinyk.lessons.figure_text): the catalogue lookup with numbers
 taken out, a figure drawn in Chinese and put back as it was, and the outputs that carry
 the Chinese version for the book's Chinese edition."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tinyk import figure_text
-from tinyk.plotting import figure, label
-from tinyk.widgets import Choice, slider
+from tinyk.lessons import figure_text
+from tinyk.lessons.plotting import figure, label
+from tinyk.lessons.widgets import Choice, slider
 
 CATALOGUE = {
     "Loss after {0} steps": "{0} 步后的损失",
@@ -27,7 +27,7 @@ CATALOGUE = {
     "pair index": "维度对序号",
     "angle": "角度",
     "KV cache": "KV 缓存",
-    # the alt text's own sentence (tinyk.plotting.CourseFigure.describe)
+    # the alt text's own sentence (tinyk.lessons.plotting.CourseFigure.describe)
     "{y} against {x}": "{y} 对 {x}",
     "x axis: {x}": "横轴：{x}",
     "{title} ({axes})": "{title}（{axes}）",
@@ -110,7 +110,7 @@ def test_word_ticks_are_translated_and_data_ticks_are_not(catalogue):
     # Categories named in words on an axis (05.4's "K/V heads"/"query heads"): the Chinese
     # figure shows them in Chinese, drawn with the CJK font, and gives them back afterwards;
     # a word tick without a translation is reported like a title would be.
-    from tinyk.plotting import word_ticks
+    from tinyk.lessons.plotting import word_ticks
 
     _cjk_font_or_skip()
     fig, ax = _panel()
@@ -232,7 +232,7 @@ def test_chinese_words_the_code_gives_are_drawn_in_english_without_a_chinese_fon
     # The Chinese notebooks' code gives a figure's words in Chinese (chinese_notebooks.
     # translate_figure_words): without a font that draws them, the figure reads the catalogue
     # backwards and shows the English words, as every course figure does there.
-    from tinyk.plotting import word_ticks
+    from tinyk.lessons.plotting import word_ticks
 
     _learner(monkeypatch, "zh_CN")
     monkeypatch.setattr(figure_text, "chinese_font", lambda: None)

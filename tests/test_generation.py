@@ -19,7 +19,7 @@ from tinyk import (
     kv_cache_bytes,
     last_valid_index,
 )
-from tinyk.hf import to_hf
+from tinyk.interop.hf import to_hf
 
 PROMPTS = [[5, 3, 8, 1, 9, 2, 7], [4, 4, 6], [11, 2, 3, 10, 5]]
 

@@ -10,11 +10,11 @@ import torch
 
 from tests.optional import need, smollm2_file
 from tinyk import ModelConfig, Transformer, count_parameters, generate
-from tinyk.gguf import SMOLLM2_INSTALL, gguf_weights, load_gguf, read_config
+from tinyk.interop.gguf import SMOLLM2_INSTALL, gguf_weights, load_gguf, read_config
 
 gguf = need("gguf")
 need("transformers")
-# One worker loads SmolLM2 once (tinyk.parts.smollm2, cached per process) for these tests and
+# One worker loads SmolLM2 once (tinyk.learner.parts.smollm2, cached per process) for these tests and
 # the capstone's in test_verdict.py, instead of each worker loading a copy of its own.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smollm2")]
 
@@ -26,7 +26,7 @@ PARAGRAPH = ("Paris is the capital and largest city of France. With an estimated
 
 @pytest.fixture(scope="session")
 def smollm2():
-    from tinyk.parts import smollm2 as loaded  # load_gguf and load_tokenizer, once per process
+    from tinyk.learner.parts import smollm2 as loaded  # load_gguf and load_tokenizer, once per process
 
     path = smollm2_file()  # the file it loads, or a skip that says how to install it
     model, info, tok = loaded()
@@ -95,7 +95,7 @@ def test_the_header_reads_what_gguf_reads_without_decoding_the_arrays(smollm2):
     SmolLM2's file: every field (scalars, strings, arrays of strings, integers and floats,
     each array's length before its items are asked for) and every tensor's name, type and
     bytes."""
-    from tinyk.gguf import _Header
+    from tinyk.interop.gguf import _Header
 
     path = smollm2[0]
     theirs, ours = gguf.GGUFReader(str(path)), _Header(path)
@@ -120,11 +120,11 @@ def _same_bits(ours: torch.Tensor, theirs: np.ndarray) -> bool:
 
 
 def test_dequantise_gives_gguf_s_bits_for_every_tensor_of_the_file(smollm2):
-    """load_gguf's dequantisation (tinyk.gguf_quants, on whole tensors in torch) against the gguf
+    """load_gguf's dequantisation (tinyk.interop.gguf_quants, on whole tensors in torch) against the gguf
     package's (numpy, a group of rows at a time) on all 272 tensors of SmolLM2's file: the
     same float32 bits, Q4_1 matrices, the Q8_0 embedding and the F32 norms alike."""
-    from tinyk.gguf import raw_tensors
-    from tinyk.gguf_quants import dequantise
+    from tinyk.interop.gguf import raw_tensors
+    from tinyk.interop.gguf_quants import dequantise
 
     tensors = raw_tensors(smollm2[0])
     kinds = sorted(kind for kind, _ in tensors.values())
@@ -140,7 +140,7 @@ def test_dequantise_gives_gguf_s_bits_for_any_bytes(kind, size):
     """Random blocks, so float16 scales and offsets of every kind (subnormal, huge, infinite,
     NaN, negative zero): the same values as gguf's. A dequantiser that swaps the nibbles, or
     reads Q8_0's values as unsigned, is caught by the same comparison."""
-    from tinyk.gguf_quants import dequantise
+    from tinyk.interop.gguf_quants import dequantise
 
     rng = np.random.default_rng(0)
     data = rng.integers(0, 256, size=(64, 6 * size), dtype=np.uint8)
@@ -175,7 +175,7 @@ def test_load_gguf_runs_no_random_init_and_none_of_gguf_s_dequantising(smollm2):
         "def refuse(*args, **kwargs):\n"
         "    raise AssertionError('gguf.quants.dequantize called')\n"
         "gguf.quants.dequantize = refuse\n"
-        "from tinyk.gguf import load_gguf, smollm2_path\n"
+        "from tinyk.interop.gguf import load_gguf, smollm2_path\n"
         "state = torch.random.get_rng_state()\n"
         "model, _ = load_gguf(smollm2_path())\n"
         "print(torch.equal(state, torch.random.get_rng_state()), 'torch._dynamo' in sys.modules,"
@@ -244,12 +244,12 @@ def test_a_written_gguf_round_trips_exactly(tmp_path):
 def test_the_weights_alone_are_plain_tensors_with_no_model_built(tmp_path, monkeypatch):
     """gguf_weights (what the grader loads for the capstone in the learner's process) gives the
     config and load_gguf's tensors as plain tensors, the tied matrix once, building no model."""
-    import tinyk.gguf
+    import tinyk.interop.gguf
 
     torch.manual_seed(0)
     original = _tiny_gguf(tmp_path / "tiny.gguf")
     built = []
-    monkeypatch.setattr(tinyk.gguf, "Transformer", lambda config: built.append(config))
+    monkeypatch.setattr(tinyk.interop.gguf, "Transformer", lambda config: built.append(config))
     config, state, info = gguf_weights(tmp_path / "tiny.gguf")
     assert built == [] and info.name
     assert state.keys() == original.state_dict().keys() and len(state) == 3 + 9 * config.n_layers
@@ -295,17 +295,17 @@ def test_the_tokenizer_is_built_from_the_file_once_then_read_from_the_cache(smol
     """load_tokenizer keeps what it built (in $XDG_CACHE_HOME/tinyk/tokenizers) and reads it back
     the next time instead of building it again: the same ids, chat template and special tokens.
     A damaged copy is built again; a cache that cannot be written is skipped."""
-    import tinyk.gguf
+    import tinyk.interop.gguf
 
     path, _, _, tok = smollm2
     built = []
-    monkeypatch.setattr(tinyk.gguf, "_convert_tokenizer", lambda p: built.append(p) or tok)
+    monkeypatch.setattr(tinyk.interop.gguf, "_convert_tokenizer", lambda p: built.append(p) or tok)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    first = tinyk.gguf.load_tokenizer(path)
-    kept = tinyk.gguf.tokenizer_cache(path)
+    first = tinyk.interop.gguf.load_tokenizer(path)
+    kept = tinyk.interop.gguf.tokenizer_cache(path)
     assert first is tok and len(built) == 1 and (kept / "tokenizer.json").is_file()
     assert kept.is_relative_to(tmp_path / "cache" / "tinyk" / "tokenizers")
-    again = tinyk.gguf.load_tokenizer(path)
+    again = tinyk.interop.gguf.load_tokenizer(path)
     assert again is not tok and len(built) == 1  # read back, not built
     texts = [PARAGRAPH, "What is 2+2?", "  two spaces\n\ttab 中文 émoji 🙂", "<|im_start|>user\nhi<|im_end|>"]
     assert [again(t)["input_ids"] for t in texts] == [tok(t)["input_ids"] for t in texts]
@@ -314,9 +314,9 @@ def test_the_tokenizer_is_built_from_the_file_once_then_read_from_the_cache(smol
         (tok.all_special_tokens, tok.eos_token, len(tok))
 
     (kept / "tokenizer.json").write_text("{ damaged")
-    assert tinyk.gguf.load_tokenizer(path) is tok and len(built) == 2  # built again, and kept again
-    assert tinyk.gguf.load_tokenizer(path) is not tok and len(built) == 2
+    assert tinyk.interop.gguf.load_tokenizer(path) is tok and len(built) == 2  # built again, and kept again
+    assert tinyk.interop.gguf.load_tokenizer(path) is not tok and len(built) == 2
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))
     (tmp_path / "a-file").write_text("not a folder")
-    assert tinyk.gguf.load_tokenizer(path) is tok and len(built) == 3  # nothing kept, nothing lost
+    assert tinyk.interop.gguf.load_tokenizer(path) is tok and len(built) == 3  # nothing kept, nothing lost

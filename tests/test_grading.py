@@ -23,8 +23,8 @@ import pytest
 from tests.helpers import processes_left
 from tests.optional import need
 from tinyk import grading
-from tinyk.course import ROOT, notebook_paths
-from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN, book_version, nbgrader, source_text
+from tinyk.courseware.course import ROOT, notebook_paths
+from tinyk.courseware.exercises import BEGIN_HIDDEN, END_HIDDEN, book_version, nbgrader, source_text
 from tinyk.grading import batch as class_batch
 
 # The tests that share the prepared assignment and graded batch run on one xdist worker
@@ -187,8 +187,8 @@ CASES = {
     "huge_output": (lambda r: _answer(r, "for i in range(20_000):\n    print('x' * 100)\n" + SOLUTION_A,
                                       SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
     # 200 MiB printed, half of it written to the process's file descriptor: the cell keeps its
-    # first 4 MiB (tinyk.cell_outputs), the learner's stderr its first 64 KiB
-    # (tinyk.answer_server); the honest answer keeps its points
+    # first 4 MiB (tinyk.grading.cell_outputs), the learner's stderr its first 64 KiB
+    # (tinyk.grading.answer_server); the honest answer keeps its points
     "print_flood": (lambda r: _answer(r, "import os\nchunk = 'x' * 2**20\nfor i in range(100):\n"
                                          "    print(chunk)\n    os.write(1, chunk.encode())\n" + SOLUTION_A,
                                       SOLUTION_B), {"a_test": (2, "ok"), "b_test": (1, "ok")}),
@@ -552,7 +552,7 @@ def guarded_batch(assignment):
     """Every file the grader must not read, and two honest students, graded."""
     from nbformat import v4
 
-    from tinyk.roster import MAX_NOTEBOOK_BYTES, student_id
+    from tinyk.reports.submitters import MAX_NOTEBOOK_BYTES, student_id
 
     base, notebooks, release = assignment
     subs = base / "guarded"
@@ -624,7 +624,7 @@ def test_similarity_compares_an_old_and_an_unflagged_copy_and_follows_no_link(gu
     with the answer they copied (and with each other); the honest independent answer is not;
     the links and the refused files are listed as not compared, none of them read."""
     need("copydetect")
-    from tinyk.similarity import compare
+    from tinyk.reports.similarity import compare
 
     base, subs, rows = guarded_batch
     pairs, students, skipped = compare(subs, base / "source", threshold=0.6)
@@ -893,7 +893,7 @@ def test_feedback_runs_nothing_a_student_displayed_or_wrote(feedback_run):
     frame, object or embed, no javascript: address, and the Content-Security-Policy first in
     its head; what was planted shows as text; an honest table and bold word stay HTML; the
     page keeps nbgrader's styles."""
-    from tinyk.inert import CSP, page_problems
+    from tinyk.reports.inert import CSP, page_problems
 
     out, students, _ = feedback_run
     assert sorted(students) == ["hard_coded", "spy", "warns", "wrong_answer"]
@@ -1136,7 +1136,7 @@ def test_no_hidden_test_reaches_the_students_process(assignment, tmp_path, monke
     decide the points."""
     import pickle
 
-    from tinyk.answer_server import AnswerServer
+    from tinyk.grading.answer_server import AnswerServer
 
     _, notebooks, release = assignment
     hook = "get_ipython().events.register('pre_run_cell', lambda info: print(info.raw_cell))\n"
@@ -1172,7 +1172,7 @@ def test_feedback_of_a_chapter_notebook_bounds_a_flood_and_shows_no_stand_ins_er
     within a cell's bound, says how much it dropped, and keeps the points of 05.3.3; neither
     page shows a stand-in's error (WithheldPart, or the NameError of a name a cell using one
     could not bind), only the note of a cell that shows no output."""
-    from tinyk.cell_outputs import CELL_OUTPUT_LIMIT, NOTEBOOK_OUTPUT_LIMIT
+    from tinyk.grading.cell_outputs import CELL_OUTPUT_LIMIT, NOTEBOOK_OUTPUT_LIMIT
     from tinyk.grading.chapter import exercises_of
 
     path = ROOT / "notebooks" / "05_3_rope.ipynb"

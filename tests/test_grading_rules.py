@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tinyk import gradebook_schema as schema
-from tinyk import grading, roster
-from tinyk.course import ROOT
-from tinyk.exercises import nbgrader, source_text
+from tinyk import grading
+from tinyk.courseware.course import ROOT
+from tinyk.courseware.exercises import nbgrader, source_text
 from tinyk.grading import chapter, rules, runner, sandbox, student_feedback, submission
+from tinyk.reports import gradebook_schema as schema
+from tinyk.reports import submitters as roster
 
 NB = chapter.Notebook(Path("drill.ipynb"), "drill", [("a_test", 2.0), ("b_test", 1.0)])
 
@@ -32,7 +33,7 @@ def _statuses(rows):
 
 def _verdicts(**found: str) -> dict:
     """A verdict per exercise of :data:`NB`: passed, or failed with the detail given."""
-    from tinyk.verdict import Verdict
+    from tinyk.grading.verdict import Verdict
 
     return {("drill", g): Verdict(g, not found.get(g), found.get(g, "")) for g in ("a_test", "b_test")}
 
@@ -74,10 +75,10 @@ def test_the_status_enum_is_the_gradebook_strings():
 
 
 def test_the_gradebook_has_one_schema_that_the_grader_writes_and_the_report_reads(tmp_path):
-    """The columns, statuses and row are defined once (tinyk.gradebook_schema): a row the grader
+    """The columns, statuses and row are defined once (tinyk.reports.gradebook_schema): a row the grader
     writes is read back by the class report's reader as the same row."""
-    from tinyk.gradebook import read_grades
-    from tinyk.inert import write_csv
+    from tinyk.reports.gradebook import read_grades
+    from tinyk.reports.inert import write_csv
 
     row = schema.Row("=ann", "drill", "a_test", 1.0, 2.0, "timeout", "late; mistake 05.3.2:crops-table")
     path = tmp_path / "grades.csv"
@@ -172,7 +173,7 @@ def test_skip_tag_empties_only_non_exercise_cells(tmp_path):
 
 
 def test_sliders_render_no_frame_under_grading(monkeypatch):
-    from tinyk.widgets import slider
+    from tinyk.lessons.widgets import slider
 
     calls = []
 
@@ -192,7 +193,7 @@ def test_sliders_render_no_frame_under_grading(monkeypatch):
 
 
 def test_course_figures_draw_no_png_under_grading(monkeypatch):
-    from tinyk.plotting import figure
+    from tinyk.lessons.plotting import figure
 
     fig, ax = figure()
     ax.plot([0, 1])
@@ -227,7 +228,7 @@ def test_no_cell_that_runs_reads_a_name_only_a_skipped_cell_binds(path):
     so a graded run has no NameError, and no exercise depends on a skipped cell."""
     import json
 
-    from tinyk.exercises import source_text
+    from tinyk.courseware.exercises import source_text
 
     bound_by_others: set[str] = set()
     only_skipped: set[str] = set()
@@ -329,7 +330,7 @@ def _error(ename: str, evalue: str = "", line: int | None = None) -> dict:
 def test_feedback_names_the_mistake_by_the_catalogue_never_by_the_detail():
     """Under a failed test cell the feedback names the catalogued mistake with its label, and
     never quotes the detail (a hidden test's message could be in it)."""
-    from tinyk.mistakes import by_id
+    from tinyk.learner.mistakes import by_id
 
     detail = ("graded outside the notebook: test: AssertionError: secret hidden words; "
               "mistake 05.3.2:half-split-pairing")
@@ -468,7 +469,7 @@ def test_a_cell_python_cannot_parse_is_left_to_the_kernel(source, parser_error):
     student's grading goes on instead of failing with the parser's error as its reason."""
     import ast
 
-    from tinyk import cell_names
+    from tinyk.courseware import cell_names
 
     with pytest.raises(parser_error):
         ast.parse(source)

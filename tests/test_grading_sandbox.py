@@ -148,7 +148,7 @@ def test_without_the_sandbox_the_attacks_get_through(unsandboxed, capfd):
     points = unsandboxed["points"]
     assert points[("honest", "a_test")] == 2
     assert {s: points[(s, "a_test")] for s in READS} == dict.fromkeys(READS, 2.0)
-    # once: the notebook runs once, in the verdict (tinyk.verdict)
+    # once: the notebook runs once, in the verdict (tinyk.grading.verdict)
     assert unsandboxed["connections"] == [b"hi"]
     assert unsandboxed["planted"] == ["planted.txt", *(p.name for p in PLANTED)]
     assert len(unsandboxed["survivors"]) >= 1  # outlived its grading (killed by this test)
@@ -260,7 +260,7 @@ warm = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(warm)
 warm.new_namespaces()
 from pathlib import Path
-warm.private_folders(empty=[Path(SCRATCH)])  # a warm kernel's, or a notebook's answers' (tinyk.answers)
+warm.private_folders(empty=[Path(SCRATCH)])  # a warm kernel's, or a notebook's answers' (tinyk.grading.learner_process)
 result.update(private_tmp=fill("/tmp"), private_shm=fill("/dev/shm"), private_empty=fill(SCRATCH))
 print(json.dumps(result))
 """
@@ -269,7 +269,7 @@ print(json.dumps(result))
 def test_a_sandboxs_tmpfs_hold_a_share_of_its_memory_limit(tmp_path):
     """/tmp and /dev/shm are tmpfs, in memory outside the address-space limit: each holds
     tmpfs_bytes(memory_mb) (4 MiB for a limit of 64 MB), and so do the private ones that a
-    warm kernel and a notebook's answers mount in their own namespaces (tinyk.warm_kernel);
+    warm kernel and a notebook's answers mount in their own namespaces (tinyk.grading.warm_kernel);
     past it a write fails with ENOSPC. /dev itself is read-only."""
     from tinyk.grading.sandbox import tmpfs_bytes
 
@@ -302,7 +302,7 @@ def test_a_sandboxs_tmpfs_hold_a_share_of_its_memory_limit(tmp_path):
 SHARED_PROBE = """
 import json
 from pathlib import Path
-import tinyk.gguf as g
+import tinyk.interop.gguf as g
 def built(path):
     raise AssertionError("built from the GGUF file again")
 g._convert_tokenizer = built
@@ -325,11 +325,11 @@ def test_a_kernel_reads_smollm2s_tokenizer_from_the_graders_copy_and_cannot_chan
     from the GGUF file again for every student (seconds each); the grader builds it once
     (prepare_shared) and binds its copy read-only where the kernel's tokenizer_cache looks."""
     from tests.optional import smollm2_file
-    from tinyk.gguf import load_tokenizer, tokenizer_cache
+    from tinyk.interop.gguf import load_tokenizer, tokenizer_cache
 
     grading.check_sandbox()
     kept = tokenizer_cache(smollm2_file())
-    prepare_shared(["tinyk.parts"])
+    prepare_shared(["tinyk.learner.parts"])
     before = {p.name: p.read_bytes() for p in kept.iterdir()}
     (scratch := tmp_path / "scratch").mkdir()
     (runtime := tmp_path / "run").mkdir()
@@ -351,7 +351,7 @@ def test_a_shared_copy_is_bound_only_as_a_plain_folder_of_the_graders(tmp_path, 
     files owned by the grader: a symbolic link (to the course folder, say), at the folder or
     inside it, would make the bind show what it points to."""
     from tests.optional import smollm2_file
-    from tinyk.gguf import tokenizer_cache
+    from tinyk.interop.gguf import tokenizer_cache
 
     smollm2_file()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

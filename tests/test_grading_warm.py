@@ -1,5 +1,5 @@
 """The sandbox's kernelspec (tinyk.grading.sandbox.Sandbox), which grading no longer starts:
-the verdict runs each notebook once, in a learner's process (tinyk.answers), whose notebooks
+the verdict runs each notebook once, in a learner's process (tinyk.grading.learner_process), whose notebooks
 start clean as ``tests/test_verdict.py`` checks
 (``test_each_notebooks_answers_start_clean_under_the_sandbox``). Fast: no kernel starts.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.test_grading import _cell, _drill
 from tinyk.grading import runner
 from tinyk.grading.sandbox import Sandbox
-from tinyk.warm_kernel import imported_modules
+from tinyk.grading.warm_kernel import imported_modules
 
 
 def _importing(nb: dict) -> dict:

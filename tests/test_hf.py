@@ -9,7 +9,7 @@ import torch
 
 from tests.optional import need
 from tinyk import ModelConfig, Transformer, count_parameters
-from tinyk.hf import from_hf, to_hf
+from tinyk.interop.hf import from_hf, to_hf
 
 need("transformers")
 

@@ -1,4 +1,4 @@
-"""Nothing a student writes reaches the instructor's files as code (:mod:`tinyk.inert`): names,
+"""Nothing a student writes reaches the instructor's files as code (:mod:`tinyk.reports.inert`): names,
 details and outputs planted as spreadsheet formulas and as HTML, through every CSV writer
 (``grades.csv``, its shards' merge, ``class_report.csv``, the three LMS files) and every
 page of the class report; each written file read back as a spreadsheet or a browser would."""
@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from tests.optional import need
-from tinyk import grading, inert
-from tinyk.gradebook import read_grades
-from tinyk.gradebook_schema import Row, Status
+from tinyk import grading
 from tinyk.grading import batch as class_batch
-from tinyk.lms import FORMATS
-from tinyk.roster import student_id
+from tinyk.reports import inert
+from tinyk.reports.gradebook import read_grades
+from tinyk.reports.gradebook_schema import Row, Status
+from tinyk.reports.lms import FORMATS
+from tinyk.reports.submitters import student_id
 
 # Each starts a formula in Excel, LibreOffice or Google Sheets (OWASP, "CSV Injection").
 # (a folder's name holds no slash: the detail column plants the whole address)
@@ -229,7 +230,7 @@ def test_with_csp_puts_the_policy_first_and_takes_the_scripts_out():
 
 
 def test_every_csv_is_written_by_the_one_helper():
-    """No module of the package writes a CSV but :func:`tinyk.inert.write_csv`: a new writer
+    """No module of the package writes a CSV but :func:`tinyk.reports.inert.write_csv`: a new writer
     that forgot it fails here."""
     package = Path(inert.__file__).parent
     writers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")

@@ -25,9 +25,9 @@ import pytest
 from tests.optional import missing, need
 from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
 from tinyk import grading
-from tinyk.course import ROOT
+from tinyk.courseware.course import ROOT
+from tinyk.courseware.student_versions import released
 from tinyk.grading.cli import parser
-from tinyk.student_versions import released
 
 PAGE = ROOT / "book" / "instructors.md"
 

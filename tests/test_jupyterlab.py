@@ -38,8 +38,8 @@ from urllib.parse import urlparse
 import pytest
 
 from tests.test_browser import browser  # noqa: F401  (the fixture: Debian's Chromium)
-from tinyk import course
-from tinyk.exercises import nbgrader
+from tinyk.courseware import course
+from tinyk.courseware.exercises import nbgrader
 
 pytestmark = [pytest.mark.site, pytest.mark.lab]
 # make's site stage runs two pytest workers (--dist loadgroup): the notebooks go in two

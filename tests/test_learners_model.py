@@ -1,5 +1,5 @@
 """A decoder made of a state dict's tensors and the learner's ten parts alone
-(tinyk.learners_model: the capstone's model in the learner's process while it is graded).
+(tinyk.learner.learners_model: the capstone's model in the learner's process while it is graded).
 
 It gives tinyk's logits, loss and greedy tokens (a KV cache, left padding) with correct parts,
 holds no module or function of tinyk's parts, runs the learner's parts (a wrong one shows), and
@@ -13,13 +13,13 @@ import types
 import pytest
 import torch
 
+import tinyk.learner.part_checks
 import tinyk.model
-import tinyk.part_checks
 from tests.test_parts import REFERENCE, assert_same_logits_and_loss, half_split_rope, padded_batch
 from tinyk import ModelConfig, Transformer, generate
-from tinyk.learners_model import LearnersModel, assemble
-from tinyk.own_work import REFERENCES
-from tinyk.parts import PART_NAMES, PartError
+from tinyk.learner.learners_model import LearnersModel, assemble
+from tinyk.learner.own_code import REFERENCES
+from tinyk.learner.parts import PART_NAMES, PartError
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +29,10 @@ def base():
 
 
 def _references() -> set[int]:
-    """The ids of tinyk's own versions of the parts (tinyk.own_work.REFERENCES) and of their code."""
+    """The ids of tinyk's own versions of the parts (tinyk.learner.own_code.REFERENCES) and of their code."""
     found: set[int] = set()
     for name in {n for names in REFERENCES.values() for n in names}:
-        for module in (tinyk.model, tinyk.part_checks):
+        for module in (tinyk.model, tinyk.learner.part_checks):
             obj = getattr(module, name, None)
             if obj is None:
                 continue
@@ -68,8 +68,8 @@ def test_the_model_holds_the_tensors_and_no_part_of_tinyks(base):
     references = _references()
     assert len(references) > 20
     assert not [h for h in [*held, *codes] if id(h) in references]
-    assert {type(m).__module__ for m in model.modules()} >= {"tinyk.learners_model"}
-    assert not {type(m).__module__ for m in model.modules()} & {"tinyk.model", "tinyk.part_checks"}
+    assert {type(m).__module__ for m in model.modules()} >= {"tinyk.learner.learners_model"}
+    assert not {type(m).__module__ for m in model.modules()} & {"tinyk.model", "tinyk.learner.part_checks"}
 
 
 def test_the_learners_parts_run_in_it(base):

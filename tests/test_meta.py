@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests import optional, sitecheck
-from tinyk.course import ROOT
+from tinyk.courseware.course import ROOT
 
 BIN = Path(sys.executable).parent
 
@@ -84,7 +84,7 @@ def test_book_build_fails_on_a_failing_cell(tmp_path):
 def test_book_reuses_the_notebook_stage_and_executes_a_changed_notebook_again(tmp_path):
     from tests.test_notebooks import execute_and_cache
 
-    figure_cell = ("from tinyk.plotting import figure, label\nfig, ax = figure()\nax.plot([0, 1])\n"
+    figure_cell = ("from tinyk.lessons.plotting import figure, label\nfig, ax = figure()\nax.plot([0, 1])\n"
                    "label(ax, 'A rising line', 'step', 'value')\nfig")
     _write_scratch_book(tmp_path, ["print('stage output', 6 * 7)", figure_cell])
     (tmp_path / "run").mkdir()

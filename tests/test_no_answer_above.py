@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tinyk.course import notebook_paths
-from tinyk.exercises import book_version, is_solution, nbgrader, source_text
+from tinyk.courseware.course import notebook_paths
+from tinyk.courseware.exercises import book_version, is_solution, nbgrader, source_text
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -38,8 +38,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tinyk.course import ROOT, notebook_paths
-from tinyk.exercises import is_solution, is_test, source_text
+from tinyk.courseware.course import ROOT, notebook_paths
+from tinyk.courseware.exercises import is_solution, is_test, source_text
 
 pytestmark = pytest.mark.notebook
 
@@ -108,7 +108,7 @@ def test_the_run_copy_honours_no_deliberate_error_tag():
 
 def _code_without_hidden_tests(nb: dict) -> list[str]:
     """Each code cell's source but an answer's (the stub's or the solution's), hidden tests cut."""
-    from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN
+    from tinyk.courseware.exercises import BEGIN_HIDDEN, END_HIDDEN
 
     code = []
     for cell in nb["cells"]:

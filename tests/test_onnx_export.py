@@ -15,13 +15,14 @@ import pytest
 import torch
 
 from tests.optional import need
-from tinyk import KVCache, generate, onnx_export
-from tinyk.course import ROOT
+from tinyk import KVCache, generate
+from tinyk.courseware.course import ROOT
 from tinyk.data import CharTokenizer, synthetic_text
 from tinyk.model import ModelConfig, Transformer, apply_rotary_emb
-from tinyk.onnx_export import DecoderForExport, export_course_model, input_names, main, output_names
-from tinyk.playground import EXAMPLE_PROMPT, encode, example_run, write_example
 from tinyk.training import trained_course_model
+from tinyk.web import onnx_export
+from tinyk.web.onnx_export import DecoderForExport, export_course_model, input_names, main, output_names
+from tinyk.web.playground import EXAMPLE_PROMPT, encode, example_run, write_example
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from tinyk_playground import ORT_FILES
@@ -424,8 +425,8 @@ def test_the_playgrounds_example_is_tinyks_run(exported, model):
 def test_what_the_playground_page_states(exported, model):
     """Every number of book/playground.md, computed."""
     from tinyk import count_parameters
-    from tinyk.playground import generate as page_generate
     from tinyk.training import COURSE_RUN
+    from tinyk.web.playground import generate as page_generate
 
     out, session = exported
     manifest = json.loads((out / "tiny.json").read_text(encoding="utf-8"))
@@ -472,7 +473,7 @@ def test_what_the_playground_page_states(exported, model):
 
 
 def test_the_playgrounds_example_is_written_again_only_for_a_new_model(exported, tmp_path, monkeypatch):
-    from tinyk import playground
+    from tinyk.web import playground
 
     out, _ = exported
     copy = tmp_path / "models"
@@ -500,7 +501,7 @@ def test_an_edition_that_finds_the_models_lock_taken_exports_smollm2_meanwhile(t
     import tinyk_book
     import tinyk_playground
 
-    from tinyk import onnx_web, playground
+    from tinyk.web import onnx_web, playground
 
     build = tmp_path / "_build"
     config = types.SimpleNamespace(tinyk_course_model=True, tinyk_smollm2=True, html_static_path=[])

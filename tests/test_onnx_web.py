@@ -1,8 +1,8 @@
-"""The 05.10 model's web graph (tinyk.onnx_web): the GGUF's own blocks in an ONNX graph, split
+"""The 05.10 model's web graph (tinyk.web.onnx_web): the GGUF's own blocks in an ONNX graph, split
 into small files, run by ONNX Runtime against float32 tinyk.
 
 The graph is made from a tiny llama GGUF file written here (5 layers, so the graph is stacked
-from a two-layer export as SmolLM2's is, by tinyk.onnx_layers; Q4_1 linears, a Q8_0 embedding),
+from a two-layer export as SmolLM2's is, by tinyk.web.onnx_layers; Q4_1 linears, a Q8_0 embedding),
 so one export takes seconds. SmolLM2's own export is run by the book's build and checked on the
 site (tests/test_browser_smollm2.py); here its tokenizer's chat prompt is checked from the
 installed file.
@@ -20,15 +20,15 @@ import torch
 
 from tests.optional import need, smollm2_file
 from tinyk import generate
-from tinyk.gguf import load_gguf, load_tokenizer
-from tinyk.onnx_export import DecoderForExport, input_names, output_names
-from tinyk.playground import generate as playground_generate
-from tinyk.playground import run_graph
+from tinyk.interop.gguf import load_gguf, load_tokenizer
+from tinyk.web.onnx_export import DecoderForExport, input_names, output_names
+from tinyk.web.playground import generate as playground_generate
+from tinyk.web.playground import run_graph
 
 gguf = need("gguf")
 need("onnxscript")
 ort = need("onnxruntime")
-from tinyk.onnx_web import (  # noqa: E402
+from tinyk.web.onnx_web import (  # noqa: E402
     MARKER,
     WEB_GRAPH_OPTIMIZATION,
     WEB_SESSION_CONFIG,
@@ -102,7 +102,7 @@ def tiny(tmp_path_factory):
 def web_template(tiny, tmp_path_factory):
     """The two-layer export of the tiny file's config (the exporter's seconds once): the web
     export below stacks its five layers from it, and the three-layer stacks further down theirs."""
-    from tinyk.onnx_layers import export_template
+    from tinyk.web.onnx_layers import export_template
 
     return export_template(tiny[1], tmp_path_factory.mktemp("template"), logits_to_keep=1)
 
@@ -157,7 +157,7 @@ def test_every_linear_and_the_embedding_hold_the_files_blocks(exported):
 
 
 def test_logits_and_greedy_tokens_equal_tinyk(exported, tiny):
-    """Run as the playground runs a graph (tinyk.playground): one call for the prompt, then one
+    """Run as the playground runs a graph (tinyk.web.playground): one call for the prompt, then one
     token per call through the KV cache."""
     out, _, sess = exported
     _, model, _ = tiny
@@ -318,7 +318,7 @@ def test_the_chat_prompt_is_the_templates_text_around_the_message():
 
 
 def test_reuse_keeps_files_made_from_the_same_inputs_only(exported, tiny, tmp_path, monkeypatch, capsys):
-    from tinyk import onnx_web
+    from tinyk.web import onnx_web
 
     path, _, _ = tiny
     out = tmp_path / "kept"
@@ -354,7 +354,7 @@ def test_a_stack_whose_first_or_last_layer_returns_attention(attention_layer, ti
     """The attention layer's copy reads the embedding (layer 0) or feeds the head (layer 2 of 3):
     every output is the exported module's, in PyTorch, after a cached prefix. Both stacks are
     built from the web export's template, which they leave as it was."""
-    from tinyk.onnx_layers import export_stacked
+    from tinyk.web.onnx_layers import export_stacked
 
     model = _three_layers(tiny[1].config, attention_layer)
     before = web_template.SerializeToString()
@@ -386,7 +386,7 @@ def test_a_stack_whose_first_or_last_layer_returns_attention(attention_layer, ti
 
 def test_a_stacked_export_needs_three_layers_and_a_layer_it_has(tiny, tmp_path):
     from tinyk.model import ModelConfig, Transformer
-    from tinyk.onnx_layers import export_stacked
+    from tinyk.web.onnx_layers import export_stacked
 
     _, model, _ = tiny
     with pytest.raises(ValueError, match=r"attention_layer=5 with n_layers=5: needs .*0 <= attention_layer"):
@@ -395,7 +395,7 @@ def test_a_stacked_export_needs_three_layers_and_a_layer_it_has(tiny, tmp_path):
     with pytest.raises(ValueError, match=r"n_layers=2: needs n_layers >= 3"):
         export_stacked(two, tmp_path, attention_layer=0)
     attention = model.layers[3].attention
-    attention.attend = lambda q, k, v, mask: v  # a seam swapped on one instance, as tinyk.parts does
+    attention.attend = lambda q, k, v, mask: v  # a seam swapped on one instance, as tinyk.learner.parts does
     try:
         with pytest.raises(ValueError, match=r"differs from a model of its class and config in "
                                              r"layers\.3\.attention: export_onnx exports it"):
@@ -407,7 +407,7 @@ def test_a_stacked_export_needs_three_layers_and_a_layer_it_has(tiny, tmp_path):
 
 def test_a_template_made_for_another_model_or_head_is_refused(tiny, web_template, tmp_path):
     from tinyk.model import ModelConfig, Transformer
-    from tinyk.onnx_layers import export_stacked
+    from tinyk.web.onnx_layers import export_stacked
 
     path, model, info = tiny  # the template's: five layers of 64, the last position's logits
     narrow = Transformer(ModelConfig(dim=32, n_layers=3, n_heads=4, n_kv_heads=2, vocab_size=96,

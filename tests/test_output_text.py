@@ -183,7 +183,7 @@ def test_the_check_names_an_untranslated_damaged_or_unexplained_message(tmp_path
 
 
 def test_the_term_base_reads_the_printed_outputs_catalogue(tmp_path):
-    from tinyk.terms import catalogue_messages, load_terms, message_term_problems
+    from tinyk.translations.terms import catalogue_messages, load_terms, message_term_problems
 
     _course(tmp_path, {"{0} tokens, greedy": ("{0} 个词元，贪婪", [])})
     found = [message for message in catalogue_messages(tmp_path) if message[0] == "outputs.po"]
@@ -222,7 +222,7 @@ def test_update_adds_the_lines_of_the_newest_execution_in_the_cache(tmp_path):
 def test_the_package_codes_figure_gets_a_chinese_caption_and_note_and_keeps_its_code():
     # 05.2's comparison cell: show_source(tinyk.RMSNorm), its output as the kernel sends it.
     import tinyk
-    from tinyk.source import show_source
+    from tinyk.lessons.shown_code import show_source
     from tinyk.translations import source_figures
 
     view = show_source(tinyk.RMSNorm)

@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 
 import tinyk
-from tinyk.own_work import BorrowedCall, run_own, trusted, watched
-from tinyk.parts import PartError, check_parts
+from tinyk.learner.own_code import BorrowedCall, run_own, trusted, watched
+from tinyk.learner.parts import PartError, check_parts
 
 Q, K = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 3, 8)
 X = torch.randn(1, 3, 2, 8)  # B×T×H_kv×d_h
@@ -177,7 +177,7 @@ def test_importing_gguf_inside_a_part_is_not_a_borrowed_call():
     import sys
 
     script = ("import numpy as np\n"
-              "from tinyk.own_work import run_own\n"
+              "from tinyk.learner.own_code import run_own\n"
               "def part(block):\n"
               "    import gguf  # noqa: F401\n"
               "    return np.frombuffer(block, dtype=np.uint8).astype(np.float32)\n"
@@ -211,7 +211,7 @@ class _Sub(_Base, metaclass=_Loud):  # as a learner's subclass of a gguf.quants 
 def test_a_called_method_is_named_by_its_class_whatever_the_metaclass_says():
     """The watch names a gguf method by the class it was called on; a learner's metaclass whose
     ``__name__`` runs code (here it raises) is not run inside the watch."""
-    from tinyk.own_work import _called_name
+    from tinyk.learner.own_code import _called_name
 
     assert _called_name(_Sub.dequantize()) == "_Sub.dequantize"  # the class called, not _Base
     assert _called_name(_Sub().method()) == "_Sub.method"

@@ -12,8 +12,11 @@ import sys
 import pytest
 from babel.messages.pofile import read_po, write_po
 
-from tinyk import mistakes, package_catalogue, package_words, report_words, translations
-from tinyk.course import ROOT
+from tinyk import translations
+from tinyk.courseware.course import ROOT
+from tinyk.learner import mistakes
+from tinyk.reports import report_words
+from tinyk.translations import package_catalogue, package_words
 
 CJK = re.compile(r"[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]")
 
@@ -85,7 +88,7 @@ def test_the_translations_check_runs_the_package_catalogues_check(monkeypatch, c
 
 
 def test_the_term_base_checks_the_package_catalogue(tmp_path, monkeypatch):
-    from tinyk.terms import term_problems
+    from tinyk.translations.terms import term_problems
 
     with package_catalogue.PATH.open("rb") as f:
         catalogue = read_po(f)
@@ -133,11 +136,11 @@ def test_say_speaks_the_learners_language_and_falls_back_to_english(monkeypatch)
 def test_every_message_the_package_says_is_found_and_one_built_in_place_is_named(tmp_path):
     found, unreadable = package_words.said()
     assert unreadable == [] and len(found) >= 110
-    assert "tinyk/part_compare.py" in found["{what} differs from tinyk's: {detail}"][0]
+    assert "tinyk/learner/part_compare.py" in found["{what} differs from tinyk's: {detail}"][0]
     fused = found["it is PyTorch's fused version of the part"]
-    assert [w.split(":")[0] for w in fused] == ["tinyk/own_work.py"]
+    assert [w.split(":")[0] for w in fused] == ["tinyk/learner/own_code.py"]
     (tmp_path / "loud.py").write_text(
-        'from tinyk.package_catalogue import noted, say\n'
+        'from tinyk.translations.package_catalogue import noted, say\n'
         'WHY = noted("a reason given later")\n'
         'def f(x, why=WHY):\n'
         '    say(why)\n'

@@ -1,4 +1,4 @@
-"""tinyk.parts: a learner's parts plug into a tinyk model (sections 05.2 to 05.6, 05.10).
+"""tinyk.learner.parts: a learner's parts plug into a tinyk model (sections 05.2 to 05.6, 05.10).
 
 The reference parts below are written here, independently of tinyk/model.py, in the
 shapes of the build-track contract; each wrong part makes one classic mistake.
@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinyk import DecoderLayer, KVCache, ModelConfig, Transformer, generate
-from tinyk.parts import (
+from tinyk.learner.parts import (
     PART_NAMES,
     PartError,
     build_model,
@@ -357,7 +357,7 @@ def test_first_divergence_without_padding_and_in_the_checkpoint(base, capsys, mo
     found = first_divergence(build_model(base, apply_rope=half_split_rope), base, ids)
     assert found.startswith("layer 0, attention: q after RoPE (apply_rope): max |difference|"), found
     # a part that passes alone but not in the model: the checkpoint says where it first differs
-    monkeypatch.setattr("tinyk.parts.check_parts", lambda parts, seed=0: list(parts))
+    monkeypatch.setattr("tinyk.learner.parts.check_parts", lambda parts, seed=0: list(parts))
     assert checkpoint({**REFERENCE, "apply_rope": half_split_rope}) is False
     out = capsys.readouterr().out
     assert "first difference: layer 0, attention: q after RoPE (apply_rope)" in out, out
@@ -468,7 +468,7 @@ def test_checkpoint_says_which_parts_of_the_compared_model_were_tinyks(capsys):
 def test_checkpoint_runs_each_model_once_on_the_batch(monkeypatch):
     # The batch with labels runs once in the learner's model and once in tinyk's (the greedy
     # generation runs without labels).
-    from tinyk import parts as parts_module
+    from tinyk.learner import parts as parts_module
 
     torch.manual_seed(0)
     base = Transformer(ModelConfig.tiny()).eval()
@@ -534,13 +534,13 @@ def test_parts_define_no_forward_pass_of_their_own():
     import ast
     import inspect
 
-    import tinyk.divergence
+    import tinyk.learner.divergence
+    import tinyk.learner.part_checks
+    import tinyk.learner.part_compare
+    import tinyk.learner.parts
     import tinyk.model
-    import tinyk.part_checks
-    import tinyk.part_compare
-    import tinyk.parts
 
-    modules = (tinyk.parts, tinyk.part_checks, tinyk.part_compare, tinyk.divergence)
+    modules = (tinyk.learner.parts, tinyk.learner.part_checks, tinyk.learner.part_compare, tinyk.learner.divergence)
     tree = ast.parse("\n".join(inspect.getsource(m) for m in modules))
     model_classes = {name for name, obj in vars(tinyk.model).items()
                      if isinstance(obj, type) and issubclass(obj, torch.nn.Module)}
@@ -631,7 +631,7 @@ def test_the_checkpoint_and_a_borrowed_call_speak_chinese(monkeypatch, capsys):
 def test_the_models_refusals_in_chinese_are_the_chinese_pages_words(monkeypatch):
     # What a Chinese learner's run raises is what the Chinese page of 05.1 shows for the same
     # error (locale/zh_CN/outputs.po translates the English page's printed message).
-    from tinyk.catalogues import outputs_catalogue, translated
+    from tinyk.courseware.catalogues import outputs_catalogue, translated
     from tinyk.translations.outputs import translate_line
 
     page = translated(outputs_catalogue())
@@ -699,7 +699,7 @@ def test_the_checkpoint_refuses_an_rmsnorm_with_a_flaw_its_output_hides(capsys, 
 def test_the_checkpoint_reports_a_part_that_passes_alone_but_does_not_fit(capsys, monkeypatch):
     # were the check to let an eps buffer through, loading tinyk's weights into it fails:
     # the checkpoint says so and goes on with tinyk's RMSNorm
-    monkeypatch.setattr("tinyk.parts.check_parts", lambda parts, seed=0: list(parts))
+    monkeypatch.setattr("tinyk.learner.parts.check_parts", lambda parts, seed=0: list(parts))
     assert checkpoint({**REFERENCE, "RMSNorm": _rmsnorm_of("05.2.2:extra-state")}) is False
     out = capsys.readouterr().out
     assert "RMSNorm: NOT used, it does not fit the model: its state_dict does not fit tinyk's RMSNorm" in out

@@ -1,6 +1,6 @@
 """The package runs on Python 3.10 (pyproject's ``requires-python``), while the course's own
 set-up and CI run 3.11: nothing in ``tinyk/`` may need what 3.11 added, unless behind a
-version check or an ``ImportError`` fallback (``tinyk.terms`` reads TOML with ``tomllib`` on
+version check or an ``ImportError`` fallback (``tinyk.translations.terms`` reads TOML with ``tomllib`` on
 3.11, with the package ``tomli`` on 3.10).
 
 What 3.11 added is ``tests/fixtures/python311_additions.json``: the standard-library modules,
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyk.course import ROOT
+from tinyk.courseware.course import ROOT
 
 ADDED = json.loads((Path(__file__).parent / "fixtures" / "python311_additions.json").read_text())
 NEW_MODULES, NEW_BUILTINS = set(ADDED["modules"]), set(ADDED["builtins"])

@@ -1,4 +1,4 @@
-"""Concept checks (:mod:`tinyk.quiz`): the quiz's parsing, its plain-Markdown form in the student
+"""Concept checks (:mod:`tinyk.courseware.quiz`): the quiz's parsing, its plain-Markdown form in the student
 notebooks, its translation, and the book's ``quiz`` directive in a one-page Sphinx build (HTML,
 and the gettext builder that extracts the Chinese edition's messages). The quiz in a real
 browser, in both editions: ``tests/test_browser.py``."""
@@ -12,11 +12,11 @@ import sys
 
 import pytest
 
-from tinyk.chinese_notebooks import translate_markdown
-from tinyk.course import NOTEBOOKS, ROOT, notebook_paths
-from tinyk.exercises import source_text
-from tinyk.quiz import QUIZ_DIRECTIVE, SHOW_ANSWERS, VERDICTS, parse_quiz, split_options
-from tinyk.student_markdown import STUDENT_WORDS, markdown_for_notebooks
+from tinyk.courseware.chinese_notebooks import translate_markdown
+from tinyk.courseware.course import NOTEBOOKS, ROOT, notebook_paths
+from tinyk.courseware.exercises import source_text
+from tinyk.courseware.quiz import QUIZ_DIRECTIVE, SHOW_ANSWERS, VERDICTS, parse_quiz, split_options
+from tinyk.courseware.student_markdown import STUDENT_WORDS, markdown_for_notebooks
 
 BODY = """:answer: 2
 What does RMSNorm divide by, for $x = (3, 4)$?
@@ -183,7 +183,7 @@ def test_the_directive_renders_radios_a_button_and_a_live_region(scratch_book):
 
 
 def test_the_gettext_builder_extracts_every_piece_of_a_quiz(scratch_book):
-    from tinyk.catalogues import read_catalogue
+    from tinyk.courseware.catalogues import read_catalogue
 
     messages = {str(m.id) for m in read_catalogue(scratch_book["gettext"] / "index.pot") if m.id}
     quiz = parse_quiz(split_options(BODY)[1], "2")
@@ -248,7 +248,7 @@ def test_the_numbers_and_facts_the_later_quizzes_state():
         swiglu_hidden_dim,
     )
     from tinyk.data import ENTROPY_FLOOR, FORMAT_ONLY_LOSS, synthetic_text, unigram_entropy
-    from tinyk.tracing import trace_shapes
+    from tinyk.lessons.tracing import trace_shapes
 
     tiny = ModelConfig.tiny()
     torch.manual_seed(0)

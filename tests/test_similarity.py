@@ -7,10 +7,10 @@ import json
 
 from tests.optional import need
 from tinyk import grading
-from tinyk.course import NOTEBOOKS, course_root
-from tinyk.exercises import is_solution, nbgrader, source_text
-from tinyk.similarity import compare
-from tinyk.student_versions import released
+from tinyk.courseware.course import NOTEBOOKS, course_root
+from tinyk.courseware.exercises import is_solution, nbgrader, source_text
+from tinyk.courseware.student_versions import released
+from tinyk.reports.similarity import compare
 
 need("copydetect")
 
@@ -79,7 +79,7 @@ def test_an_answer_cell_is_found_however_its_metadata_was_edited():
     """The answer of each exercise of 05.2's release, from a student's copy whose answer cells
     lost their ``solution`` flag, their nbgrader metadata, or that and their cell id; the
     release's own unchanged code between them is never taken for an answer."""
-    from tinyk.similarity import answer_cells
+    from tinyk.reports.similarity import answer_cells
 
     release = released(json.loads((SOURCE / "05_2_rmsnorm.ipynb").read_text()), "05_2_rmsnorm")
     answers = [c for c in release["cells"] if is_solution(c)]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests import sitecheck
-from tinyk.course import ROOT, notebook_paths, repository_url
+from tinyk.courseware.course import ROOT, notebook_paths, repository_url
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site-files")]
 HTML = ROOT / "_build" / "html"

@@ -14,7 +14,7 @@ from bs4 import BeautifulSoup
 
 from tests import sitecheck
 from tests.test_students import _markdown
-from tinyk import course
+from tinyk.courseware import course
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site-students")]
 ROOT = course.ROOT

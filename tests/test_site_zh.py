@@ -25,7 +25,7 @@ from tests.test_browser import (  # noqa: F401  (fixtures)
     page,
     site_url,
 )
-from tinyk import course
+from tinyk.courseware import course
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site-zh")]
 HTML = course.ROOT / "_build" / "html"
@@ -92,7 +92,7 @@ def _figures(path) -> list[tuple[str, str]]:
 def test_every_figure_of_the_chinese_edition_is_drawn_and_described_in_chinese():
     """Figures are drawn in both languages in the one run of each notebook: the Chinese
     page's figures are other images than the English page's, and their alt texts are
-    Chinese (tinyk.figure_text)."""
+    Chinese (tinyk.lessons.figure_text)."""
     counted = 0
     pages = _pages()
     assert len(pages) >= PAGES_AT_LEAST
@@ -201,7 +201,7 @@ def _token_glosses(path) -> tuple[str, int]:
 
 
 def test_each_chinese_page_glosses_token_where_a_reader_first_meets_it():
-    """token（词元）, once, at the first token of each page as it is shown (tinyk.terms checks the
+    """token（词元）, once, at the first token of each page as it is shown (tinyk.translations.terms checks the
     catalogues in the page's order; this is the built page: the glossary sorted, the map's words)."""
     pages = _pages()
     assert len(pages) >= PAGES_AT_LEAST
@@ -243,7 +243,12 @@ def _code_shown(path) -> list[str]:
 def _comment_problems(source) -> tuple[list[str], int]:
     """What is wrong with the code a chapter page shows in Chinese, and how many comments and
     docstrings were compared (test_chinese_chapter_pages_show_the_code_that_ran_...)."""
-    from tinyk.chinese_notebooks import code_catalogue_path, code_messages, load_messages, same_code
+    from tinyk.courseware.chinese_notebooks import (
+        code_catalogue_path,
+        code_messages,
+        load_messages,
+        same_code,
+    )
 
     rel = f"notebooks/{source.stem}.html"
     chinese, english = _code_shown(ZH / rel), _code_shown(HTML / rel)
@@ -294,7 +299,7 @@ def _tokens(code: str) -> list[tuple[int, str]]:
 def _student_code(folder, stem: str) -> list[str]:
     import json
 
-    from tinyk.exercises import source_text
+    from tinyk.courseware.exercises import source_text
 
     nb = json.loads((folder / f"{stem}.ipynb").read_text(encoding="utf-8"))
     return [source_text(cell) for cell in nb["cells"] if cell["cell_type"] == "code"]
@@ -571,7 +576,7 @@ def _english_left(download: str, docname: str) -> tuple[list[str], int]:
     or more that its source holds: not the table of contents' captions, which are among the
     root page's messages) still in its download, and how many such messages there are: their
     translations must be there instead."""
-    from tinyk.chinese_notebooks import load_messages
+    from tinyk.courseware.chinese_notebooks import load_messages
     from tinyk.translations.sources import page_catalogue
 
     text = " ".join(download.split())
@@ -646,9 +651,9 @@ _QUOTED = re.compile(r"""(?<![A-Za-z])'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|<[
 
 def _code_words(code: str) -> list[str]:
     """What a reader reads in a code cell: its comments, docstrings and messages (what a
-    ``print`` writes, a test's or an error's message: tinyk.chinese_notebooks.code_texts);
+    ``print`` writes, a test's or an error's message: tinyk.courseware.chinese_notebooks.code_texts);
     other strings are data or code (a token, a dictionary key, an expected value)."""
-    from tinyk.chinese_notebooks import code_texts
+    from tinyk.courseware.chinese_notebooks import code_texts
 
     try:
         return [text.msgid for text in code_texts(code)]
@@ -659,8 +664,8 @@ def _code_words(code: str) -> list[str]:
 def _kept_messages() -> set[str]:
     """The messages of outputs.po and of the code catalogues translated as themselves, each with
     its reason (a translator comment ``kept: ...``)."""
-    from tinyk.catalogues import outputs_catalogue, read_catalogue
-    from tinyk.chinese_notebooks import CODE_FOLDER
+    from tinyk.courseware.catalogues import outputs_catalogue, read_catalogue
+    from tinyk.courseware.chinese_notebooks import CODE_FOLDER
     from tinyk.translations.outputs import KEPT
 
     code = course.ROOT / "locale" / "zh_CN" / "LC_MESSAGES" / CODE_FOLDER
@@ -679,7 +684,7 @@ def _reader_text(path) -> list[str]:
     """The texts of a Chinese page a reader reads: prose, the words of code cells (comments,
     docstrings, messages), printed outputs without their quoted data; not maths, inline code,
     the navigation, the bibliography (papers by their titles) or the package code's figures."""
-    from tinyk.figure_text import message_key
+    from tinyk.lessons.figure_text import message_key
 
     kept = _kept_messages()
     soup = _soup(path)

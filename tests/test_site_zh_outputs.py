@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from tinyk import course
+from tinyk.courseware import course
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site-zh")]
 HTML = course.ROOT / "_build" / "html"
@@ -37,7 +37,7 @@ def _printed_lines(page) -> list[str]:
 
 
 def _kept() -> set[str]:
-    from tinyk.catalogues import outputs_catalogue, read_catalogue
+    from tinyk.courseware.catalogues import outputs_catalogue, read_catalogue
     from tinyk.translations.outputs import KEPT
 
     return {str(m.id) for m in read_catalogue(outputs_catalogue())
@@ -60,7 +60,7 @@ def pages():
 
 
 def test_every_printed_line_with_words_on_a_chinese_chapter_page_is_chinese(pages):
-    from tinyk.figure_text import message_key
+    from tinyk.lessons.figure_text import message_key
 
     kept = _kept()
     assert len(pages) == len(course.notebook_paths())
@@ -73,7 +73,7 @@ def _line_problems(zh: list[str], en: list[str], kept: set[str]) -> tuple[list[s
     """The lines of a Chinese page that do not match its English page's, and how many English
     lines have an English phrase: each is Chinese on the Chinese page, or a kept line printed
     as it is; the lines without words are the same."""
-    from tinyk.figure_text import message_key
+    from tinyk.lessons.figure_text import message_key
 
     if len(zh) != len(en):
         return [f"{len(zh)} lines on the Chinese page, {len(en)} on the English one"], 0
@@ -108,7 +108,7 @@ def _error_messages(page) -> list[str]:
 def _error_problems(zh: list[str], en: list[str], kept: set[str]) -> list[str]:
     """The errors of a Chinese page whose message is neither Chinese nor, for a kept message
     (Python's or PyTorch's own), the English page's as it is."""
-    from tinyk.figure_text import message_key
+    from tinyk.lessons.figure_text import message_key
 
     def kept_message(line: str) -> bool:
         # A SyntaxError's message is kept with the place Python's str() adds to it, "(<unknown>,
@@ -165,7 +165,7 @@ def _tables(english: list[str], chinese: list[str]) -> list[tuple[list[str], lis
 def _misaligned(english: list[str], chinese: list[str]) -> tuple[list[str], int]:
     """The columns of a table that do not start (or, for one padded on the left, end) at one
     display column in each edition, and how many columns were measured."""
-    from tinyk.chinese_notebooks import display_width
+    from tinyk.courseware.chinese_notebooks import display_width
     from tinyk.translations.tables import cells, column_of
 
     rows = {"en": [cells(line) for line in english], "zh": [cells(line) for line in chinese]}

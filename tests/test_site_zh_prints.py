@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tinyk import course
+from tinyk.courseware import course
 
 _LETTERS = re.compile(r"[A-Za-z]{2,}|[\u3400-\u9fff]")
 _HIDDEN = {"remove-cell", "remove_cell", "remove-input", "remove_input"}
@@ -90,7 +90,7 @@ def _prints(source: str) -> list[ast.Call]:
 
 
 def _padded(text: str, pad: tuple[str, int]) -> bool:
-    from tinyk.chinese_notebooks import display_width
+    from tinyk.courseware.chinese_notebooks import display_width
 
     kind, width = pad
     measure = display_width if kind == "display" else len
@@ -192,8 +192,8 @@ def _text(value) -> str:
 def page_cells():
     """(stem, cell index, English code, Chinese code, English output, Chinese output, the code
     catalogue) of each shown code cell of each chapter page that prints, from the execution cache."""
-    from tinyk.catalogues import outputs_catalogue, read_catalogue
-    from tinyk.chinese_notebooks import (
+    from tinyk.courseware.catalogues import outputs_catalogue, read_catalogue
+    from tinyk.courseware.chinese_notebooks import (
         code_catalogue_path,
         load_messages,
         translate_code,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import tinyk
-from tinyk.source import show_source
+from tinyk.lessons.shown_code import show_source
 
 
 def test_shows_the_current_source_with_its_file_and_line_numbers():
@@ -44,7 +44,7 @@ def test_a_changed_line_of_the_package_changes_what_is_shown(tmp_path: Path):
     model.write_text(text.replace(old, "    out_re = x_re * cos - x_im * sin  # changed\n"))
     script = textwrap.dedent("""
         import tinyk
-        from tinyk.source import show_source
+        from tinyk.lessons.shown_code import show_source
         assert tinyk.__file__.startswith(%r), tinyk.__file__
         print(repr(show_source(tinyk.model._rotate_adjacent)))
     """) % str(tmp_path)

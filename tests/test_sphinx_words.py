@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tinyk import course
-from tinyk.catalogues import read_catalogue
-from tinyk.terms import catalogue_messages
+from tinyk.courseware import course
+from tinyk.courseware.catalogues import read_catalogue
 from tinyk.translations.sphinx_words import (
     SPHINX_WORDS,
     sphinx_catalogue,
@@ -19,6 +18,7 @@ from tinyk.translations.sphinx_words import (
     sphinx_locale,
     sphinx_words,
 )
+from tinyk.translations.terms import catalogue_messages
 
 ROOT = course.ROOT
 POLITE = "您"

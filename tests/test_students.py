@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from tests import sitecheck
-from tinyk import checkout, course, student_markdown, student_versions
-from tinyk.catalogues import interface_catalogue
-from tinyk.exercises import is_solution, source_text
+from tinyk.courseware import checkout, course, student_markdown, student_versions
+from tinyk.courseware.catalogues import interface_catalogue
+from tinyk.courseware.exercises import is_solution, source_text
 
 ROOT = course.ROOT
 SOURCES = course.notebook_paths()
@@ -41,7 +41,7 @@ def _copy_course(tmp_path: Path) -> Path:
 
 
 def _course_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tinyk.course", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "tinyk.courseware.course", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -139,7 +139,7 @@ def test_the_live_model_becomes_a_link_to_its_page_in_jupyter_and_colab(language
 
 
 def test_every_glossary_link_of_a_notebook_names_an_entry():
-    from tinyk.catalogues import glossary_terms
+    from tinyk.courseware.catalogues import glossary_terms
 
     entries = glossary_terms(ROOT)
     used = {target or shown for source in SOURCES
@@ -177,7 +177,7 @@ def test_a_stale_student_version_fails_the_check_and_names_the_command(tmp_path)
     run = _course_cli("check", "--root", str(root))
     assert run.returncode == 1
     assert "student/05_2_rmsnorm.ipynb: stale against notebooks/05_2_rmsnorm.ipynb" in run.stderr
-    assert "python -m tinyk.course students" in run.stderr
+    assert "python -m tinyk.courseware.course students" in run.stderr
 
     # The English student version is written; the Chinese one is not, for want of a translation.
     run = _course_cli("students", "--root", str(root))
@@ -301,7 +301,7 @@ def test_a_student_version_is_graded_like_a_release(tmp_path):
 
     need("nbgrader")
     from tinyk import grading
-    from tinyk.exercises import book_version
+    from tinyk.courseware.exercises import book_version
 
     name = "05_2_rmsnorm"
     source = ROOT / course.NOTEBOOKS / f"{name}.ipynb"

@@ -16,10 +16,16 @@ import re
 
 import pytest
 
-from tinyk import course
-from tinyk.chinese_notebooks import code_messages, placeholders, same_code, translate_code, translate_markdown
-from tinyk.exercises import nbgrader, source_text
-from tinyk.plotting import column
+from tinyk.courseware import course
+from tinyk.courseware.chinese_notebooks import (
+    code_messages,
+    placeholders,
+    same_code,
+    translate_code,
+    translate_markdown,
+)
+from tinyk.courseware.exercises import nbgrader, source_text
+from tinyk.lessons.plotting import column
 from tinyk.translations import code_problems
 
 ROOT = course.ROOT
@@ -190,7 +196,7 @@ def test_a_missing_code_translation_or_student_word_is_named(tmp_path):
     line fails the translations' check. (A missing prose translation, and the notebook then
     left unwritten: test_students.py.)"""
     from tests.test_students import _copy_course
-    from tinyk.catalogues import interface_catalogue
+    from tinyk.courseware.catalogues import interface_catalogue
     from tinyk.translations import interface_problems
 
     root = _copy_course(tmp_path)
@@ -269,7 +275,7 @@ def test_chinese_05_2_runs_top_to_bottom_in_a_kernel(tmp_path, monkeypatch):
                        as_version=4)
     first = next(c for c in nb.cells if nbgrader(c).get("solution"))
     first.source = "def rms(x, eps=0.0):\n    return float(sum(x))  # 错的：没有平方，也没有开方"
-    check = "from tinyk.parts import check_parts\ncheck_parts(RMSNorm=RMSNorm)"
+    check = "from tinyk.learner.parts import check_parts\ncheck_parts(RMSNorm=RMSNorm)"
     nb.cells.append(nbformat.v4.new_code_cell(check))
     monkeypatch.delenv("TINYK_LANGUAGE", raising=False)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
@@ -332,7 +338,7 @@ def test_graded_against_the_english_release_a_chinese_notebook_is_not_counted_as
 def test_a_hints_pseudocode_is_translated_and_real_code_fences_are_not():
     """A fence with no language (or ``text``) inside a hint's dropdown is pseudocode, one
     message of the code catalogue; a fence with a language, or outside a dropdown, is code."""
-    from tinyk.chinese_notebooks import pseudocode_blocks, translate_pseudocode
+    from tinyk.courseware.chinese_notebooks import pseudocode_blocks, translate_pseudocode
 
     text = ("Before.\n\n```\nkeep = outside\n```\n\n:::{dropdown} Hint 2 of 2: the steps\n"
             "Steps:\n\n```\nx = f(y)     B × T\nreturn x cast back\n```\n\n```bash\npython -m keep\n```\n\n"
@@ -349,9 +355,9 @@ def test_a_hints_pseudocode_is_translated_and_real_code_fences_are_not():
 def test_the_setup_cell_and_the_hints_pseudocode_read_from_the_catalogues():
     """The setup cell's words come from the interface's catalogue, the hints' pseudocode from
     the code catalogue: the Chinese notebook shows what they hold."""
-    from tinyk.addresses import SETUP_WORDS, setup_cell_source
-    from tinyk.catalogues import interface_catalogue, translated
-    from tinyk.chinese_notebooks import code_catalogue_path, load_messages
+    from tinyk.courseware.addresses import SETUP_WORDS, setup_cell_source
+    from tinyk.courseware.catalogues import interface_catalogue, translated
+    from tinyk.courseware.chinese_notebooks import code_catalogue_path, load_messages
 
     words = translated(interface_catalogue(ROOT))
     assert all(CJK.search(words[w]) for w in SETUP_WORDS)
@@ -374,9 +380,9 @@ def test_the_setup_cell_sets_the_language_unless_the_grader_did(monkeypatch):
 
     import torch
 
-    from tinyk import mistakes
     from tinyk.grading.sandbox import KERNEL_ENV
-    from tinyk.parts import PartError, check_parts
+    from tinyk.learner import mistakes
+    from tinyk.learner.parts import PartError, check_parts
 
     def setup(language):
         cells = _cells(ROOT / "notebooks" / "05_6_head_protocol.ipynb", language)

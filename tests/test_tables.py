@@ -11,9 +11,14 @@ import re
 
 import pytest
 
-from tinyk import course
-from tinyk.chinese_notebooks import code_catalogue_path, code_messages, display_width, load_messages
-from tinyk.exercises import source_text
+from tinyk.courseware import course
+from tinyk.courseware.chinese_notebooks import (
+    code_catalogue_path,
+    code_messages,
+    display_width,
+    load_messages,
+)
+from tinyk.courseware.exercises import source_text
 from tinyk.translations import outputs, tables
 
 # 05.4's table as the English page prints it, and its lines as the catalogue translates them
@@ -140,7 +145,7 @@ def test_a_title_above_columns_of_numbers_and_a_coincidence_of_ends_move_nothing
 def test_a_chinese_table_the_code_already_lined_up_stays_as_printed():
     # 05.1's budget: f"{column(name, 21)} {count:>12,}" lines up by display width in Chinese
     # too, with gaps of its own: the page shows what that code prints.
-    from tinyk.plotting import column
+    from tinyk.lessons.plotting import column
 
     english = [f"{column(n, 21)} {c:>12,}" for n, c in [("embedding", 4718592), ("norms", 19200)]]
     chinese = [f"{column(n, 21)} {c:>12,}" for n, c in [("词嵌入", 4718592), ("归一化", 19200)]]

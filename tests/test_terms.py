@@ -9,8 +9,15 @@ import shutil
 import pytest
 from babel.messages.pofile import read_po, write_po
 
-from tinyk import course, translations
-from tinyk.terms import TERMS_FILE, glossary_problems, load_terms, message_term_problems, term_problems
+from tinyk import translations
+from tinyk.courseware import course
+from tinyk.translations.terms import (
+    TERMS_FILE,
+    glossary_problems,
+    load_terms,
+    message_term_problems,
+    term_problems,
+)
 
 ROOT = course.ROOT
 
@@ -173,7 +180,7 @@ def test_a_malformed_entry_is_refused_naming_the_field(tmp_path, entry, field):
 
 
 def test_a_page_glosses_token_once_where_it_first_says_it(terms):
-    from tinyk.terms import page_gloss_problems
+    from tinyk.translations.terms import page_gloss_problems
 
     glossed = ["本章的问题", "一个 token（词元）是词表中的一项", "每个 token 都有一个 ID", "`token` 是代码"]
     assert page_gloss_problems("p.po", glossed, terms) == []
@@ -190,7 +197,7 @@ def test_a_page_glosses_token_once_where_it_first_says_it(terms):
 
 
 def test_each_page_of_the_chinese_edition_glosses_token_once():
-    from tinyk.terms import gloss_problems
+    from tinyk.translations.terms import gloss_problems
 
     assert gloss_problems(ROOT) == []
 
@@ -203,7 +210,7 @@ def test_a_planted_unglossed_page_fails_the_check(tmp_path):
     text = path.read_text(encoding="utf-8")
     assert text.count("token（词元）") == 1
     path.write_text(text.replace("token（词元）", "token"), encoding="utf-8")
-    from tinyk.terms import gloss_problems
+    from tinyk.translations.terms import gloss_problems
 
     found = gloss_problems(tmp_path)
     assert len(found) == 1, found
@@ -221,7 +228,7 @@ def test_the_glossary_glosses_token_where_the_chinese_page_first_says_it(tmp_pat
     assert text.count("每个 token（词元）的三个投影") == text.count("把 token ID") == 1
     path.write_text(text.replace("每个 token（词元）的三个投影", "每个 token 的三个投影")
                     .replace("把 token ID", "把 token（词元）ID"), encoding="utf-8")
-    from tinyk.terms import gloss_problems
+    from tinyk.translations.terms import gloss_problems
 
     found = gloss_problems(tmp_path)
     assert len(found) == 2 and all(p.startswith("book/glossary.po: ") for p in found), found

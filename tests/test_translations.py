@@ -6,7 +6,8 @@ import shutil
 
 import pytest
 
-from tinyk import course, translations
+from tinyk import translations
+from tinyk.courseware import course
 from tinyk.translations import message_problems
 
 ROOT = course.ROOT
@@ -126,6 +127,6 @@ def test_a_book_page_s_shell_comments_and_drawings_are_translated_and_its_output
     assert pages.translate_block("text", drawing, {drawing.strip("\n"): "┌ 沙箱"})[0] == "┌ 沙箱\n"
     texts = pages.book_block_texts(ROOT)
     assert len(texts) >= 8 and set(texts.values()) == {"book/instructors.md"}, texts
-    from tinyk.catalogues import blocks_catalogue, translated
+    from tinyk.courseware.catalogues import blocks_catalogue, translated
 
     assert set(texts) == set(translated(blocks_catalogue(ROOT)))

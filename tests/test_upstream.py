@@ -1,4 +1,4 @@
-"""Each upstream quirk happens in ``tinyk.upstream``, and the ``tinyk`` path gets it right."""
+"""Each upstream quirk happens in ``tinyk.interop.upstream``, and the ``tinyk`` path gets it right."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import torch.nn.functional as F
 
 from tests.helpers import varied_weights
 from tinyk import ModelConfig, Transformer, generate, last_valid_index
-from tinyk.model import DecoderLayer, causal_lm_loss, padding_to_attention
-from tinyk.upstream import (
+from tinyk.interop.upstream import (
     UpstreamAttention,
     UpstreamDecoderLayer,
     UpstreamTransformer,
@@ -22,6 +21,7 @@ from tinyk.upstream import (
     sft_masked_loss,
     upstream_init_,
 )
+from tinyk.model import DecoderLayer, causal_lm_loss, padding_to_attention
 
 
 def _varied(model: Transformer) -> Transformer:

@@ -1,4 +1,4 @@
-"""The verdict outside the student's process (tinyk.verdict): cheats that worked inside the
+"""The verdict outside the student's process (tinyk.grading.verdict): cheats that worked inside the
 kernel score 0 here, honest answers keep their points, and a forged reply is never data.
 
 Each case replaces one answer cell of a real chapter notebook and judges that exercise with
@@ -24,9 +24,10 @@ import pytest
 
 from tests.helpers import processes_left, processes_running, processes_running_source
 from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
-from tinyk import course, verdict
-from tinyk.cell_names import free_names
-from tinyk.exercises import is_solution, nbgrader, source_text
+from tinyk.courseware import course
+from tinyk.courseware.cell_names import free_names
+from tinyk.courseware.exercises import is_solution, nbgrader, source_text
+from tinyk.grading import verdict
 
 NOTEBOOKS = {"_".join(p.stem.split("_")[:2]): p for p in course.notebook_paths()}  # "05_2": 05_2_rmsnorm
 
@@ -272,7 +273,7 @@ ROUTES = {
     "import_module": ("from tinyk.model import RMSNorm\n", _WITHHELD),
     "getattr": ("import tinyk.model\nRMSNorm = getattr(tinyk.model, 'Rms'.replace('ms', 'MS') + 'Norm')\n",
                 _WITHHELD),
-    # the module's text, lent to inspect, has the withheld part's lines blank (tinyk.kept_source)
+    # the module's text, lent to inspect, has the withheld part's lines blank (tinyk.grading.kept_source)
     "source_as_text": ("import inspect, tinyk.model\nns = {}\nexec(inspect.getsource(tinyk.model), ns)\n"
                        "RMSNorm = ns['RMSNorm']\n", "KeyError: 'RMSNorm'"),
     "file_as_text": ("import tinyk.model\nns = {'__name__': 'copy'}\n"
@@ -295,10 +296,10 @@ def test_the_reference_of_the_part_asked_for_is_out_of_reach(sandboxed, route):
 # Routes to the course's own grouped attention from 05.4.4's answer, through the modules the
 # parts' checks live in and the model's public methods, each with what stops it.
 GQA_ROUTES = {
-    "checks_module": ("from tinyk.part_checks import reference_gqa_attention as gqa_attention\n",
+    "checks_module": ("from tinyk.learner.part_checks import reference_gqa_attention as gqa_attention\n",
                       "tinyk's reference_gqa_attention is withheld"),
-    "checks_globals": ("import tinyk.parts\n"
-                       "gqa_attention = tinyk.parts.check_parts.__globals__['reference_gqa_attention']\n",
+    "checks_globals": ("import tinyk.learner.parts\n"
+                       "gqa_attention = tinyk.learner.parts.check_parts.__globals__['reference_gqa_attention']\n",
                        "tinyk's reference_gqa_attention is withheld"),
     "model_method": ("import tinyk\nfrom tinyk.model import repeat_kv\n"
                      "_layer = tinyk.Transformer(tinyk.ModelConfig.tiny()).layers[0].attention\n"
@@ -313,7 +314,7 @@ GQA_ROUTES = {
 
 @pytest.mark.parametrize("route", GQA_ROUTES)
 def test_the_attention_of_the_package_is_out_of_reach_too(sandboxed, route):
-    """The parts' checks (tinyk.part_checks) hold a reference attention, and the model a public
+    """The parts' checks (tinyk.learner.part_checks) hold a reference attention, and the model a public
     one (Attention.attention_by_hand): neither gives 05.4.4's points."""
     answer, error = GQA_ROUTES[route]
     result = _judge(sandboxed, "05_4", "ex_05_4_4_test", answer)
@@ -327,7 +328,7 @@ def test_under_the_sandbox_an_answer_may_import_the_packages_other_modules(sandb
     source = _source("05_2")
     nb = _only(source, "ex_05_2_2_test", None)
     solution = nb["cells"][0]["source"]
-    nb["cells"][0]["source"] = "import tinyk.data\nimport tinyk.plotting\n" + (
+    nb["cells"][0]["source"] = "import tinyk.data\nimport tinyk.lessons.plotting\n" + (
         solution if isinstance(solution, str) else "".join(solution))
     [result] = verdict.judge(source, nb, sandboxed)
     assert result.passed, result.detail
@@ -371,7 +372,7 @@ def _forged(prelude: str, reply: str) -> str:
             "    except OSError:\n        pass\n" + _RMS_WRONG)
 
 
-# Replies past the wire's bounds (tinyk.answer_wire), each with what its failure names.
+# Replies past the wire's bounds (tinyk.grading.answer_wire), each with what its failure names.
 OVERSIZED = {
     # 4 bytes of storage standing for 2**26 float32s: refused once rebuilt, before any use
     "stride_0": (_forged("", "('ok', ('t', torch.zeros(1).expand(2**26)))"),
@@ -412,8 +413,8 @@ def test_a_small_expanded_tensor_crosses_the_wire_as_it_is():
     """A stride-0 view within the bounds is read back as that view (12 bytes of storage)."""
     import torch
 
-    from tinyk import answer_wire
-    from tinyk.remote import decode
+    from tinyk.grading import answer_wire
+    from tinyk.grading.proxies import decode
 
     reply = answer_wire.load_reply(_saved(("ok", ("t", torch.arange(3.0).expand(4, 3)))))
     tensor = decode(None, reply[1])
@@ -427,7 +428,7 @@ def test_the_wire_counts_what_a_tensor_stands_for_and_every_value():
     values and one, 65 levels."""
     import torch
 
-    from tinyk import answer_wire
+    from tinyk.grading import answer_wire
 
     def refused(tree: object) -> str:
         with pytest.raises(answer_wire.TooLarge) as caught:
@@ -457,7 +458,7 @@ def test_the_wire_checks_a_frame_and_a_payload_before_reading_them():
 
     import torch
 
-    from tinyk import answer_wire
+    from tinyk.grading import answer_wire
 
     stream = io.BytesIO(struct.pack("<Q", answer_wire.FRAME_LIMIT + 1) + b"x" * 100)
     with pytest.raises(answer_wire.TooLarge, match=r"134,217,729 bytes .* bound of 134,217,728 bytes"):
@@ -483,9 +484,9 @@ def test_the_wire_checks_a_frame_and_a_payload_before_reading_them():
 
 def test_a_print_flood_is_cut_to_the_bound_and_the_answer_keeps_its_points(server):
     """200 MiB written by an answer to its file descriptors 1 and 2 (both the learner's stderr;
-    what it prints through ``sys.stdout`` is its cell's output, bounded by tinyk.cell_outputs):
+    what it prints through ``sys.stdout`` is its cell's output, bounded by tinyk.grading.cell_outputs):
     the grader keeps the first OUTPUT_LIMIT bytes and counts the rest, the honest answer passes."""
-    from tinyk.answer_server import OUTPUT_LIMIT
+    from tinyk.grading.answer_server import OUTPUT_LIMIT
 
     before = server.dropped + len(server.printed)
     answer = ("import os\nchunk = b'x' * 2**20\nfor i in range(200):\n"
@@ -578,7 +579,8 @@ def test_a_model_the_grader_cannot_load_is_named_as_its_failure(monkeypatch):
 
     import torch
 
-    from tinyk import answer_wire, answers
+    from tinyk.grading import answer_wire
+    from tinyk.grading import learner_process as answers
 
     def missing():
         raise FileNotFoundError("SmolLM2-135M-Instruct.Q4_1.gguf not found")
@@ -727,7 +729,7 @@ def test_the_notebooks_other_exercises_may_use_the_packages_parts(server):
 
 @functools.cache
 def _release_text(stem: str) -> str:
-    from tinyk.student_versions import released
+    from tinyk.courseware.student_versions import released
 
     return json.dumps(released(_source(stem), NOTEBOOKS[stem].stem))
 
@@ -845,7 +847,7 @@ STUB_EDITS = {
 
 @pytest.mark.parametrize("edit", STUB_EDITS)
 def test_an_answer_is_still_the_stub_only_when_it_runs_as_the_stub(edit):
-    """:func:`tinyk.verdict.still_stubs` on 05.3 as the grader judges it (restored from the
+    """:func:`tinyk.grading.verdict.still_stubs` on 05.3 as the grader judges it (restored from the
     release, emptied for grading): 05.3.3 is the stub when its cells from the answer to the test
     run the stub's code (saved by Jupyter, comments reworded; a cell of the student's own above
     it is shadowed by the stub, as in Jupyter), never when anything between could be an answer."""
@@ -903,7 +905,7 @@ def test_an_answer_that_used_a_stand_in_still_runs_again(server, case):
 
 
 def _shown(server, nb: dict) -> tuple[list[tuple[str, list[dict]]], list]:
-    """The outputs :func:`tinyk.verdict.judge` gives of 05.3's student version ``nb`` (judged as
+    """The outputs :func:`tinyk.grading.verdict.judge` gives of 05.3's student version ``nb`` (judged as
     the grader judges it), and the cells of its first run as they ran."""
     from tinyk.grading.submission import for_grading, restore_release
 
@@ -954,7 +956,7 @@ def _printed(text: str) -> list[dict]:
 
 
 def test_the_outputs_shown_take_a_stand_ins_cell_from_a_second_run_within_the_notebooks_bound(monkeypatch):
-    """Which outputs a cell shows (tinyk.verdict._outputs), on runs made here: a cell that used
+    """Which outputs a cell shows (tinyk.grading.verdict._outputs), on runs made here: a cell that used
     a stand-in, and one that failed on a name it could not bind, show a second run's outputs
     where that run had them without a stand-in, else the note; a second run's outputs count
     against the notebook's bound with the first run's kept cells, past it the note."""
@@ -1020,7 +1022,7 @@ READING = {"getsource": "inspect.getsource(tinyk.repeat_kv)",
            "getsourcelines": "inspect.getsourcelines(tinyk.repeat_kv)",
            "signature": "inspect.signature(tinyk.repeat_kv)",
            "code": "tinyk.repeat_kv.__code__", "wrapped": "getattr(tinyk.repeat_kv, '__wrapped__', None)",
-           # inspect reads no attribute of the stand-in here (tinyk.withheld), and the answer reads
+           # inspect reads no attribute of the stand-in here (tinyk.grading.withheld), and the answer reads
            # what Jupyter gives (a KeyError else): tinyk/model.py, the module tinyk.model
            "getfile": "{'model.py': 1}[inspect.getfile(tinyk.repeat_kv).rsplit('/', 1)[-1]]",
            "getsourcefile": "{'model.py': 1}[inspect.getsourcefile(tinyk.repeat_kv).rsplit('/', 1)[-1]]",
@@ -1132,13 +1134,13 @@ _WALK = (_DIGEST + "import gc\n\n"
          "    return found_codes, found_classes\n\n"
          "found_codes, found_classes = walk()\n")
 # The test cell, in the grader's process: the reference's code objects, from the package here.
-_NONE_OF_IT = (_DIGEST + "import tinyk.model, tinyk.part_checks\n\n"
+_NONE_OF_IT = (_DIGEST + "import tinyk.model, tinyk.learner.part_checks\n\n"
                "def codes(obj):\n"
                "    if isinstance(obj, types.FunctionType):\n        return nested(obj.__code__)\n"
                "    methods = [getattr(f, '__func__', f) for f in vars(obj).values()]  # staticmethods too\n"
                "    return [n for f in methods if isinstance(f, types.FunctionType)\n"
                "            for n in nested(f.__code__)]\n\n"
-               "want = {digest(c) for name in NAMES for module in (tinyk.model, tinyk.part_checks)\n"
+               "want = {digest(c) for name in NAMES for module in (tinyk.model, tinyk.learner.part_checks)\n"
                "        if hasattr(module, name) for c in codes(getattr(module, name))}\n"
                "assert len(want) >= len(NAMES), want\n"
                "assert not want & set(found_codes), 'a code object of the reference is reachable'\n"
@@ -1175,7 +1177,7 @@ _CAPSTONE_WALK = (_WALK + "_INSIDE = []\n_block = decoder_block\n\n"
                   "def inside():\n    return _INSIDE[0]\n")
 # The test cell: SmolLM2 assembled from the learner's parts (over there), one forward pass, then the
 # collector's objects there, walked by the learner's code after it and from inside it.
-_CAPSTONE_NONE_OF_IT = ("import torch\nfrom tinyk.parts import PART_NAMES, build_model, smollm2\n\n"
+_CAPSTONE_NONE_OF_IT = ("import torch\nfrom tinyk.learner.parts import PART_NAMES, build_model, smollm2\n\n"
                         "base, info, tok = smollm2()\n"
                         "mine = build_model(base, {name: globals()[name] for name in PART_NAMES})\n"
                         "ids = torch.tensor([[1, 504, 3575, 282]])\n"
@@ -1194,8 +1196,8 @@ def test_the_capstones_model_holds_weights_and_the_learners_parts_only(sandboxed
     """05.10.3 puts the learner's ten parts into SmolLM2: in the learner's process, the model they
     are assembled into holds the file's weights and those parts only. After it is built, and from
     inside its forward pass, the collector holds no code object equal to one of the ten parts'
-    references (tinyk.own_work.REFERENCES) and no class of theirs."""
-    from tinyk.own_work import REFERENCES
+    references (tinyk.learner.own_code.REFERENCES) and no class of theirs."""
+    from tinyk.learner.own_code import REFERENCES
 
     names = sorted({name for refs in REFERENCES.values() for name in refs})
     assert len(names) >= 10

@@ -8,7 +8,7 @@ rule a hidden test checks (the theta argument of 05.3.1, the input's dtype in 05
 wrong answer runs in-process with its exercise's test cell (as in tests/test_exercises.py):
 
 - the visible test alone fails, its message naming the mistake (the catalogue's words, and
-  :func:`tinyk.mistakes.match` finds that mistake and no other of the exercise);
+  :func:`tinyk.learner.mistakes.match` finds that mistake and no other of the exercise);
 - the test cell with its visible checks taken out (every ``assert`` and ``raise
   AssertionError`` outside the functions it defines) fails in its hidden part, and not for a
   name the visible part left undefined: the rule is one the hidden test checks, so before the
@@ -32,9 +32,9 @@ from pathlib import Path
 
 import pytest
 
-from tinyk import mistakes
-from tinyk.course import notebook_paths
-from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN, is_solution, is_test, nbgrader, source_text
+from tinyk.courseware.course import notebook_paths
+from tinyk.courseware.exercises import BEGIN_HIDDEN, END_HIDDEN, is_solution, is_test, nbgrader, source_text
+from tinyk.learner import mistakes
 
 HIDDEN_RULES: dict[str, list[tuple[str, str]]] = {}
 for _case in sorted((Path(__file__).parent / "exercise_cases").glob("ex_*.py")):

@@ -22,7 +22,7 @@ import pytest
 
 from tests.exercise_cases.ex_05_10 import CAPSTONE_HIDDEN
 from tests.test_visible_hidden import CELLS, HIDDEN_RULES, _parts, _run, hidden_failure
-from tinyk import mistakes
+from tinyk.learner import mistakes
 
 NOTEBOOKS = ("05.7", "05.9", "05.10")
 EXERCISES = sorted(g for g in CELLS if mistakes.exercise_of(g).rsplit(".", 1)[0] in NOTEBOOKS)

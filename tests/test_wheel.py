@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.wheel_env import KERNEL, PROBE, NoCheckout, environment
-from tinyk import course
+from tinyk.courseware import course
 
 # One worker builds (or finds) the environment for both tests (make runs the unit tests
 # with --dist loadgroup).
@@ -64,7 +64,7 @@ def test_wheel_has_the_package_and_no_course_files(wheel_env):
     listed = _run([str(python.with_name("tinyk")), "--help"], cwd=work, env=env)
     assert listed.returncode == 0 and "  grade " in listed.stdout, listed.stderr
 
-    run = _run([str(python), "-m", "tinyk.course", "check"], cwd=work, env=env)
+    run = _run([str(python), "-m", "tinyk.courseware.course", "check"], cwd=work, env=env)
     assert run.returncode == 2
     assert "no tinyk course checkout" in run.stderr and "clone of the course repository" in run.stderr
     assert "git clone https://github.com/" in run.stderr  # the address from the installed metadata
@@ -84,7 +84,7 @@ def test_wheel_has_the_package_and_no_course_files(wheel_env):
                cwd=work, env=env)
     assert run.returncode == 0, run.stderr
     chinese = (work / "report" / "index.zh.html").read_text(encoding="utf-8")
-    from tinyk.mistakes import by_id
+    from tinyk.learner.mistakes import by_id
 
     assert by_id("05.3.2:crops-table").zh in chinese  # its Chinese, from tinyk/locale/zh_CN.po
 
@@ -100,10 +100,10 @@ def test_a_notebook_opened_alone_runs_the_parts_pasted_into_it(wheel_env, monkey
     import nbformat
 
     from tests.helpers import ipc_client
-    from tinyk.chinese_notebooks import code_catalogue_path, load_messages
-    from tinyk.exercises import book_version, is_solution, source_text
-    from tinyk.package_catalogue import say
-    from tinyk.parts import PART_NAMES
+    from tinyk.courseware.chinese_notebooks import code_catalogue_path, load_messages
+    from tinyk.courseware.exercises import book_version, is_solution, source_text
+    from tinyk.learner.parts import PART_NAMES
+    from tinyk.translations.package_catalogue import say
 
     pasted = []
     for source in course.notebook_paths():

@@ -8,8 +8,8 @@ import re
 import pytest
 from PIL import Image
 
-from tinyk.plotting import figure, label
-from tinyk.widgets import Choice, slider
+from tinyk.lessons.plotting import figure, label
+from tinyk.lessons.widgets import Choice, slider
 
 
 def _draw(a, b):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tinyk import course
+from tinyk.courseware import course
 from tinyk.translations.builds import search_dictionary, search_words
 from tinyk.translations.sources import translate_page_source, translated_page
 
@@ -84,7 +84,7 @@ def test_a_table_cell_it_cannot_place_is_an_error_that_names_it():
 def test_every_markdown_page_of_the_book_has_its_chinese_source():
     """The catalogues of the book's Markdown pages cover every block (tables and glossary
     included): no message of a page's catalogue is left in English in its Chinese source."""
-    from tinyk.chinese_notebooks import load_messages
+    from tinyk.courseware.chinese_notebooks import load_messages
     from tinyk.translations.sources import page_catalogue
 
     pages = sorted((course.ROOT / "book").glob("*.md"))

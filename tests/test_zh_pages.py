@@ -10,15 +10,15 @@ import pytest
 from docutils import nodes
 from sphinx import addnodes
 
-from tinyk import course
-from tinyk.chinese_notebooks import (
+from tinyk.courseware import course
+from tinyk.courseware.chinese_notebooks import (
     code_catalogue_path,
     code_messages,
     load_messages,
     same_code,
     translate_code,
 )
-from tinyk.exercises import is_solution
+from tinyk.courseware.exercises import is_solution
 from tinyk.translations import pages
 
 ROOT = course.ROOT
@@ -178,7 +178,7 @@ def test_the_words_figures_sliders_and_calculators_draw_are_chinese_in_the_page_
     # From the figures' catalogue, as the figure below the code draws them: a calculator's
     # returned HTML and the rows flowing into it, a slider's labels, a plot's title through a
     # loop, its axis label; a placeholder stays as it is; a word the catalogue lacks is named.
-    from tinyk.chinese_notebooks import translate_figure_words
+    from tinyk.courseware.chinese_notebooks import translate_figure_words
 
     missing: list[str] = []
     chinese = translate_figure_words(CALCULATOR, missing, "page")
@@ -195,7 +195,7 @@ def test_the_words_figures_sliders_and_calculators_draw_are_chinese_in_the_page_
 def test_a_loops_labels_that_a_legend_shows_first_are_read_in_the_legends_message():
     # 05.7's reference lines: the catalogue holds "unigram entropy: {0}" and "format only: {0}",
     # so the labels are their Chinese beginnings and the f-string keeps their common end.
-    from tinyk.chinese_notebooks import translate_figure_words
+    from tinyk.courseware.chinese_notebooks import translate_figure_words
 
     code = ('for value, name in [(2.36, "unigram entropy"), (1.15, "format only")]:\n'
             '    ax.axhline(value, label=f"{name}: {value:.2f}")\n')

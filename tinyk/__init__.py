@@ -4,27 +4,28 @@ The model lives in :mod:`tinyk.model`, read top to bottom in the chapter's order
 each importing the model and never the reverse:
 
 - :mod:`tinyk.generation`: generation with per-row stopping, padding and the KV cache;
-- :mod:`tinyk.upstream`: the upstream code's quirks, reproduced on purpose;
-- :mod:`tinyk.hf`, :mod:`tinyk.gguf`: Hugging Face conversion (with its half-split RoPE), GGUF
+- :mod:`tinyk.interop.upstream`: the upstream code's quirks, reproduced on purpose;
+- :mod:`tinyk.interop.hf`, :mod:`tinyk.interop.gguf`: Hugging Face conversion (with its half-split RoPE), GGUF
   loading (SmolLM2);
-- :mod:`tinyk.onnx_export`: the decoder as an ONNX graph, for a page that runs it;
-- :mod:`tinyk.data`, :mod:`tinyk.training`, :mod:`tinyk.checks`: the 05.7 experiment;
-- :mod:`tinyk.tracing` (shapes and parameter counts), :mod:`tinyk.plotting`, :mod:`tinyk.widgets`,
-  :mod:`tinyk.source`: for the notebooks;
-- :mod:`tinyk.parts`: the learner's own parts (05.2 to 05.6) checked and run in a model;
-- :mod:`tinyk.exercises`, :mod:`tinyk.grading`, :mod:`tinyk.course`: the course itself;
-- :mod:`tinyk.translations`, :mod:`tinyk.figure_text`: its Chinese edition, figures and printed
+- :mod:`tinyk.web.onnx_export`: the decoder as an ONNX graph, for a page that runs it;
+- :mod:`tinyk.data`, :mod:`tinyk.training`, :mod:`tinyk.lessons.architecture_checks`: the 05.7 experiment;
+- :mod:`tinyk.lessons.tracing` (shapes and parameter counts), :mod:`tinyk.lessons.plotting`, :mod:`tinyk.lessons.widgets`,
+  :mod:`tinyk.lessons.shown_code`: for the notebooks;
+- :mod:`tinyk.learner.parts`: the learner's own parts (05.2 to 05.6) checked and run in a model;
+- :mod:`tinyk.courseware.exercises`, :mod:`tinyk.grading`, :mod:`tinyk.courseware.course`: the course itself;
+- :mod:`tinyk.translations`, :mod:`tinyk.lessons.figure_text`: its Chinese edition, figures and printed
   output included.
 """
 
 from tinyk.generation import KVCache, expand_kv_heads, generate, kv_cache_bytes, last_valid_index
-from tinyk.hf import (
+from tinyk.interop.hf import (
     adjacent_to_half_order,
     apply_rotary_emb_half,
     permute_adjacent_to_half,
     permute_half_to_adjacent,
     rotate_half,
 )
+from tinyk.lessons.tracing import count_parameters, count_parameters_naive, parameter_budget
 from tinyk.model import (
     MLP,
     Attention,
@@ -39,7 +40,6 @@ from tinyk.model import (
     reshape_for_broadcast,
     swiglu_hidden_dim,
 )
-from tinyk.tracing import count_parameters, count_parameters_naive, parameter_budget
 
 __version__ = "0.1.0"
 

@@ -43,12 +43,12 @@ COMMANDS: dict[str, _Command] = {
     "report": _Command(_GRADING, True, "the class report: scores, statuses and named mistakes (HTML, CSV)"),
     "export": _Command(_GRADING, True, "points per notebook in an LMS's grade import CSV"),
     "similarity": _Command(_GRADING, True, "answers that share code across students (copydetect), as HTML"),
-    "course": _Command("tinyk.course", False,
+    "course": _Command("tinyk.courseware.course", False,
                        "the checkout: check it, regenerate student/, set the repository address"),
     "translations": _Command("tinyk.translations.cli", False,
                              "the Chinese edition: update and check its catalogues, build it"),
-    "onnx": _Command("tinyk.onnx_export", False, "export the 05.7 model as an ONNX graph"),
-    "web-model": _Command("tinyk.onnx_web", False, "export SmolLM2 for the in-page model"),
+    "onnx": _Command("tinyk.web.onnx_export", False, "export the 05.7 model as an ONNX graph"),
+    "web-model": _Command("tinyk.web.onnx_web", False, "export SmolLM2 for the in-page model"),
 }
 
 
@@ -62,7 +62,7 @@ def _help() -> str:
 
 def check(argv: list[str] | None = None, prog: str = f"{_PROG} check") -> int:
     """``tinyk check``: run a section's checks (section 05.8), one line each; 1 if any fails."""
-    from tinyk.checks import NOT_PROVEN, SECTIONS, run_checks, write_record
+    from tinyk.lessons.architecture_checks import NOT_PROVEN, SECTIONS, run_checks, write_record
 
     parser = argparse.ArgumentParser(prog=prog, description=COMMANDS["check"].help)
     parser.add_argument("--section", choices=sorted(SECTIONS), default="architecture")

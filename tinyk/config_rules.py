@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from tinyk.package_catalogue import say
+from tinyk.translations.package_catalogue import say
 
 __all__ = ["check_config", "check_logits_to_keep", "keeps_every_position", "refuse_changes"]
 

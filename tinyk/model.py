@@ -3,9 +3,9 @@
 Sections: 05.1 config, 05.2 RMSNorm, 05.3 RoPE, 05.4 ``repeat_kv`` and attention,
 05.5 SwiGLU and the decoder layer, 05.6 the transformer and its tied vocabulary head.
 Generation and the KV cache (``tinyk.generation``), the upstream's quirks
-(``tinyk.upstream``) and conversions (``tinyk.hf``, with Hugging Face's half-split RoPE)
+(``tinyk.interop.upstream``) and conversions (``tinyk.interop.hf``, with Hugging Face's half-split RoPE)
 live beside this file and import it; this file imports none of them, nor the course's
-parameter counts (``tinyk.tracing``). What the model needs from a cache is written here, as
+parameter counts (``tinyk.lessons.tracing``). What the model needs from a cache is written here, as
 :class:`KVCacheProtocol`.
 
 Shape legend, used in every comment below:
@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from tinyk.config_rules import check_config, check_logits_to_keep, keeps_every_position, refuse_changes
-from tinyk.package_catalogue import say
+from tinyk.translations.package_catalogue import say
 
 __all__ = [
     "ModelConfig",
@@ -302,7 +302,7 @@ class Attention(nn.Module):
 
     Seams: ``apply_rope`` (:func:`apply_rotary_emb`), ``repeat_kv`` (:func:`repeat_kv`, used by
     the hand-written path) and ``attend`` (the method below) are attributes that a function
-    of the same signature may replace on one instance; ``tinyk.parts`` plugs a learner's
+    of the same signature may replace on one instance; ``tinyk.learner.parts`` plugs a learner's
     parts in that way.
     """
 
@@ -543,7 +543,7 @@ class Transformer(nn.Module):
     deviation 0.02, ``N(0, 0.02²)``; the two projections that write into the residual stream
     (``wo`` and ``w2``) with standard deviation ``0.02/sqrt(2L)``, so each layer's write into
     the stream shrinks as layers are added; the RMSNorm gains start at 1. (The upstream
-    scales ``w3`` instead: see ``tinyk.upstream.upstream_init_`` for what that changes and
+    scales ``w3`` instead: see ``tinyk.interop.upstream.upstream_init_`` for what that changes and
     what it does not.)
     """
 

@@ -19,7 +19,7 @@ from torch import Tensor
 
 from tinyk.data import CharTokenizer, synthetic_text
 from tinyk.model import ModelConfig, Transformer
-from tinyk.package_catalogue import say
+from tinyk.translations.package_catalogue import say
 
 __all__ = ["COURSE_RUN", "CHECKPOINT", "random_batches", "train", "train_course_model",
            "trained_course_model"]

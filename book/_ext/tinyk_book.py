@@ -1,7 +1,7 @@
 """Sphinx extension of the tinyk book: notebooks are read in their book view.
 
 - ``source-read``: a notebook's JSON is replaced by :func:`page_notebook` (the book view of
-  :func:`tinyk.exercises.book_version`) before myst-nb parses it, so no nbgrader marker or
+  :func:`tinyk.courseware.exercises.book_version`) before myst-nb parses it, so no nbgrader marker or
   hidden test reaches the page, and the code shown is the code that ran (plus one removed
   cell that makes errors print as one line).
 - Execution: myst-nb's cache (``execute_notebooks: cache``) is keyed on the page's code
@@ -23,9 +23,9 @@
   second ``const THEBE_JS_URL`` is a SyntaxError on every page.
 - ``doctree-resolved``: an output image with no alt text of its own (cell metadata
   ``mystnb.image.alt``) gets the ``Description`` its PNG carries: course figures
-  describe themselves (:meth:`tinyk.plotting.CourseFigure.describe`).
+  describe themselves (:meth:`tinyk.lessons.plotting.CourseFigure.describe`).
 - ``builder-inited``, Chinese edition: each figure is rendered from the Chinese version
-  its output carries (:mod:`tinyk.figure_text`), and an alt text from cell metadata is
+  its output carries (:mod:`tinyk.lessons.figure_text`), and an alt text from cell metadata is
   translated; a figure without one, or a word without a translation, is a warning. Printed
   output is translated line by line as a page is read (:mod:`tinyk.translations.outputs`).
 - ``doctree-read``, Chinese edition: code cells read as in the Chinese student notebooks
@@ -34,7 +34,7 @@
 - ``builder-inited``: ``book/_static/tinyk.css`` is added (code wraps, wide equations
   scroll, outputs never widen the column: nothing is cut off on a phone).
 - ``builder-inited`` (HTML): the 05.7 model as an ONNX graph with its manifest
-  (:func:`tinyk.onnx_export.export_course_model`) lands in ``_static/models/`` of each
+  (:func:`tinyk.web.onnx_export.export_course_model`) lands in ``_static/models/`` of each
   edition: ``tiny.onnx`` and ``tiny.json``. They are written once into ``_build/web-static``
   and exported again only when the model, its weights or the export tools change. When the
   two editions build at once, the one that finds this export under way exports SmolLM2's
@@ -47,7 +47,7 @@
     site's root, Chinese under ``zh/``; ``tinyk.translations``);
   - in the Chinese edition, the solution toggles' words and accessible names and the
     navigation's part captions are Chinese too.
-- ``quiz`` directive (:mod:`tinyk.quiz`): a concept check, rendered as a fieldset of radio
+- ``quiz`` directive (:mod:`tinyk.courseware.quiz`): a concept check, rendered as a fieldset of radio
   buttons with the question as its legend, a "Check answer" button and a live region that
   shows the verdict and the chosen choice's explanation (``book/_static/tinyk-quiz.js``, no
   kernel). The question, choices and explanations are paragraphs of the page, so the gettext
@@ -59,7 +59,7 @@
 - ``build-finished``: every notebook's copy is overwritten with its student version: the
   committed ``student/NAME.ipynb`` that Colab opens (``student/zh/NAME.ipynb`` in the Chinese
   edition), or (for a notebook without one) nbgrader's release of it
-  (:func:`tinyk.student_versions.released`). This
+  (:func:`tinyk.courseware.student_versions.released`). This
   must come last: Sphinx copies originals while it writes pages.
 - ``build-finished``, Chinese edition: every Markdown page's copy is overwritten with its
   Chinese source, each block replaced by its translation in the page's catalogue
@@ -82,8 +82,8 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 import tinyk
-from tinyk.course import NOTEBOOKS, REGENERATE, STUDENTS, ZH
-from tinyk.exercises import book_version
+from tinyk.courseware.course import NOTEBOOKS, REGENERATE, STUDENTS, ZH
+from tinyk.courseware.exercises import book_version
 
 _LOG = logging.getLogger(__name__)
 _COLAB_SOURCE = re.compile(rf"^(https://colab\.research\.google\.com/github/[^/]+/[^/]+/blob/[^/]+/)"
@@ -104,7 +104,7 @@ _NOT_RUN = {"onnx_export.py", "playground.py"}
 def package_hash() -> str:
     """A hash of the installed ``tinyk`` package's Python source and of the figures'
     Chinese catalogue (outputs depend on both: the Chinese figures are drawn in the run)."""
-    from tinyk.figure_text import catalogue_path
+    from tinyk.lessons.figure_text import catalogue_path
 
     digest = hashlib.sha256()
     for path in sorted(p for p in Path(tinyk.__file__).parent.glob("*.py") if p.name not in _NOT_RUN):
@@ -137,7 +137,7 @@ def _read_as_book(app, docname, source):
 def _outdated_when_package_changes(app, env, added, changed, removed):
     current = package_hash()
     if edition(app) == "zh":  # printed output is translated as a page is read
-        from tinyk.catalogues import outputs_catalogue
+        from tinyk.courseware.catalogues import outputs_catalogue
 
         path = outputs_catalogue(Path(app.srcdir))
         current += hashlib.sha256(path.read_bytes() if path.is_file() else b"").hexdigest()[:16]
@@ -201,7 +201,7 @@ def _publish_student_notebooks(app, exception):
             if path.parent.name == NOTEBOOKS and committed.is_file():  # what Colab opens, too
                 target.write_bytes(committed.read_bytes())
                 continue
-            from tinyk.student_versions import released
+            from tinyk.courseware.student_versions import released
 
             student = released(json.loads(path.read_text(encoding="utf-8")), path.stem)
             target.write_text(json.dumps(student, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -245,7 +245,7 @@ def _alt_text_from_png(app, doctree, docname):
 def _chinese_figures(app) -> None:
     """The Chinese edition's figures: each output that carries its Chinese version
     (``metadata["tinyk"]["zh"]``, drawn in the same run as the English, see
-    :mod:`tinyk.figure_text`) is rendered from that, and an image's alt text from the cell's
+    :mod:`tinyk.lessons.figure_text`) is rendered from that, and an image's alt text from the cell's
     metadata is translated from the same catalogue. A figure drawn without its Chinese
     version, or with words the catalogue lacks, is a warning that names it (an error
     in ``make book``)."""
@@ -255,7 +255,7 @@ def _chinese_figures(app) -> None:
 
     from myst_nb.core.render import NbElementRenderer
 
-    from tinyk import figure_text
+    from tinyk.lessons import figure_text
 
     original = NbElementRenderer.render_mime_type
     if getattr(original, "tinyk_chinese", False):
@@ -290,7 +290,7 @@ def _chinese_figures(app) -> None:
 
 
 def _chinese_outputs(app) -> None:
-    from tinyk.catalogues import outputs_catalogue, translated
+    from tinyk.courseware.catalogues import outputs_catalogue, translated
     from tinyk.translations import outputs
 
     outputs.install(translated(outputs_catalogue(Path(app.srcdir))) if edition(app) == "zh" else None)
@@ -338,13 +338,13 @@ QUIZ_CHECK, QUIZ_NONE = "Check answer", "Choose an answer first."
 
 
 class QuizDirective(SphinxDirective):
-    """``:::{quiz}`` with ``:answer: N``: see :mod:`tinyk.quiz` for the body's form."""
+    """``:::{quiz}`` with ``:answer: N``: see :mod:`tinyk.courseware.quiz` for the body's form."""
 
     has_content = True
     option_spec: ClassVar[dict] = {"answer": directives.unchanged_required}
 
     def run(self) -> list[nodes.Node]:
-        from tinyk.quiz import parse_quiz
+        from tinyk.courseware.quiz import parse_quiz
 
         where = f"{self.env.docname}: the quiz at line {self.lineno}"
         try:
@@ -388,7 +388,7 @@ def _visit_quiz(self, node: quiz) -> None:
 def _depart_quiz(self, node: quiz) -> None:
     import html
 
-    from tinyk.quiz import VERDICTS
+    from tinyk.courseware.quiz import VERDICTS
 
     words = [("none", QUIZ_NONE), *VERDICTS.items()]
     self.body.append(
@@ -452,7 +452,7 @@ _HTML_FIXES = (
 
 # The Chinese edition's words for the interface around a page's content, from
 # locale/zh_CN/interface.po: the theme's labels, and the solution toggles' words (which
-# tinyk.exercises.book_version puts in cell metadata in English: cell metadata is part of
+# tinyk.courseware.exercises.book_version puts in cell metadata in English: cell metadata is part of
 # the execution cache's key, and the notebooks must not execute again for a second
 # language). Each replaces an attribute's whole value or an element's whole text.
 _INTERFACE_ATTRIBUTES = ("title", "aria-label", "placeholder", "alt", "data-bs-title")
@@ -464,9 +464,9 @@ def _interface_zh(app) -> list[tuple[re.Pattern[str], str]]:
     from tinyk_map import WORDS as MAP_WORDS  # written in Chinese by its directive, as
     from tinyk_playground import WORDS as PLAYGROUND_WORDS  # these are by theirs
 
-    from tinyk.catalogues import interface_catalogue, read_catalogue
-    from tinyk.quiz import VERDICTS
-    from tinyk.student_markdown import STUDENT_WORDS
+    from tinyk.courseware.catalogues import interface_catalogue, read_catalogue
+    from tinyk.courseware.quiz import VERDICTS
+    from tinyk.courseware.student_markdown import STUDENT_WORDS
 
     site_words = set(VERDICTS.values())  # a quiz's verdicts: the student notebooks' and the site's
     words = {str(m.id): str(m.string) for m in read_catalogue(interface_catalogue(Path(app.srcdir)))
@@ -494,7 +494,7 @@ def _other_edition(app, this: str) -> tuple[str, str] | None:
     book without the Chinese edition's interface catalogue (nothing to link to)."""
     import html
 
-    from tinyk.catalogues import LANGUAGE, translated
+    from tinyk.courseware.catalogues import LANGUAGE, translated
 
     catalogue = Path(app.srcdir) / "locale" / LANGUAGE / "interface.po"
     if not catalogue.is_file():
@@ -527,7 +527,7 @@ def _root_catalogue(app) -> dict[str, str]:
     messages, but the navigation bar is drawn from the untranslated table."""
     import html
 
-    from tinyk.catalogues import read_catalogue
+    from tinyk.courseware.catalogues import read_catalogue
 
     for folder in app.config.locale_dirs:
         path = Path(app.srcdir, folder, str(app.config.language), "LC_MESSAGES", app.config.root_doc + ".po")
@@ -572,8 +572,8 @@ def _add_static(app):
 def _add_course_model(app):
     if app.builder.format != "html" or not app.config.tinyk_course_model:
         return  # the gettext builder of the Chinese edition's catalogues needs no model
-    from tinyk.onnx_export import export_course_model
-    from tinyk.playground import write_example
+    from tinyk.web.onnx_export import export_course_model
+    from tinyk.web.playground import write_example
 
     static = Path(app.doctreedir).parent / "web-static"  # _build/web-static, shared by both editions
     static.mkdir(parents=True, exist_ok=True)

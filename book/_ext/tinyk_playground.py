@@ -7,10 +7,10 @@ weights; ``residual``: the residual stream's norm after the embedding and each l
 the playground's controls and panels into the page, with no kernel:
 ``book/_static/tinyk-playground.js`` starts the page's engine, a Web Worker
 (``book/_static/tinyk-engine.js``) that loads ONNX Runtime Web from the site's own
-``_static/ort/`` and the model's graph from ``_static/models/`` (:mod:`tinyk.onnx_export`) and
+``_static/ort/`` and the model's graph from ``_static/models/`` (:mod:`tinyk.web.onnx_export`) and
 runs it on what the reader types; the page draws each panel. Without WebAssembly, the panels show
 the example run computed when the book was built (``tiny-example.json``,
-:mod:`tinyk.playground`).
+:mod:`tinyk.web.playground`).
 
 The words of the controls and of the script's messages are :data:`WORDS`, English. The
 Chinese edition writes them from ``locale/zh_CN/interface.po`` as the page is built (a word
@@ -20,7 +20,7 @@ replaced in the finished HTML as the theme's words are: ``greedy`` or ``Layer`` 
 name in a page's code.
 
 ``:::{smollm2}`` writes SmolLM2-135M-Instruct's chat (section 05.10): a button that fetches the
-model (:mod:`tinyk.onnx_web`'s files, about 100 MB, kept by the browser's cache) with a progress
+model (:mod:`tinyk.web.onnx_web`'s files, about 100 MB, kept by the browser's cache) with a progress
 bar, then the chat: the prompt's tokens from the model's own tokenizer (Hugging Face's
 ``tokenizers`` in JavaScript), the answer token by token through the KV cache, greedy or sampled
 at a temperature, the first token's 10 most likely at that temperature, the attention weights of
@@ -36,7 +36,7 @@ on several threads from the next page the reader opens: a static host cannot sen
 ``onnxruntime-web``, which ``make`` installs into ``.tools``) and the ``tokenizers`` module are
 copied into ``_build/web-static/ort/``, which both editions serve as ``_static/ort/``;
 SmolLM2's files are exported into ``_build/web-static/smollm2/`` (again only when what they are
-made from changes: ``python -m tinyk.onnx_web --reuse``), under a lock of their own
+made from changes: ``python -m tinyk.web.onnx_web --reuse``), under a lock of their own
 (:func:`export_smollm2`), by whichever edition gets to it first.
 """
 
@@ -220,7 +220,7 @@ def edition_words(directive: SphinxDirective, words: tuple[str, ...] = WORDS) ->
     """``words`` (:data:`WORDS`) in the edition's language (a missing translation is a warning)."""
     if not str(directive.config.language or "en").startswith("zh"):
         return {w: w for w in words}
-    from tinyk.catalogues import interface_catalogue, translated
+    from tinyk.courseware.catalogues import interface_catalogue, translated
 
     catalogue = interface_catalogue(Path(directive.env.srcdir))
     directive.env.note_dependency(str(catalogue))
@@ -280,7 +280,7 @@ def chat_html(cid: str, words: dict[str, str], manifest: dict) -> str:
                 f'{w("prompt-tokens")}</summary><ol class="tinyk-pg-tokenlist tinyk-chat-tokens"></ol>'
                 '</details>')
     label = html.escape(words[LABELS["head"]])
-    # The layer: any of SmolLM2's, chosen at each call of its graph (tinyk.onnx_layers); a new choice
+    # The layer: any of SmolLM2's, chosen at each call of its graph (tinyk.web.onnx_layers); a new choice
     # reads the text again once the answer is over.
     attention = (f'<figure class="tinyk-pg-panel" id="{cid}-attention"><figcaption>'
                  f'{html.escape(words[LABELS["attention"]])}'
@@ -450,7 +450,7 @@ def export_smollm2(app) -> None:
     ``tinyk_smollm2``, or when the files are there from the same inputs."""
     if app.builder.format != "html" or not (app.config.tinyk_course_model and app.config.tinyk_smollm2):
         return
-    from tinyk.onnx_web import main as export
+    from tinyk.web.onnx_web import main as export
 
     static = Path(app.doctreedir).parent / "web-static"
     static.mkdir(parents=True, exist_ok=True)

@@ -72,7 +72,7 @@ const PANELS = ["scores", "mask", "residual_norms"]; // the 05.7 graph's steps b
 const ops = {
   async "load-tiny"({ url, threads }) {
     const runtime = loadOrt(threads);
-    // Idle threads wait without spinning (tinyk.onnx_web's WEB_SESSION_CONFIG, SmolLM2's, says why).
+    // Idle threads wait without spinning (tinyk.web.onnx_web's WEB_SESSION_CONFIG, SmolLM2's, says why).
     sessions.tiny = await runtime.InferenceSession.create(url, { executionProviders: ["wasm"],
       extra: { session: { "intra_op.allow_spinning": "0" } } });
     return { threads: runtime.env.wasm.numThreads };

@@ -1,7 +1,7 @@
 // The playground (the book's playground directive, book/_ext/tinyk_playground.py): the 05.7 model
 // runs in this page with ONNX Runtime Web, served from the site's own _static/ort/ (no request
 // leaves the site). The page holds the model's manifest and the run of its first prompt computed
-// when the book was built (tinyk.playground): without WebAssembly the panels show that run. The
+// when the book was built (tinyk.web.playground): without WebAssembly the panels show that run. The
 // words are the page's (hidden elements), so the Chinese edition's are Chinese.
 "use strict";
 (() => {

@@ -1,4 +1,4 @@
-// Concept checks (the book's quiz directive, tinyk/quiz.py): "Check answer" shows, in the quiz's
+// Concept checks (the book's quiz directive, tinyk/courseware/quiz.py): "Check answer" shows, in the quiz's
 // live region, the verdict and the chosen choice's explanation. Everything is in the page: the
 // words are the quiz's hidden elements (so the Chinese edition's are Chinese), nothing is fetched.
 // Choosing another answer clears the verdict.

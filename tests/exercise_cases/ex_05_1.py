@@ -65,5 +65,5 @@ def valid_kv_heads(n_heads):
 
 # Solutions with one classic mistake each, which must lose the exercise's points, visibly.
 # Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
-# mistake of tinyk.mistakes that the visible test's message must name.
+# mistake of tinyk.learner.mistakes that the visible test's message must name.
 MISTAKES: dict[str, list[tuple[str, str]]] = dict(HIDDEN_RULES)

@@ -171,7 +171,7 @@ def pad_and_label(sequences, pad_id):
 
 # Solutions with one classic mistake each, which must lose the exercise's points, visibly.
 # Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
-# mistake of tinyk.mistakes that the visible test's message must name.
+# mistake of tinyk.learner.mistakes that the visible test's message must name.
 MISTAKES: dict[str, list[tuple[str, str]]] = {
     "ex_05_10_1_solution": [
         *HIDDEN_RULES["ex_05_10_1_solution"],
@@ -210,7 +210,7 @@ def dequantize_q4_1(block):
         ("05.10.1:borrowed", """
 import numpy as np
 import torch
-from tinyk.gguf_quants import dequantise
+from tinyk.interop.gguf_quants import dequantise
 def dequantize_q4_1(block):
     import gguf
     data = np.frombuffer(block, dtype=np.uint8).reshape(1, 20)

@@ -115,7 +115,7 @@ class RMSNorm(nn.Module):
 
 # Solutions with one classic mistake each, which must lose the exercise's points, visibly.
 # Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
-# mistake of tinyk.mistakes that the visible test's message must name.
+# mistake of tinyk.learner.mistakes that the visible test's message must name.
 MISTAKES: dict[str, list[tuple[str, str]]] = {
     "ex_05_2_1_solution": [
         ("05.2.1:eps-outside-sqrt", """

@@ -118,7 +118,7 @@ def rope_after_cache(xq, xk, cos, sin, start_pos):
 
 # Solutions with one classic mistake each, which must lose the exercise's points, visibly.
 # Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
-# mistake of tinyk.mistakes that the visible test's message must name.
+# mistake of tinyk.learner.mistakes that the visible test's message must name.
 MISTAKES: dict[str, list[tuple[str, str]]] = {
     "ex_05_3_1_solution": [
         ("05.3.1:exponent-i-over-d-h", _ROPE_TABLES.replace(

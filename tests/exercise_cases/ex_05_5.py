@@ -76,7 +76,7 @@ return (h + feed_forward(ffn_norm(h))).float()
 
 # Solutions with one classic mistake each, which must lose the exercise's points, visibly.
 # Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
-# mistake of tinyk.mistakes that the visible test's message must name.
+# mistake of tinyk.learner.mistakes that the visible test's message must name.
 MISTAKES: dict[str, list[tuple[str, str]]] = {
     "ex_05_5_1_solution": [
         # rounds_8d_over_3_to_nearest

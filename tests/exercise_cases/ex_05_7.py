@@ -92,7 +92,7 @@ def count_unique(model):
 
 # Solutions with one classic mistake each, which must lose the exercise's points, visibly.
 # Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
-# mistake of tinyk.mistakes that the visible test's message must name.
+# mistake of tinyk.learner.mistakes that the visible test's message must name.
 MISTAKES: dict[str, list[tuple[str, str]]] = {
     "ex_05_7_1_solution": [
         ("05.7.1:minus-sign-missing", _ENTROPY.format(sign="", log="log")),

@@ -12,8 +12,8 @@
 Linux only (it uses ``resource``, ``/proc`` and bubblewrap). Needs the instructor extras:
 ``pip install -e .[instructor]`` (nbgrader) and, to grade, bubblewrap (``apt-get install bubblewrap``).
 
-Grading is done student by student, several at once, by the verdict (:mod:`tinyk.verdict`):
-the student's notebook runs once, in a bubblewrap sandbox (:mod:`tinyk.answers`), every cell
+Grading is done student by student, several at once, by the verdict (:mod:`tinyk.grading.verdict`):
+the student's notebook runs once, in a bubblewrap sandbox (:mod:`tinyk.grading.learner_process`), every cell
 but the test cells, in order, through IPython, with a per-cell timeout, a total time limit
 and a memory limit; the test cells, hidden tests included, run in the grader's own process,
 where no code of the student's runs. Locked test cells and hidden tests come from the
@@ -42,7 +42,6 @@ verdict and rows), :mod:`~tinyk.grading.regrade` (the exercises whose test chang
 
 from __future__ import annotations
 
-from tinyk.gradebook_schema import FIELDS, STATUSES, Row, Status
 from tinyk.grading.assignment import metadata_problems, release, validate
 from tinyk.grading.batch import grade, merge, parse_shard, shard_of
 from tinyk.grading.chapter import ASSIGNMENT, exercises_of
@@ -51,6 +50,7 @@ from tinyk.grading.runner import Limits
 from tinyk.grading.sandbox import check_sandbox
 from tinyk.grading.student_feedback import feedback
 from tinyk.grading.submission import SKIP_TAG
+from tinyk.reports.gradebook_schema import FIELDS, STATUSES, Row, Status
 
 __all__ = ["ASSIGNMENT", "FIELDS", "SKIP_TAG", "STATUSES", "Limits", "Row", "Status", "check_sandbox",
            "exercises_of", "feedback", "grade", "main", "merge", "metadata_problems", "parse_shard",

@@ -1,5 +1,5 @@
 """Grading a student (course section "For instructors"): the verdict, which gives every
-exercise its points, status and named mistake (:mod:`tinyk.verdict`).
+exercise its points, status and named mistake (:mod:`tinyk.grading.verdict`).
 
 The student's notebook runs once, in the sandbox: every cell but the test cells, in order,
 through IPython, each notebook's in namespaces of its own; the test cells, hidden tests
@@ -15,9 +15,9 @@ included, run in the grader's process. No notebook runs in nbgrader's kernels (`
   that exercise and the next ones as ``kernel-died``;
 - ``feedback`` takes the cells' outputs from this same run (``outputs`` of
   :func:`judge_submission`) for the autograded notebooks it shows; a cell that used a withheld
-  part there shows its outputs of an exercise's second run, or a note (:func:`tinyk.verdict.judge`);
+  part there shows its outputs of an exercise's second run, or a note (:func:`tinyk.grading.verdict.judge`);
 - an exercise whose answer is still the released stub is not run a second time: it fails in
-  any run (:func:`tinyk.verdict.still_stubs`).
+  any run (:func:`tinyk.grading.verdict.still_stubs`).
 """
 
 from __future__ import annotations
@@ -28,16 +28,16 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tinyk.gradebook_schema import Row, Status
 from tinyk.grading.chapter import Notebook
 from tinyk.grading.rules import Finding
 from tinyk.grading.runner import Limits
 from tinyk.grading.scoring import learner_process
 from tinyk.grading.submission import checked, for_grading, submission_files
-from tinyk.mistakes import note
+from tinyk.learner.mistakes import note
+from tinyk.reports.gradebook_schema import Row, Status
 
 if TYPE_CHECKING:  # imports torch: only when grading
-    from tinyk.verdict import Verdict
+    from tinyk.grading.verdict import Verdict
 
 __all__ = ["grade_answers", "judge_submission", "verdict_reason", "verdict_rows"]
 
@@ -56,10 +56,10 @@ def judge_submission(entry: Path, notebooks: list[Notebook], released: dict[str,
     (notebook, grade_id): every exercise of every notebook that can be graded, or only those of
     ``only``; in a sandbox of their own, one learner's process for them all, within the
     student's total time limit (the learner's start not counted). ``outputs``, a dict, gets
-    each graded notebook's cells with what they showed (:func:`tinyk.verdict.judge`).
+    each graded notebook's cells with what they showed (:func:`tinyk.grading.verdict.judge`).
     ``stubs``: the student versions as students got them, by name (default: ``released``), whose
-    stubs an exercise not attempted still holds (it is not run again, :func:`tinyk.verdict.still_stubs`)."""
-    from tinyk import verdict
+    stubs an exercise not attempted still holds (it is not run again, :func:`tinyk.grading.verdict.still_stubs`)."""
+    from tinyk.grading import verdict
 
     files = submission_files(entry, notebooks)
     flags: dict[str, Finding] = {}

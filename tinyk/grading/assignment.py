@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from tinyk.exercises import BEGIN_HIDDEN, BEGIN_SOLUTION, GRADE_ID, nbgrader, source_text
+from tinyk.courseware.exercises import BEGIN_HIDDEN, BEGIN_SOLUTION, GRADE_ID, nbgrader, source_text
 from tinyk.grading.chapter import ASSIGNMENT, Notebook, chapter_notebooks
 from tinyk.grading.runner import require_nbgrader, run_nbgrader
 

@@ -26,16 +26,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tinyk.gradebook_schema import FIELDS, Row, Status
 from tinyk.grading.answers_only import grade_answers
 from tinyk.grading.assignment import prepare_course, released_notebooks
 from tinyk.grading.ast_guard import one_parse_at_a_time
 from tinyk.grading.chapter import Notebook, chapter_notebooks
 from tinyk.grading.regrade import base_digest, changed_tests, course_base, regrade_student, test_digests
 from tinyk.grading.runner import Limits, preflight
-from tinyk.inert import csv_value, write_csv
-from tinyk.roster import Refused, collisions, read_submitted, student_id, student_name
-from tinyk.roster import entries as submission_entries
+from tinyk.reports.gradebook_schema import FIELDS, Row, Status
+from tinyk.reports.inert import csv_value, write_csv
+from tinyk.reports.submitters import Refused, collisions, read_submitted, student_id, student_name
+from tinyk.reports.submitters import entries as submission_entries
 
 __all__ = ["Batch", "grade", "merge", "parse_shard", "shard_of", "start"]
 
@@ -46,7 +46,7 @@ class Batch:
     """What a grading or feedback run works on: one entry (folder or file) per student, the
     chapter notebooks with exercises, the limits of every submission; and the entries that
     would be one student to the grader, not graded, each with the reason that names them
-    (:func:`tinyk.roster.collisions`)."""
+    (:func:`tinyk.reports.submitters.collisions`)."""
 
     entries: list[Path]
     notebooks: list[Notebook]
@@ -81,7 +81,7 @@ def _files(entry: Path) -> list[Path]:
 
 def _files_digest(entry: Path) -> str:
     """A digest of a student's files (names and contents), read as the grader reads them: a
-    regular file by its contents (by its size alone past :data:`~tinyk.roster.MAX_NOTEBOOK_BYTES`,
+    regular file by its contents (by its size alone past :data:`~tinyk.reports.submitters.MAX_NOTEBOOK_BYTES`,
     which no grade reads past), a symbolic link by its target, never followed, and a FIFO, a
     device or a socket by what it is, never opened."""
     digest = hashlib.sha256()
@@ -111,7 +111,7 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def _write_csv(out: Path, lines: list[list[str]]) -> None:
     """The gradebook CSV: the header, then the rows sorted by student, notebook and exercise,
-    each cell a spreadsheet shows as text (:func:`tinyk.inert.csv_cell`)."""
+    each cell a spreadsheet shows as text (:func:`tinyk.reports.inert.csv_cell`)."""
     from io import StringIO
 
     buffer = StringIO()

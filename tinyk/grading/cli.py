@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tinyk.course import NOTEBOOKS, NotACheckout, course_root
+from tinyk.courseware.course import NOTEBOOKS, NotACheckout, course_root
 from tinyk.grading.assignment import release, validate
 from tinyk.grading.batch import grade, merge, parse_shard
 from tinyk.grading.runner import Limits
@@ -141,19 +141,19 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from tinyk.class_report import report_main
+    from tinyk.reports.class_report import report_main
 
     return report_main(args.grades, args.out, args.source)
 
 
 def _export(args: argparse.Namespace) -> int:
-    from tinyk.lms import export_main
+    from tinyk.reports.lms import export_main
 
     return export_main(args.grades, args.format, args.roster, args.out)
 
 
 def _similarity(args: argparse.Namespace) -> int:
-    from tinyk.similarity import similarity_main
+    from tinyk.reports.similarity import similarity_main
 
     return similarity_main(args.submissions, args.out, args.source, args.threshold)
 

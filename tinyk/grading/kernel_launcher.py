@@ -2,7 +2,7 @@
 
     python -I -S kernel_launcher.py SOCKET CONNECTION_FILE -- COLD_COMMAND ...
 
-Standard library only, no import of torch: it asks the warm server (:mod:`tinyk.warm_kernel`)
+Standard library only, no import of torch: it asks the warm server (:mod:`tinyk.grading.warm_kernel`)
 listening on ``SOCKET`` for a kernel on ``CONNECTION_FILE``, waits for that kernel's end and
 exits with its status. When Jupyter kills it (a shutdown that timed out) or ends, its
 connection closes and the server kills the kernel and everything the kernel started. When the server

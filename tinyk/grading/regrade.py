@@ -1,6 +1,6 @@
 """Regrading what changed (course section "For instructors"): after an edit to test cells, a
 student whose files and whose notebooks are otherwise the same is not graded again in full.
-Each edited exercise is judged again outside the kernel (:mod:`tinyk.verdict`: the student's
+Each edited exercise is judged again outside the kernel (:mod:`tinyk.grading.verdict`: the student's
 answer cells in the sandbox, the new test cell in the grader's process), its row updated, and
 every other row kept from the earlier run. A test added or removed, a change to anything
 but a test cell's source (a point value, prose, code), the limits or the student's files: a
@@ -13,11 +13,11 @@ import hashlib
 import json
 from pathlib import Path
 
-from tinyk.exercises import is_test, nbgrader, source_text
-from tinyk.gradebook_schema import Row, Status
+from tinyk.courseware.exercises import is_test, nbgrader, source_text
 from tinyk.grading.answers_only import judge_submission, verdict_reason
 from tinyk.grading.chapter import Notebook
 from tinyk.grading.runner import Limits
+from tinyk.reports.gradebook_schema import Row, Status
 
 __all__ = ["REGRADED", "base_digest", "changed_tests", "course_base", "regrade_student", "test_digests"]
 

@@ -1,11 +1,11 @@
 """The grading rules (course section "For instructors"): what a check before grading, or a failed
-run, finds (a :data:`Finding`); the gradebook's statuses and rows are :mod:`tinyk.gradebook_schema`
+run, finds (a :data:`Finding`); the gradebook's statuses and rows are :mod:`tinyk.reports.gradebook_schema`
 (the verdict gives each row its points and status: :mod:`tinyk.grading.answers_only`).
 """
 
 from __future__ import annotations
 
-from tinyk.gradebook_schema import Status
+from tinyk.reports.gradebook_schema import Status
 
 __all__ = ["Finding"]
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tinyk.switches import GRADING, LANGUAGE
+from tinyk.environment import GRADING, LANGUAGE
 
 __all__ = ["INSTALL_BWRAP", "KERNEL_ENV", "MEMORY_MB", "TMPFS_SHARE", "Sandbox", "check_sandbox",
            "prepare_shared", "require_linux", "sandbox_argv", "shared_read_only", "tmpfs_bytes",
@@ -41,7 +41,7 @@ KERNEL_ENV = {GRADING: "1", LANGUAGE: "en", "MPLBACKEND": "agg"}
 MEMORY_MB = 8192  # the grader's default --memory-mb (tinyk.grading.runner.Limits)
 # A tmpfs holds its files in memory, outside the address-space limit of --memory-mb: each one a
 # student's code can write (/tmp, /dev/shm and, in a notebook's own namespaces of the verdict,
-# its new empty folders: four at most at once, tinyk.warm_kernel.private_folders) holds a
+# its new empty folders: four at most at once, tinyk.grading.warm_kernel.private_folders) holds a
 # sixteenth of it, a quarter in all; past it, a write fails with ENOSPC (an OSError in their code).
 TMPFS_SHARE = 16
 _HOME = Path("/tmp")  # the sandboxed process's home: its caches, in its private /tmp, start empty
@@ -108,9 +108,9 @@ def _sandbox_env(threads: int) -> dict[str, str]:
 
 
 def _smollm2_tokenizer() -> Path | None:
-    """Where the grader keeps SmolLM2's tokenizer (:func:`tinyk.gguf.tokenizer_cache`), or None
+    """Where the grader keeps SmolLM2's tokenizer (:func:`tinyk.interop.gguf.tokenizer_cache`), or None
     without the weights."""
-    from tinyk.gguf import smollm2_path, tokenizer_cache
+    from tinyk.interop.gguf import smollm2_path, tokenizer_cache
 
     try:
         return tokenizer_cache(smollm2_path())
@@ -132,13 +132,13 @@ def _plain_folder(folder: Path) -> bool:
 def shared_read_only() -> list[tuple[Path, Path]]:
     """``(grader's folder, where the sandbox sees it)`` of each folder a kernel would otherwise
     build again in its empty cache, bound read-only: SmolLM2's tokenizer (05.10), which
-    :func:`tinyk.gguf.load_tokenizer` builds from the GGUF file in seconds and reads from the
+    :func:`tinyk.interop.gguf.load_tokenizer` builds from the GGUF file in seconds and reads from the
     cache in a fraction of one. Only those the grader has (:func:`prepare_shared`), as plain
     folders of regular files."""
     kept = _smollm2_tokenizer()
     if kept is None or not (kept / "tokenizer.json").is_file() or not _plain_folder(kept):
         return []
-    from tinyk.gguf import TOKENIZERS
+    from tinyk.interop.gguf import TOKENIZERS
 
     # tokenizer_cache's place for a process whose HOME is the sandbox's, with no XDG_CACHE_HOME
     return [(kept, _HOME / ".cache" / TOKENIZERS / kept.name)]
@@ -146,11 +146,11 @@ def shared_read_only() -> list[tuple[Path, Path]]:
 
 def prepare_shared(modules: Sequence[str]) -> None:
     """Before a run whose notebooks import ``modules``: SmolLM2's tokenizer in the grader's
-    cache when they may load it (they import ``tinyk.parts`` or ``tinyk.gguf``), built once
+    cache when they may load it (they import ``tinyk.learner.parts`` or ``tinyk.interop.gguf``), built once
     here instead of once in each student's kernel (:func:`shared_read_only`)."""
-    if not {"tinyk.parts", "tinyk.gguf"} & set(modules) or shared_read_only():
+    if not {"tinyk.learner.parts", "tinyk.interop.gguf"} & set(modules) or shared_read_only():
         return
-    from tinyk.gguf import load_tokenizer, smollm2_path
+    from tinyk.interop.gguf import load_tokenizer, smollm2_path
 
     try:
         load_tokenizer(smollm2_path())
@@ -203,7 +203,7 @@ class Sandbox:
     """Where one student's kernels run: a kernelspec (under ``jupyter``) that starts them under
     bubblewrap, their ``scratch`` folder, and the ``runtime`` folder of their connection files
     and channel sockets. With ``warm`` (the folder of the warm server's socket), the
-    kernelspec asks the student's warm server (:mod:`tinyk.warm_kernel`) for each kernel, and
+    kernelspec asks the student's warm server (:mod:`tinyk.grading.warm_kernel`) for each kernel, and
     starts a cold one in the sandbox when it cannot have one."""
 
     jupyter: Path
@@ -244,7 +244,7 @@ class Sandbox:
         """The warm server's command line, accepting on the listening socket ``fd`` and
         importing ``modules``: in the sandbox, its socket's folder bound too."""
         assert self.warm is not None
-        # by its path, with -P: not as tinyk.warm_kernel, whose package's import would import torch
+        # by its path, with -P: not as tinyk.grading.warm_kernel, whose package's import would import torch
         script = str(Path(__file__).resolve().parent.parent / "warm_kernel.py")
         command = ["-P", script, str(fd), str(self.socket), str(self.scratch), str(self.runtime)]
         box = sandbox_argv(self.scratch, self.runtime, self.threads, [self.warm], self.memory_mb)

@@ -15,7 +15,7 @@ from tinyk.grading.runner import Limits, say_once, total_limit
 from tinyk.grading.sandbox import Sandbox, sandbox_argv
 
 if TYPE_CHECKING:  # imports torch: only when grading
-    from tinyk.answer_server import AnswerServer
+    from tinyk.grading.answer_server import AnswerServer
 
 __all__ = ["answers_prefix", "learner_process", "say_shared"]
 
@@ -28,7 +28,7 @@ def learner_process(limits: Limits, sandboxed: bool, notebooks: int) -> Iterator
     the student's total time limit for ``notebooks`` notebooks (:func:`total_limit`); on the
     way out, what it could not give the notebooks said once a run (:func:`say_shared`), and
     the process ended with every process it started (:meth:`AnswerServer.close`)."""
-    from tinyk.answer_server import AnswerServer
+    from tinyk.grading.answer_server import AnswerServer
 
     with tempfile.TemporaryDirectory(prefix="tinyk-answers-") as tmp:
         sandbox = Sandbox.create(Path(tmp), limits.threads, memory_mb=limits.memory_mb) if sandboxed else None
@@ -43,7 +43,7 @@ def learner_process(limits: Limits, sandboxed: bool, notebooks: int) -> Iterator
 
 def say_shared(server: AnswerServer) -> None:
     """Say once a run, on stderr, when a sandboxed learner's process could not give each
-    notebook namespaces of its own (:meth:`~tinyk.answer_server.AnswerServer.notebook`)."""
+    notebook namespaces of its own (:meth:`~tinyk.grading.answer_server.AnswerServer.notebook`)."""
     if server.prefix and server.shared:
         say_once(f"a clean start for each notebook's verdict unavailable ({server.shared}): a "
                  f"student's answers share one sandbox across their notebooks in the verdict")

@@ -2,7 +2,7 @@
 section "For instructors", feedback).
 
 The verdict runs the student's notebook once, in the sandbox, and brings back what each cell
-showed (:mod:`tinyk.cell_outputs`); its test cells run in the grader's process, hidden tests
+showed (:mod:`tinyk.grading.cell_outputs`); its test cells run in the grader's process, hidden tests
 included, and show nothing of their own prints. ``nbgrader autograde`` then writes the
 autograded notebooks and the gradebook as it always does, with :class:`VerdictOutputs` in place
 of its Execute preprocessor: no kernel starts, and each code cell gets the outputs of the
@@ -22,7 +22,7 @@ from typing import Any
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
-from tinyk.exercises import BEGIN_HIDDEN, END_HIDDEN, is_test, nbgrader, source_text
+from tinyk.courseware.exercises import BEGIN_HIDDEN, END_HIDDEN, is_test, nbgrader, source_text
 
 __all__ = ["VerdictOutputs", "hidden_lines", "outputs_of_test", "write"]
 

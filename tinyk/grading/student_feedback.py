@@ -6,7 +6,7 @@ notebook runs once, in the sandbox, and its cells' outputs come back from that r
 (:mod:`tinyk.grading.shown_outputs`). nbgrader's autograde writes them into a course made from
 the released notebooks, whose test cells hold only the visible tests, and renders its pages;
 a test cell shows the error it failed with only when the line that raised it is not a hidden
-test's. Nothing of the student's runs in the page (:mod:`tinyk.inert`): their Markdown and
+test's. Nothing of the student's runs in the page (:mod:`tinyk.reports.inert`): their Markdown and
 HTML are cleaned before nbgrader renders them, and the page carries a Content-Security-Policy
 that lets no script run.
 """
@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tinyk.exercises import is_test, nbgrader
-from tinyk.gradebook_schema import Row, Status
+from tinyk.courseware.exercises import is_test, nbgrader
 from tinyk.grading.answers_only import judge_submission, verdict_rows
 from tinyk.grading.assignment import prepare_course, released_notebooks
 from tinyk.grading.ast_guard import one_parse_at_a_time
@@ -33,9 +32,10 @@ from tinyk.grading.batch import Batch, start
 from tinyk.grading.chapter import ASSIGNMENT, Notebook
 from tinyk.grading.runner import Limits, autograde_outputs, run_nbgrader
 from tinyk.grading.submission import submit
-from tinyk.inert import inert_notebook, page_problems, with_csp
-from tinyk.mistakes import by_id, mistakes_in
-from tinyk.roster import student_id, student_name
+from tinyk.learner.mistakes import by_id, mistakes_in
+from tinyk.reports.gradebook_schema import Row, Status
+from tinyk.reports.inert import inert_notebook, page_problems, with_csp
+from tinyk.reports.submitters import student_id, student_name
 
 __all__ = ["feedback", "notes"]
 
@@ -43,7 +43,7 @@ __all__ = ["feedback", "notes"]
 def notes(row: Row, cell: dict) -> list[str]:
     """What the feedback adds under a test cell, from the graded run: its points when the
     cell's own output (the error of a visible test, or none) does not explain them, a status
-    other than ok, and the catalogued mistake the verdict named (:mod:`tinyk.mistakes`). Only
+    other than ok, and the catalogued mistake the verdict named (:mod:`tinyk.learner.mistakes`). Only
     the points, the status's fixed description and the catalogue's label: never the detail,
     which may quote a hidden test's message."""
     found = [f"The mistake: {by_id(found).en} ({found})." for found in mistakes_in(row.detail)]
@@ -93,7 +93,7 @@ def _show_grades(course: Path, sid: str, rows: list[Row]) -> None:
 
 def _make_inert(course: Path, sid: str) -> None:
     """The student's notebooks of the shown run, rendered inertly by nbgrader: Markdown and
-    HTML cleaned, scripts and widgets dropped (:func:`tinyk.inert.inert_notebook`)."""
+    HTML cleaned, scripts and widgets dropped (:func:`tinyk.reports.inert.inert_notebook`)."""
     import nbformat
 
     for path in sorted((course / "autograded" / sid / ASSIGNMENT).glob("*.ipynb")):
@@ -102,8 +102,8 @@ def _make_inert(course: Path, sid: str) -> None:
 
 def _inert_pages(folder: Path, sid: str) -> None:
     """nbgrader's pages in ``folder`` with the Content-Security-Policy and without its
-    MathJax script (:func:`tinyk.inert.with_csp`; TeX shows as written); a page in which
-    :func:`tinyk.inert.page_problems` still finds something to run is removed, and said on
+    MathJax script (:func:`tinyk.reports.inert.with_csp`; TeX shows as written); a page in which
+    :func:`tinyk.reports.inert.page_problems` still finds something to run is removed, and said on
     stderr."""
     for page in sorted(folder.rglob("*.html")):
         text = with_csp(page.read_text(encoding="utf-8"))
@@ -201,7 +201,7 @@ def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] |
     :func:`~tinyk.grading.grade` grades them, with a progress bar on stderr with ``progress``.
     Returns the ids of the students whose run failed in the grader itself (sorted).
 
-    Each submission is judged once by the verdict (:mod:`tinyk.verdict`, with the hidden
+    Each submission is judged once by the verdict (:mod:`tinyk.grading.verdict`, with the hidden
     tests, in the grader's process), as :func:`~tinyk.grading.grade` grades it, and the
     outputs of its cells come from that run; they are shown in a course made from the
     released notebooks, whose test cells hold only the visible tests. A test cell shows the

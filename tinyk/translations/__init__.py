@@ -14,11 +14,11 @@ A translated message must keep what is not prose exactly as the English has it: 
 code, maths, link targets, citation keys and glossary targets (:func:`problems`). The
 glossary's headwords are bilingual in the English (the English term, then the Chinese in
 brackets) and every ``{term}`` reference names one; the Chinese edition writes each Chinese
-first, its English in full-width brackets (:func:`tinyk.catalogues.chinese_headword`), in
+first, its English in full-width brackets (:func:`tinyk.courseware.catalogues.chinese_headword`), in
 pinyin order, with the English headword's anchor (:mod:`~tinyk.translations.pages`).
 
 The words a learner reads in the code cells of the Chinese student notebooks (comments,
-docstrings, test messages; :mod:`tinyk.chinese_notebooks`) are in one catalogue per notebook,
+docstrings, test messages; :mod:`tinyk.courseware.chinese_notebooks`) are in one catalogue per notebook,
 ``locale/zh_CN/LC_MESSAGES/code/<stem>.po``, extracted from the English student versions by
 ``update`` and checked by ``check`` like the pages' (an f-string's placeholders, quotes and
 escapes must come through as well). The same catalogues give the comments, docstrings and
@@ -27,7 +27,7 @@ the notebooks are (:mod:`~tinyk.translations.pages`); a printed table's translat
 spaced again by display width (:mod:`~tinyk.translations.tables`).
 
 The words inside figures are not page prose: they are drawn when a notebook executes.
-Their catalogue is ``tinyk/locale/figures_zh_CN.po`` (:mod:`tinyk.figure_text`); ``update``
+Their catalogue is ``tinyk/locale/figures_zh_CN.po`` (:mod:`tinyk.lessons.figure_text`); ``update``
 adds the ones the last ``make book`` lacked, and ``check`` checks it like the others.
 
 What the notebooks print is rendered from the same execution too, translated line by line on
@@ -37,7 +37,7 @@ catalogue lacks, and ``check`` checks it like the figures'.
 
 One English term has one Chinese term in every catalogue, the figures' included: ``check``
 also fails on a message that renders a term of the term base (``locale/zh_CN/terms.toml``,
-:mod:`tinyk.terms`) another way, naming the catalogue, the message and the term.
+:mod:`tinyk.translations.terms`) another way, naming the catalogue, the message and the term.
 
 The package, one job a module: :mod:`~tinyk.translations.messages` (what one translated
 message must keep), :mod:`~tinyk.translations.checks` (every catalogue's messages checked),
@@ -51,7 +51,7 @@ has read), :mod:`~tinyk.translations.sources` (the Markdown pages' downloads, in
 
 from __future__ import annotations
 
-from tinyk.catalogues import LANGUAGE, catalogues
+from tinyk.courseware.catalogues import LANGUAGE, catalogues
 from tinyk.translations.builds import build, interface_settings
 from tinyk.translations.checks import figure_problems, interface_problems, output_problems, problems
 from tinyk.translations.cli import main

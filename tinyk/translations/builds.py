@@ -16,9 +16,9 @@ import hashlib
 import re
 from pathlib import Path
 
-from tinyk.addresses import site_url
-from tinyk.catalogues import LANGUAGE, interface_catalogue, read_catalogue
-from tinyk.checkout import course_root
+from tinyk.courseware.addresses import site_url
+from tinyk.courseware.catalogues import LANGUAGE, interface_catalogue, read_catalogue
+from tinyk.courseware.checkout import course_root
 
 __all__ = ["build", "extract", "interface_settings", "run_sphinx", "search_dictionary", "search_words"]
 
@@ -77,8 +77,8 @@ def search_words(root: Path | None = None) -> list[str]:
     ``locale/zh_CN/terms.toml`` and the Chinese of every glossary headword (the Chinese before
     ``(KV cache)``), where it is Chinese characters only (a term with Latin letters or a space,
     such as SwiGLU's, is indexed by its parts), split at the enumeration comma (U+3001)."""
-    from tinyk.catalogues import HEADWORD, glossary_terms
-    from tinyk.terms import load_terms
+    from tinyk.courseware.catalogues import HEADWORD, glossary_terms
+    from tinyk.translations.terms import load_terms
 
     root = course_root(root)
     terms = [term.chinese for term in load_terms(root)]

@@ -1,7 +1,7 @@
 """``python -m tinyk.translations check``'s look at the catalogues themselves (the Chinese
 edition, the book's *For instructors* page): every message translated, not fuzzy, not obsolete,
 undamaged (:mod:`tinyk.translations.messages`), every term as the term base says
-(:mod:`tinyk.terms`), in the pages', code texts', figures' and interface's catalogues."""
+(:mod:`tinyk.translations.terms`), in the pages', code texts', figures' and interface's catalogues."""
 
 from __future__ import annotations
 
@@ -10,15 +10,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tinyk.catalogues import LANGUAGE, MATH, catalogues, glossary_terms, interface_catalogue, read_catalogue
-from tinyk.checkout import course_root
-from tinyk.chinese_notebooks import CODE_FOLDER, PLACEHOLDER, placeholders
-from tinyk.student_markdown import STUDENT_WORDS
+from tinyk.courseware.catalogues import (
+    LANGUAGE,
+    MATH,
+    catalogues,
+    glossary_terms,
+    interface_catalogue,
+    read_catalogue,
+)
+from tinyk.courseware.checkout import course_root
+from tinyk.courseware.chinese_notebooks import CODE_FOLDER, PLACEHOLDER, placeholders
+from tinyk.courseware.student_markdown import STUDENT_WORDS
 from tinyk.translations.messages import code_problems, message_problems
 
 __all__ = ["blocks_problems", "figure_problems", "interface_problems", "output_problems", "problems"]
 
-_PLACE = re.compile(r"\{\d+\}")  # a number's place in a figure or output message (tinyk.figure_text)
+_PLACE = re.compile(r"\{\d+\}")  # a number's place in a figure or output message (tinyk.lessons.figure_text)
 _FUZZY = "marked fuzzy (the English changed; check the translation)"
 
 
@@ -32,11 +39,11 @@ def _page_problems(name: str, msgid: str, msgstr: str, terms: set[str]) -> list[
 
 def problems(root: Path | None = None) -> list[str]:
     """Every untranslated, fuzzy, obsolete or damaged message, every term rendered otherwise
-    than the term base says (:func:`tinyk.terms.term_problems`), and Sphinx's own words where
+    than the term base says (:func:`tinyk.translations.terms.term_problems`), and Sphinx's own words where
     they say the polite you (:func:`tinyk.translations.sphinx_words.sphinx_problems`), as
     ``file: message: problem``."""
-    from tinyk.terms import term_problems
     from tinyk.translations.sphinx_words import sphinx_problems
+    from tinyk.translations.terms import term_problems
 
     root = course_root(root)
     terms = glossary_terms(root)
@@ -62,8 +69,8 @@ def problems(root: Path | None = None) -> list[str]:
 
 def blocks_problems(root: Path | None = None) -> list[str]:
     """Every untranslated or fuzzy message of the book pages' literal blocks' catalogue
-    (:func:`tinyk.catalogues.blocks_catalogue`)."""
-    from tinyk.catalogues import blocks_catalogue
+    (:func:`tinyk.courseware.catalogues.blocks_catalogue`)."""
+    from tinyk.courseware.catalogues import blocks_catalogue
 
     return _catalogue_problems(blocks_catalogue(course_root(root)), ": run `make translations`")
 
@@ -91,8 +98,8 @@ def _catalogue_problems(path: Path, missing: str, checks: tuple[Callable[..., st
 
 def interface_problems(root: Path | None = None) -> list[str]:
     """Every untranslated or fuzzy message of the interface's catalogue
-    (:func:`tinyk.catalogues.interface_catalogue`), and every word the Chinese student
-    notebooks add (:data:`tinyk.student_markdown.STUDENT_WORDS`) that it lacks or whose
+    (:func:`tinyk.courseware.catalogues.interface_catalogue`), and every word the Chinese student
+    notebooks add (:data:`tinyk.courseware.student_markdown.STUDENT_WORDS`) that it lacks or whose
     translation loses a placeholder (``{url}``)."""
     path = interface_catalogue(course_root(root))
 
@@ -111,7 +118,7 @@ def interface_problems(root: Path | None = None) -> list[str]:
 def figure_problems(root: Path | None = None) -> list[str]:
     """Every untranslated, fuzzy or damaged message of the figures' catalogue
     (``tinyk/locale/figures_zh_CN.po``): a number's place ``{0}`` or maths must come through."""
-    from tinyk.figure_text import catalogue_path
+    from tinyk.lessons.figure_text import catalogue_path
 
     def maths(msgid: str, msgstr: str, _message: object) -> str:
         same = sorted(MATH.findall(msgid)) == sorted(MATH.findall(msgstr))
@@ -130,7 +137,7 @@ def output_problems(root: Path | None = None) -> list[str]:
     """Every untranslated, fuzzy or damaged message of the printed output's catalogue
     (``locale/zh_CN/outputs.po``, :mod:`tinyk.translations.outputs`): a number's place must come
     through, and a line translated as itself must say why (a translator comment ``kept: ...``)."""
-    from tinyk.catalogues import outputs_catalogue
+    from tinyk.courseware.catalogues import outputs_catalogue
     from tinyk.translations.outputs import KEPT
 
     def kept(msgid: str, msgstr: str, message: Any) -> str:

@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections import Counter
 
-from tinyk.catalogues import catalogues
+from tinyk.courseware.catalogues import catalogues
 from tinyk.translations.builds import build
 from tinyk.translations.checks import problems
 from tinyk.translations.updates import stale, update
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m tinyk.translation
         return update()
     if args.command == "build":
         return build(everything=args.all)
-    from tinyk import package_words
+    from tinyk.translations import package_words
 
     found = stale() + problems() + package_words.problems()  # the package's own words too
     for line in found:

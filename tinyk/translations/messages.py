@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from tinyk.catalogues import CODE, LINK, MATH, ROLE, chinese_headword
+from tinyk.courseware.catalogues import CODE, LINK, MATH, ROLE, chinese_headword
 
 __all__ = ["code_problems", "message_problems"]
 
@@ -45,7 +45,7 @@ def _bold(text: str) -> tuple[int, int, int]:
     (in its text, not in code or maths), the bold spans, and how deep they nest. A bold that
     CommonMark's flanking rule does not close (a ``**`` between a full-width full stop before
     it and a Chinese letter after it) shows its stars, or pairs with another."""
-    from tinyk.myst import myst_parser
+    from tinyk.courseware.myst import myst_parser
 
     shown = spans = depth = deepest = 0
     for token in myst_parser().parseInline(text):
@@ -61,7 +61,7 @@ def message_problems(msgid: str, msgstr: str, *, headword: bool = False) -> list
     """What is wrong with one translation (an empty list when nothing is).
 
     ``headword``: the message is a glossary headword, and its translation is the headword
-    Chinese first (:func:`tinyk.catalogues.chinese_headword`), exactly."""
+    Chinese first (:func:`tinyk.courseware.catalogues.chinese_headword`), exactly."""
     if not msgstr:
         return ["untranslated"]
     if headword:
@@ -95,7 +95,7 @@ def message_problems(msgid: str, msgstr: str, *, headword: bool = False) -> list
 def code_problems(msgid: str, msgstr: str) -> list[str]:
     """What is wrong with the translation of a code text beyond :func:`message_problems`: it
     is written into a Python string literal (an f-string's, perhaps) or a comment."""
-    from tinyk.chinese_notebooks import placeholders
+    from tinyk.courseware.chinese_notebooks import placeholders
 
     found = []
     if placeholders(msgid) != placeholders(msgstr):

@@ -3,15 +3,15 @@ instructors* page): the words of its code cells and the order of its glossary. C
 the book's extension (``book/_ext/tinyk_book.py``, ``doctree-read``) in the Chinese build only.
 
 - **Code cells**: a chapter page shows the book view of its notebook
-  (:func:`tinyk.exercises.book_version`: solutions included). In the Chinese edition, every
+  (:func:`tinyk.courseware.exercises.book_version`: solutions included). In the Chinese edition, every
   code cell shown is translated from the notebook's code catalogue,
   ``locale/zh_CN/LC_MESSAGES/code/<stem>.po``, by the function that makes the Chinese student
-  notebooks (:func:`tinyk.chinese_notebooks.translate_code`): its comments, docstrings and
+  notebooks (:func:`tinyk.courseware.chinese_notebooks.translate_code`): its comments, docstrings and
   messages (what a ``print`` writes, a visible test's and an error's message, their labels),
   so a cell reads on the Chinese page as it does in the Chinese notebook that Colab opens;
   the words its figures, sliders and calculators draw are then given in Chinese from the
   figures' catalogue, as the figures below it show them
-  (:func:`tinyk.chinese_notebooks.translate_figure_words`).
+  (:func:`tinyk.courseware.chinese_notebooks.translate_figure_words`).
   Only the source shown changes, after the page is parsed: the notebook myst-nb hashes and
   looks up in its execution cache is the English one, so the Chinese build reuses the
   English execution's outputs, whose printed lines are translated from ``outputs.po``
@@ -25,7 +25,7 @@ the book's extension (``book/_ext/tinyk_book.py``, ``doctree-read``) in the Chin
   from ``locale/zh_CN/blocks.po`` (:func:`block_texts`, :func:`translate_blocks`); a command's
   printed output stays as the program prints it.
 - **Glossary**: each headword reads Chinese first (its translation,
-  :func:`tinyk.catalogues.chinese_headword`), and the entries are sorted by their pinyin
+  :func:`tinyk.courseware.catalogues.chinese_headword`), and the entries are sorted by their pinyin
   (:func:`pinyin_key`, from the ``pypinyin`` package), as a Chinese dictionary is. The
   entries' anchors stay the English headwords' ids, so every ``{term}`` reference of both
   editions lands on its entry.
@@ -36,15 +36,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tinyk.catalogues import blocks_catalogue, pinyin_key, translated
-from tinyk.chinese_notebooks import (
+from tinyk.courseware.catalogues import blocks_catalogue, pinyin_key, translated
+from tinyk.courseware.chinese_notebooks import (
     KINDS,
     code_catalogue_path,
     load_messages,
     translate_code,
     translate_figure_words,
 )
-from tinyk.exercises import book_version, source_text
+from tinyk.courseware.exercises import book_version, source_text
 
 __all__ = ["SHOWN_KINDS", "block_texts", "book_block_texts", "pinyin_key", "shown_code", "sort_glossaries",
            "translate_block", "translate_blocks", "translate_code_cells", "translate_page",
@@ -52,7 +52,7 @@ __all__ = ["SHOWN_KINDS", "block_texts", "book_block_texts", "pinyin_key", "show
 
 SHOWN_KINDS = KINDS  # what the Chinese pages translate in the code shown: all of it, as the notebooks do
 # A fence's language on the page when it has none (myst-parser gives it the highlight language)
-# or says ``text``: a hint's pseudocode (tinyk.chinese_notebooks.pseudocode_blocks).
+# or says ``text``: a hint's pseudocode (tinyk.courseware.chinese_notebooks.pseudocode_blocks).
 _NO_LANGUAGE = (None, "", "text", "none", "default", "ipython3", "python3")
 _HIDDEN = {"remove-cell", "remove_cell", "remove-input", "remove_input"}  # cells whose code is not shown
 
@@ -79,7 +79,7 @@ def block_texts(language: str | None, text: str) -> list[str]:
 def book_block_texts(root: Path) -> dict[str, str]:
     """``message -> page``: :func:`block_texts` of every fenced block of the book's Markdown
     pages (``book/*.md``), as the book's parser reads them."""
-    from tinyk.myst import myst_parser
+    from tinyk.courseware.myst import myst_parser
 
     found: dict[str, str] = {}
     for page in sorted((root / "book").glob("*.md")):
@@ -173,7 +173,7 @@ def _in_dropdown(node) -> bool:
 def translate_pseudocode_blocks(doctree, messages: dict[str, str], where: str) -> list[str]:
     """Translate, in place, every hint's pseudocode block in a page's ``doctree`` (a literal
     block in a dropdown, outside the code cells) from ``messages``
-    (:func:`tinyk.chinese_notebooks.pseudocode_blocks`); returns those without a translation."""
+    (:func:`tinyk.courseware.chinese_notebooks.pseudocode_blocks`); returns those without a translation."""
     from docutils import nodes
 
     missing: list[str] = []

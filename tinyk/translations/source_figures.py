@@ -1,5 +1,5 @@
 """The package's code shown on a Chinese page (the book's *For instructors* page): the figures
-of :func:`tinyk.source.show_source` (05.2 to 05.6's comparisons with the upstream code).
+of :func:`tinyk.lessons.shown_code.show_source` (05.2 to 05.6's comparisons with the upstream code).
 
 The code is shown as the package has it, its docstrings and comments in English (the code
 that runs is the same in both editions). On a Chinese page, the figure's caption
@@ -18,7 +18,7 @@ import re
 import textwrap
 from collections.abc import Mapping
 
-from tinyk.figure_text import fill, message_key
+from tinyk.lessons.figure_text import fill, message_key
 
 __all__ = ["NOTE_CLASS", "figure_messages", "is_source_figure", "translate_source_figure"]
 
@@ -28,7 +28,7 @@ _NUMBERED = re.compile(r"^\s*\d+  ?", re.M)  # a line number of the plain-text v
 
 
 def is_source_figure(data: Mapping[str, object]) -> bool:
-    """Whether an output's ``data`` is a figure of :func:`tinyk.source.show_source`."""
+    """Whether an output's ``data`` is a figure of :func:`tinyk.lessons.shown_code.show_source`."""
     shown = data.get("text/html")
     text = "".join(shown) if isinstance(shown, list) else shown
     return isinstance(text, str) and '<figure class="tinyk-source">' in text

@@ -5,7 +5,7 @@ downloads of its chapter pages.
 A page's MyST source gets each block that Sphinx's gettext builder makes a message of
 replaced by its translation in the page's catalogue, ``locale/zh_CN/LC_MESSAGES/<page>.po``:
 paragraphs, headings, list items and directives' bodies as in the Chinese student notebooks
-(:func:`tinyk.chinese_notebooks.translate_markdown`), and besides those each cell of a table
+(:func:`tinyk.courseware.chinese_notebooks.translate_markdown`), and besides those each cell of a table
 and each term and definition of a glossary. Maths blocks stay as they are; a code fence gets
 what a reader reads in it (a shell block's comments, a drawing) from ``locale/zh_CN/blocks.po``,
 as the Chinese page shows it (:func:`tinyk.translations.pages.block_texts`). A block without a
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tinyk.chinese_notebooks import load_messages, translate_markdown
-from tinyk.myst import myst_parser
+from tinyk.courseware.chinese_notebooks import load_messages, translate_markdown
+from tinyk.courseware.myst import myst_parser
 
 __all__ = ["page_catalogue", "translate_page_source", "translated_page"]
 
@@ -25,7 +25,7 @@ __all__ = ["page_catalogue", "translate_page_source", "translated_page"]
 def page_catalogue(root: Path, docname: str) -> Path:
     """The catalogue of the book page ``docname``: ``locale/zh_CN/LC_MESSAGES/book/intro.po``
     for ``book/intro``."""
-    from tinyk.catalogues import LANGUAGE
+    from tinyk.courseware.catalogues import LANGUAGE
 
     return root / "locale" / LANGUAGE / "LC_MESSAGES" / f"{docname}.po"
 
@@ -103,7 +103,7 @@ def _fence(lines: list[str], token, blocks: dict[str, str], missing: list[str], 
 def translate_page_source(text: str, messages: dict[str, str], missing: list[str], where: str = "",
                           blocks: dict[str, str] | None = None) -> str:
     """``text``, a book page's MyST, with every block that is a message of its catalogue
-    (``messages``: :func:`tinyk.chinese_notebooks.load_messages`) replaced by its translation,
+    (``messages``: :func:`tinyk.courseware.chinese_notebooks.load_messages`) replaced by its translation,
     and the words of its code fences by theirs in ``blocks`` (``blocks.po``'s, when given);
     the blocks without one are appended to ``missing`` and left as they are."""
     lines = text.split("\n")
@@ -137,7 +137,7 @@ def translated_page(root: Path, docname: str, source: Path) -> tuple[str, list[s
     """The Chinese source of the book page ``docname`` (its MyST file ``source``), and the
     blocks it leaves in English for want of a translation."""
     missing: list[str] = []
-    from tinyk.catalogues import blocks_catalogue, translated
+    from tinyk.courseware.catalogues import blocks_catalogue, translated
 
     text = translate_page_source(source.read_text(encoding="utf-8"),
                                  load_messages(page_catalogue(root, docname)), missing, docname,

@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tinyk.catalogues import LANGUAGE, read_catalogue
-from tinyk.checkout import course_root
+from tinyk.courseware.catalogues import LANGUAGE, read_catalogue
+from tinyk.courseware.checkout import course_root
 
 __all__ = ["SPHINX_WORDS", "sphinx_catalogue", "sphinx_js_messages", "sphinx_locale", "sphinx_problems",
            "sphinx_words"]

@@ -15,12 +15,12 @@ as the pattern:
   of different lines that start at one place in the English form a left-aligned column,
   numbers that end at one place (padded on the left) a right-aligned one;
 - the Chinese lines are spaced again so that each column starts (or ends) at one display
-  column (:func:`tinyk.chinese_notebooks.display_width`: a wide character counts two), after
+  column (:func:`tinyk.courseware.chinese_notebooks.display_width`: a wide character counts two), after
   the narrowest gap the English has before it (a full-width colon counts as one space of it).
 
 Lines that are not part of a table, tables where no line was translated, and tables whose
 Chinese lines up already (each column of the English starts, or ends, at one display column:
-the code printed it padded by display width, as :func:`tinyk.plotting.column` pads, and the
+the code printed it padded by display width, as :func:`tinyk.lessons.plotting.column` pads, and the
 translation is what that code prints) stay as printed.
 """
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tinyk.chinese_notebooks import display_width
+from tinyk.courseware.chinese_notebooks import display_width
 
 __all__ = ["align", "cells", "column_of", "columns", "runs"]
 

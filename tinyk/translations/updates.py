@@ -9,17 +9,17 @@ import json
 import tempfile
 from pathlib import Path
 
-from tinyk.addresses import SETUP_TITLE
-from tinyk.catalogues import LANGUAGE, read_catalogue
-from tinyk.checkout import course_root, notebook_paths
-from tinyk.chinese_notebooks import (
+from tinyk.courseware.addresses import SETUP_TITLE
+from tinyk.courseware.catalogues import LANGUAGE, read_catalogue
+from tinyk.courseware.checkout import course_root, notebook_paths
+from tinyk.courseware.chinese_notebooks import (
     CODE_FOLDER,
     PSEUDOCODE,
     code_catalogue_path,
     code_messages,
     pseudocode_blocks,
 )
-from tinyk.exercises import source_text
+from tinyk.courseware.exercises import source_text
 from tinyk.translations.builds import extract
 from tinyk.translations.outputs import update_outputs
 from tinyk.translations.pages import SHOWN_KINDS, shown_code
@@ -30,11 +30,11 @@ __all__ = ["code_texts", "figure_messages", "stale", "update", "update_blocks", 
 
 def code_texts(root: Path | None = None) -> dict[str, list[tuple[str, str]]]:
     """``stem -> [(msgid, kind), ...]``: the code texts of each English student version
-    (as ``python -m tinyk.course students`` makes it), in order, each once; then the
+    (as ``python -m tinyk.courseware.course students`` makes it), in order, each once; then the
     texts of the code its chapter page shows that the student version lacks (a solution's:
     :func:`tinyk.translations.pages.shown_code`), and the pseudocode
-    blocks of its hints (:func:`tinyk.chinese_notebooks.pseudocode_blocks`)."""
-    from tinyk.student_versions import student_notebooks
+    blocks of its hints (:func:`tinyk.courseware.chinese_notebooks.pseudocode_blocks`)."""
+    from tinyk.courseware.student_versions import student_notebooks
 
     root = course_root(root)
     out = {}
@@ -115,7 +115,7 @@ def figure_messages(root: Path | None = None) -> set[str]:
     """Figure words the Chinese edition needs: those the executed notebooks in the book's
     execution cache list as missing from the catalogue (``make book`` ran them with
     ``TINYK_FIGURES_ZH=1``), and every image alt text given in a cell's metadata."""
-    from tinyk.figure_text import message_key, needs_words
+    from tinyk.lessons.figure_text import message_key, needs_words
 
     root = course_root(root)
     found: set[str] = set()
@@ -143,7 +143,7 @@ def update_figures(root: Path | None = None) -> int:
     returns how many were added."""
     from babel.messages.pofile import write_po
 
-    from tinyk.figure_text import catalogue_path
+    from tinyk.lessons.figure_text import catalogue_path
 
     path = catalogue_path()
     catalogue = read_catalogue(path)
@@ -161,7 +161,7 @@ def update_blocks(root: Path | None = None) -> int:
     into ``blocks.po``: new ones untranslated, gone ones dropped; returns how many came in."""
     from babel.messages.pofile import write_po
 
-    from tinyk.catalogues import blocks_catalogue
+    from tinyk.courseware.catalogues import blocks_catalogue
     from tinyk.translations.pages import book_block_texts
 
     root = course_root(root)
@@ -215,7 +215,7 @@ def _in_page_order(root: Path, pots: Path) -> None:
     """Rewrite each page's catalogue whose messages are out of its page's order in that order
     (Sphinx's update keeps the order of a catalogue whose messages did not change; a merge of
     two branches appends): a translator reads a catalogue as the page reads, and the term
-    base's glosses are checked where the page first says a term (:func:`tinyk.terms.gloss_problems`)."""
+    base's glosses are checked where the page first says a term (:func:`tinyk.translations.terms.gloss_problems`)."""
     from sphinx_intl.catalog import dump_po, load_po
 
     base = root / "locale" / LANGUAGE / "LC_MESSAGES"
@@ -253,7 +253,7 @@ def stale(root: Path | None = None) -> list[str]:
 
 
 def _blocks_stale(root: Path) -> list[str]:
-    from tinyk.catalogues import blocks_catalogue
+    from tinyk.courseware.catalogues import blocks_catalogue
     from tinyk.translations.pages import book_block_texts
 
     translated = {str(m.id) for m in read_catalogue(blocks_catalogue(root)) if m.id}

@@ -1,0 +1,425 @@
+"""Each of the learner's parts checked alone against ``tinyk`` (the build track of sections
+05.2 to 05.6; :func:`check_parts`, re-exported by :mod:`tinyk.learner.parts`).
+
+Each part gets small random inputs (several shapes, float32 and bfloat16, GQA ratios 1, 2
+and 4, padded batches), its output is compared with ``tinyk``'s, and the first difference
+is named, with a hint when the difference is a classic mistake (how a part is run and
+compared, and :class:`PartError`: :mod:`tinyk.learner.part_compare`), in the learner's language.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from tinyk.interop.hf import apply_rotary_emb_half
+from tinyk.learner.own_code import trusted
+from tinyk.learner.part_compare import (
+    PART_NAMES,
+    SECTIONS,
+    PartError,
+    as_tensor,
+    call_part,
+    compare,
+    diagnosed,
+    first_off,
+    reject_unknown,
+)
+from tinyk.learner.part_hints import (
+    attention_hints,
+    block_hints,
+    given_mask_hints,
+    loss_hints,
+    mask_hints,
+    positions_hints,
+    swiglu_hints,
+)
+from tinyk.model import (
+    MLP,
+    RMSNorm,
+    apply_rotary_emb,
+    causal_lm_loss,
+    causal_triangle,
+    padding_to_attention,
+    precompute_freqs_cis,
+    repeat_kv,
+    token_positions,
+)
+from tinyk.translations.package_catalogue import say
+
+__all__ = ["PART_NAMES", "SECTIONS", "PartError", "call_part", "check_kind", "check_parts", "compare",
+           "first_off", "reference_decoder_block", "reference_gqa_attention", "reference_token_positions",
+           "reject_unknown"]
+
+_CLASSES = ("RMSNorm", "SwiGLU")
+
+
+#: ``B×T_k`` bool -> ``B×T_k`` long, real tokens counted from 0: the model's own
+#: :func:`tinyk.model.token_positions` (05.6).
+reference_token_positions = token_positions
+
+
+def reference_gqa_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> Tensor:
+    """``gqa_attention`` as ``tinyk`` computes it (05.4): PyTorch's fused attention with
+    ``enable_gqa``, causal when no mask is given (the queries being the last keys)."""
+    T, T_k = q.shape[-2], k.shape[-2]
+    causal = mask is None and T > 1
+    if mask is None and T != T_k and T > 1:  # queries are the last T keys: tril(T_k - T)
+        mask, causal = causal_triangle(T, T_k, q.device), False
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
+                                          enable_gqa=q.shape[1] != k.shape[1])
+
+
+def reference_decoder_block(x: Tensor, attention: Callable[[Tensor], Tensor],
+                            feed_forward: Callable[[Tensor], Tensor],
+                            attention_norm: Callable[[Tensor], Tensor],
+                            ffn_norm: Callable[[Tensor], Tensor]) -> Tensor:
+    """``decoder_block`` as :class:`tinyk.DecoderLayer` runs it (05.5): pre-norm, two residual sums."""
+    h = x + attention(attention_norm(x))
+    return h + feed_forward(ffn_norm(h))
+
+
+def _normalised(x: Tensor) -> Tensor:
+    """``x`` over the root mean square of its last axis, in float32 (eps 1e-5, no gains)."""
+    x32 = x.float()
+    return x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-5)
+
+
+def _call_broadcasting(name: str, fn: Callable[..., Any], advice: str, *args: Any) -> Any:
+    """:func:`call_part`, with ``advice`` added when the part failed on shapes that do not
+    broadcast (a ``RuntimeError``): which axis to keep or add."""
+    try:
+        return call_part(name, fn, *args)
+    except PartError as err:
+        if isinstance(err.__cause__, RuntimeError):
+            raise PartError(name, say("{detail}; {advice}", detail=err.detail, advice=advice)) from None
+        raise
+
+
+def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
+    name = "RMSNorm"
+    for dim, shape, dtype in ((16, (2, 3, 16), torch.float32), (8, (5, 8), torch.float32),
+                              (64, (2, 7, 64), torch.bfloat16)):
+        mine = call_part(name, cls, dim, eps=1e-5)
+        ref = RMSNorm(dim, eps=1e-5)
+        weight = torch.randn(dim, generator=g) * 0.5 + 1.0
+        if not isinstance(getattr(mine, "weight", None), nn.Parameter):
+            raise PartError(name, say("needs a parameter self.weight (nn.Parameter of shape (dim,))"))
+        if tuple(mine.weight.shape) != (dim,) or not torch.equal(mine.weight.detach(), torch.ones(dim)):
+            raise PartError(name, say("self.weight must start as ones of shape ({dim},), got shape {shape}",
+                                      dim=dim, shape=tuple(mine.weight.shape)))
+        if list(mine.state_dict()) != ["weight"]:
+            raise PartError(name, say("its state dict holds {keys}, not one entry, weight: keep eps a plain "
+                                      "attribute", keys=list(mine.state_dict())))
+        with torch.no_grad():
+            mine.load_state_dict({"weight": weight}, strict=False)  # works where the module lives elsewhere
+            ref.weight.copy_(weight)
+            mine.to(dtype), ref.to(dtype)  # the whole model in bfloat16, weight included
+            weight = weight.to(dtype)
+            x = (torch.randn(shape, generator=g) * 3 + 1).to(dtype)
+            expected = ref(x)
+            got = _call_broadcasting(name, mine, say("the mean over the last axis keeps that axis "
+                                                     "(keepdim=True): …×1 broadcasts against …×d"), x)
+            x32 = x.float()
+            hints = {say("a norm that subtracts the mean (LayerNorm): RMSNorm does not"):
+                     (_normalised(x32 - x32.mean(-1, keepdim=True)) * weight).to(dtype),
+                     say("the gains applied to x before normalising; normalise first, then multiply by "
+                         "the weight"): _normalised(x32 * weight.float()).to(dtype)}
+            if dtype != torch.float32:
+                hints[say("the norm computed in the input dtype; compute it in float32")] = \
+                    (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)) * weight
+                hints[say("the weight multiplied before casting back; cast back to the input dtype, then "
+                          "multiply by the weight")] = (_normalised(x) * weight.float()).to(dtype)
+            what = say("output on x of shape {shape}, {dtype}", shape=shape, dtype=dtype)
+            compare(name, got, expected, what, hints=hints, half_exact=True)
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1)) * 1e-3  # where eps matters
+    outside = say("eps added outside the square root; it goes inside: rsqrt(mean(x²) + eps)")
+    small = say("output on a small x of shape (4, 8), where eps matters")
+    with torch.no_grad():
+        got = call_part(name, call_part(name, cls, 8, eps=1e-5), x)
+        compare(name, got, RMSNorm(8, eps=1e-5)(x), small,
+                hints={outside: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-5)})
+    _check_rmsnorm_float64_and_gradient(cls, g)
+
+
+def _check_rmsnorm_float64_and_gradient(cls: Any, g: torch.Generator, name: str = "RMSNorm") -> None:
+    """A float64 input computed in float64, and the gradient of every step (05.2.2)."""
+    with torch.no_grad():
+        x = torch.randn(3, 16, generator=g, dtype=torch.float64)
+        got = call_part(name, call_part(name, cls, 16, eps=1e-5).double(), x)
+        compare(name, got, RMSNorm(16, eps=1e-5).double()(x), say("output on a float64 x of shape (3, 16)"),
+                atol=1e-12, hints={say("the norm computed in float32; compute in promote_types(x.dtype, "
+                                       "float32), float64 here, never downcast"): _normalised(x).double()})
+    x, upstream = torch.randn(3, 16, generator=g), torch.randn(3, 16, generator=g)
+    grads = []
+    for mine, module in ((True, call_part(name, cls, 16, eps=1e-5)), (False, RMSNorm(16, eps=1e-5))):
+        xi = x.clone().requires_grad_()
+        ((call_part(name, module, xi) if mine else module(xi)) * upstream).sum().backward()  # tinyk's bare
+        grads.append(torch.zeros_like(x) if xi.grad is None else xi.grad)
+    compare(name, grads[0], grads[1], say("the gradient with respect to x of shape (3, 16)"), hints={
+        say("1/r left out of the graph (.detach(), .item() or torch.no_grad() in forward); keep every step "
+            "in the graph"): upstream * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)})
+
+
+def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
+    for head_dim, end, theta in ((8, 16, 10000.0), (64, 40, 100000.0)):
+        got = call_part("rope_tables", fn, head_dim, end, theta)
+        if not (isinstance(got, tuple | list) and len(got) == 2):
+            raise PartError("rope_tables", say("must return a tuple (cos, sin)"))
+        if all(getattr(table, "shape", None) == (end, head_dim) for table in got):
+            raise PartError("rope_tables", say("full-width tables, end × head_dim: one column per pair, "
+                                               "end × head_dim/2"))
+        # ω_i = theta^(-i/d_h) are the frequencies of sqrt(theta) with the right exponent
+        hints = {say("the tables of theta = 10000 whatever theta is; use the theta argument"):
+                 precompute_freqs_cis(head_dim, end, 10000.0),
+                 say("the exponent -i/d_h; ω_i = theta^(-2i/d_h)"): precompute_freqs_cis(head_dim, end,
+                                                                                         theta ** 0.5),
+                 say("the positions 1..end; row t is position t, counted from 0: torch.arange(end)"):
+                 tuple(table[1:] for table in precompute_freqs_cis(head_dim, end + 1, theta)),
+                 say("cos and sin swapped; return (cos, sin) in that order"):
+                 precompute_freqs_cis(head_dim, end, theta)[::-1]}
+        for i, (table, expected, label) in enumerate(zip(got, precompute_freqs_cis(head_dim, end, theta),
+                                                         ("cos", "sin"), strict=True)):
+            compare("rope_tables", table, expected, say("{label} table for head_dim={head_dim}, end={end}, "
+                                                        "theta={theta:g}", label=label, head_dim=head_dim,
+                                                        end=end, theta=theta),
+                    hints={hint: tables[i] for hint, tables in hints.items()})
+
+
+def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
+    name = "apply_rope"
+    B, T, d_h = 2, 5, 8
+    cos_all, sin_all = precompute_freqs_cis(d_h, 32)
+    for n_heads, n_kv, dtype, per_row in ((4, 2, torch.float32, False), (4, 4, torch.float32, True),
+                                          (6, 3, torch.bfloat16, False)):
+        xq = torch.randn(B, T, n_heads, d_h, generator=g).to(dtype)
+        xk = torch.randn(B, T, n_kv, d_h, generator=g).to(dtype)
+        if per_row:  # left padding: each row its own positions
+            positions = torch.tensor([[0, 0, 0, 1, 2], [0, 1, 2, 3, 4]])
+            cos, sin = cos_all[positions], sin_all[positions]
+            what = say("B×T×d_h/2 tables (per-row positions)")
+        else:  # after a cache of 3 tokens: rows 3..7
+            cos, sin, what = cos_all[3:3 + T], sin_all[3:3 + T], say("T×d_h/2 tables, rows 3..7")
+        got = _call_broadcasting(name, fn, say("a B×T×d_h/2 table has a batch axis first: line it up as "
+                                               "B×T×1×d_h/2 (batch, position, head, pair)") if per_row
+                                 else say("a T×d_h/2 table lines up as 1×T×1×d_h/2 (batch, position, head, "
+                                          "pair)"), xq, xk, cos, sin)
+        if not (isinstance(got, tuple | list) and len(got) == 2):
+            raise PartError(name, say("must return a tuple (xq_rotated, xk_rotated)"))
+        expected = apply_rotary_emb(xq, xk, cos, sin)
+        half = apply_rotary_emb_half(xq, xk, cos, sin)
+        backwards = apply_rotary_emb(xq, xk, cos, -sin)
+        hints = {say("the half-split pairing (i with i + d_h/2); pair ADJACENT coordinates (x0, x1), "
+                     "(x2, x3), ..."): half,
+                 say("a rotation the wrong way (the sign of sin swapped): (a, b) -> (a cos - b sin, "
+                     "a sin + b cos)"): backwards,
+                 say("a turn by twice the angle; cos and sin already hold the angle t·ω_i, use them as they "
+                     "are"): apply_rotary_emb(xq, xk, 2 * cos**2 - 1, 2 * sin * cos),
+                 say("an input returned unrotated; rotate both q and k"): (xq, xk),
+                 say("the rotated pairs written back as halves with cat; interleave them again, "
+                     "torch.stack([a, b], -1).flatten(-2)"): [torch.cat([e[..., 0::2], e[..., 1::2]], -1)
+                                                             for e in expected]}
+        for i, label in enumerate((say("rotated q"), say("rotated k"))):
+            rotated = say("{label} ({dtype}, {what})", label=label, dtype=dtype, what=what)
+            compare(name, got[i], expected[i], rotated, atol=1e-5 if dtype == torch.float32 else 1e-2,
+                    hints={hint: tables[i] for hint, tables in hints.items()})
+    try:  # tables built from d = 32 instead of d_h = 8
+        call_part(name, fn, xq.float(), xk.float(), *precompute_freqs_cis(4 * d_h, T))
+    except PartError as err:
+        if not isinstance(err.__cause__, ValueError | RuntimeError | IndexError):
+            raise
+    else:
+        raise PartError(name, say("a {rows}×{pairs} table (built from d = {d}) was used on heads of width "
+                                  "{d_h} without an error: raise one, never crop the table to fit", rows=T,
+                                  pairs=2 * d_h, d=4 * d_h, d_h=d_h))
+
+
+def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
+    for n_rep, dtype in ((1, torch.float32), (2, torch.float32), (4, torch.float32), (2, torch.bfloat16)):
+        x = torch.randn(2, 3, 2, 4, generator=g).to(dtype)
+        compare("repeat_kv", call_part("repeat_kv", fn, x, n_rep), repeat_kv(x, n_rep),
+                say("output for x of shape {shape}, n_rep={n_rep}", shape=tuple(x.shape), n_rep=n_rep),
+                hints={say("the [0, 1, 0, 1] grouping (repeat/tile); each K/V head serves a CONTIGUOUS "
+                           "group: [0, 0, 1, 1] (repeat_interleave)"): x.repeat(1, 1, n_rep, 1)})
+
+
+def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
+    name = "gqa_attention"
+    B, d_h = 2, 8
+    valid = torch.tensor([[False, False, True, True, True, True], [True, True, True, True, True, True]])
+    for n_heads, n_kv, T, T_k, masked, dtype in (
+            (4, 4, 6, 6, False, torch.float32), (4, 2, 6, 6, False, torch.float32),
+            (8, 2, 2, 6, False, torch.float32), (4, 1, 1, 6, False, torch.float32),
+            (4, 2, 6, 6, True, torch.float32), (8, 2, 3, 6, True, torch.float32),
+            (4, 2, 6, 6, True, torch.bfloat16)):
+        q = torch.randn(B, n_heads, T, d_h, generator=g).to(dtype)
+        k = torch.randn(B, n_kv, T_k, d_h, generator=g).to(dtype)
+        v = torch.randn(B, n_kv, T_k, d_h, generator=g).to(dtype)
+        mask = padding_to_attention(valid, T) if masked else None
+        padded = say("a padded batch's mask (row 0's first queries see no key)")
+        what = say("output for H_q={H_q}, H_kv={H_kv}, T={T}, T_k={T_k}, {dtype}, {mask}", H_q=n_heads,
+                   H_kv=n_kv, T=T, T_k=T_k, dtype=dtype, mask=padded if masked else "mask=None")
+        got = call_part(name, fn, q, k, v, mask) if n_heads == n_kv else _call_broadcasting(
+            name, fn, say("copy each K/V head n_rep = H_q // H_kv times along the head axis, dim=1 of "
+                          "B×H_kv×T_k×d_h (not the time axis, dim=2)"), q, k, v, mask)
+        expected = reference_gqa_attention(q, k, v, mask)
+        kk, vv = repeat_kv(k.transpose(1, 2), n_heads // n_kv).transpose(1, 2), \
+            repeat_kv(v.transpose(1, 2), n_heads // n_kv).transpose(1, 2)
+        unscaled = reference_gqa_attention(q * math.sqrt(d_h), kk, vv, mask)
+        tiled = reference_gqa_attention(q, k.repeat(1, n_heads // n_kv, 1, 1),
+                                         v.repeat(1, n_heads // n_kv, 1, 1), mask)
+        hints = {say("attention without the 1/sqrt(d_h) scale"): unscaled, **attention_hints(q, kk, vv, mask),
+                 **given_mask_hints(q, k, v, kk, vv, mask)}
+        if n_heads // n_kv > 1 and n_kv > 1:
+            hints[say("the [0, 1, 0, 1] grouping; query head h reads K/V head h // n_rep")] = tiled
+        got_t = as_tensor(name, got, what)
+        if masked and got_t.shape == expected.shape and torch.isnan(got_t).any():
+            raise PartError(name, say("{what}: a query row with no allowed key gives NaN; it must give zeros "
+                                      "(-inf everywhere in a row softmaxes to 0/0: fill the blocked scores "
+                                      "with a finite value, then zero the blocked weights)", what=what))
+        compare(name, got_t, expected, what, atol=1e-5 if dtype == torch.float32 else 2e-2, hints=hints)
+
+
+def _check_swiglu(cls: Any, g: torch.Generator) -> None:
+    name = "SwiGLU"
+    for dim, hidden in ((8, 24), (16, 40)):
+        mine = call_part(name, cls, dim, hidden)
+        ref = MLP(dim, hidden)
+        for key in ("w1", "w2", "w3"):
+            layer = getattr(mine, key, None)
+            if not isinstance(layer, nn.Linear) or layer.bias is not None:
+                raise PartError(name, say("self.{key} must be an nn.Linear(..., bias=False)", key=key))
+        try:
+            mine.load_state_dict(ref.state_dict())
+        except RuntimeError as err:
+            raise PartError(name, say("its state_dict does not match tinyk.MLP's (w1: d->m gate, w2: m->d "
+                                      "down, w3: d->m up): {error}", error=err)) from None
+        for dtype in (torch.float32, torch.bfloat16):  # the whole model in bfloat16, weights included
+            mine.to(dtype), ref.to(dtype)
+            x = torch.randn(3, 4, dim, generator=g).to(dtype)
+            with torch.no_grad():
+                try:
+                    got = call_part(name, mine, x)
+                except PartError as err:
+                    if dtype == torch.float32:
+                        raise
+                    raise PartError(name, say("{error}, on a bfloat16 input with bfloat16 weights: compute "
+                                              "in x's dtype (no .float())", error=err.detail)) from None
+                compare(name, got, ref(x),
+                        say("output for dim={dim}, hidden_dim={hidden}, {dtype}", dim=dim, hidden=hidden,
+                            dtype=dtype),
+                        atol=1e-5 if dtype == torch.float32 else 2e-2, hints=swiglu_hints(ref, x))
+
+
+def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:
+    d = 8
+    weights = [torch.randn(d, d, generator=g) / math.sqrt(d) for _ in range(2)]
+    attention = lambda y: torch.tanh(y @ weights[0])
+    feed_forward = lambda y: torch.sin(y @ weights[1])
+    attention_norm = lambda y: y * 0.5 + 1.0
+    ffn_norm = lambda y: y * y * 0.25
+    x = torch.randn(2, 3, d, generator=g)
+    h_post = attention_norm(x + attention(x))
+    h = x + attention(attention_norm(x))
+    hints = {say("post-norm (norm after the sum); the block is pre-norm"):
+             ffn_norm(h_post + feed_forward(h_post)),
+             say("an overwritten residual: the second sum must add h, the first sum's result"):
+             attention(attention_norm(x)) + feed_forward(ffn_norm(h)),
+             say("the second sum adding x instead of h"): x + feed_forward(ffn_norm(h)),
+             **block_hints(x, attention, feed_forward, attention_norm, ffn_norm)}
+    before = x.clone()
+    got = call_part("decoder_block", fn, x, trusted(attention), trusted(feed_forward),
+                    trusted(attention_norm), trusted(ffn_norm))
+    if not torch.equal(x, before):
+        raise PartError("decoder_block", say("decoder_block changed x in place: write h = x + ..., not "
+                                             "x += ..."))
+    expected = reference_decoder_block(x, attention, feed_forward, attention_norm, ffn_norm)
+    compare("decoder_block", got, expected, say("output with made-up attention, feed-forward and norms"),
+            hints=hints)
+
+
+def _random_valid(g: torch.Generator, B: int = 4, T_k: int = 7) -> Tensor:
+    lengths = torch.randint(1, T_k + 1, (B,), generator=g)
+    lengths[0] = T_k - 3  # at least one padded row
+    lengths[-1] = lengths[-1].clamp(max=T_k - 2)  # and the last one right-padded, below
+    valid = torch.arange(T_k)[None, :] >= (T_k - lengths)[:, None]  # left padding
+    valid[-1] = valid[-1].flip(0)  # and one right-padded row
+    return valid
+
+
+def _check_token_positions(fn: Callable[..., Any], g: torch.Generator) -> None:
+    for _ in range(2):
+        valid = _random_valid(g)
+        compare("token_positions", call_part("token_positions", fn, valid), reference_token_positions(valid),
+                say("positions for valid = {valid}", valid=valid.long().tolist()),
+                hints=positions_hints(valid))
+
+
+def _check_causal_padding_mask(fn: Callable[..., Any], g: torch.Generator) -> None:
+    valid = _random_valid(g)
+    for query_len in (valid.shape[1], 3, 1):
+        expected = padding_to_attention(valid, query_len)
+        compare("causal_padding_mask", call_part("causal_padding_mask", fn, valid, query_len), expected,
+                say("mask for valid = {valid}, query_len={query_len}", valid=valid.long().tolist(),
+                    query_len=query_len),
+                hints=mask_hints(valid, query_len))
+
+
+def _check_shifted_loss(fn: Callable[..., Any], g: torch.Generator) -> None:
+    logits = torch.randn(2, 5, 7, generator=g)
+    labels = torch.randint(0, 7, (2, 5), generator=g)
+    labels[0, :2] = -100
+    compare("shifted_loss", call_part("shifted_loss", fn, logits, labels), causal_lm_loss(logits, labels),
+            say("loss on labels with ignored (-100) targets"), hints=loss_hints(logits, labels))
+    pad = torch.randint(0, 7, (2, 5), generator=g)
+    pad[1, -2:] = 0
+    compare("shifted_loss", call_part("shifted_loss", fn, logits, pad, 0),
+            causal_lm_loss(logits, pad, 0), say("loss with ignore_index=0"),
+            hints={say("the targets equal to ignore_index are not counted: use the argument, not -100"):
+                   causal_lm_loss(logits, pad)})
+    nothing = torch.full((2, 5), -100)
+    compare("shifted_loss", call_part("shifted_loss", fn, logits, nothing), causal_lm_loss(logits, nothing),
+            say("loss when no target is counted (must be 0.0, not NaN)"))
+
+
+_CHECKS: dict[str, Callable[[Any, torch.Generator], None]] = {
+    "RMSNorm": _check_rmsnorm, "rope_tables": _check_rope_tables, "apply_rope": _check_apply_rope,
+    "repeat_kv": _check_repeat_kv, "gqa_attention": _check_gqa_attention, "SwiGLU": _check_swiglu,
+    "decoder_block": _check_decoder_block, "token_positions": _check_token_positions,
+    "causal_padding_mask": _check_causal_padding_mask, "shifted_loss": _check_shifted_loss,
+}
+
+
+def check_kind(name: str, part: object) -> None:
+    """Raise :class:`PartError` unless a class part is an ``nn.Module`` class and the others callables."""
+    if name in _CLASSES and not (isinstance(part, type) and issubclass(part, nn.Module)):
+        raise PartError(name, say("must be a class derived from nn.Module, got {part!r}", part=part))
+    if name not in _CLASSES and not callable(part):
+        raise PartError(name, say("must be a function, got {part!r}", part=part))
+
+
+def check_parts(parts: Mapping[str, object] | None = None, /, *, seed: int = 0, **more: object) -> list[str]:
+    """Check each given part alone against ``tinyk``; return the names checked, in order.
+
+    Raises :class:`PartError` (an ``AssertionError``) for the first part, in section
+    order, that is a stub, crashes, or disagrees, naming the part and what differs.
+    Parts are given as a mapping, as keywords, or both: ``check_parts(RMSNorm=RMSNorm)``.
+    """
+    given = {**(parts or {}), **more}
+    reject_unknown(given)
+    g = torch.Generator().manual_seed(seed)
+    checked = []
+    for name in PART_NAMES:
+        if name in given:
+            check_kind(name, given[name])
+            try:
+                _CHECKS[name](given[name], g)
+            except PartError as err:
+                raise diagnosed(err, given[name]) from None
+            checked.append(name)
+    return checked

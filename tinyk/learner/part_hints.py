@@ -1,0 +1,177 @@
+"""The classic mistakes of sections 05.4-05.6, as the outputs they give on a part check's inputs.
+
+Each function returns ``{hint: the wrong output}`` for one check of
+:mod:`tinyk.learner.part_checks`; :func:`tinyk.learner.part_compare.compare` names the hint whose output a
+differing part matches. The hints say what the notebooks' visible tests say (05.4.4, 05.5.2,
+05.6.2-05.6.4), so that the 05.10 capstone, which checks the parts only, names the mistake too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from tinyk.model import causal_lm_loss, causal_triangle, padding_to_attention
+from tinyk.translations.package_catalogue import say
+
+__all__ = ["attention_hints", "block_hints", "given_mask_hints", "loss_hints", "mask_hints",
+           "positions_hints", "swiglu_hints"]
+
+
+def _attend(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, zeroed: bool = True) -> Tensor:
+    """Attention in float32 of K/V already expanded to the query heads, with the boolean mask
+    ``allowed``; a row with no allowed key gives zeros only when ``zeroed``."""
+    scores = q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+    weights = scores.softmax(-1)
+    if zeroed:
+        weights = weights.masked_fill(~allowed, 0.0)
+    return (weights @ v.float()).to(q.dtype)
+
+
+def attention_hints(q: Tensor, kk: Tensor, vv: Tensor, mask: Tensor | None) -> dict[str, Tensor]:
+    """05.4.4: an inverted mask, a causal triangle from the first key, fully masked rows not zeroed
+    (``kk``, ``vv``: K/V expanded to the query heads)."""
+    T, T_k = q.shape[-2], kk.shape[-2]
+    allowed = causal_triangle(T, T_k, q.device) if mask is None else mask
+    hints = {say("an inverted mask: True = may attend, so fill the scores where the mask is False (~mask)"):
+             _attend(q, kk, vv, ~allowed)}
+    if mask is None and T > 1:
+        hints[say("query t may see keys 0..t only (the causal mask)")] = \
+            _attend(q, kk, vv, torch.ones(T, T_k, dtype=torch.bool, device=q.device))
+    if mask is None and T < T_k:
+        first = torch.ones(T, T_k, dtype=torch.bool, device=q.device).tril()
+        hints[say("a causal triangle aligned to the FIRST T keys; the queries are the LAST T keys: "
+                  "tril(T_k - T)")] = _attend(q, kk, vv, first)
+    if mask is not None and not bool(mask.any(-1).all()):
+        hints[say("a softmax over a row whose scores are all masked averages every value: give that row's "
+                  "weights 0")] = _attend(q, kk, vv, allowed, zeroed=False)
+    return hints
+
+
+def given_mask_hints(q: Tensor, k: Tensor, v: Tensor, kk: Tensor, vv: Tensor,
+                     mask: Tensor | None) -> dict[str, Tensor]:
+    """05.4.4, a mask given: the mask ignored (causal only), or the boolean mask added to the scores
+    as if it were an additive float one (``kk``, ``vv``: K/V expanded to the query heads)."""
+    if mask is None:
+        return {}
+    T, T_k = q.shape[-2], k.shape[-2]
+    causal = F.scaled_dot_product_attention(q.float(), kk.float(), vv.float(),
+                                            attn_mask=causal_triangle(T, T_k, q.device))
+    added = F.scaled_dot_product_attention(q.float(), kk.float(), vv.float(), attn_mask=mask.float())
+    return {say("the given mask is ignored: when a mask is given, use it as it is (it already holds "
+                "causality and padding)"): causal.to(q.dtype),
+            say("the boolean mask added to the scores (True counts 1, False 0), as if it were an additive "
+                "float mask: fill the scores where it is False, scores.masked_fill(~mask, ...)"):
+            added.to(q.dtype)}
+
+
+def swiglu_hints(ref: nn.Module, x: Tensor) -> dict[str, Tensor]:
+    """05.5.2: the classic wrong activations and wirings of ``w2(silu(w1(x)) * w3(x))``."""
+    w1, w2, w3 = ref.w1, ref.w2, ref.w3
+    return {say("the gate on w3 instead of w1 (w1 is the gate, w3 the up branch)"): w2(F.silu(w3(x)) * w1(x)),
+            say("F.silu applied after the product"): w2(F.silu(w1(x) * w3(x))),
+            say("F.relu instead of F.silu"): w2(F.relu(w1(x)) * w3(x)),
+            say("F.gelu instead of F.silu"): w2(F.gelu(w1(x)) * w3(x)),
+            say("F.gelu(approximate='tanh') instead of F.silu"):
+            w2(F.gelu(w1(x), approximate="tanh") * w3(x)),
+            say("torch.sigmoid instead of F.silu"): w2(torch.sigmoid(w1(x)) * w3(x)),
+            say("no up branch: the product with w3(x) is missing"): w2(F.silu(w1(x))),
+            say("F.silu on both branches; only the gate w1(x) goes through F.silu"):
+            w2(F.silu(w1(x)) * F.silu(w3(x))),
+            say("a sum instead of the product: silu(w1(x)) * w3(x)"): w2(F.silu(w1(x)) + w3(x)),
+            say("a residual x + ...: the decoder block adds x, the SwiGLU returns w2(...) alone"):
+            x + w2(F.silu(w1(x)) * w3(x))}
+
+
+Part = Callable[[Tensor], Tensor]
+
+
+def block_hints(x: Tensor, attention: Part, feed_forward: Part, attention_norm: Part,
+                ffn_norm: Part) -> dict[str, Tensor]:
+    """05.5.3: the residuals, norms and halves of a pre-norm decoder block wired wrongly, or missing."""
+    a = attention(attention_norm(x))
+    h = x + a
+    mlp_first = x + feed_forward(ffn_norm(x))
+    swapped = x + attention(ffn_norm(x))
+    return {say("both residuals are missing: h = x + attention(attention_norm(x)), then y = h + "
+                "feed_forward(ffn_norm(h))"): feed_forward(ffn_norm(a)),
+            say("ffn_norm is never called: the MLP half is pre-norm too, y = h + feed_forward(ffn_norm(h))"):
+            h + feed_forward(h),
+            say("h adds attention's output to the normalised copy attention_norm(x): the residual carries x "
+                "itself, h = x + attention(attention_norm(x))"):
+            attention_norm(x) + a + feed_forward(ffn_norm(attention_norm(x) + a)),
+            say("ffn_norm reads attention(attention_norm(x)) without x: the first half's residual is "
+                "missing, h = x + attention(attention_norm(x))"): a + feed_forward(ffn_norm(a)),
+            say("the second half's residual is missing: y = h + feed_forward(ffn_norm(h)), not "
+                "feed_forward(...) alone"): feed_forward(ffn_norm(h)),
+            say("attention_norm is used for both halves: the second half reads ffn_norm(h)"):
+            h + feed_forward(attention_norm(h)),
+            say("the norms are swapped: attention_norm goes with attention, ffn_norm with feed_forward"):
+            swapped + feed_forward(attention_norm(swapped)),
+            say("ffn_norm reads x: the second half starts from h = x + attention(attention_norm(x))"):
+            h + feed_forward(ffn_norm(x)),
+            say("the MLP half before the attention half: the attention half comes first, then the MLP half "
+                "from h"):
+            mlp_first + attention(attention_norm(mlp_first))}
+
+
+def positions_hints(valid: Tensor) -> dict[str, Tensor]:
+    """05.6.2: positions that ignore the padding, counted from 1, -1 or 0 at the padding, or counted
+    over the batch."""
+    running = valid.long().cumsum(-1)
+    return {say("positions 0..T-1 whatever the padding; a row's positions count its real tokens only"):
+            torch.arange(valid.shape[1]).expand_as(valid),
+            say("positions from 1 (the running count without the -1); the first real token is at position 0"):
+            running,
+            say("the padding is at -1, and a negative position reads the tables from their end: raise it to "
+                "0"): running - 1,
+            say("the padding set to 0: padding after the real tokens keeps the last real position, the "
+                "running count minus 1 raised to 0"): torch.where(valid, running - 1, 0),
+            say("the running count taken over the batch axis (cumsum(0)); count along each row, cumsum(-1)"):
+            (valid.long().cumsum(0) - 1).clamp(min=0)}
+
+
+def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
+    """05.6.3: the classic wrong triangles and wrong placements of the padding."""
+    T_k = valid.shape[1]
+    ones = torch.ones(query_len, T_k, dtype=torch.bool)
+    causal = ones.tril(T_k - query_len)[None, None]
+    keys, queries = valid[:, None, None, :], valid[:, None, -query_len:, None]
+    return {say("a causal triangle aligned to the FIRST query_len keys; the queries are the LAST query_len "
+                "keys: tril(T_k - T)"): ones.tril()[None, None] & keys,
+            say("the padding is forgotten: a padding key is blocked for every query"):
+            causal.expand(valid.shape[0], 1, query_len, T_k),
+            say("the padding is applied to the queries (the rows) instead of the keys (the columns)"):
+            causal & queries,
+            say("the padding applied to the queries (the rows) as well as the keys (the columns); block the "
+                "padding keys only, valid[:, None, None, :]"): causal & keys & queries,
+            say("the mask is inverted: True = may attend, so return causal & valid, not its negation"):
+            ~padding_to_attention(valid, query_len),
+            say("the upper triangle (triu): query i sees the keys up to i, the lower triangle, tril"):
+            ones.triu(T_k - query_len)[None, None] & keys,
+            say("the diagonal is blocked (tril(T_k - T - 1)): query i sees key i too, tril(T_k - T)"):
+            ones.tril(T_k - query_len - 1)[None, None] & keys}
+
+
+def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
+    """05.6.4 (targets ignored at -100): a wrong shift, a softmax first, the mean of row means."""
+    V = logits.shape[-1]
+    each = F.cross_entropy(logits[:, :-1].reshape(-1, V), labels[:, 1:].reshape(-1),
+                           reduction="none").view(labels.shape[0], -1)
+    counted = labels[:, 1:] != -100
+    by_row = (each.sum(1) / counted.sum(1).clamp(min=1)).mean()
+    return {say("the unshifted loss; position t predicts labels[:, t + 1]"):
+            F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1)),
+            say("the shift reversed: logits[:, 1:] against labels[:, :-1]; position t predicts the NEXT "
+                "label, logits[:, :-1] against labels[:, 1:]"):
+            F.cross_entropy(logits[:, 1:].reshape(-1, V), labels[:, :-1].reshape(-1)),
+            say("a softmax before F.cross_entropy, which takes the raw logits (it applies the log-softmax "
+                "itself)"): causal_lm_loss(logits.softmax(-1), labels),
+            say("the mean of each row's mean; the loss is one mean over the batch's counted targets"): by_row,
+            say("the targets shifted by two: position t predicts labels[:, t + 1], logits[:, :-1] against "
+                "labels[:, 1:]"): F.cross_entropy(logits[:, :-2].reshape(-1, V), labels[:, 2:].reshape(-1))}
