@@ -55,6 +55,7 @@ __all__ = [
     "check_token_ids",
     "causal_lm_loss",
 ]
+HOLDS_PARTS = True  # withheld from a graded run (tinyk.grading.learner_process.HIDDEN)
 
 
 # ---------------------------------------------------------------------------

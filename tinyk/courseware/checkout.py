@@ -16,7 +16,7 @@ __all__ = ["LANGUAGES", "NOTEBOOKS", "REGENERATE", "ROOT", "STUDENTS", "ZH", "No
 
 # The folder above the package: the course checkout in a clone or an editable install,
 # ``site-packages`` in a wheel install (see :func:`course_root`).
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = "notebooks"
 STUDENTS = "student"
 ZH = "zh"  # the Chinese edition's folder: of the site (zh/) and of the student notebooks (student/zh/)

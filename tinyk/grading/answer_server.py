@@ -33,12 +33,13 @@ from tinyk.grading import learner_process as answers
 from tinyk.grading.proxies import AnswerFailed, decode, detached_args, request_args
 
 __all__ = ["OUTPUT_LIMIT", "PACKAGE", "AnswerFailed", "AnswerServer"]
+GRADER_TRANSPORT = True  # the grader's side: never the learner's code (tinyk.learner.own_code)
 
 _START_TIMEOUT = 300.0  # seconds for the learner's process to start (import torch), on a busy machine
 # bytes of the learner's prints kept (the rest is counted, not kept): a traceback or a few pages
 # of a learner's debugging prints, never a disk filled by a loop that prints
 OUTPUT_LIMIT = 64 * 2**10
-PACKAGE = Path(answers.__file__).resolve().parent  # the tinyk package's folder, hidden from the learner
+PACKAGE = Path(answers.__file__).resolve().parents[1]  # the tinyk package's folder, hidden from the learner
 _LIBRARY = "/tmp/.tinyk-answers"  # where the learner's process finds its copy, in the sandbox's own /tmp
 
 
@@ -161,7 +162,7 @@ class AnswerServer:
         self.library = Path(tempfile.mkdtemp(prefix="tinyk-answers-"))
         shutil.copytree(PACKAGE, self.library / "tinyk", ignore=shutil.ignore_patterns("__pycache__"))
         hide = ["--tmpfs", str(PACKAGE), "--bind", str(self.library), _LIBRARY]
-        script = f"{_LIBRARY}/tinyk/answers.py"
+        script = f"{_LIBRARY}/tinyk/grading/learner_process.py"
         return [*self.prefix[:-1], *hide, "--", sys.executable, "-I", script, _LIBRARY, *writable]
 
     def close(self) -> None:

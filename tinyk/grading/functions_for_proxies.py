@@ -28,6 +28,7 @@ from tinyk.grading.proxies import AnswerFailed, Remote, handle, request_args
 from tinyk.learner.part_compare import PART_NAMES
 
 __all__ = ["AssembledThere", "model_functions", "swapped", "watched_anywhere"]
+GRADER_TRANSPORT = True  # the grader's side: never the learner's code (tinyk.learner.own_code)
 
 
 @contextlib.contextmanager

@@ -47,6 +47,7 @@ from __future__ import annotations
 import glob
 import os
 import pickle
+import re
 import shutil
 import signal
 import sys
@@ -55,10 +56,25 @@ from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
 # The modules of the package that hold its versions of the parts (the model, the upstream's
-# copy, the parts' checks and the model built from them): imported once, then their files
-# deleted. The package's other modules stay on disk, to be imported when an answer asks for one.
-HIDDEN = ("tinyk.model", "tinyk.interop.upstream", "tinyk.learner.part_checks", "tinyk.learner.divergence", "tinyk.learner.parts",
-          "tinyk.lessons.architecture_checks")
+# copy, the parts' checks and the model built from them), each marked ``HOLDS_PARTS = True``:
+# imported once, then their files deleted. The package's other modules stay on disk, to be
+# imported when an answer asks for one.
+MARKER = re.compile(r"^HOLDS_PARTS = True\b", re.M)
+
+
+def holding_parts(package: str) -> tuple[str, ...]:
+    """The dotted names of the modules under the folder ``package`` (``tinyk``'s) marked as
+    holding the parts, found in their text (nothing is imported)."""
+    found = []
+    for path in sorted(glob.glob(os.path.join(package, "**", "*.py"), recursive=True)):
+        with open(path, encoding="utf-8") as file:
+            if MARKER.search(file.read()):
+                relative = os.path.relpath(path, os.path.dirname(package))[:-3]
+                found.append(relative.replace(os.sep, ".").removesuffix(".__init__"))
+    return tuple(found)
+
+
+HIDDEN = holding_parts(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PRELOADED = ("tinyk", "tinyk.generation", "tinyk.learner.own_code", *HIDDEN)
 
 def _smollm2() -> Any:

@@ -21,6 +21,7 @@ import torch
 from tinyk.grading import answer_wire
 
 __all__ = ["AnswerFailed", "Remote", "Server", "decode", "detached_args", "handle", "request_args"]
+GRADER_TRANSPORT = True  # the grader's side: never the learner's code (tinyk.learner.own_code)
 
 
 class Server(Protocol):

@@ -245,7 +245,7 @@ class Sandbox:
         importing ``modules``: in the sandbox, its socket's folder bound too."""
         assert self.warm is not None
         # by its path, with -P: not as tinyk.grading.warm_kernel, whose package's import would import torch
-        script = str(Path(__file__).resolve().parent.parent / "warm_kernel.py")
+        script = str(Path(__file__).resolve().with_name("warm_kernel.py"))
         command = ["-P", script, str(fd), str(self.socket), str(self.scratch), str(self.runtime)]
         box = sandbox_argv(self.scratch, self.runtime, self.threads, [self.warm], self.memory_mb)
         return [*box, sys.executable, *command, *modules]

@@ -77,6 +77,7 @@ from tinyk.learner.own_code import REFERENCES
 
 __all__ = ["TEST_CELL_LOCK", "AnswerFailed", "AnswerServer", "AssembledThere", "Remote", "Verdict",
            "judge", "main", "still_stubs"]
+GRADER_TRANSPORT = True  # the grader's side: never the learner's code (tinyk.learner.own_code)
 
 # One test cell at a time in this process: each sets the seed, takes stdout and swaps functions of
 # tinyk.learner.own_code and tinyk.learner.parts while it runs. The notebooks' cells, in the learners' processes,

@@ -44,6 +44,7 @@ __all__ = [
     "last_position_by_sum",
     "sft_masked_loss",
 ]
+HOLDS_PARTS = True  # withheld from a graded run (tinyk.grading.learner_process.HIDDEN)
 
 
 class UpstreamOutput(dict):

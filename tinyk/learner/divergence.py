@@ -20,6 +20,7 @@ from tinyk.model import Transformer
 from tinyk.translations.package_catalogue import say
 
 __all__ = ["first_divergence"]
+HOLDS_PARTS = True  # withheld from a graded run (tinyk.grading.learner_process.HIDDEN)
 
 # A recorded step: (label, its input, its output, the dims of each that count positions).
 _Dims = tuple[tuple[int, ...], tuple[int, ...]]

@@ -60,12 +60,10 @@ from tinyk.translations.package_catalogue import noted, say
 
 __all__ = ["BorrowedCall", "run_own", "trusted", "watched", "watching"]
 
-_TINYK = str(Path(__file__).resolve().parent) + "/"
-_HERE = str(Path(__file__).resolve())
+_TINYK = str(Path(__file__).resolve().parents[1]) + "/"
 # The grader's transport to the learner's process (tinyk.grading.verdict and the modules it runs
-# on): never the learner's code.
-_EXEMPT = (_HERE, *(str(Path(__file__).resolve().with_name(f"{name}.py"))
-                    for name in ("verdict", "answer_server", "remote", "assembled")))
+# on) is never the learner's code: a module says so with this marker, this one included.
+GRADER_TRANSPORT = True
 _FUSED_API: dict[object, str] = {
     F.scaled_dot_product_attention: "torch.nn.functional.scaled_dot_product_attention",
     F.rms_norm: "torch.nn.functional.rms_norm",
@@ -73,6 +71,11 @@ _FUSED_API: dict[object, str] = {
     F.multi_head_attention_forward: "torch.nn.functional.multi_head_attention_forward",
 }
 _FUSED_NAMES = ("scaled_dot_product", "rms_norm", "multi_head_attention")
+
+
+def _transport(module_globals: dict[str, Any]) -> bool:
+    """True for a module of the grader's transport (its :data:`GRADER_TRANSPORT` marker)."""
+    return module_globals.get("GRADER_TRANSPORT") is True
 
 
 def _package_folders(name: str) -> list[Path]:
@@ -204,10 +207,10 @@ def _course_code() -> dict[tuple, str]:
                 if type(obj) is types.FunctionType:
                     code = obj.__code__
                     filename = code.co_filename
-                    if (filename.startswith(_TINYK) and filename not in _EXEMPT
+                    if (filename.startswith(_TINYK) and not _transport(obj.__globals__)
                             and len(code.co_code) >= _COMPARED_BYTES):
                         name = getattr(code, "co_qualname", code.co_name)
-                        index.setdefault(_code_key(code), f"tinyk.{Path(filename).stem}.{name}")
+                        index.setdefault(_code_key(code), f"{obj.__module__}.{name}")
             _INDEX.update(modules=modules, code=index, parts={})
     return _INDEX["code"]
 
@@ -218,7 +221,8 @@ def _course_code_for(part: str) -> dict[tuple, str]:
     index = _course_code()
     if part not in _INDEX["parts"]:
         own = frozenset(REFERENCES.get(part, ()))
-        _INDEX["parts"][part] = {key: name for key, name in index.items() if name.split(".")[2] not in own}
+        _INDEX["parts"][part] = {key: name for key, name in index.items()
+                                 if not any(name.endswith(f".{ref}") or f".{ref}." in name for ref in own)}
     return _INDEX["parts"][part]
 
 
@@ -253,10 +257,10 @@ class _Watch:
             return self.trusted_frame  # to see that call's return
         if self.trusted_depth == 0 and code.co_flags & inspect.CO_NEWLOCALS:
             filename = code.co_filename  # a function's (a module or class body runs on import)
-            if filename.startswith(_TINYK) and filename not in _EXEMPT:
-                module = Path(filename).stem
+            if filename.startswith(_TINYK) and not _transport(frame.f_globals):
+                module = frame.f_globals.get("__name__", "tinyk")
                 name = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
-                self.flag(f"tinyk.{module}.{name}", _OWN)
+                self.flag(f"{module}.{name}", _OWN)
             elif not filename.startswith(_TINYK) and (copy := self.copied(code)) is not None:
                 self.flag(copy, _OWN)
             elif filename.startswith(self.libraries) and (

@@ -84,6 +84,7 @@ from tinyk.translations.package_catalogue import say
 __all__ = ["PART_NAMES", "SECTIONS", "PartError", "Parts", "check_parts", "build_model",
            "first_divergence", "from_notebooks", "defined_here", "checkpoint",
            "reference_token_positions", "smollm2"]
+HOLDS_PARTS = True  # withheld from a graded run (tinyk.grading.learner_process.HIDDEN)
 
 # ---------------------------------------------------------------------------
 # build_model: the same weights, the learner's parts

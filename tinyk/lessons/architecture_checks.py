@@ -21,6 +21,7 @@ import torch
 from tinyk.model import RMSNorm, apply_rotary_emb, precompute_freqs_cis, repeat_kv
 
 __all__ = ["CheckResult", "SECTIONS", "run_checks", "record", "NOT_PROVEN"]
+HOLDS_PARTS = True  # withheld from a graded run (tinyk.grading.learner_process.HIDDEN)
 
 NOT_PROVEN = [
     "that the whole upstream model (its training script, tokenizer and data) is reproduced",

@@ -46,7 +46,7 @@ __all__ = ["ENV", "CATALOGUE", "CJK_FAMILIES", "CJK_FAMILY", "WORD_TICKS", "cata
 
 ENV = FIGURES_ZH  # the switch (tinyk.environment)
 WORD_TICKS = "tinyk_word_ticks"  # an axis's attribute: (ticks, labels) when its labels are words
-CATALOGUE = Path(__file__).resolve().parent / "locale" / "figures_zh_CN.po"
+CATALOGUE = Path(__file__).resolve().parents[1] / "locale" / "figures_zh_CN.po"
 CJK_FAMILY = "Noto Sans CJK SC"  # Debian's fonts-noto-cjk (make cjk-fonts installs it): the book's
 # The fonts that draw Chinese, the first found used: the book's, then those of other systems.
 CJK_FAMILIES = (CJK_FAMILY, "Source Han Sans SC", "Microsoft YaHei", "SimHei", "PingFang SC",

@@ -67,7 +67,7 @@ def show_source(obj: object, start: str | None = None, stop: str | None = None) 
         begin = _find(lines, start, 0, "start", obj)
     if stop is not None:
         end = _find(lines, stop, begin + (start is not None), "stop", obj) + 1
-    package_root = Path(__file__).resolve().parent.parent
+    package_root = Path(__file__).resolve().parents[2]
     shown = Path(path or "?").resolve()
     name = shown.relative_to(package_root).as_posix() if shown.is_relative_to(package_root) else shown.name
     return SourceView(name, first + begin, tuple(lines[begin:end]))

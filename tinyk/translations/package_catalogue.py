@@ -27,7 +27,7 @@ from tinyk.environment import feedback_in_chinese
 
 __all__ = ["PATH", "SHOWN", "MissingChinese", "chinese", "noted", "read_words", "say"]
 
-PATH = Path(__file__).resolve().parent / "locale" / "zh_CN.po"
+PATH = Path(__file__).resolve().parents[1] / "locale" / "zh_CN.po"
 SHOWN = "tinyk/locale/zh_CN.po"  # the catalogue as messages name it
 _FIELD = re.compile(r'^(msgctxt|msgid|msgstr)\s+(".*")$')
 

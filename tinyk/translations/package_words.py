@@ -22,7 +22,7 @@ from tinyk.translations.package_catalogue import PATH, SHOWN
 
 __all__ = ["needed", "problems", "said"]
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def said(package: Path = _PACKAGE) -> tuple[dict[str, list[str]], list[str]]:

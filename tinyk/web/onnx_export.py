@@ -391,8 +391,8 @@ def course_model_stamp() -> str:
     the tokenizer, the shipped weights and the versions of the export's tools."""
     from tinyk.training import CHECKPOINT
 
-    here = Path(__file__).parent
-    return files_stamp([here / "model.py", here / "onnx_export.py", here / "data.py", CHECKPOINT])
+    package = Path(__file__).parents[1]
+    return files_stamp([package / "model.py", package / "web" / "onnx_export.py", package / "data.py", CHECKPOINT])
 
 
 def course_model_manifest(model: Transformer, attention_layers: Sequence[int],

@@ -164,10 +164,10 @@ def web_model_stamp(gguf_path: str | Path, **options: object) -> str:
     ``tokenizer.json`` and the chat prompt)."""
     path = Path(gguf_path).resolve()
     stat = path.stat()
-    here = Path(__file__).parent
-    code = ("model.py", "hf.py", "onnx_export.py", "onnx_layers.py", "gguf.py", "gguf_quants.py",
-            "gguf_blocks.py", "onnx_web.py")
-    return files_stamp([here / name for name in code],
+    package = Path(__file__).parents[1]
+    code = ("model.py", "interop/hf.py", "web/onnx_export.py", "web/onnx_layers.py", "interop/gguf.py",
+            "interop/gguf_quants.py", "interop/gguf_blocks.py", "web/onnx_web.py")
+    return files_stamp([package / name for name in code],
                        (*EXPORT_TOOLS, "transformers", "tokenizers"),
                        json.dumps([str(path), stat.st_size, stat.st_mtime_ns, sorted(options.items())],
                                   default=str).encode())
