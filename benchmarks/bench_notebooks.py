@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--aim", type=float, default=20.0, help="seconds a notebook's cells may take")
     args = parser.parse_args(argv)
 
-    from tinyk.courseware.course import notebook_paths
+    from tinyk.courseware.checkout import notebook_paths
 
     paths = [p for p in notebook_paths() if not args.notebook or p.stem in args.notebook]
     print(f"{'notebook':24s} {'kernel s':>9s} {'cells s':>8s}  within {args.aim:g} s")

@@ -86,13 +86,13 @@ def main() -> None:
     os.environ.setdefault("TINYK_GRADING", "1")
     import torch
 
-    from tinyk.courseware import course
+    from tinyk.courseware import checkout
     from tinyk.courseware.exercises import is_test
-    from tinyk.grading import check_sandbox
+    from tinyk.grading.sandbox import check_sandbox
 
     check_sandbox()
     torch.set_num_threads(1)
-    paths = [p for p in course.notebook_paths() if args.notebook is None or p.stem in args.notebook]
+    paths = [p for p in checkout.notebook_paths() if args.notebook is None or p.stem in args.notebook]
     notebooks = [nb for nb in (json.loads(p.read_text()) for p in paths) if any(map(is_test, nb["cells"]))]
     if not notebooks:
         raise SystemExit(f"no chapter notebook with exercises among {args.notebook}")

@@ -30,7 +30,7 @@ import json
 from pathlib import Path
 
 from tests.exercise_cases.ex_05_3 import MISTAKES
-from tinyk.courseware.course import NOTEBOOKS, ROOT, STUDENTS
+from tinyk.courseware.checkout import NOTEBOOKS, ROOT, STUDENTS
 from tinyk.courseware.exercises import BEGIN_SOLUTION, END_SOLUTION, STUB, nbgrader, source_text
 
 NOTEBOOK = "05_3_rope"

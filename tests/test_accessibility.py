@@ -150,14 +150,14 @@ def report_folder(tmp_path_factory):
     import csv
 
     from tests.test_class_report import _class
-    from tinyk import grading
-    from tinyk.courseware.course import NOTEBOOKS, course_root
-    from tinyk.courseware.course import site_url as course_site
+    from tinyk.courseware.addresses import site_url as course_site
+    from tinyk.courseware.checkout import NOTEBOOKS, course_root
+    from tinyk.reports import gradebook_schema
     from tinyk.reports.class_report import write_report
 
     folder = tmp_path_factory.mktemp("class-report")
     with (folder / "grades.csv").open("w", newline="", encoding="utf-8") as f:
-        csv.writer(f, lineterminator="\n").writerows([grading.FIELDS, *_class()])
+        csv.writer(f, lineterminator="\n").writerows([gradebook_schema.FIELDS, *_class()])
     root = course_root()
     write_report(folder / "grades.csv", folder / "out", root / NOTEBOOKS, course_site(root))
     return folder / "out"

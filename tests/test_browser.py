@@ -19,7 +19,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tinyk.courseware.course import ROOT, notebook_paths, repository_url
+from tinyk.courseware.addresses import repository_url
+from tinyk.courseware.checkout import ROOT, notebook_paths
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("browser")]  # one worker: one browser
 HTML = ROOT / "_build" / "html"

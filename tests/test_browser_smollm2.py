@@ -25,7 +25,7 @@ from tests.test_browser import (  # noqa: F401  (fixtures)
     serious_violations,
     site_url,
 )
-from tinyk.courseware.course import ROOT
+from tinyk.courseware.checkout import ROOT
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("browser-smollm2")]
 STATE = "document.querySelector('.tinyk-chat').tinykChat"

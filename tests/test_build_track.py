@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyk.courseware.course import notebook_paths, student_path
+from tinyk.courseware.checkout import notebook_paths, student_path
 from tinyk.courseware.exercises import is_solution, is_test, nbgrader, source_text
 from tinyk.learner.parts import PART_NAMES
 

@@ -8,9 +8,11 @@ import re
 
 import pytest
 
-from tinyk import grading
-from tinyk.courseware.course import NOTEBOOKS, course_root, site_url
+from tinyk.courseware.addresses import site_url
+from tinyk.courseware.checkout import NOTEBOOKS, course_root
+from tinyk.grading import chapter, cli
 from tinyk.learner import mistakes
+from tinyk.reports import gradebook_schema
 from tinyk.reports import submitters as roster
 from tinyk.reports.class_report import exercise_links
 
@@ -54,12 +56,12 @@ def report(tmp_path_factory):
     """The class's gradebook, as the grader writes it, and the report made from it."""
     folder = tmp_path_factory.mktemp("report")
     with (folder / "grades.csv").open("w", newline="", encoding="utf-8") as f:
-        csv.writer(f, lineterminator="\n").writerows([grading.FIELDS, *_class()])
+        csv.writer(f, lineterminator="\n").writerows([gradebook_schema.FIELDS, *_class()])
     return folder
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = grading.main(list(argv))
+    code = cli.main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -126,7 +128,7 @@ def html_escaped(text: str) -> str:
 def test_every_exercise_links_to_its_prompt_on_the_site():
     root = course_root()
     links = exercise_links(root / NOTEBOOKS, site_url(root))
-    tests = {gid for path in (root / NOTEBOOKS).glob("*.ipynb") for gid, _ in grading.exercises_of(path)}
+    tests = {gid for path in (root / NOTEBOOKS).glob("*.ipynb") for gid, _ in chapter.exercises_of(path)}
     assert set(links) == tests
     assert links["ex_05_3_2_test"] == f"{site_url(root)}notebooks/05_3_rope.html#{ANCHOR}"
 

@@ -7,11 +7,11 @@ import shutil
 
 import pytest
 
-from tinyk.courseware import course
+from tinyk.courseware import addresses, checkout, course
 from tinyk.courseware.exercises import MARKERS, book_version, is_solution, is_test, source_text
 from tinyk.courseware.student_versions import released
 
-NOTEBOOKS = course.notebook_paths()
+NOTEBOOKS = checkout.notebook_paths()
 
 
 def test_repository_address_agrees_everywhere():
@@ -20,13 +20,13 @@ def test_repository_address_agrees_everywhere():
 
 def test_set_repo_rewrites_every_copy(tmp_path):
     for name in ("_config.yml", "pyproject.toml"):
-        shutil.copy(course.ROOT / name, tmp_path / name)
-    shutil.copytree(course.ROOT / "notebooks", tmp_path / "notebooks")
-    shutil.copytree(course.ROOT / "locale", tmp_path / "locale")  # the Chinese student notebooks' words
+        shutil.copy(checkout.ROOT / name, tmp_path / name)
+    shutil.copytree(checkout.ROOT / "notebooks", tmp_path / "notebooks")
+    shutil.copytree(checkout.ROOT / "locale", tmp_path / "locale")  # the Chinese student notebooks' words
     (tmp_path / "book").mkdir()
-    shutil.copy(course.ROOT / "book" / "references.bib", tmp_path / "book")
+    shutil.copy(checkout.ROOT / "book" / "references.bib", tmp_path / "book")
     course.set_repo("https://github.com/someone/their-fork", tmp_path)
-    assert course.repository_url(tmp_path) == "https://github.com/someone/their-fork"
+    assert addresses.repository_url(tmp_path) == "https://github.com/someone/their-fork"
     assert course.check(tmp_path) == []
     first = json.loads(next((tmp_path / "notebooks").glob("*.ipynb")).read_text())["cells"][0]
     assert "https://github.com/someone/their-fork" in source_text(first)
@@ -49,7 +49,7 @@ def test_notebook_format(path):
     code = [c for c in cells if c["cell_type"] == "code"]
     assert all(not c["outputs"] and c["execution_count"] is None for c in code), "commit without outputs"
     setup = code[0]
-    assert source_text(setup).startswith(course.SETUP_TITLE)
+    assert source_text(setup).startswith(addresses.SETUP_TITLE)
     assert setup["metadata"]["cellView"] == "form" and "remove-cell" in setup["metadata"]["tags"]
     ids = [c.get("id") for c in cells]
     assert None not in ids and len(set(ids)) == len(ids), "every cell has its own id (student versions "\

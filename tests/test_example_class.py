@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from tests import example_class
-from tinyk import grading
-from tinyk.courseware.course import NOTEBOOKS, ROOT, STUDENTS, ZH
+from tinyk.courseware.checkout import NOTEBOOKS, ROOT, STUDENTS, ZH
 from tinyk.courseware.exercises import BEGIN_HIDDEN, nbgrader, source_text
 from tinyk.grading import batch as class_batch
+from tinyk.grading import cli
 from tinyk.grading.cli import parser
 from tinyk.grading.regrade import REGRADED
 from tinyk.learner import mistakes
@@ -71,7 +71,7 @@ def _run(command: str, *before: str) -> tuple[int, list[str]]:
     assert argv[0] == "tinyk", command
     said = io.StringIO()
     with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
-        code = grading.main([*before, *argv[1:]])
+        code = cli.main([*before, *argv[1:]])
     return code, [line for line in re.split(r"[\r\n]+", said.getvalue()) if line and not PROGRESS.match(line)]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyk.courseware.course import notebook_paths
+from tinyk.courseware.checkout import notebook_paths
 from tinyk.courseware.exercises import (
     BEGIN_HIDDEN,
     END_HIDDEN,
@@ -77,7 +77,7 @@ def test_every_runnable_notebook_with_exercises_has_at_least_three():
 
 def test_nbgrader_metadata_is_valid_and_ids_unique():
     """The one rule set, shared with ``python -m tinyk.grading validate``."""
-    from tinyk.grading import metadata_problems
+    from tinyk.grading.assignment import metadata_problems
 
     assert metadata_problems(notebook_paths()) == []
 

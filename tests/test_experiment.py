@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tinyk import ModelConfig, Transformer, count_parameters, generate
-from tinyk.courseware.course import ROOT
+from tinyk.courseware.checkout import ROOT
 from tinyk.data import (
     ENTROPY_FLOOR,
     FORMAT_ONLY_LOSS,

@@ -268,8 +268,8 @@ def test_the_figure_catalogue_check_catches_a_lost_number(tmp_path, monkeypatch)
     from babel.messages.catalog import Catalog
     from babel.messages.pofile import write_po
 
-    from tinyk import translations
     from tinyk.translations import checks
+    from tinyk.translations import checks as translations_checks
 
     catalog = Catalog(locale="zh_CN")
     catalog.add("Loss after {0} steps", "损失")
@@ -280,7 +280,7 @@ def test_the_figure_catalogue_check_catches_a_lost_number(tmp_path, monkeypatch)
         write_po(f, catalog)
     monkeypatch.setattr(figure_text, "catalogue_path", lambda: path)
     monkeypatch.setattr(checks, "course_root", lambda root=None: tmp_path)
-    found = translations.figure_problems()
+    found = translations_checks.figure_problems()
     assert found == [
         "figures.po: 'Loss after {0} steps': a number's place ({0}, {1}, ...) differs from the English",
         "figures.po: 'untranslated here': untranslated"]

@@ -22,10 +22,13 @@ import pytest
 
 from tests.helpers import processes_left
 from tests.optional import need
-from tinyk import grading
-from tinyk.courseware.course import ROOT, notebook_paths
+from tinyk.courseware.checkout import ROOT, notebook_paths
 from tinyk.courseware.exercises import BEGIN_HIDDEN, END_HIDDEN, book_version, nbgrader, source_text
+from tinyk.grading import assignment as grading_assignment
 from tinyk.grading import batch as class_batch
+from tinyk.grading import batch as grading_batch
+from tinyk.grading import cli, runner, student_feedback
+from tinyk.reports import gradebook_schema
 
 # The tests that share the prepared assignment and graded batch run on one xdist worker
 # (make's `--dist loadgroup`), so the batch is graded once, not once per worker. The
@@ -253,7 +256,7 @@ def assignment(tmp_path_factory):
     (source / "drill.ipynb").write_text(json.dumps(_drill()))
     notebooks = [source / "drill.ipynb"]
     release_dir = base / "release"
-    grading.release(release_dir, notebooks)
+    grading_assignment.release(release_dir, notebooks)
     return base, notebooks, json.loads((release_dir / "drill.ipynb").read_text())
 
 
@@ -276,9 +279,9 @@ def batch(assignment):
     # infinite loop, is 5 s: the loop keeps a core busy that long); a student needs seconds,
     # not the 600 s total; the drill's kernel peaks near 800 MB of address space, the limit
     # is 16 GB, and the memory bomb asks for 64 GB.
-    limits = grading.Limits(cell_timeout=5, total_timeout=600, memory_mb=16384)
+    limits = runner.Limits(cell_timeout=5, total_timeout=600, memory_mb=16384)
     start = time.monotonic()
-    rows = grading.grade(subs, base / "grades.csv", notebooks, limits=limits, jobs=2, progress=False)
+    rows = grading_batch.grade(subs, base / "grades.csv", notebooks, limits=limits, jobs=2, progress=False)
     return base, subs, notebooks, limits, rows, time.monotonic() - start
 
 
@@ -335,7 +338,7 @@ def test_every_student_gets_every_row_within_the_limits(batch):
     assert {s for s, _ in table} == students
     assert len(table) == 2 * len(students)  # one row per student and exercise, none lost or doubled
     assert all(r["max_points"] in ("2", "1") for r in table.values())
-    assert all(r["status"] in grading.STATUSES for r in table.values())
+    assert all(r["status"] in gradebook_schema.STATUSES for r in table.values())
     lost = [r for r in table.values() if float(r["points"]) < float(r["max_points"])]
     assert lost and all(r["detail"] for r in lost), [r for r in lost if not r["detail"]]  # each says why
     # each student is bounded by total_timeout; two at a time
@@ -353,7 +356,7 @@ def test_rerun_resumes_and_reproduces_the_gradebook(batch, monkeypatch):
     graded = []
     real = class_batch.grade_answers
     monkeypatch.setattr(class_batch, "grade_answers", lambda name, *a: graded.append(name) or real(name, *a))
-    grading.grade(subs, out, notebooks, limits=limits, jobs=2, progress=False)
+    grading_batch.grade(subs, out, notebooks, limits=limits, jobs=2, progress=False)
     assert out.read_text() == first
     assert graded == ["wrong_answer"]  # only the missing student was graded again
     assert {s for s, _ in _table(out)} >= {"jos\u00e9", "jos\u00e8"}  # neither overwrote the other
@@ -380,7 +383,7 @@ def test_an_edited_test_regrades_only_its_exercise(batch, tmp_path, monkeypatch,
     out = tmp_path / "grades.csv"
     graded = []
     monkeypatch.setattr(class_batch, "grade_answers", lambda name, *a: graded.append(name))
-    grading.grade(mine, out, [source], limits=limits, jobs=2, progress=False)
+    grading_batch.grade(mine, out, [source], limits=limits, jobs=2, progress=False)
     assert graded == [], "the copied students are graded already"
     before = _table(out)
     assert {k: v["points"] for k, v in before.items()} == {
@@ -392,7 +395,7 @@ def test_an_edited_test_regrades_only_its_exercise(batch, tmp_path, monkeypatch,
     stricter = "assert shout('a') == 'A!!'\nassert shout('ok')"
     test["source"] = source_text(test).replace("assert shout('ok')", stricter)
     source.write_text(json.dumps(nb))
-    grading.grade(mine, out, [source], limits=limits, jobs=2, progress=False)
+    grading_batch.grade(mine, out, [source], limits=limits, jobs=2, progress=False)
     after = _table(out)
     assert graded == [], "no student graded in full"
     assert "regraded 2 student(s) in the exercise(s) whose test changed" in capsys.readouterr().err
@@ -427,9 +430,9 @@ def test_a_regrade_keeps_to_the_total_time_limit(assignment, tmp_path, monkeypat
             "        time.sleep(3)\n    return word.upper() + '!'")
     (tmp_path / "subs" / "stalls").mkdir(parents=True)
     (tmp_path / "subs" / "stalls" / "drill.ipynb").write_text(json.dumps(_answer(release, SOLUTION_A, slow)))
-    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
+    limits = runner.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
     out = tmp_path / "grades.csv"
-    grading.grade(tmp_path / "subs", out, [source], limits=limits, jobs=1, progress=False)
+    grading_batch.grade(tmp_path / "subs", out, [source], limits=limits, jobs=1, progress=False)
     first = {k: v["points"] for k, v in _table(out).items()}
     assert first == {("stalls", "a_test"): "2", ("stalls", "b_test"): "1"}
 
@@ -438,7 +441,7 @@ def test_a_regrade_keeps_to_the_total_time_limit(assignment, tmp_path, monkeypat
     test["source"] = source_text(test) + "\nfor _ in range(4):\n    assert shout('slow') == 'SLOW!'\n"
     source.write_text(json.dumps(nb))
     monkeypatch.setattr(scoring, "total_limit", lambda limits, notebooks: 1)
-    grading.grade(tmp_path / "subs", out, [source], limits=limits, jobs=1, progress=False)
+    grading_batch.grade(tmp_path / "subs", out, [source], limits=limits, jobs=1, progress=False)
     row = _table(out)["stalls", "b_test"]
     assert row["points"] == "0" and row["detail"].endswith(REGRADED), row
     assert "the submission ran past its total time limit (1 s)" in row["detail"], row
@@ -459,15 +462,15 @@ def test_shards_merge_into_the_csv_of_a_single_run(batch, monkeypatch):
     for k in range(3):
         out = base / f"shard{k}.csv"
         shutil.copytree(base / "grades.csv.parts", base / f"shard{k}.csv.parts")
-        mine = [s for s in quick if grading.shard_of(s, 3) == k]
+        mine = [s for s in quick if grading_batch.shard_of(s, 3) == k]
         regrade.append(mine[0])
         (base / f"shard{k}.csv.parts" / f"{mine[0]}.json").unlink()
-        grading.grade(subs, out, notebooks, limits=limits, jobs=2, progress=False, shard=(k, 3))
+        grading_batch.grade(subs, out, notebooks, limits=limits, jobs=2, progress=False, shard=(k, 3))
         shards.append(out)
     assert sorted(graded) == sorted(regrade)
     students = [{r["student"] for r in _table(out).values()} for out in shards]
     assert all(students) and sum(map(len, students)) == len(set().union(*students))  # disjoint, none empty
-    assert grading.main(["merge", str(base / "merged.csv"), *map(str, shards)]) == 0
+    assert cli.main(["merge", str(base / "merged.csv"), *map(str, shards)]) == 0
     assert (base / "merged.csv").read_text() == single
 
 
@@ -505,8 +508,8 @@ def test_the_total_time_limit_stops_the_notebook_and_other_limits_grade_again(as
     (loops / "drill.ipynb").write_text(json.dumps(_answer(release, "while True:\n    pass",
                                                           "while True:\n    pass")))
     out = tmp_path / "grades.csv"
-    short = grading.Limits(cell_timeout=60, total_timeout=1, memory_mb=16384)
-    grading.grade(loops.parent, out, notebooks, limits=short, jobs=1, progress=False)
+    short = runner.Limits(cell_timeout=60, total_timeout=1, memory_mb=16384)
+    grading_batch.grade(loops.parent, out, notebooks, limits=short, jobs=1, progress=False)
     for exercise in ("a_test", "b_test"):
         row = _table(out)["loops", exercise]
         assert (row["points"], row["status"]) == ("0", "timeout"), row
@@ -516,7 +519,7 @@ def test_the_total_time_limit_stops_the_notebook_and_other_limits_grade_again(as
     real = class_batch.grade_answers
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(class_batch, "grade_answers", lambda name, *a: graded.append(name) or real(name, *a))
-        grading.grade(loops.parent, out, notebooks, limits=grading.Limits(cell_timeout=1, memory_mb=16384),
+        grading_batch.grade(loops.parent, out, notebooks, limits=runner.Limits(cell_timeout=1, memory_mb=16384),
                       jobs=1, progress=False)
     assert graded == ["loops"]
     assert {r["status"] for r in _table(out).values()} == {"timeout"}
@@ -575,8 +578,8 @@ def guarded_batch(assignment):
     (subs / "folder" / "drill.ipynb").mkdir()
     with (subs / "huge" / "drill.ipynb").open("wb") as f:  # sparse: no disk, and never read
         f.truncate(MAX_NOTEBOOK_BYTES + 1)
-    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
-    rows = grading.grade(subs, base / "guarded.csv", notebooks, limits=limits, jobs=2, progress=False)
+    limits = runner.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
+    rows = grading_batch.grade(subs, base / "guarded.csv", notebooks, limits=limits, jobs=2, progress=False)
     return base, subs, {(r.student, r.exercise): r for r in rows}
 
 
@@ -648,8 +651,8 @@ def test_the_old_mode_switches_change_nothing_and_say_so(monkeypatch, capsys):
     calls = []
     monkeypatch.setattr(cli, "grade", lambda *args, **kwargs: calls.append((args, kwargs)) or [])
     base = ["--source", str(ROOT / "notebooks"), "grade", "subs", "--out", "g.csv"]
-    assert grading.main(base) == 0 and capsys.readouterr().err == ""
-    assert grading.main([*base, "--answers-only", "--cold-kernels"]) == 0
+    assert cli.main(base) == 0 and capsys.readouterr().err == ""
+    assert cli.main([*base, "--answers-only", "--cold-kernels"]) == 0
     said = capsys.readouterr().err
     assert len(calls) == 2 and calls[0] == calls[1], calls
     for flag in ("--answers-only", "--cold-kernels"):
@@ -688,7 +691,7 @@ def test_metadata_validation_finds_each_problem(tmp_path):
     nb["cells"][5]["source"] = "assert shout('ok') == 'OK!'"  # no hidden tests
     path = tmp_path / "broken.ipynb"
     path.write_text(json.dumps(nb))
-    problems = grading.metadata_problems([path])
+    problems = grading_assignment.metadata_problems([path])
     assert any("cell 2 (a_test): points None: a grade cell needs positive points" in p for p in problems)
     assert any("duplicate grade_id 'a_test'" in p for p in problems)
     assert any("cell 4 (b_solution): a solution cell must not be locked" in p for p in problems)
@@ -700,8 +703,8 @@ def test_metadata_rules_span_notebooks(tmp_path):
     """grade_ids are unique across all the notebooks checked together, as nbgrader needs."""
     for name in ("one", "two"):
         (tmp_path / f"{name}.ipynb").write_text(json.dumps(_drill()))
-    assert grading.metadata_problems([tmp_path / "one.ipynb"]) == []
-    both = grading.metadata_problems([tmp_path / "one.ipynb", tmp_path / "two.ipynb"])
+    assert grading_assignment.metadata_problems([tmp_path / "one.ipynb"]) == []
+    both = grading_assignment.metadata_problems([tmp_path / "one.ipynb", tmp_path / "two.ipynb"])
     assert len(both) == 4 and all("two.ipynb" in p and "duplicate grade_id" in p for p in both)
 
 
@@ -709,8 +712,8 @@ def test_metadata_rules_span_notebooks(tmp_path):
 def test_validate_accepts_the_chapter_notebooks_metadata_and_runs_a_solution(assignment):
     base, _, _ = assignment
     chapter = sorted((ROOT / "notebooks").glob("*.ipynb"))
-    assert grading.validate(chapter, run=False) == []
-    assert grading.validate([base / "source" / "drill.ipynb"], run=True) == []
+    assert grading_assignment.validate(chapter, run=False) == []
+    assert grading_assignment.validate([base / "source" / "drill.ipynb"], run=True) == []
 
 
 def _hidden_lines(source: dict) -> set[str]:
@@ -797,7 +800,7 @@ def feedback_run(assignment, tmp_path_factory):
     for name, nb in students.items():
         (subs / name).mkdir(parents=True)
         (subs / name / "drill.ipynb").write_text(json.dumps(nb))
-    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
+    limits = runner.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
     read: dict[str, tuple[dict, dict]] = {}
     real = student_feedback.run_nbgrader
 
@@ -811,7 +814,7 @@ def feedback_run(assignment, tmp_path_factory):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(student_feedback, "run_nbgrader", reading)
-        grading.feedback(subs, tmp_path / "feedback", notebooks, limits=limits)
+        student_feedback.feedback(subs, tmp_path / "feedback", notebooks, limits=limits)
     return tmp_path / "feedback", students, read
 
 
@@ -951,7 +954,7 @@ def test_feedback_runs_students_at_once_and_one_failure_costs_no_other_its_feedb
         given.append(entry.name)
 
     monkeypatch.setattr(student_feedback, "_feedback_of", fake)
-    assert grading.feedback(subs, tmp_path / "feedback", notebooks, jobs=2, sandbox=False) == ["amy"]
+    assert student_feedback.feedback(subs, tmp_path / "feedback", notebooks, jobs=2, sandbox=False) == ["amy"]
     assert sorted(given) == ["bo", "cy"]
     said = capsys.readouterr().err
     assert "amy: no feedback, the grader's run failed: RuntimeError: the grader broke" in said
@@ -962,7 +965,7 @@ def test_feedback_runs_of_every_chapter_notebook_hold_no_hidden_test(tmp_path):
     end, a failing hidden test and a student printing the kernel's history included); here,
     for every chapter notebook, that released notebook holds not one line of a hidden test,
     while its source holds some. (Running feedback on all nine took 150 s of the unit stage.)"""
-    released = grading.release(tmp_path / "release")
+    released = grading_assignment.release(tmp_path / "release")
     assert len(released) == len(notebook_paths()) >= 9
     for path in released:
         source = json.loads((ROOT / "notebooks" / path.name).read_text())
@@ -991,7 +994,7 @@ def slow_batch(assignment, tmp_path_factory):
                      ("slow_student", _answer(release, spawn + SOLUTION_A, SOLUTION_B))):
         (subs / name).mkdir(parents=True)
         (subs / name / "drill.ipynb").write_text(json.dumps(nb))
-    return subs, notebooks, grading.Limits(cell_timeout=600, total_timeout=600, memory_mb=16384)
+    return subs, notebooks, runner.Limits(cell_timeout=600, total_timeout=600, memory_mb=16384)
 
 
 @pytest.fixture
@@ -1009,7 +1012,7 @@ PAST = "graded outside the notebook: answer: the submission ran past its total t
 @SHARED_BATCH
 def test_total_time_limit_leaves_nothing_of_the_submission_running(slow_batch, short_total):
     subs, notebooks, limits = slow_batch
-    rows = grading.grade(subs, subs.parent / "grades.csv", notebooks, limits=limits, jobs=2, progress=False)
+    rows = grading_batch.grade(subs, subs.parent / "grades.csv", notebooks, limits=limits, jobs=2, progress=False)
     assert processes_left(MARKER) == []  # neither the learner's process nor the one it started is left
     slow = [r for r in rows if r.student == "slow_student"]
     assert {(r.status, r.points) for r in slow} == {("timeout", 0.0)}
@@ -1021,7 +1024,7 @@ def test_total_time_limit_leaves_nothing_of_the_submission_running(slow_batch, s
 def test_feedback_survives_a_submission_past_the_time_limit(slow_batch, short_total):
     subs, notebooks, limits = slow_batch
     out = subs.parent / "feedback"
-    grading.feedback(subs, out, notebooks, limits=limits)
+    student_feedback.feedback(subs, out, notebooks, limits=limits)
     assert "Score: 3.0 / 3.0" in _page_text(out / "prompt_one" / "drill.html")
     assert "timeout: " in _page_text(out / "slow_student" / "drill.html")  # its rows' status, said
     assert processes_left(MARKER) == []
@@ -1034,9 +1037,9 @@ def test_the_total_time_limit_runs_on_the_clock(assignment, tmp_path):
     (tmp_path / "subs" / "never_ends").mkdir(parents=True)
     nb = _answer(release, "import time\ntime.sleep(10**6)\n" + SOLUTION_A, SOLUTION_B)
     (tmp_path / "subs" / "never_ends" / "drill.ipynb").write_text(json.dumps(nb))
-    limits = grading.Limits(cell_timeout=10**6, total_timeout=5, memory_mb=16384)
+    limits = runner.Limits(cell_timeout=10**6, total_timeout=5, memory_mb=16384)
     subs = tmp_path / "subs"
-    rows = grading.grade(subs, tmp_path / "grades.csv", notebooks, limits=limits, jobs=1, progress=False)
+    rows = grading_batch.grade(subs, tmp_path / "grades.csv", notebooks, limits=limits, jobs=1, progress=False)
     assert {(r.status, r.points, r.detail) for r in rows} == {("timeout", 0.0, f"{PAST} (5 s)")}
 
 
@@ -1051,8 +1054,8 @@ def test_the_verdict_keeps_to_the_total_time_limit(assignment, tmp_path, monkeyp
     (tmp_path / "subs" / "stalls").mkdir(parents=True)
     (tmp_path / "subs" / "stalls" / "drill.ipynb").write_text(json.dumps(_answer(release, slow, SOLUTION_B)))
     monkeypatch.setattr(scoring, "total_limit", lambda limits, notebooks: 1)
-    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
-    rows = {r.exercise: r for r in grading.grade(tmp_path / "subs", tmp_path / "grades.csv", notebooks,
+    limits = runner.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
+    rows = {r.exercise: r for r in grading_batch.grade(tmp_path / "subs", tmp_path / "grades.csv", notebooks,
                                                  limits=limits, jobs=1, progress=False)}
     for exercise in ("a_test", "b_test"):  # b: after the limit, as in a kernel's run past it
         assert rows[exercise].points == 0 and rows[exercise].detail.startswith(PAST), rows[exercise]
@@ -1101,7 +1104,7 @@ def test_the_grading_threads_parse_python_one_tree_at_a_time(assignment, tmp_pat
     monkeypatch.setattr(ast, "compile", builds_a_tree, raising=False)
     monkeypatch.setattr(class_batch, "grade_answers", grade_student)
     guarded: list[bool] = []
-    grading.grade(subs, tmp_path / "g.csv", notebooks, jobs=2, progress=False, sandbox=False)
+    grading_batch.grade(subs, tmp_path / "g.csv", notebooks, jobs=2, progress=False, sandbox=False)
     assert guarded == [True, True] and state["most"] == 1 and ast.parse is real_parse
 
     # The same two parses without the lock: both inside at once (the check can fail).
@@ -1152,8 +1155,8 @@ def test_no_hidden_test_reaches_the_students_process(assignment, tmp_path, monke
         return real(self, request)
 
     monkeypatch.setattr(AnswerServer, "send", send)
-    limits = grading.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
-    rows = {r.exercise: r for r in grading.grade(tmp_path / "subs", tmp_path / "grades.csv", notebooks,
+    limits = runner.Limits(cell_timeout=30, total_timeout=600, memory_mb=16384)
+    rows = {r.exercise: r for r in grading_batch.grade(tmp_path / "subs", tmp_path / "grades.csv", notebooks,
                                                  limits=limits, jobs=1, progress=False)}
     assert hidden and any("pre_run_cell" in text for text in sent)
     assert not [line for line in hidden if any(line in text for text in sent)]
@@ -1176,7 +1179,7 @@ def test_feedback_of_a_chapter_notebook_bounds_a_flood_and_shows_no_stand_ins_er
     from tinyk.grading.chapter import exercises_of
 
     path = ROOT / "notebooks" / "05_3_rope.ipynb"
-    [released] = grading.release(tmp_path / "release", [path])
+    [released] = grading_assignment.release(tmp_path / "release", [path])
     untouched = json.loads(released.read_text())
     flood = json.loads(released.read_text())
     [answer] = [c for c in json.loads(path.read_text())["cells"]
@@ -1189,7 +1192,7 @@ def test_feedback_of_a_chapter_notebook_bounds_a_flood_and_shows_no_stand_ins_er
         (tmp_path / "subs" / name / path.name).write_text(json.dumps(nb))
     limits = grading.Limits(cell_timeout=120, total_timeout=1200, memory_mb=16384)
     out = tmp_path / "feedback"
-    assert grading.feedback(tmp_path / "subs", out, [path], limits=limits, jobs=1) == []
+    assert student_feedback.feedback(tmp_path / "subs", out, [path], limits=limits, jobs=1) == []
     pages = {name: (out / name / "05_3_rope.html").read_text(encoding="utf-8")
              for name in ("flood", "untouched")}
     texts = {name: _page_text(out / name / "05_3_rope.html") for name in pages}

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tinyk import grading
-from tinyk.courseware.course import ROOT
+from tinyk.courseware.checkout import ROOT
 from tinyk.courseware.exercises import nbgrader, source_text
-from tinyk.grading import chapter, rules, runner, sandbox, student_feedback, submission
+from tinyk.grading import batch as grading_batch
+from tinyk.grading import chapter, cli, rules, runner, sandbox, student_feedback, submission
+from tinyk.reports import gradebook_schema as grading_gradebook_schema
 from tinyk.reports import gradebook_schema as schema
 from tinyk.reports import submitters as roster
 
@@ -91,7 +92,7 @@ def test_the_gradebook_has_one_schema_that_the_grader_writes_and_the_report_read
 def test_the_grader_refuses_other_systems(monkeypatch, tmp_path):
     monkeypatch.setattr(sys, "platform", "darwin")
     with pytest.raises(SystemExit, match=r"Linux only.*'darwin'"):
-        grading.grade(tmp_path, tmp_path / "g.csv", [])
+        grading_batch.grade(tmp_path, tmp_path / "g.csv", [])
     help_text = _help(["grade", "--help"])
     assert "Linux only" in _help(["--help"]) and "--no-sandbox" in help_text and "--shard" in help_text
 
@@ -102,7 +103,7 @@ def _help(argv: list[str]) -> str:
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
-        grading.main(argv)
+        cli.main(argv)
     return out.getvalue()
 
 
@@ -110,7 +111,7 @@ def test_a_missing_bubblewrap_stops_grading_with_how_to_install_it(monkeypatch, 
     monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
     message = r"'bwrap' is not installed.*apt-get install bubblewrap.*--no-sandbox"
     with pytest.raises(SystemExit, match=message):
-        grading.grade(tmp_path, tmp_path / "g.csv", [])
+        grading_batch.grade(tmp_path, tmp_path / "g.csv", [])
 
 
 def test_a_bubblewrap_that_is_not_permitted_stops_grading(monkeypatch, tmp_path):
@@ -119,25 +120,25 @@ def test_a_bubblewrap_that_is_not_permitted_stops_grading(monkeypatch, tmp_path)
     fake.chmod(0o755)
     monkeypatch.setattr(sandbox.shutil, "which", lambda name: str(fake))
     with pytest.raises(SystemExit, match=r"cannot build a sandbox here \(bwrap: setting up uid map"):
-        grading.grade(tmp_path, tmp_path / "g.csv", [])
+        grading_batch.grade(tmp_path, tmp_path / "g.csv", [])
 
 
 def test_shards_split_students_deterministically():
     students = [f"student{i:03d}" for i in range(200)]
-    shards = [[s for s in students if grading.shard_of(s, 4) == k] for k in range(4)]
+    shards = [[s for s in students if grading_batch.shard_of(s, 4) == k] for k in range(4)]
     assert sorted(s for shard in shards for s in shard) == students  # each student in exactly one shard
     assert all(30 <= len(shard) <= 70 for shard in shards)  # spread, not all on one machine
     # a fixed function of the name (sha256), whoever else is in the class
-    assert [grading.shard_of(s, 4) for s in ("ann", "bob", "eve")] == [1, 1, 3]
-    assert grading.parse_shard("3/4") == (3, 4)
+    assert [grading_batch.shard_of(s, 4) for s in ("ann", "bob", "eve")] == [1, 1, 3]
+    assert grading_batch.parse_shard("3/4") == (3, 4)
     for bad in ("4/4", "1/0", "a/b", "-1/3"):
         with pytest.raises(SystemExit, match=f"--shard '{bad}': must be K/N"):
-            grading.parse_shard(bad)
+            grading_batch.parse_shard(bad)
 
 
 def _csv(path: Path, rows: list[list[str]]) -> Path:
     with path.open("w", newline="") as f:
-        csv.writer(f, lineterminator="\n").writerows([grading.FIELDS, *rows])
+        csv.writer(f, lineterminator="\n").writerows([grading_gradebook_schema.FIELDS, *rows])
     return path
 
 
@@ -145,16 +146,16 @@ def test_merge_refuses_a_student_in_two_shards_and_a_foreign_file(tmp_path):
     row = ["ann", "drill", "a_test", "2", "2", "ok", ""]
     one, two = _csv(tmp_path / "0.csv", [row]), _csv(tmp_path / "1.csv", [row])
     with pytest.raises(SystemExit, match="student 'ann' is in both"):
-        grading.merge(tmp_path / "all.csv", [one, two])
+        grading_batch.merge(tmp_path / "all.csv", [one, two])
     (tmp_path / "other.csv").write_text("name,score\nann,3\n")
     with pytest.raises(SystemExit, match=r"other.csv: header \['name', 'score'\], expected"):
-        grading.merge(tmp_path / "all.csv", [one, tmp_path / "other.csv"])
+        grading_batch.merge(tmp_path / "all.csv", [one, tmp_path / "other.csv"])
 
 
 def test_skip_tag_empties_only_non_exercise_cells(tmp_path):
     import nbformat
 
-    tagged = {"tags": [grading.SKIP_TAG]}
+    tagged = {"tags": [submission.SKIP_TAG]}
     cells = [
         {"cell_type": "code", "metadata": dict(tagged), "source": "draw_many_frames()", "outputs": [],
          "execution_count": None},
@@ -237,7 +238,7 @@ def test_no_cell_that_runs_reads_a_name_only_a_skipped_cell_binds(path):
         if cell["cell_type"] != "code":
             continue
         bound, read = _top_level_names(source_text(cell))
-        if grading.SKIP_TAG in cell.get("metadata", {}).get("tags", []) and not nbgrader(cell):
+        if submission.SKIP_TAG in cell.get("metadata", {}).get("tags", []) and not nbgrader(cell):
             only_skipped |= bound
         else:
             bound_by_others |= bound
@@ -263,7 +264,7 @@ def test_kernels_run_with_the_grading_switches(tmp_path):
 
 
 def test_threads_must_be_positive(capsys):
-    assert grading.main(["--source", str(ROOT / "notebooks"), "grade", "subs", "--out", "x.csv",
+    assert cli.main(["--source", str(ROOT / "notebooks"), "grade", "subs", "--out", "x.csv",
                          "--threads", "0"]) == 2
     assert "--threads must be 1 or more, got 0" in capsys.readouterr().err
 
@@ -272,13 +273,13 @@ def test_threads_must_be_positive(capsys):
 @pytest.mark.parametrize("jobs", ["0", "-2", "two"])
 def test_jobs_must_be_a_positive_whole_number(command, jobs, capsys):
     with pytest.raises(SystemExit) as stopped:
-        grading.main(["--source", str(ROOT / "notebooks"), *command, "--jobs", jobs])
+        cli.main(["--source", str(ROOT / "notebooks"), *command, "--jobs", jobs])
     assert stopped.value.code == 2
     assert f"--jobs: must be a whole number of students, 1 or more, got {jobs!r}" in capsys.readouterr().err
 
 
 def test_the_total_limit_grows_with_the_notebooks_submitted():
-    limits = grading.Limits(cell_timeout=60, total_timeout=300)
+    limits = runner.Limits(cell_timeout=60, total_timeout=300)
     assert [runner.total_limit(limits, n) for n in (0, 1, 9)] == [300, 300, 2700]
 
 
@@ -334,7 +335,7 @@ def test_feedback_names_the_mistake_by_the_catalogue_never_by_the_detail():
 
     detail = ("graded outside the notebook: test: AssertionError: secret hidden words; "
               "mistake 05.3.2:half-split-pairing")
-    row = grading.Row("s", "05_3_rope", "ex_05_3_2_test", 0.0, 3.0, "ok", detail)
+    row = grading_gradebook_schema.Row("s", "05_3_rope", "ex_05_3_2_test", 0.0, 3.0, "ok", detail)
     cell = {"outputs": [_error("AssertionError", "pair adjacent coordinates", 1)]}
     notes = student_feedback.notes(row, cell)
     assert notes == [f"The mistake: {by_id('05.3.2:half-split-pairing').en} (05.3.2:half-split-pairing)."]
@@ -446,15 +447,15 @@ def test_metadata_that_is_no_dict_is_restored_not_a_crash():
 def test_feedback_notes_give_points_and_statuses_never_the_detail():
     def notes(points, status, outputs=()):
         detail = "test: AssertionError: SECRET (hidden tests, line 6)"  # a hidden assertion's message
-        row = grading.Row("s", "drill", "a_test", points, 2.0, status, detail)
+        row = grading_gradebook_schema.Row("s", "drill", "a_test", points, 2.0, status, detail)
         return student_feedback.notes(row, {"outputs": list(outputs)})
 
     assert notes(2.0, "ok") == []
     assert notes(0.0, "ok") == ["A hidden test failed: 0 of 2 points."]
     assert notes(0.0, "ok", [_error("AssertionError")]) == []  # the shown run's traceback says it
     assert notes(0.0, "tests-modified")[0] == "A hidden test failed: 0 of 2 points."
-    assert notes(0.0, "timeout") == [f"timeout: {grading.STATUSES['timeout']}. 0 of 2 points."]
-    assert not any("SECRET" in note for status in grading.STATUSES for note in notes(0.0, status))
+    assert notes(0.0, "timeout") == [f"timeout: {grading_gradebook_schema.STATUSES['timeout']}. 0 of 2 points."]
+    assert not any("SECRET" in note for status in grading_gradebook_schema.STATUSES for note in notes(0.0, status))
 
 
 @pytest.mark.parametrize(("source", "parser_error"), [

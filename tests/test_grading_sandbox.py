@@ -25,7 +25,9 @@ import pytest
 import tinyk
 from tests.helpers import processes_left, processes_running
 from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
-from tinyk import grading
+from tinyk.grading import assignment, runner
+from tinyk.grading import batch as grading_batch
+from tinyk.grading import sandbox as grading_sandbox
 from tinyk.grading.sandbox import prepare_shared, sandbox_argv, shared_read_only
 
 SANDBOX_BATCH = pytest.mark.xdist_group("grading-sandbox")
@@ -81,7 +83,7 @@ def _run(tmp: Path, sandbox: bool) -> dict:
     source = tmp / "instructor" / "source"
     source.mkdir(parents=True)
     (source / "drill.ipynb").write_text(json.dumps(_drill()))
-    release = json.loads(grading.release(tmp / "release", [source / "drill.ipynb"])[0].read_text())
+    release = json.loads(assignment.release(tmp / "release", [source / "drill.ipynb"])[0].read_text())
     server = socket.create_server(("127.0.0.1", 0))
     connections: list[bytes] = []
 
@@ -104,8 +106,8 @@ def _run(tmp: Path, sandbox: bool) -> dict:
         (subs / name / "drill.ipynb").write_text(json.dumps(nb))
     _clean_up()
     try:
-        limits = grading.Limits(cell_timeout=120, total_timeout=900, memory_mb=16384)
-        rows = grading.grade(subs, tmp / "grades.csv", [source / "drill.ipynb"], limits=limits, jobs=2,
+        limits = runner.Limits(cell_timeout=120, total_timeout=900, memory_mb=16384)
+        rows = grading_batch.grade(subs, tmp / "grades.csv", [source / "drill.ipynb"], limits=limits, jobs=2,
                              progress=False, sandbox=sandbox)
         return {"points": {(r.student, r.exercise): r.points for r in rows},
                 "statuses": {r.status for r in rows},
@@ -156,7 +158,7 @@ def test_without_the_sandbox_the_attacks_get_through(unsandboxed, capfd):
 
 def test_no_sandbox_is_logged(tmp_path, capsys):
     with pytest.raises(SystemExit):  # no notebooks: stops right after the warning
-        grading.grade(tmp_path, tmp_path / "g.csv", [], source=tmp_path, sandbox=False, progress=False)
+        grading_batch.grade(tmp_path, tmp_path / "g.csv", [], source=tmp_path, sandbox=False, progress=False)
     assert "WARNING: grading with --no-sandbox" in capsys.readouterr().err
 
 
@@ -195,7 +197,7 @@ def test_the_sandbox_is_read_only_outside_its_folders(tmp_path):
     the scratch and runtime folders and, where the checkout or its environment lives under
     /tmp, those too, never anything else of the host's /tmp (a file this test leaves there
     for the time of the probe would show if the host's /tmp were bound)."""
-    grading.check_sandbox()
+    grading_sandbox.check_sandbox()
     scratch, runtime = tmp_path / "scratch", tmp_path / "run"
     scratch.mkdir()
     runtime.mkdir()
@@ -273,7 +275,7 @@ def test_a_sandboxs_tmpfs_hold_a_share_of_its_memory_limit(tmp_path):
     past it a write fails with ENOSPC. /dev itself is read-only."""
     from tinyk.grading.sandbox import tmpfs_bytes
 
-    grading.check_sandbox()
+    grading_sandbox.check_sandbox()
     (scratch := tmp_path / "scratch").mkdir()
     (runtime := tmp_path / "run").mkdir()
     bound = tmpfs_bytes(64)
@@ -327,7 +329,7 @@ def test_a_kernel_reads_smollm2s_tokenizer_from_the_graders_copy_and_cannot_chan
     from tests.optional import smollm2_file
     from tinyk.interop.gguf import load_tokenizer, tokenizer_cache
 
-    grading.check_sandbox()
+    grading_sandbox.check_sandbox()
     kept = tokenizer_cache(smollm2_file())
     prepare_shared(["tinyk.learner.parts"])
     before = {p.name: p.read_bytes() for p in kept.iterdir()}

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.optional import need
-from tinyk import grading
 from tinyk.grading import batch as class_batch
+from tinyk.grading import batch as grading_batch
+from tinyk.grading import cli
 from tinyk.reports import inert
 from tinyk.reports.gradebook import read_grades
 from tinyk.reports.gradebook_schema import Row, Status
@@ -109,20 +110,20 @@ def test_shards_merge_into_the_single_runs_csv_with_the_real_names(tmp_path, gra
         out = tmp_path / f"shard{k}.csv"
         class_batch._gather(tmp_path / "grades.csv.parts", entries[k::2], out)
         shards.append(out)
-    assert grading.merge(tmp_path / "merged.csv", shards) == 2 * len(entries)
+    assert grading_batch.merge(tmp_path / "merged.csv", shards) == 2 * len(entries)
     assert (tmp_path / "merged.csv").read_bytes() == single.read_bytes()
     # a student in two shards is named as the grader knows them, without the quote
     again = tmp_path / "again.csv"
     again.write_bytes(shards[0].read_bytes())
     first = next(name for name in sorted(HOSTILE + HONEST) if (tmp_path / "subs" / name) in entries[0::2])
     with pytest.raises(SystemExit, match=re.escape(f"student {first!r} is in both")):
-        grading.merge(tmp_path / "twice.csv", [shards[0], again])
+        grading_batch.merge(tmp_path / "twice.csv", [shards[0], again])
 
 
 def test_the_class_report_shows_the_real_names_inertly(gradebook, capsys):
     path, _ = gradebook
     out = path.parent / "report"
-    assert grading.main(["report", str(path), "--out", str(out)]) == 0, capsys.readouterr().err
+    assert cli.main(["report", str(path), "--out", str(out)]) == 0, capsys.readouterr().err
     report_rows = _inert_cells(out / "class_report.csv")
     assert ["status", "05_3_rope", "", "error", "12", "1.0000", ""] in report_rows
     with (out / "index.html").open(encoding="utf-8", newline="") as f:
@@ -156,7 +157,7 @@ def test_every_lms_file_is_inert_and_matches_each_student(gradebook, capsys, fmt
     with (path.parent / "roster.csv").open("w", newline="", encoding="utf-8") as f:
         csv.writer(f).writerows(roster)
     out = path.parent / f"{fmt}.csv"
-    code = grading.main(["export", str(path), "--format", fmt, "--roster", str(path.parent / "roster.csv"),
+    code = cli.main(["export", str(path), "--format", fmt, "--roster", str(path.parent / "roster.csv"),
                          "--out", str(out)])
     err = capsys.readouterr().err
     unknown = [repr(n) for n in sorted(n for n in HOSTILE if n.strip() != n)]
@@ -183,7 +184,7 @@ def test_an_lms_id_that_starts_a_formula_is_named(gradebook, capsys, tmp_path):
     roster = [ROSTER_FIELDS, [HONEST[0], "-7x", "", "", "", "", ""]]
     with (tmp_path / "roster.csv").open("w", newline="", encoding="utf-8") as f:
         csv.writer(f).writerows(roster)
-    code = grading.main(["export", str(path), "--format", "moodle", "--roster", str(tmp_path / "roster.csv"),
+    code = cli.main(["export", str(path), "--format", "moodle", "--roster", str(tmp_path / "roster.csv"),
                          "--out", str(tmp_path / "m.csv")])
     err = capsys.readouterr().err
     assert code == 1 and "lms_id '-7x' starts like a spreadsheet formula: written as \"'-7x\"" in err

@@ -24,9 +24,9 @@ import pytest
 
 from tests.optional import missing, need
 from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
-from tinyk import grading
-from tinyk.courseware.course import ROOT
+from tinyk.courseware.checkout import ROOT
 from tinyk.courseware.student_versions import released
+from tinyk.grading import batch as grading_batch
 from tinyk.grading.cli import parser
 
 PAGE = ROOT / "book" / "instructors.md"
@@ -181,7 +181,7 @@ def small_class(tmp_path) -> tuple[Path, Path, dict[str, dict[str, float]]]:
     wrong = "def double(x):\n    return 3 * x"
     students = {"ada": (_answer(release, SOLUTION_A, SOLUTION_B), {"a_test": 2, "b_test": 1}),
                 "ben": (_answer(release, wrong, SOLUTION_B), {"a_test": 0, "b_test": 1})}
-    assert sorted(grading.shard_of(name, 2) for name in students) == [0, 1]
+    assert sorted(grading_batch.shard_of(name, 2) for name in students) == [0, 1]
     subs = tmp_path / "work" / "submissions"
     for name, (nb, _) in students.items():
         (subs / name).mkdir(parents=True)
@@ -203,7 +203,7 @@ def test_the_pages_slurm_array_grades_in_shards_that_merge_into_one_runs_csv(slu
     env = {**slurm.env, "PATH": f"{Path(sys.executable).parent}:{slurm.env['PATH']}",
            "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        single = pool.submit(grading.grade, subs, work.parent / "single.csv", [drill], jobs=2, progress=False)
+        single = pool.submit(grading_batch.grade, subs, work.parent / "single.csv", [drill], jobs=2, progress=False)
         # a guard against a job that never ends, far above the seconds the class takes
         run = subprocess.run(["sbatch", "--wait", "--array=0-1", "--cpus-per-task=1", "grade.sh",
                               "--notebook", str(drill)], cwd=work, env=env, capture_output=True, text=True,

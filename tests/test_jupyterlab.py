@@ -38,7 +38,7 @@ from urllib.parse import urlparse
 import pytest
 
 from tests.test_browser import browser  # noqa: F401  (the fixture: Debian's Chromium)
-from tinyk.courseware import course
+from tinyk.courseware import checkout
 from tinyk.courseware.exercises import nbgrader
 
 pytestmark = [pytest.mark.site, pytest.mark.lab]
@@ -51,9 +51,9 @@ _FIRST_GROUP = {"05_7_checks", "05_9_text_vs_file", "05_10_real_weights", "05_2_
 _IN_CHINESE = {"05_1_shapes", "05_3_rope", "05_6_head_protocol", "05_10_real_weights"}  # student/zh/
 SOURCES = [pytest.param(p, marks=pytest.mark.xdist_group(f"jupyterlab-{int(p.stem not in _FIRST_GROUP)}"),
                         id=f"zh-{p.stem}" if p.stem in _IN_CHINESE else p.stem)
-           for p in course.notebook_paths()]
+           for p in checkout.notebook_paths()]
 _CJK = re.compile(r"[\u3400-\u9fff]")
-SHOTS = course.ROOT / "artifacts" / "jupyterlab"
+SHOTS = checkout.ROOT / "artifacts" / "jupyterlab"
 
 # Runs every cell of the open notebook in order, each one awaited, whatever the last one did.
 _RUN_EVERY_CELL = """async () => {
@@ -90,11 +90,11 @@ def lab(tmp_path_factory):
     need("jupyterlab")
     home = tmp_path_factory.mktemp("lab")
     work = home / "work"
-    shutil.copytree(course.ROOT / course.STUDENTS, work)
+    shutil.copytree(checkout.ROOT / checkout.STUDENTS, work)
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
                JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), OMP_NUM_THREADS="1",  # see test_wheel.py
-               PYTHONPATH=os.pathsep.join(filter(None, [str(course.ROOT), os.environ.get("PYTHONPATH")])))
+               PYTHONPATH=os.pathsep.join(filter(None, [str(checkout.ROOT), os.environ.get("PYTHONPATH")])))
     log = (home / "server.log").open("w")
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",

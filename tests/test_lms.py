@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tinyk import grading
+from tinyk.grading import cli
+from tinyk.reports import gradebook_schema
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lms"
 ODD = 'Zoë, "Z" Ünal'
@@ -63,10 +64,10 @@ def _layout(raw: bytes, fmt: str) -> dict:
 
 @pytest.mark.parametrize("fmt", sorted(GRADE_COLUMN))
 def test_each_file_is_laid_out_as_its_systems_documented_example(tmp_path, capsys, fmt):
-    grades = _write(tmp_path / "grades.csv", [grading.FIELDS, *GRADES])
+    grades = _write(tmp_path / "grades.csv", [gradebook_schema.FIELDS, *GRADES])
     roster = _write(tmp_path / "roster.csv", ROSTER)
     out = tmp_path / f"{fmt}.csv"
-    code = grading.main(["export", str(grades), "--format", fmt, "--roster", str(roster), "--out", str(out)])
+    code = cli.main(["export", str(grades), "--format", fmt, "--roster", str(roster), "--out", str(out)])
     printed, err = capsys.readouterr()
     assert code == 1
     assert "'eve' is graded" in err and "not on the roster" in err
@@ -109,10 +110,10 @@ def test_the_comparison_fails_a_file_laid_out_otherwise():
 
 
 def test_every_student_matched_exits_0(tmp_path, capsys):
-    grades = _write(tmp_path / "grades.csv", [grading.FIELDS, *GRADES[:6]])
+    grades = _write(tmp_path / "grades.csv", [gradebook_schema.FIELDS, *GRADES[:6]])
     roster = _write(tmp_path / "roster.csv", ROSTER[:3])
     out = tmp_path / "x.csv"
-    assert grading.main(["export", str(grades), "--format", "moodle", "--roster", str(roster),
+    assert cli.main(["export", str(grades), "--format", "moodle", "--roster", str(roster),
                          "--out", str(out)]) == 0
     assert capsys.readouterr().err == ""
 
@@ -125,9 +126,9 @@ def test_every_student_matched_exits_0(tmp_path, capsys):
     ([["folder", "lms_id"], ["bob", "1", "extra"]], "line 2: not as many fields as the header"),
 ])
 def test_a_malformed_roster_stops_with_the_line_and_the_field(tmp_path, capsys, rows, message):
-    grades = _write(tmp_path / "grades.csv", [grading.FIELDS, *GRADES])
+    grades = _write(tmp_path / "grades.csv", [gradebook_schema.FIELDS, *GRADES])
     roster = _write(tmp_path / "roster.csv", rows)
-    code = grading.main(["export", str(grades), "--format", "canvas", "--roster", str(roster),
+    code = cli.main(["export", str(grades), "--format", "canvas", "--roster", str(roster),
                          "--out", str(tmp_path / "x.csv")])
     assert code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "x.csv").exists()

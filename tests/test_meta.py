@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests import optional, sitecheck
-from tinyk.courseware.course import ROOT
+from tinyk.courseware.checkout import ROOT
 
 BIN = Path(sys.executable).parent
 

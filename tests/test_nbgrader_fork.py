@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyk.courseware.course import ROOT
+from tinyk.courseware.checkout import ROOT
 from tinyk.grading import nbgrader_fork, runner
 
 MEMORY = 2**35  # 32 GB of address space: a limit the probe can see, far above what it needs

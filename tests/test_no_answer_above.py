@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyk.courseware.course import notebook_paths
+from tinyk.courseware.checkout import notebook_paths
 from tinyk.courseware.exercises import book_version, is_solution, nbgrader, source_text
 
 ROOT = Path(__file__).resolve().parents[1]

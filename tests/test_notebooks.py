@@ -38,7 +38,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tinyk.courseware.course import ROOT, notebook_paths
+from tinyk.courseware.checkout import ROOT, notebook_paths
 from tinyk.courseware.exercises import is_solution, is_test, source_text
 
 pytestmark = pytest.mark.notebook

@@ -16,7 +16,7 @@ import torch
 
 from tests.optional import need
 from tinyk import KVCache, generate
-from tinyk.courseware.course import ROOT
+from tinyk.courseware.checkout import ROOT
 from tinyk.data import CharTokenizer, synthetic_text
 from tinyk.model import ModelConfig, Transformer, apply_rotary_emb
 from tinyk.training import trained_course_model

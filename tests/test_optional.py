@@ -10,7 +10,7 @@ import re
 import pytest
 
 from tests import optional
-from tinyk.courseware.course import ROOT
+from tinyk.courseware.checkout import ROOT
 
 TESTS = ROOT / "tests"
 HELPER = TESTS / "optional.py"

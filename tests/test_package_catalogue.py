@@ -13,10 +13,10 @@ import pytest
 from babel.messages.pofile import read_po, write_po
 
 from tinyk import translations
-from tinyk.courseware.course import ROOT
+from tinyk.courseware.checkout import ROOT
 from tinyk.learner import mistakes
 from tinyk.reports import report_words
-from tinyk.translations import package_catalogue, package_words
+from tinyk.translations import cli, package_catalogue, package_words
 
 CJK = re.compile(r"[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]")
 
@@ -83,7 +83,7 @@ def test_the_translations_check_runs_the_package_catalogues_check(monkeypatch, c
     monkeypatch.setattr(translations, "stale", lambda: [])
     monkeypatch.setattr(translations, "problems", lambda: [])
     monkeypatch.setattr(package_words, "problems", lambda: ["tinyk/locale/zh_CN.po: 'x': no Chinese"])
-    assert translations.main(["check"]) == 1
+    assert cli.main(["check"]) == 1
     assert "tinyk/locale/zh_CN.po: 'x': no Chinese" in capsys.readouterr().out
 
 

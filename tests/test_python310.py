@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyk.courseware.course import ROOT
+from tinyk.courseware.checkout import ROOT
 
 ADDED = json.loads((Path(__file__).parent / "fixtures" / "python311_additions.json").read_text())
 NEW_MODULES, NEW_BUILTINS = set(ADDED["modules"]), set(ADDED["builtins"])

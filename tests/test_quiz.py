@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
+from tinyk.courseware.checkout import NOTEBOOKS, ROOT, notebook_paths
 from tinyk.courseware.chinese_notebooks import translate_markdown
-from tinyk.courseware.course import NOTEBOOKS, ROOT, notebook_paths
 from tinyk.courseware.exercises import source_text
 from tinyk.courseware.quiz import QUIZ_DIRECTIVE, SHOW_ANSWERS, VERDICTS, parse_quiz, split_options
 from tinyk.courseware.student_markdown import STUDENT_WORDS, markdown_for_notebooks

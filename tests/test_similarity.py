@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 from tests.optional import need
-from tinyk import grading
-from tinyk.courseware.course import NOTEBOOKS, course_root
+from tinyk.courseware.checkout import NOTEBOOKS, course_root
 from tinyk.courseware.exercises import is_solution, nbgrader, source_text
 from tinyk.courseware.student_versions import released
+from tinyk.grading import cli
 from tinyk.reports.similarity import compare
 
 need("copydetect")
@@ -59,7 +59,7 @@ def test_a_renamed_copy_is_flagged_and_an_independent_answer_is_not(tmp_path, ca
     stub = _notebook("    # YOUR CODE HERE\n    raise NotImplementedError()")
     (tmp_path / "subs" / "dora" / "05_2_rmsnorm.ipynb").write_text(json.dumps(stub))
     out = tmp_path / "similarity.html"
-    assert grading.main(["similarity", str(tmp_path / "subs"), "--out", str(out)]) == 0
+    assert cli.main(["similarity", str(tmp_path / "subs"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == 2 and printed[-1].startswith("4 student(s), 1 pair(s) above 60%"), printed
     exercise, pair, shares = printed[0].split(": ")

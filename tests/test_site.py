@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests import sitecheck
-from tinyk.courseware.course import ROOT, notebook_paths, repository_url
+from tinyk.courseware.addresses import repository_url
+from tinyk.courseware.checkout import ROOT, notebook_paths
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site-files")]
 HTML = ROOT / "_build" / "html"

@@ -14,12 +14,12 @@ from bs4 import BeautifulSoup
 
 from tests import sitecheck
 from tests.test_students import _markdown
-from tinyk.courseware import course
+from tinyk.courseware import addresses, checkout
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site-students")]
-ROOT = course.ROOT
+ROOT = checkout.ROOT
 HTML = ROOT / "_build" / "html"
-SOURCES = course.notebook_paths()
+SOURCES = checkout.notebook_paths()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -29,31 +29,31 @@ def built_site():
 
 
 def test_every_colab_link_of_the_site_opens_a_clean_student_version():
-    problems, targets = sitecheck.colab_links(HTML, ROOT, course.repository_url())
+    problems, targets = sitecheck.colab_links(HTML, ROOT, addresses.repository_url())
     assert problems == []
     english = sorted(target for page, target in targets.items() if not page.startswith("zh/"))
     chinese = sorted(target for page, target in targets.items() if page.startswith("zh/"))
-    assert english == sorted(f"{course.STUDENTS}/{p.name}" for p in SOURCES)
-    assert chinese == sorted(f"{course.STUDENTS}/{course.ZH}/{p.name}" for p in SOURCES)
+    assert english == sorted(f"{checkout.STUDENTS}/{p.name}" for p in SOURCES)
+    assert chinese == sorted(f"{checkout.STUDENTS}/{checkout.ZH}/{p.name}" for p in SOURCES)
 
 
-@pytest.mark.parametrize("language", course.LANGUAGES)
+@pytest.mark.parametrize("language", checkout.LANGUAGES)
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_download_is_the_committed_student_version(source, language):
-    html = HTML if language == "en" else HTML / course.ZH
-    published = html / "_sources" / course.NOTEBOOKS / source.name
-    assert published.read_bytes() == course.student_path(source, language=language).read_bytes()
+    html = HTML if language == "en" else HTML / checkout.ZH
+    published = html / "_sources" / checkout.NOTEBOOKS / source.name
+    assert published.read_bytes() == checkout.student_path(source, language=language).read_bytes()
 
 
-@pytest.mark.parametrize("language", course.LANGUAGES)
+@pytest.mark.parametrize("language", checkout.LANGUAGES)
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_solution_links_land_on_the_exercise_and_its_toggle(source, language):
-    edition, html = ("", HTML) if language == "en" else (f"{course.ZH}/", HTML / course.ZH)
-    words = {"en": ("Exercise", "Show solution"), course.ZH: ("练习", "显示答案")}[language]
-    page_url = f"{course.site_url()}{edition}{course.NOTEBOOKS}/{source.stem}.html"
+    edition, html = ("", HTML) if language == "en" else (f"{checkout.ZH}/", HTML / checkout.ZH)
+    words = {"en": ("Exercise", "Show solution"), checkout.ZH: ("练习", "显示答案")}[language]
+    page_url = f"{addresses.site_url()}{edition}{checkout.NOTEBOOKS}/{source.stem}.html"
     anchors = re.findall(re.escape(page_url) + r"#([\w-]+)\)",
-                         _markdown(course.student_path(source, language=language)))
-    soup = BeautifulSoup((html / course.NOTEBOOKS / f"{source.stem}.html").read_text(), "html.parser")
+                         _markdown(checkout.student_path(source, language=language)))
+    soup = BeautifulSoup((html / checkout.NOTEBOOKS / f"{source.stem}.html").read_text(), "html.parser")
     assert anchors, f"{source.stem}: no exercise links to its solution"
     for anchor in anchors:
         section = soup.find(id=anchor)
@@ -64,16 +64,16 @@ def test_solution_links_land_on_the_exercise_and_its_toggle(source, language):
         assert toggles and words[1] in toggles[0].get_text(), f"#{anchor} has no solution toggle"
 
 
-@pytest.mark.parametrize("language", course.LANGUAGES)
+@pytest.mark.parametrize("language", checkout.LANGUAGES)
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_glossary_and_reference_links_land_on_the_site(source, language):
     """A student notebook's glossary links reach their entry, its citations the references,
     on the site of its language: one link for each glossary term of its source, one for each
     work it cites."""
-    edition, html = ("", HTML) if language == "en" else (f"{course.ZH}/", HTML / course.ZH)
-    text, original = _markdown(course.student_path(source, language=language)), _markdown(source)
-    terms = re.findall(re.escape(f"{course.site_url()}{edition}book/glossary.html") + r"#([\w.-]+)\)", text)
-    citations = re.findall(re.escape(f"{course.site_url()}{edition}book/references.html") + r"\)", text)
+    edition, html = ("", HTML) if language == "en" else (f"{checkout.ZH}/", HTML / checkout.ZH)
+    text, original = _markdown(checkout.student_path(source, language=language)), _markdown(source)
+    terms = re.findall(re.escape(f"{addresses.site_url()}{edition}book/glossary.html") + r"#([\w.-]+)\)", text)
+    citations = re.findall(re.escape(f"{addresses.site_url()}{edition}book/references.html") + r"\)", text)
     cited = [key for keys in re.findall(r"\{cite(?::[pt])?\}`([^`]+)`", original) for key in keys.split(",")]
     assert len(terms) == len(re.findall(r"\{term\}`", original)), f"{source.stem}: glossary links"
     assert len(citations) == len(cited), f"{source.stem}: links to the references"

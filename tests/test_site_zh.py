@@ -25,10 +25,10 @@ from tests.test_browser import (  # noqa: F401  (fixtures)
     page,
     site_url,
 )
-from tinyk.courseware import course
+from tinyk.courseware import checkout
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site-zh")]
-HTML = course.ROOT / "_build" / "html"
+HTML = checkout.ROOT / "_build" / "html"
 ZH = HTML / "zh"
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
@@ -111,7 +111,7 @@ def test_every_figure_of_the_chinese_edition_is_drawn_and_described_in_chinese()
 def test_no_figure_was_drawn_with_a_missing_glyph():
     """matplotlib warns on stderr for a character its fonts lack (the Chinese drawing would
     show a box there): no executed notebook in the book's cache has such a warning."""
-    executed = sorted((course.ROOT / "_build" / ".jupyter_cache" / "executed").glob("*/*.ipynb"))
+    executed = sorted((checkout.ROOT / "_build" / ".jupyter_cache" / "executed").glob("*/*.ipynb"))
     assert len(executed) >= 9, "the book's execution cache is missing: run make book"
     for path in executed:
         text = path.read_text(encoding="utf-8")
@@ -254,7 +254,7 @@ def _comment_problems(source) -> tuple[list[str], int]:
     chinese, english = _code_shown(ZH / rel), _code_shown(HTML / rel)
     problems = [] if len(chinese) == len(english) > 0 else [
         f"{rel}: {len(chinese)} code cells on the Chinese page, {len(english)} on the English one"]
-    words = load_messages(code_catalogue_path(course.ROOT, source.stem), code=True)
+    words = load_messages(code_catalogue_path(checkout.ROOT, source.stem), code=True)
     count = 0
     for zh, en in zip(chinese, english, strict=False):  # a count that differs is named above
         if not same_code(zh, en):
@@ -275,8 +275,8 @@ def test_chinese_chapter_pages_show_the_code_that_ran_with_chinese_comments():
     """Every comment and docstring of the code a chapter page shows (solutions included) is the
     catalogue's Chinese on the Chinese page and English on the English one; the code itself,
     string literals aside, is the English page's token for token (tinyk.translations.pages)."""
-    results = {source.stem: _comment_problems(source) for source in course.notebook_paths()}
-    assert len(results) == len(course.notebook_paths()) >= 9
+    results = {source.stem: _comment_problems(source) for source in checkout.notebook_paths()}
+    assert len(results) == len(checkout.notebook_paths()) >= 9
     assert [p for problems, _ in results.values() for p in problems] == []
     counts = {stem: count for stem, (_, count) in results.items()}
     assert sum(counts.values()) >= 150 and all(counts.values()), counts
@@ -311,8 +311,8 @@ def _colab_problems(stem: str) -> tuple[list[str], int]:
     show token for token as the Chinese student version has it; and how many were compared."""
     rel = f"notebooks/{stem}.html"
     chinese, english = _code_shown(ZH / rel), _code_shown(HTML / rel)
-    en_student = _student_code(course.ROOT / "student", stem)
-    zh_student = _student_code(course.ROOT / "student" / "zh", stem)
+    en_student = _student_code(checkout.ROOT / "student", stem)
+    zh_student = _student_code(checkout.ROOT / "student" / "zh", stem)
     assert len(en_student) == len(zh_student)
     problems, count = [], 0
     for shown_en, shown_zh in zip(english, chinese, strict=True):
@@ -330,8 +330,8 @@ def test_chinese_pages_show_each_code_cell_as_colabs_chinese_notebook_has_it():
     token for token as in the Chinese student notebook that its Colab button opens: the same
     comments, docstrings, printed labels and visible tests' messages, in Chinese (one
     catalogue and one function for both: tinyk.translations.pages)."""
-    results = {source.stem: _colab_problems(source.stem) for source in course.notebook_paths()}
-    assert len(results) == len(course.notebook_paths()) >= 9
+    results = {source.stem: _colab_problems(source.stem) for source in checkout.notebook_paths()}
+    assert len(results) == len(checkout.notebook_paths()) >= 9
     assert [p for problems, _ in results.values() for p in problems] == []
     counts = {stem: count for stem, (_, count) in results.items()}
     assert sum(counts.values()) >= 100 and all(counts.values()), counts
@@ -580,8 +580,8 @@ def _english_left(download: str, docname: str) -> tuple[list[str], int]:
     from tinyk.translations.sources import page_catalogue
 
     text = " ".join(download.split())
-    source = " ".join((course.ROOT / f"{docname}.md").read_text(encoding="utf-8").split())
-    messages = {en: zh for en, zh in load_messages(page_catalogue(course.ROOT, docname)).items()
+    source = " ".join((checkout.ROOT / f"{docname}.md").read_text(encoding="utf-8").split())
+    messages = {en: zh for en, zh in load_messages(page_catalogue(checkout.ROOT, docname)).items()
                 if en != zh and len(_LATIN_WORD.findall(en)) >= 4 and en in source}
     return [en[:70] for en, zh in messages.items() if en in text or zh not in text], len(messages)
 
@@ -596,19 +596,19 @@ def test_every_download_button_gives_the_page_in_its_edition_s_language(site_url
         assert where == english[rel][0], f"{rel}: {where} against {english[rel][0]}"
     notebooks = sorted(rel for rel, (where, _) in chinese.items() if where.endswith(".ipynb"))
     pages = sorted(rel for rel in chinese if rel not in notebooks)
-    assert len(notebooks) == len(course.notebook_paths()) and len(pages) >= 5, (notebooks, pages)
+    assert len(notebooks) == len(checkout.notebook_paths()) and len(pages) >= 5, (notebooks, pages)
     for rel in notebooks:
-        source = course.ROOT / f"{rel.removesuffix('.html')}.ipynb"
+        source = checkout.ROOT / f"{rel.removesuffix('.html')}.ipynb"
         body, en_body = chinese[rel][1], english[rel][1]
-        assert en_body == course.student_path(source, language="en").read_bytes(), rel
-        assert body == course.student_path(source, language="zh").read_bytes(), rel
+        assert en_body == checkout.student_path(source, language="en").read_bytes(), rel
+        assert body == checkout.student_path(source, language="zh").read_bytes(), rel
         assert _chinese_share(body.decode()) > 0.3 > _chinese_share(en_body.decode()), rel
     counted = 0
     for rel in pages:
         docname = rel.removesuffix(".html")
         (where, body), en_body = chinese[rel], english[rel][1]
         assert where == f"_sources/{docname}.md", where
-        assert en_body == (course.ROOT / f"{docname}.md").read_bytes(), rel
+        assert en_body == (checkout.ROOT / f"{docname}.md").read_bytes(), rel
         left, messages = _english_left(body.decode(), docname)
         assert left == [], f"{rel}: its Chinese download keeps English paragraphs: {left[:3]}"
         # The check sees English where it is: the English download fails it on every message.
@@ -668,7 +668,7 @@ def _kept_messages() -> set[str]:
     from tinyk.courseware.chinese_notebooks import CODE_FOLDER
     from tinyk.translations.outputs import KEPT
 
-    code = course.ROOT / "locale" / "zh_CN" / "LC_MESSAGES" / CODE_FOLDER
+    code = checkout.ROOT / "locale" / "zh_CN" / "LC_MESSAGES" / CODE_FOLDER
     paths = [outputs_catalogue(), *sorted(code.glob("*.po"))]
     return {str(m.id) for path in paths for m in read_catalogue(path)
             if m.id and any(c.startswith(KEPT) for c in m.user_comments)}

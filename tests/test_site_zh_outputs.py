@@ -13,10 +13,10 @@ import re
 
 import pytest
 
-from tinyk.courseware import course
+from tinyk.courseware import checkout
 
 pytestmark = [pytest.mark.site, pytest.mark.xdist_group("site-zh")]
-HTML = course.ROOT / "_build" / "html"
+HTML = checkout.ROOT / "_build" / "html"
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _DATA = re.compile(r"""(?<![A-Za-z])'[^'\n]*'|"[^"\n]*"|<[^<>\n]*>""")
 _PHRASE = re.compile(r"(?<![\w.])[A-Za-z]{2,} [A-Za-z]{2,}(?![\w(])")
@@ -63,7 +63,7 @@ def test_every_printed_line_with_words_on_a_chinese_chapter_page_is_chinese(page
     from tinyk.lessons.figure_text import message_key
 
     kept = _kept()
-    assert len(pages) == len(course.notebook_paths())
+    assert len(pages) == len(checkout.notebook_paths())
     english = {stem: left for stem, (zh, _) in pages.items()
                if (left := [ln for ln in zh if _english(ln) and message_key(ln)[0] not in kept])}
     assert english == {}, f"printed lines left in English on the Chinese pages: {english}"
@@ -86,7 +86,7 @@ def test_the_chinese_pages_print_the_english_pages_lines_in_chinese(pages):
     # The same execution, line for line: each English phrase is Chinese on the Chinese page, or
     # a line the catalogue keeps as printed, and the lines without words are the same.
     kept = _kept()
-    assert len(pages) == len(course.notebook_paths()) >= 9
+    assert len(pages) == len(checkout.notebook_paths()) >= 9
     found = {stem: _line_problems(zh, en, kept) for stem, (zh, en) in pages.items()}
     assert {stem: problems for stem, (problems, _) in found.items() if problems} == {}
     phrases = sum(count for _, count in found.values())
@@ -198,7 +198,7 @@ def test_every_printed_table_lines_up_in_both_editions(printed_blocks):
     column, a Chinese character counting two, on the English page and on the Chinese one
     (tinyk.translations.tables); the tables named in TABLES are among those measured."""
     measured, problems, found = 0, [], {stem: [] for stem in TABLES}
-    assert len(printed_blocks) == len(course.notebook_paths())
+    assert len(printed_blocks) == len(checkout.notebook_paths())
     for stem, (zh_blocks, en_blocks) in printed_blocks.items():
         assert len(zh_blocks) == len(en_blocks), stem
         for zh, en in zip(zh_blocks, en_blocks, strict=True):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyk.courseware import course
+from tinyk.courseware import checkout
 from tinyk.courseware.catalogues import read_catalogue
 from tinyk.translations.sphinx_words import (
     SPHINX_WORDS,
@@ -20,7 +20,7 @@ from tinyk.translations.sphinx_words import (
 )
 from tinyk.translations.terms import catalogue_messages
 
-ROOT = course.ROOT
+ROOT = checkout.ROOT
 POLITE = "您"
 NO_MATCH = ("Your search did not match any documents. Please make sure that all words are spelled correctly "
             "and that you've selected enough categories.")

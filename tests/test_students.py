@@ -17,19 +17,19 @@ from pathlib import Path
 import pytest
 
 from tests import sitecheck
-from tinyk.courseware import checkout, course, student_markdown, student_versions
+from tinyk.courseware import addresses, checkout, course, student_markdown, student_versions
 from tinyk.courseware.catalogues import interface_catalogue
 from tinyk.courseware.exercises import is_solution, source_text
 
-ROOT = course.ROOT
-SOURCES = course.notebook_paths()
+ROOT = checkout.ROOT
+SOURCES = checkout.notebook_paths()
 COLAB = re.compile(r"https://colab\.research\.google\.com/github/[^\s)\"'<>]+")
 
 
 def _copy_course(tmp_path: Path) -> Path:
     for name in ("_config.yml", "pyproject.toml"):
         shutil.copy(ROOT / name, tmp_path / name)
-    for folder in (course.NOTEBOOKS, course.STUDENTS):
+    for folder in (checkout.NOTEBOOKS, checkout.STUDENTS):
         shutil.copytree(ROOT / folder, tmp_path / folder)
     (tmp_path / "book").mkdir()
     shutil.copy(ROOT / "book" / "references.bib", tmp_path / "book" / "references.bib")
@@ -46,19 +46,19 @@ def _course_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 
 def test_every_source_has_an_up_to_date_student_version():
-    assert course.stale_students() == []
-    for folder in (ROOT / course.STUDENTS, ROOT / course.STUDENTS / course.ZH):
+    assert student_versions.stale_students() == []
+    for folder in (ROOT / checkout.STUDENTS, ROOT / checkout.STUDENTS / checkout.ZH):
         assert sorted(p.name for p in folder.glob("*.ipynb")) == [p.name for p in SOURCES]
 
 
-@pytest.mark.parametrize("language", course.LANGUAGES)
+@pytest.mark.parametrize("language", checkout.LANGUAGES)
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_student_version_holds_no_solution_marker_or_hidden_test(source, language):
-    student = course.student_path(source, language=language)
+    student = checkout.student_path(source, language=language)
     text = student.read_text()
     cells = json.loads(text)["cells"]
-    assert sitecheck.notebook_leaks(student, ROOT / course.NOTEBOOKS) == []
-    assert len(sitecheck.solution_lines(ROOT / course.NOTEBOOKS)) > 50  # real answers are looked for
+    assert sitecheck.notebook_leaks(student, ROOT / checkout.NOTEBOOKS) == []
+    assert len(sitecheck.solution_lines(ROOT / checkout.NOTEBOOKS)) > 50  # real answers are looked for
     assert all(not c.get("outputs") for c in cells if c["cell_type"] == "code")
     answers = [c for c in cells if is_solution(c)]
     originals = [c for c in json.loads(source.read_text())["cells"] if is_solution(c)]
@@ -73,9 +73,9 @@ def test_student_version_holds_no_solution_marker_or_hidden_test(source, languag
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_each_exercise_links_to_its_solution_on_the_site(source):
-    cells = json.loads(course.student_path(source).read_text())["cells"]
-    page = f"{course.site_url()}notebooks/{source.stem}.html"
-    assert page.startswith("https://") and course.site_url().endswith("/")
+    cells = json.loads(checkout.student_path(source).read_text())["cells"]
+    page = f"{addresses.site_url()}notebooks/{source.stem}.html"
+    assert page.startswith("https://") and addresses.site_url().endswith("/")
     links = re.findall(r"\]\((https://[^)\s]+)\)", "\n".join(source_text(c) for c in cells
                                                               if c["cell_type"] == "markdown"))
     solution_links = [u for u in links if u.startswith(page + "#")]
@@ -92,10 +92,10 @@ def _markdown(path: Path) -> str:
     return "\n".join(source_text(c) for c in cells if c["cell_type"] == "markdown")
 
 
-@pytest.mark.parametrize("language", course.LANGUAGES)
+@pytest.mark.parametrize("language", checkout.LANGUAGES)
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_student_markdown_has_no_myst_syntax_that_jupyter_would_show_raw(source, language):
-    text = _markdown(course.student_path(source, language=language))
+    text = _markdown(checkout.student_path(source, language=language))
     assert re.findall(r"\{[a-z:]+\}`", text) == [], "a MyST role left in a student notebook"
     assert "```{" not in text and ":::{" not in text, "a MyST directive left in a student notebook"
 
@@ -104,35 +104,35 @@ def test_markdown_for_notebooks_turns_roles_and_admonitions_into_plain_markdown(
     citations = {"su2021roformer": "Su et al., 2021", "ainslie2023gqa": "Ainslie et al., 2023"}
     text = ("A {term}`KV cache <KV cache (键值缓存)>`, a {term}`Nat (奈特)` and "
             "{cite}`su2021roformer,ainslie2023gqa`.\n\n```{warning}\nFirst line,\n\nsecond.\n```\n")
-    plain = course.markdown_for_notebooks(text, "https://x.io/c/", citations)
+    plain = student_markdown.markdown_for_notebooks(text, "https://x.io/c/", citations)
     assert plain == (
         "A [KV cache](https://x.io/c/book/glossary.html#term-KV-cache), a "
         "[Nat (奈特)](https://x.io/c/book/glossary.html#term-Nat) and "
         "[Su et al., 2021](https://x.io/c/book/references.html); "
         "[Ainslie et al., 2023](https://x.io/c/book/references.html).\n\n"
         "> **Warning**\n>\n> First line,\n>\n> second.\n")
-    hint = course.markdown_for_notebooks(
+    hint = student_markdown.markdown_for_notebooks(
         "Before.\n\n:::{dropdown} Hint 1 of 2: a nudge\nUse `expand`.\n\nThen $x$.\n:::\n",
         "https://x.io/c/", {})
     assert hint == ("Before.\n\n<details>\n<summary>Hint 1 of 2: a nudge</summary>\n\n"
                     "Use `expand`.\n\nThen $x$.\n\n</details>\n")
     with pytest.raises(ValueError, match=r"'nobody2020' is not in book/references\.bib"):
-        course.markdown_for_notebooks("{cite}`nobody2020`", "https://x.io/", citations)
+        student_markdown.markdown_for_notebooks("{cite}`nobody2020`", "https://x.io/", citations)
 
 
-@pytest.mark.parametrize("language", course.LANGUAGES)
+@pytest.mark.parametrize("language", checkout.LANGUAGES)
 def test_the_live_model_becomes_a_link_to_its_page_in_jupyter_and_colab(language):
     """The site's playground and SmolLM2's chat run only on the site: each student notebook that
     has one links to the playground page of its own edition, once per embed."""
-    site = course.site_url(ROOT) + ("zh/" if language != "en" else "")
+    site = addresses.site_url(ROOT) + ("zh/" if language != "en" else "")
     link = f"({site}book/playground.html)"
     embeds = {p.stem: sum(_markdown(p).count(f":::{{{name}}}") for name in ("playground", "smollm2"))
               for p in SOURCES}
-    links = {p.stem: _markdown(course.student_path(p, language=language)).count(link) for p in SOURCES}
+    links = {p.stem: _markdown(checkout.student_path(p, language=language)).count(link) for p in SOURCES}
     assert links == embeds and sum(embeds.values()) == 4, (links, embeds)
     assert _markdown(SOURCES[0].with_name("05_10_real_weights.ipynb")).count(":::{smollm2}") == 1
     embed = "A.\n\n:::{playground}\n:show: rope\n:::\n\nB.\n\n:::{smollm2}\n:::\n"
-    plain = course.markdown_for_notebooks(embed, "https://x.io/c/", {})
+    plain = student_markdown.markdown_for_notebooks(embed, "https://x.io/c/", {})
     page = "https://x.io/c/book/playground.html"
     assert plain == ("A.\n\n" + student_markdown.LIVE.format(url=page) + "\n\nB.\n\n"
                      + student_markdown.LIVE_SMOLLM2.format(url=page) + "\n")
@@ -154,23 +154,23 @@ def test_heading_anchor_follows_docutils():
 
     for heading in ("Exercise 05.4.3 — write `repeat_kv`", "Exercise 05.7.2 — does a line follow the rule?",
                     "Exercise 05.2.1 — the root mean square"):
-        assert course.heading_anchor(heading) == make_id(heading.replace("`", ""))
+        assert student_markdown.heading_anchor(heading) == make_id(heading.replace("`", ""))
 
 
 def test_regenerating_is_deterministic_and_writes_nothing_when_up_to_date(tmp_path):
     root = _copy_course(tmp_path)
-    before = {p.relative_to(root): p.read_bytes() for p in (root / course.STUDENTS).rglob("*.ipynb")}
+    before = {p.relative_to(root): p.read_bytes() for p in (root / checkout.STUDENTS).rglob("*.ipynb")}
     assert len(before) == 2 * len(SOURCES)
-    assert course.students(root) == ([], [])
-    shutil.rmtree(root / course.STUDENTS)
-    changed, missing = course.students(root)
+    assert student_versions.students(root) == ([], [])
+    shutil.rmtree(root / checkout.STUDENTS)
+    changed, missing = student_versions.students(root)
     assert len(changed) == 2 * len(SOURCES) and missing == []
-    assert {p.relative_to(root): p.read_bytes() for p in (root / course.STUDENTS).rglob("*.ipynb")} == before
+    assert {p.relative_to(root): p.read_bytes() for p in (root / checkout.STUDENTS).rglob("*.ipynb")} == before
 
 
 def test_a_stale_student_version_fails_the_check_and_names_the_command(tmp_path):
     root = _copy_course(tmp_path)
-    source = root / course.NOTEBOOKS / "05_2_rmsnorm.ipynb"
+    source = root / checkout.NOTEBOOKS / "05_2_rmsnorm.ipynb"
     nb = json.loads(source.read_text())
     nb["cells"][1]["source"].append("\n\nA sentence added to the source.")
     source.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
@@ -190,33 +190,33 @@ def test_a_stale_student_version_fails_the_check_and_names_the_command(tmp_path)
                             untranslated], problems
     nb["cells"][1]["source"].pop()  # the sentence taken out again: everything is in step
     source.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-    course.students(root)
+    student_versions.students(root)
     assert course.check(root) == []
 
     # A solution pasted into a student version by hand, a missing one, an orphan: all flagged.
-    student = root / course.STUDENTS / "05_3_rope.ipynb"
+    student = root / checkout.STUDENTS / "05_3_rope.ipynb"
     student.write_text(student.read_text().replace("raise NotImplementedError()", "return 1.0", 1))
-    (root / course.STUDENTS / "05_4_gqa.ipynb").unlink()
-    shutil.copy(student, root / course.STUDENTS / "05_99_gone.ipynb")
-    problems = course.stale_students(root)
+    (root / checkout.STUDENTS / "05_4_gqa.ipynb").unlink()
+    shutil.copy(student, root / checkout.STUDENTS / "05_99_gone.ipynb")
+    problems = student_versions.stale_students(root)
     assert "student/05_3_rope.ipynb: stale against notebooks/05_3_rope.ipynb" in problems
     assert "student/05_4_gqa.ipynb: missing (the student version of notebooks/05_4_gqa.ipynb)" in problems
     assert "student/05_99_gone.ipynb: no source notebooks/05_99_gone.ipynb" in problems
-    course.students(root)
-    assert course.stale_students(root) == []
-    assert not (root / course.STUDENTS / "05_99_gone.ipynb").exists()
+    student_versions.students(root)
+    assert student_versions.stale_students(root) == []
+    assert not (root / checkout.STUDENTS / "05_99_gone.ipynb").exists()
 
 
 def test_set_repo_rewrites_the_site_address_and_the_student_notebooks(tmp_path):
     root = _copy_course(tmp_path)
     course.set_repo("https://github.com/Someone/their-fork", root)
-    assert course.site_url(root) == "https://someone.github.io/their-fork/"
+    assert addresses.site_url(root) == "https://someone.github.io/their-fork/"
     assert course.check(root) == []
-    text = (root / course.STUDENTS / "05_2_rmsnorm.ipynb").read_text()
+    text = (root / checkout.STUDENTS / "05_2_rmsnorm.ipynb").read_text()
     assert 'COURSE_REPOSITORY = \\"https://github.com/Someone/their-fork\\"' in text
     assert "https://someone.github.io/their-fork/notebooks/05_2_rmsnorm.html#exercise-05-2-1" in text
     assert "tinyk-course" not in text
-    assert course.pages_url("https://github.com/someone/someone.github.io") == "https://someone.github.io/"
+    assert addresses.pages_url("https://github.com/someone/someone.github.io") == "https://someone.github.io/"
 
 
 def test_student_versions_are_what_nbgrader_generate_assignment_releases(tmp_path):
@@ -224,35 +224,35 @@ def test_student_versions_are_what_nbgrader_generate_assignment_releases(tmp_pat
     from tests.optional import need
 
     need("nbgrader")
-    from tinyk import grading
+    from tinyk.grading import assignment
 
     prepared = tmp_path / "prepared"
     prepared.mkdir()
-    site, citations = course.site_url(), student_markdown.citation_labels(ROOT)
+    site, citations = addresses.site_url(), student_markdown.citation_labels(ROOT)
     for source in SOURCES:
         nb = student_versions.for_students(json.loads(source.read_text()),
                                            f"{site}notebooks/{source.stem}.html", site, citations)
         (prepared / source.name).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-    released = grading.release(tmp_path / "release", sorted(prepared.glob("*.ipynb")))
+    released = assignment.release(tmp_path / "release", sorted(prepared.glob("*.ipynb")))
     assert len(released) == len(SOURCES)
     for path in released:
-        assert path.read_text() == (ROOT / course.STUDENTS / path.name).read_text(), path.name
+        assert path.read_text() == (ROOT / checkout.STUDENTS / path.name).read_text(), path.name
 
 
 def test_every_colab_link_outside_the_site_opens_a_student_notebook():
     """README, book pages and notebooks: any Colab link opens student/, never a source."""
     files = [ROOT / "README.md", *sorted((ROOT / "book").glob("*.md")), *SOURCES,
-             *sorted((ROOT / course.STUDENTS).glob("*.ipynb"))]
-    colab = f"https://colab.research.google.com/github/{course.repository_url().split('github.com/')[1]}/blob/main"
-    prefix = f"{colab}/{course.STUDENTS}/"
+             *sorted((ROOT / checkout.STUDENTS).glob("*.ipynb"))]
+    colab = f"https://colab.research.google.com/github/{addresses.repository_url().split('github.com/')[1]}/blob/main"
+    prefix = f"{colab}/{checkout.STUDENTS}/"
 
     def wrong(url: str) -> bool:
-        return not (url.startswith(prefix) and (ROOT / course.STUDENTS / url[len(prefix):]).is_file())
+        return not (url.startswith(prefix) and (ROOT / checkout.STUDENTS / url[len(prefix):]).is_file())
 
     links = [(path.name, url) for path in files for url in COLAB.findall(path.read_text())]
     assert [f"{name}: {url}" for name, url in links if wrong(url)] == []
     # the check itself: it finds a link in Markdown and tells a student notebook from a source
-    good, source = f"{prefix}{SOURCES[0].name}", f"{colab}/{course.NOTEBOOKS}/{SOURCES[0].name}"
+    good, source = f"{prefix}{SOURCES[0].name}", f"{colab}/{checkout.NOTEBOOKS}/{SOURCES[0].name}"
     assert COLAB.findall(f"[Open]({good}) and [this]({source})") == [good, source]
     assert [wrong(good), wrong(source), wrong(f"{prefix}missing.ipynb")] == [False, True, True]
 
@@ -261,19 +261,19 @@ def test_commands_outside_a_checkout_say_so(tmp_path, monkeypatch):
     """Installed from a wheel, the package's parent folder is site-packages, not the course."""
     monkeypatch.setattr(checkout, "ROOT", tmp_path / "site-packages")
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(course.NotACheckout, match=r"_config\.yml and notebooks/.*clone of the course"):
-        course.course_root()
-    with pytest.raises(course.NotACheckout, match="no tinyk course checkout"):
-        course.notebook_paths()
+    with pytest.raises(checkout.NotACheckout, match=r"_config\.yml and notebooks/.*clone of the course"):
+        checkout.course_root()
+    with pytest.raises(checkout.NotACheckout, match="no tinyk course checkout"):
+        checkout.notebook_paths()
     (tmp_path / "clone").mkdir()
     root = _copy_course(tmp_path / "clone")
-    monkeypatch.chdir(root / course.NOTEBOOKS)  # anywhere inside a clone will do
-    assert course.course_root() == root
+    monkeypatch.chdir(root / checkout.NOTEBOOKS)  # anywhere inside a clone will do
+    assert checkout.course_root() == root
 
 
 def test_the_site_check_follows_colab_links_and_catches_a_source_notebook(tmp_path):
     """sitecheck.colab_links (run on the built site) fails a button that opens a source."""
-    url = course.repository_url()
+    url = addresses.repository_url()
     owner_repo = url.split("github.com/")[1]
     (tmp_path / "notebooks").mkdir()
     page = tmp_path / "notebooks" / "05_2_rmsnorm.html"
@@ -300,22 +300,22 @@ def test_a_student_version_is_graded_like_a_release(tmp_path):
     from tests.optional import need
 
     need("nbgrader")
-    from tinyk import grading
     from tinyk.courseware.exercises import book_version
+    from tinyk.grading import batch
 
     name = "05_2_rmsnorm"
-    source = ROOT / course.NOTEBOOKS / f"{name}.ipynb"
+    source = ROOT / checkout.NOTEBOOKS / f"{name}.ipynb"
     answers = {nbgrader_id(c): source_text(c) for c in book_version(json.loads(source.read_text()))["cells"]
                if is_solution(c)}
-    student = json.loads(course.student_path(source).read_text())
+    student = json.loads(checkout.student_path(source).read_text())
     for cell in student["cells"]:
         if is_solution(cell):
             cell["source"] = answers[nbgrader_id(cell)]
     submissions = tmp_path / "submissions"
     submissions.mkdir()
     (submissions / "answered.ipynb").write_text(json.dumps(student))
-    shutil.copy(course.student_path(source, language="zh"), submissions / "blank.ipynb")
-    rows = grading.grade(submissions, tmp_path / "grades.csv", [name], source=ROOT / course.NOTEBOOKS,
+    shutil.copy(checkout.student_path(source, language="zh"), submissions / "blank.ipynb")
+    rows = batch.grade(submissions, tmp_path / "grades.csv", [name], source=ROOT / checkout.NOTEBOOKS,
                          jobs=1, progress=False)
     assert {r.status for r in rows} == {"ok"}, [(r.student, r.exercise, r.status, r.detail) for r in rows]
     answered = [r for r in rows if r.student == "answered"]

@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from tinyk.courseware import course
+from tinyk.courseware import addresses, checkout, student_versions
 from tinyk.courseware.chinese_notebooks import (
     code_messages,
     placeholders,
@@ -26,21 +26,21 @@ from tinyk.courseware.chinese_notebooks import (
 )
 from tinyk.courseware.exercises import nbgrader, source_text
 from tinyk.lessons.plotting import column
-from tinyk.translations import code_problems
+from tinyk.translations.messages import code_problems
 
-ROOT = course.ROOT
-SOURCES = course.notebook_paths()
+ROOT = checkout.ROOT
+SOURCES = checkout.notebook_paths()
 CJK = re.compile(r"[\u3400-\u9fff]")
 
 
 def _cells(source, language):
-    return json.loads(course.student_path(source, language=language).read_text(encoding="utf-8"))["cells"]
+    return json.loads(checkout.student_path(source, language=language).read_text(encoding="utf-8"))["cells"]
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_chinese_version_is_the_english_one_but_for_its_words(source):
     """Same cells, ids, metadata (nbgrader's included) and code; only strings and comments differ."""
-    english, chinese = _cells(source, "en"), _cells(source, course.ZH)
+    english, chinese = _cells(source, "en"), _cells(source, checkout.ZH)
     assert [(c["cell_type"], c.get("id"), c["metadata"]) for c in chinese] == \
         [(c["cell_type"], c.get("id"), c["metadata"]) for c in english]
     code = [(e, z) for e, z in zip(english, chinese, strict=True) if e["cell_type"] == "code"]
@@ -53,7 +53,7 @@ def test_chinese_version_is_the_english_one_but_for_its_words(source):
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_every_prose_cell_is_chinese_and_links_to_the_chinese_site(source):
-    texts = [source_text(c) for c in _cells(source, course.ZH) if c["cell_type"] == "markdown"]
+    texts = [source_text(c) for c in _cells(source, checkout.ZH) if c["cell_type"] == "markdown"]
     assert len(texts) == sum(c["cell_type"] == "markdown" for c in _cells(source, "en")) > 0
     proses = [(text, re.sub(r"\$\$.*?\$\$|\$[^$\n]+\$|```.*?```|`[^`\n]+`|\]\([^)]*\)|<[^>]+>", " ", text,
                             flags=re.S)) for text in texts]
@@ -62,11 +62,11 @@ def test_every_prose_cell_is_chinese_and_links_to_the_chinese_site(source):
     english = [text[:80] for text, prose in words if not CJK.search(prose)]
     assert english == [], f"{source.stem}: Markdown cells without Chinese: {english}"
     links = re.findall(r"\]\((https://[^)\s]+)\)",
-                       "\n".join(source_text(c) for c in _cells(source, course.ZH)))
-    site = course.site_url()
-    assert links and all(u.startswith(f"{site}{course.ZH}/") for u in links if u.startswith(site)), links
+                       "\n".join(source_text(c) for c in _cells(source, checkout.ZH)))
+    site = addresses.site_url()
+    assert links and all(u.startswith(f"{site}{checkout.ZH}/") for u in links if u.startswith(site)), links
     english = re.findall(r"\]\((https://[^)\s]+)\)", "\n".join(source_text(c) for c in _cells(source, "en")))
-    assert [u.replace(f"{site}{course.ZH}/", site) for u in links] == english  # the same targets, in order
+    assert [u.replace(f"{site}{checkout.ZH}/", site) for u in links] == english  # the same targets, in order
 
 
 def test_markdown_is_put_together_from_its_translated_blocks():
@@ -197,7 +197,7 @@ def test_a_missing_code_translation_or_student_word_is_named(tmp_path):
     left unwritten: test_students.py.)"""
     from tests.test_students import _copy_course
     from tinyk.courseware.catalogues import interface_catalogue
-    from tinyk.translations import interface_problems
+    from tinyk.translations.checks import interface_problems
 
     root = _copy_course(tmp_path)
     catalogue = root / "locale" / "zh_CN" / "LC_MESSAGES" / "code" / "05_2_rmsnorm.po"
@@ -210,14 +210,14 @@ def test_a_missing_code_translation_or_student_word_is_named(tmp_path):
     assert text.count("({url})") == 6  # STUCK, LIVE, LIVE_SMOLLM2: each msgid and msgstr
     interface.write_text(text.replace('msgid "Warning"\nmsgstr "警告"\n', "")
                          .replace("上的答案]({url})", "上的答案]()"), encoding="utf-8")
-    english = {course.student_path(p, root): course.student_path(p).read_text(encoding="utf-8")
+    english = {checkout.student_path(p, root): checkout.student_path(p).read_text(encoding="utf-8")
                for p in SOURCES}
-    chinese, missing = course.chinese_student_notebooks(english, root)
+    chinese, missing = student_versions.chinese_student_notebooks(english, root)
     assert missing == ["notebooks/05_2_rmsnorm.ipynb: cell 22: 'return a float': "
                        "no translation in locale/zh_CN/LC_MESSAGES/code/05_2_rmsnorm.po"] + [
         f"notebooks/{stem}.ipynb: 'Warning': no translation in locale/zh_CN/interface.po"
         for stem in ("05_4_gqa", "05_5_swiglu_layer", "05_6_head_protocol", "05_9_text_vs_file")]
-    kept = chinese[root / course.STUDENTS / course.ZH / "05_2_rmsnorm.ipynb"]
+    kept = chinese[root / checkout.STUDENTS / checkout.ZH / "05_2_rmsnorm.ipynb"]
     assert '\\"return a float\\"' in kept
     assert interface_problems(root) == [
         "interface.po: 'Stuck? [The solution on the course site]({url}) waits behind': "
@@ -271,7 +271,7 @@ def test_chinese_05_2_runs_top_to_bottom_in_a_kernel(tmp_path, monkeypatch):
     from tests.helpers import ipc_client
     from tests.test_jupyterlab import _allowed_to_fail
 
-    nb = nbformat.read(course.student_path(ROOT / "notebooks" / "05_2_rmsnorm.ipynb", language=course.ZH),
+    nb = nbformat.read(checkout.student_path(ROOT / "notebooks" / "05_2_rmsnorm.ipynb", language=checkout.ZH),
                        as_version=4)
     first = next(c for c in nb.cells if nbgrader(c).get("solution"))
     first.source = "def rms(x, eps=0.0):\n    return float(sum(x))  # 错的：没有平方，也没有开方"
@@ -314,9 +314,9 @@ def test_graded_against_the_english_release_a_chinese_notebook_is_not_counted_as
     translation is still one, and the English version is graded as before."""
     from tinyk.grading import chapter, submission
 
-    source = ROOT / course.NOTEBOOKS / "05_2_rmsnorm.ipynb"
-    english, chinese = (json.loads(course.student_path(source, language=lang).read_text(encoding="utf-8"))
-                        for lang in course.LANGUAGES)
+    source = ROOT / checkout.NOTEBOOKS / "05_2_rmsnorm.ipynb"
+    english, chinese = (json.loads(checkout.student_path(source, language=lang).read_text(encoding="utf-8"))
+                        for lang in checkout.LANGUAGES)
     (nb,) = chapter.chapter_notebooks([source], None)
     assert sorted(nb.translated) == sorted(nbgrader(c)["grade_id"] for c in chinese["cells"]
                                            if nbgrader(c).get("grade_id"))
@@ -361,14 +361,14 @@ def test_the_setup_cell_and_the_hints_pseudocode_read_from_the_catalogues():
 
     words = translated(interface_catalogue(ROOT))
     assert all(CJK.search(words[w]) for w in SETUP_WORDS)
-    chinese = setup_cell_source(course.repository_url(), words.__getitem__, language="zh_CN")
-    firsts = {s.stem: source_text(next(c for c in _cells(s, course.ZH) if c["cell_type"] == "code"))
+    chinese = setup_cell_source(addresses.repository_url(), words.__getitem__, language="zh_CN")
+    firsts = {s.stem: source_text(next(c for c in _cells(s, checkout.ZH) if c["cell_type"] == "code"))
               for s in SOURCES}
     assert len(firsts) == len(SOURCES) >= 9 and firsts == dict.fromkeys(firsts, chinese)
     messages = load_messages(code_catalogue_path(ROOT, "05_4_gqa"), code=True)
     hints = [body for body in messages if body.startswith("scores = q @ kᵀ")]
     assert len(hints) == 1 and "最后一个轴" in messages[hints[0]]
-    gqa = course.student_path(ROOT / "notebooks" / "05_4_gqa.ipynb", language=course.ZH).read_text("utf-8")
+    gqa = checkout.student_path(ROOT / "notebooks" / "05_4_gqa.ipynb", language=checkout.ZH).read_text("utf-8")
     assert json.dumps(messages[hints[0]].split("\n")[1] + "\n", ensure_ascii=False) in gqa
     assert "blocked scores" not in gqa
 
@@ -401,11 +401,11 @@ def test_the_setup_cell_sets_the_language_unless_the_grader_did(monkeypatch):
     assert setup("en") == "en"
     assert feedback()[0].id == "05.6.2:positions-ignore-padding"
     monkeypatch.delenv("TINYK_LANGUAGE")
-    assert setup(course.ZH) == "zh_CN"
+    assert setup(checkout.ZH) == "zh_CN"
     found, said = feedback()
     assert found is None and CJK.search(said)  # Chinese words: no English mistake's words in them
     monkeypatch.setenv("TINYK_LANGUAGE", KERNEL_ENV["TINYK_LANGUAGE"])
-    assert setup(course.ZH) == "en"
+    assert setup(checkout.ZH) == "en"
     assert feedback()[0].id == "05.6.2:positions-ignore-padding"
     # A submission that switches the language itself, inside the grader's kernel: grading wins.
     monkeypatch.setenv("TINYK_GRADING", KERNEL_ENV["TINYK_GRADING"])

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tinyk.courseware import course
+from tinyk.courseware import checkout
 from tinyk.courseware.chinese_notebooks import (
     code_catalogue_path,
     code_messages,
@@ -104,8 +104,8 @@ def _padded_label_groups():
     a student notebook that are one display width in English, one of them padded with spaces
     (labels printed one above the other, their values in one column)."""
     found = []
-    for path in sorted((course.ROOT / "student").glob("*.ipynb")):
-        words = load_messages(code_catalogue_path(course.ROOT, path.stem), code=True)
+    for path in sorted((checkout.ROOT / "student").glob("*.ipynb")):
+        words = load_messages(code_catalogue_path(checkout.ROOT, path.stem), code=True)
         for i, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
             if cell["cell_type"] != "code":
                 continue

@@ -9,8 +9,8 @@ import shutil
 import pytest
 from babel.messages.pofile import read_po, write_po
 
-from tinyk import translations
-from tinyk.courseware import course
+from tinyk.courseware import checkout
+from tinyk.translations import checks
 from tinyk.translations.terms import (
     TERMS_FILE,
     glossary_problems,
@@ -19,7 +19,7 @@ from tinyk.translations.terms import (
     term_problems,
 )
 
-ROOT = course.ROOT
+ROOT = checkout.ROOT
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +152,7 @@ def test_a_planted_inconsistent_term_fails_the_check_naming_catalogue_message_an
     message.string = message.string.replace("键值头", "K/V 头", 1)
     with path.open("wb") as f:
         write_po(f, catalogue, width=76, omit_header=False)
-    found = translations.problems(tmp_path)
+    found = checks.problems(tmp_path)
     assert found == [f"notebooks/05_4_gqa.po: {message.id[:60]!r}: “K/V head” is written “K/V 头”, "
                      f"the term base says “键值头”"] or \
         found == [f"notebooks/05_4_gqa.po: {message.id[:60]!r}: “K/V heads” is written “K/V 头”, "
@@ -271,14 +271,14 @@ def test_each_planted_variant_fails_the_check_naming_its_term(tmp_path):
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "book").mkdir()
     shutil.copy(ROOT / "book" / "glossary.md", tmp_path / "book" / "glossary.md")
-    assert translations.problems(tmp_path) == []
+    assert checks.problems(tmp_path) == []
     zh = tmp_path / "locale" / "zh_CN"
     for catalogue, right, wrong, _ in _PLANTED:
         path = zh / catalogue if (zh / catalogue).is_file() else zh / "LC_MESSAGES" / catalogue
         text = path.read_text(encoding="utf-8")
         assert text.count(right) >= 1, (catalogue, right)
         path.write_text(text.replace(right, wrong, 1), encoding="utf-8")
-    found = translations.problems(tmp_path)
+    found = checks.problems(tmp_path)
     assert len(found) == len(_PLANTED) == 16, found
     named = {(p.split(": ")[0], p.split("“")[1].split("”")[0]) for p in found}
     assert named == {(c, t) for c, _, _, t in _PLANTED}, named

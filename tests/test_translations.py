@@ -6,11 +6,12 @@ import shutil
 
 import pytest
 
-from tinyk import translations
-from tinyk.courseware import course
-from tinyk.translations import message_problems
+from tinyk.courseware import catalogues as translations_catalogues
+from tinyk.courseware import checkout
+from tinyk.translations import checks, updates
+from tinyk.translations.messages import message_problems
 
-ROOT = course.ROOT
+ROOT = checkout.ROOT
 ENGLISH = ("Only the *length* of $x$ is rescaled by {term}`RMSNorm <RMSNorm, root mean square "
            "normalisation (均方根归一化)>` in `tinyk.RMSNorm` {cite}`zhang2019rmsnorm`; see [the "
            "glossary](../book/glossary.md).")
@@ -19,8 +20,8 @@ CHINESE = ("{term}`RMSNorm <RMSNorm, root mean square normalisation (均方根�
 
 
 def test_every_message_is_translated_and_keeps_what_is_not_prose():
-    assert translations.problems() == []
-    assert len(translations.catalogues()) == 17 + len(course.notebook_paths())  # pages, then code
+    assert checks.problems() == []
+    assert len(translations_catalogues.catalogues()) == 17 + len(checkout.notebook_paths())  # pages, then code
 
 
 def test_a_faithful_translation_passes():
@@ -85,7 +86,7 @@ def test_changed_english_prose_makes_the_check_fail_until_update(tmp_path):
         shutil.copy(ROOT / name, tmp_path / name)
     for folder in ("book", "notebooks", "locale"):
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("*.mo", "_build"))
-    assert translations.stale(tmp_path) == []
+    assert updates.stale(tmp_path) == []
     playground = tmp_path / "locale" / "zh_CN" / "LC_MESSAGES" / "book" / "playground.po"
     header, title, *rest = playground.read_text(encoding="utf-8").rstrip("\n").split("\n\n")
     assert title.startswith('msgid "The models, live"'), title
@@ -97,16 +98,16 @@ def test_changed_english_prose_makes_the_check_fail_until_update(tmp_path):
     text = gqa.read_text(encoding="utf-8")
     assert text.count("# finite: never 0/0") == 1  # in the solution of gqa_attention
     gqa.write_text(text.replace("# finite: never 0/0", "# a solution's comment, new"), encoding="utf-8")
-    stale = translations.stale(tmp_path)
+    stale = updates.stale(tmp_path)
     assert any("licence.po: 1 English message" in p for p in stale)
     assert "book/playground.po: its messages are not in the page's order: run `make translations`" in stale
     assert "code/05_4_gqa.po: 1 code text(s) not in the catalogue, e.g. \"a solution's comment, new\": " \
            "run `make translations`" in stale, stale
 
-    assert translations.update(tmp_path) == 0
-    assert translations.stale(tmp_path) == []
+    assert updates.update(tmp_path) == 0
+    assert updates.stale(tmp_path) == []
     assert playground.read_text(encoding="utf-8").split("\n\n")[1].startswith('msgid "The models, live"')
-    assert [p for p in translations.problems(tmp_path) if "untranslated" in p] == [
+    assert [p for p in checks.problems(tmp_path) if "untranslated" in p] == [
         "book/licence.po: 'A sentence nobody has translated yet.': untranslated",
         "code/05_4_gqa.po: \"a solution's comment, new\": untranslated"]
 

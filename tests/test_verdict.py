@@ -24,12 +24,12 @@ import pytest
 
 from tests.helpers import processes_left, processes_running, processes_running_source
 from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
-from tinyk.courseware import course
+from tinyk.courseware import checkout
 from tinyk.courseware.cell_names import free_names
 from tinyk.courseware.exercises import is_solution, nbgrader, source_text
 from tinyk.grading import verdict
 
-NOTEBOOKS = {"_".join(p.stem.split("_")[:2]): p for p in course.notebook_paths()}  # "05_2": 05_2_rmsnorm
+NOTEBOOKS = {"_".join(p.stem.split("_")[:2]): p for p in checkout.notebook_paths()}  # "05_2": 05_2_rmsnorm
 
 
 def _source(stem: str) -> dict:

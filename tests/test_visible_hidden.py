@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyk.courseware.course import notebook_paths
+from tinyk.courseware.checkout import notebook_paths
 from tinyk.courseware.exercises import BEGIN_HIDDEN, END_HIDDEN, is_solution, is_test, nbgrader, source_text
 from tinyk.learner import mistakes
 

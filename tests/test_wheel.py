@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from tests.wheel_env import KERNEL, PROBE, NoCheckout, environment
-from tinyk.courseware import course
+from tinyk.courseware import checkout as course_checkout
 
 # One worker builds (or finds) the environment for both tests (make runs the unit tests
 # with --dist loadgroup).
 pytestmark = [pytest.mark.slow, pytest.mark.lab, pytest.mark.xdist_group("wheel-install")]
-ROOT = course.ROOT
+ROOT = course_checkout.ROOT
 
 
 def _run(cmd: list[str], **kwargs):
@@ -106,7 +106,7 @@ def test_a_notebook_opened_alone_runs_the_parts_pasted_into_it(wheel_env, monkey
     from tinyk.translations.package_catalogue import say
 
     pasted = []
-    for source in course.notebook_paths():
+    for source in course_checkout.notebook_paths():
         if source.stem[:4] in ("05_2", "05_3", "05_4", "05_5"):
             for cell in book_version(json.loads(source.read_text()))["cells"]:
                 text = source_text(cell)
@@ -122,7 +122,7 @@ def test_a_notebook_opened_alone_runs_the_parts_pasted_into_it(wheel_env, monkey
     source = ROOT / "notebooks" / "05_6_head_protocol.ipynb"
     answers = {c["id"]: source_text(c) for c in book_version(json.loads(source.read_text()))["cells"]
                if is_solution(c)}
-    nb = nbformat.read(course.student_path(source, language=course.ZH), as_version=4)
+    nb = nbformat.read(course_checkout.student_path(source, language=course_checkout.ZH), as_version=4)
     answered = [c for c in nb.cells if is_solution(c) and c.get("id") in answers]
     for cell in answered:
         cell.source = answers[cell["id"]]

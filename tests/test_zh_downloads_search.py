@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tinyk.courseware import course
+from tinyk.courseware import checkout
 from tinyk.translations.builds import search_dictionary, search_words
 from tinyk.translations.sources import translate_page_source, translated_page
 
@@ -87,23 +87,23 @@ def test_every_markdown_page_of_the_book_has_its_chinese_source():
     from tinyk.courseware.chinese_notebooks import load_messages
     from tinyk.translations.sources import page_catalogue
 
-    pages = sorted((course.ROOT / "book").glob("*.md"))
+    pages = sorted((checkout.ROOT / "book").glob("*.md"))
     assert len(pages) >= 8
     compared = 0
     for path in pages:
-        text, missing = translated_page(course.ROOT, f"book/{path.stem}", path)
+        text, missing = translated_page(checkout.ROOT, f"book/{path.stem}", path)
         assert missing == [], missing[:3]
         text, source = " ".join(text.split()), " ".join(path.read_text(encoding="utf-8").split())
-        messages = load_messages(page_catalogue(course.ROOT, f"book/{path.stem}"))
+        messages = load_messages(page_catalogue(checkout.ROOT, f"book/{path.stem}"))
         english = [en for en, zh in messages.items()  # not the table of contents' captions (intro.po)
                    if en != zh and len(en.split()) >= 4 and en in source]
         assert [en[:60] for en in english if en in text or messages[en] not in text] == [], path.name
         compared += len(english)
     assert compared >= 100
-    glossary, _ = translated_page(course.ROOT, "book/glossary", course.ROOT / "book" / "glossary.md")
+    glossary, _ = translated_page(checkout.ROOT, "book/glossary", checkout.ROOT / "book" / "glossary.md")
     assert "\n键值缓存（KV cache）\n  在生成的各步之间保留下来的" in glossary
     # a shell block's comments and a drawing come in Chinese too (blocks.po), the commands as they are
-    instructors, _ = translated_page(course.ROOT, "book/instructors", course.ROOT / "book" / "instructors.md")
+    instructors, _ = translated_page(checkout.ROOT, "book/instructors", checkout.ROOT / "book" / "instructors.md")
     assert "make students      # 等同于：tinyk course students\n```" in instructors
     assert "┌─ 沙箱（bubblewrap，无网络）" in instructors and "sandbox (bubblewrap" not in instructors
 
@@ -121,9 +121,9 @@ def test_the_dictionary_keeps_the_course_s_terms_whole_and_their_parts_too(tmp_p
     its parts (注意力 within 分组查询注意力) are words too."""
     import jieba
 
-    path = search_dictionary(course.ROOT, tmp_path)
+    path = search_dictionary(checkout.ROOT, tmp_path)
     assert path.read_text(encoding="utf-8").split() == search_words()
-    assert search_dictionary(course.ROOT, tmp_path) == path  # the same words, the same file
+    assert search_dictionary(checkout.ROOT, tmp_path) == path  # the same words, the same file
     text = "本节讲分组查询注意力与键值缓存，以及旋转位置编码。"
     jieba.setLogLevel(40)
     cutter = jieba.Tokenizer()

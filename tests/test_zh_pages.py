@@ -10,7 +10,7 @@ import pytest
 from docutils import nodes
 from sphinx import addnodes
 
-from tinyk.courseware import course
+from tinyk.courseware import checkout
 from tinyk.courseware.chinese_notebooks import (
     code_catalogue_path,
     code_messages,
@@ -21,7 +21,7 @@ from tinyk.courseware.chinese_notebooks import (
 from tinyk.courseware.exercises import is_solution
 from tinyk.translations import pages
 
-ROOT = course.ROOT
+ROOT = checkout.ROOT
 GQA = ROOT / "notebooks" / "05_4_gqa.ipynb"
 
 
@@ -150,12 +150,12 @@ def test_every_text_of_the_code_the_chinese_pages_show_has_its_translation():
     # Solutions included: what no student notebook has (05.3's refusals, say) is in the
     # catalogue too (`update` adds it), so no page shows a message in English.
     missing, count = [], 0
-    for source in course.notebook_paths():
+    for source in checkout.notebook_paths():
         messages = load_messages(code_catalogue_path(ROOT, source.stem), code=True)
         for i, code in pages.shown_code(json.loads(source.read_text(encoding="utf-8"))):
             count += 1
             translate_code(code, messages, missing, f"{source.stem}: cell {i}", kinds=pages.SHOWN_KINDS)
-    assert count >= 150 and len(course.notebook_paths()) >= 9
+    assert count >= 150 and len(checkout.notebook_paths()) >= 9
     assert missing == []
 
 

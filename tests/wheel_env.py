@@ -34,7 +34,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tinyk.courseware.course import ROOT
+from tinyk.courseware.checkout import ROOT
 
 COLAB_PINS = ("ipywidgets==7.7.1", "ipykernel==6.17.1")  # what Colab runs
 KERNEL = "tinyk-wheel"

@@ -82,7 +82,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 import tinyk
-from tinyk.courseware.course import NOTEBOOKS, REGENERATE, STUDENTS, ZH
+from tinyk.courseware.checkout import NOTEBOOKS, REGENERATE, STUDENTS, ZH
 from tinyk.courseware.exercises import book_version
 
 _LOG = logging.getLogger(__name__)

@@ -11,8 +11,7 @@ derived from them and rewritten by one command::
 Copies: each notebook's setup cell, ``pyproject.toml``'s ``Repository`` URL
 (:mod:`tinyk.courseware.addresses`), and the student versions in ``student/`` and ``student/zh/``
 (:mod:`tinyk.courseware.student_versions`; the book's *For instructors* page). Where the checkout is:
-:mod:`tinyk.courseware.checkout`. The names of those modules that scripts and tests use are importable
-from here too.
+:mod:`tinyk.courseware.checkout`.
 """
 
 from __future__ import annotations
@@ -22,41 +21,25 @@ import sys
 from pathlib import Path
 
 from tinyk.courseware.addresses import (
-    SETUP_TITLE,
     address_problems,
-    pages_url,
     repository_url,
-    setup_cell,
-    setup_cell_source,
     site_url,
     write_addresses,
 )
 from tinyk.courseware.checkout import (
-    LANGUAGES,
     NOTEBOOKS,
-    REGENERATE,
-    ROOT,
     STUDENTS,
     ZH,
     NotACheckout,
     course_root,
-    is_checkout,
     notebook_paths,
-    student_path,
 )
-from tinyk.courseware.student_markdown import EXERCISE_HEADING, heading_anchor, markdown_for_notebooks
 from tinyk.courseware.student_versions import (
-    chinese_student_notebooks,
     stale_students,
-    student_notebooks,
     students,
 )
 
-__all__ = ["EXERCISE_HEADING", "LANGUAGES", "NOTEBOOKS", "REGENERATE", "ROOT", "SETUP_TITLE",
-           "STUDENTS", "ZH", "NotACheckout", "check", "chinese_student_notebooks", "course_root",
-           "heading_anchor", "is_checkout", "main", "markdown_for_notebooks", "notebook_paths",
-           "pages_url", "repository_url", "set_repo", "setup_cell", "setup_cell_source",
-           "site_url", "stale_students", "student_notebooks", "student_path", "students"]
+__all__ = ["check", "main", "set_repo"]
 
 
 def check(root: Path | None = None) -> list[str]:

@@ -39,19 +39,3 @@ verdict and rows), :mod:`~tinyk.grading.regrade` (the exercises whose test chang
 (the outputs the feedback shows), :mod:`~tinyk.grading.student_feedback` and
 :mod:`~tinyk.grading.cli`.
 """
-
-from __future__ import annotations
-
-from tinyk.grading.assignment import metadata_problems, release, validate
-from tinyk.grading.batch import grade, merge, parse_shard, shard_of
-from tinyk.grading.chapter import ASSIGNMENT, exercises_of
-from tinyk.grading.cli import main
-from tinyk.grading.runner import Limits
-from tinyk.grading.sandbox import check_sandbox
-from tinyk.grading.student_feedback import feedback
-from tinyk.grading.submission import SKIP_TAG
-from tinyk.reports.gradebook_schema import FIELDS, STATUSES, Row, Status
-
-__all__ = ["ASSIGNMENT", "FIELDS", "SKIP_TAG", "STATUSES", "Limits", "Row", "Status", "check_sandbox",
-           "exercises_of", "feedback", "grade", "main", "merge", "metadata_problems", "parse_shard",
-           "release", "shard_of", "validate"]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tinyk.courseware.course import NOTEBOOKS, course_root
+from tinyk.courseware.checkout import NOTEBOOKS, course_root
 from tinyk.courseware.exercises import is_test, nbgrader, source_text
 
 __all__ = ["ASSIGNMENT", "Notebook", "chapter_notebooks", "exercises_of", "translated_cells"]
@@ -38,7 +38,7 @@ def translated_cells(source: Path) -> dict[str, str]:
     grade_id: a learner of the Chinese edition submits these locked cells, whose words (test
     messages, comments) differ from the release and whose code is the same. Empty for a
     notebook outside a checkout's ``notebooks/`` or without a Chinese version."""
-    from tinyk.courseware.course import is_checkout, student_path
+    from tinyk.courseware.checkout import is_checkout, student_path
 
     root = source.resolve().parent.parent
     if source.resolve().parent != root / NOTEBOOKS or not is_checkout(root):

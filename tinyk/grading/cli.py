@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tinyk.courseware.course import NOTEBOOKS, NotACheckout, course_root
+from tinyk.courseware.checkout import NOTEBOOKS, NotACheckout, course_root
 from tinyk.grading.assignment import release, validate
 from tinyk.grading.batch import grade, merge, parse_shard
 from tinyk.grading.runner import Limits

@@ -1,7 +1,7 @@
 """nbgrader's HTML feedback for every student, with no hidden test in it (course section "For
 instructors").
 
-Each submission is graded as :func:`tinyk.grading.grade` grades it, by the verdict: the
+Each submission is graded as :func:`tinyk.grading.batch.grade` grades it, by the verdict: the
 notebook runs once, in the sandbox, and its cells' outputs come back from that run
 (:mod:`tinyk.grading.shown_outputs`). nbgrader's autograde writes them into a course made from
 the released notebooks, whose test cells hold only the visible tests, and renders its pages;
@@ -198,11 +198,11 @@ def feedback(submissions: Path, out_dir: Path, notebooks: Sequence[str | Path] |
              jobs: int | None = None, progress: bool = False) -> list[str]:
     """nbgrader's HTML feedback for every student, written under ``out_dir/<student id>/``,
     with no hidden test in it; ``jobs`` students at once (default: one per core), as
-    :func:`~tinyk.grading.grade` grades them, with a progress bar on stderr with ``progress``.
+    :func:`~tinyk.grading.batch.grade` grades them, with a progress bar on stderr with ``progress``.
     Returns the ids of the students whose run failed in the grader itself (sorted).
 
     Each submission is judged once by the verdict (:mod:`tinyk.grading.verdict`, with the hidden
-    tests, in the grader's process), as :func:`~tinyk.grading.grade` grades it, and the
+    tests, in the grader's process), as :func:`~tinyk.grading.batch.grade` grades it, and the
     outputs of its cells come from that run; they are shown in a course made from the
     released notebooks, whose test cells hold only the visible tests. A test cell shows the
     error of a visible test only: neither a hidden test's source nor its message reaches the

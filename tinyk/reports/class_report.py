@@ -60,8 +60,8 @@ def exercise_links(source: Path | None, site: str | None) -> dict[str, str]:
     """Test-cell grade_id -> the address of its exercise (prompt and hints) on the course site:
     the page of its notebook and the anchor of its ``Exercise 05.N.k`` heading. Empty without
     the notebooks or the site's address."""
-    from tinyk.courseware.course import EXERCISE_HEADING, heading_anchor
     from tinyk.courseware.exercises import is_test, nbgrader, source_text
+    from tinyk.courseware.student_markdown import EXERCISE_HEADING, heading_anchor
 
     if source is None or site is None or not source.is_dir():
         return {}
@@ -129,7 +129,8 @@ def report_main(grades_csv: Path, out: Path, source: Path | None) -> int:
     exit status 2, with the reason on stderr, when ``grades_csv`` cannot be read."""
     import sys
 
-    from tinyk.courseware.course import NotACheckout, site_url
+    from tinyk.courseware.addresses import site_url
+    from tinyk.courseware.checkout import NotACheckout
 
     try:
         site = site_url(source.parent) if source is not None else None

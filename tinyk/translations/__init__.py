@@ -48,16 +48,3 @@ found), :mod:`~tinyk.translations.builds` (the Sphinx runs: extraction, the Chin
 has read), :mod:`~tinyk.translations.sources` (the Markdown pages' downloads, in Chinese),
 :mod:`~tinyk.translations.cli` (the commands).
 """
-
-from __future__ import annotations
-
-from tinyk.courseware.catalogues import LANGUAGE, catalogues
-from tinyk.translations.builds import build, interface_settings
-from tinyk.translations.checks import figure_problems, interface_problems, output_problems, problems
-from tinyk.translations.cli import main
-from tinyk.translations.messages import code_problems, message_problems
-from tinyk.translations.updates import code_texts, figure_messages, stale, update, update_code, update_figures
-
-__all__ = ["LANGUAGE", "build", "catalogues", "code_problems", "code_texts", "figure_messages",
-           "figure_problems", "interface_problems", "interface_settings", "main", "message_problems",
-           "output_problems", "problems", "stale", "update", "update_code", "update_figures"]

@@ -53,8 +53,8 @@ from tinyk.courseware.catalogues import (
     pinyin_key,
     read_catalogue,
 )
+from tinyk.courseware.checkout import course_root
 from tinyk.courseware.chinese_notebooks import PLACEHOLDER
-from tinyk.courseware.course import course_root
 
 __all__ = ["TERMS_FILE", "Term", "catalogue_messages", "gloss_problems", "glossary_problems", "load_terms",
            "message_term_problems", "term_problems"]
