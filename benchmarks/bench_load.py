@@ -49,7 +49,8 @@ def main() -> None:
             raise SystemExit(f"{name} ({kind.name}) differs from gguf's dequantisation")
     seconds: dict[str, list[float]] = {"tinyk.interop.gguf_quants": [], "gguf.quants": []}
     for _ in range(args.rounds):
-        for label, run in (("tinyk.interop.gguf_quants", dequantise), ("gguf.quants", gguf.quants.dequantize)):
+        for label, run in (("tinyk.interop.gguf_quants", dequantise),
+                           ("gguf.quants", gguf.quants.dequantize)):
             start = time.perf_counter()
             for _, kind, data in tensors:
                 run(data, kind)
@@ -58,7 +59,8 @@ def main() -> None:
     print(f"{len(tensors)} tensors, the same bits both ways; median of {args.rounds} rounds, one thread:")
     for label, value in median.items():
         print(f"  {label:18s} {value:6.2f} s")
-    print(f"  gguf.quants / tinyk.interop.gguf_quants = {median['gguf.quants'] / median['tinyk.interop.gguf_quants']:.1f}x")
+    ratio = median["gguf.quants"] / median["tinyk.interop.gguf_quants"]
+    print(f"  gguf.quants / tinyk.interop.gguf_quants = {ratio:.1f}x")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     fresh = [float(subprocess.run([sys.executable, "-c", FRESH], capture_output=True, text=True, check=True,
                                   env=env).stdout) for _ in range(3)]

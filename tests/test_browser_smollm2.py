@@ -64,7 +64,8 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     data = sum(f["bytes"] for f in manifest["files"] if ".data." in f["path"])
     assert data < 4 * params / 5 and total < 150_000_000  # under a fifth of float32; under 150 MB in all
     graph = manifest["files"][0]["bytes"]
-    assert f"{(graph + data) / 1e6:.1f} MB" == "99.3 MB" and graph < 650_000  # tinyk.web.onnx_web's docstrings
+    # tinyk.web.onnx_web's docstrings
+    assert f"{(graph + data) / 1e6:.1f} MB" == "99.3 MB" and graph < 650_000
     assert manifest["config"]["n_layers"] == 30 and manifest["config"]["dim"] == 576
     assert (manifest["config"]["n_heads"], manifest["config"]["n_kv_heads"]) == (9, 3)
     assert manifest["config"]["vocab_size"] == 49_152

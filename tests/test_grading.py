@@ -519,8 +519,9 @@ def test_the_total_time_limit_stops_the_notebook_and_other_limits_grade_again(as
     real = class_batch.grade_answers
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(class_batch, "grade_answers", lambda name, *a: graded.append(name) or real(name, *a))
-        grading_batch.grade(loops.parent, out, notebooks, limits=runner.Limits(cell_timeout=1, memory_mb=16384),
-                      jobs=1, progress=False)
+        grading_batch.grade(loops.parent, out, notebooks,
+                            limits=runner.Limits(cell_timeout=1, memory_mb=16384),
+                            jobs=1, progress=False)
     assert graded == ["loops"]
     assert {r["status"] for r in _table(out).values()} == {"timeout"}
 
@@ -1012,7 +1013,8 @@ PAST = "graded outside the notebook: answer: the submission ran past its total t
 @SHARED_BATCH
 def test_total_time_limit_leaves_nothing_of_the_submission_running(slow_batch, short_total):
     subs, notebooks, limits = slow_batch
-    rows = grading_batch.grade(subs, subs.parent / "grades.csv", notebooks, limits=limits, jobs=2, progress=False)
+    rows = grading_batch.grade(subs, subs.parent / "grades.csv", notebooks, limits=limits, jobs=2,
+                               progress=False)
     assert processes_left(MARKER) == []  # neither the learner's process nor the one it started is left
     slow = [r for r in rows if r.student == "slow_student"]
     assert {(r.status, r.points) for r in slow} == {("timeout", 0.0)}
@@ -1039,7 +1041,8 @@ def test_the_total_time_limit_runs_on_the_clock(assignment, tmp_path):
     (tmp_path / "subs" / "never_ends" / "drill.ipynb").write_text(json.dumps(nb))
     limits = runner.Limits(cell_timeout=10**6, total_timeout=5, memory_mb=16384)
     subs = tmp_path / "subs"
-    rows = grading_batch.grade(subs, tmp_path / "grades.csv", notebooks, limits=limits, jobs=1, progress=False)
+    rows = grading_batch.grade(subs, tmp_path / "grades.csv", notebooks, limits=limits, jobs=1,
+                               progress=False)
     assert {(r.status, r.points, r.detail) for r in rows} == {("timeout", 0.0, f"{PAST} (5 s)")}
 
 

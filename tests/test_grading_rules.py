@@ -454,8 +454,9 @@ def test_feedback_notes_give_points_and_statuses_never_the_detail():
     assert notes(0.0, "ok") == ["A hidden test failed: 0 of 2 points."]
     assert notes(0.0, "ok", [_error("AssertionError")]) == []  # the shown run's traceback says it
     assert notes(0.0, "tests-modified")[0] == "A hidden test failed: 0 of 2 points."
-    assert notes(0.0, "timeout") == [f"timeout: {grading_gradebook_schema.STATUSES['timeout']}. 0 of 2 points."]
-    assert not any("SECRET" in note for status in grading_gradebook_schema.STATUSES for note in notes(0.0, status))
+    statuses = grading_gradebook_schema.STATUSES
+    assert notes(0.0, "timeout") == [f"timeout: {statuses['timeout']}. 0 of 2 points."]
+    assert not any("SECRET" in note for status in statuses for note in notes(0.0, status))
 
 
 @pytest.mark.parametrize(("source", "parser_error"), [

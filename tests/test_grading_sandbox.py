@@ -262,7 +262,8 @@ warm = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(warm)
 warm.new_namespaces()
 from pathlib import Path
-warm.private_folders(empty=[Path(SCRATCH)])  # a warm kernel's, or a notebook's answers' (tinyk.grading.learner_process)
+# a warm kernel's, or a notebook's answers' (tinyk.grading.learner_process)
+warm.private_folders(empty=[Path(SCRATCH)])
 result.update(private_tmp=fill("/tmp"), private_shm=fill("/dev/shm"), private_empty=fill(SCRATCH))
 print(json.dumps(result))
 """

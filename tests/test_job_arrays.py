@@ -203,7 +203,8 @@ def test_the_pages_slurm_array_grades_in_shards_that_merge_into_one_runs_csv(slu
     env = {**slurm.env, "PATH": f"{Path(sys.executable).parent}:{slurm.env['PATH']}",
            "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        single = pool.submit(grading_batch.grade, subs, work.parent / "single.csv", [drill], jobs=2, progress=False)
+        single = pool.submit(grading_batch.grade, subs, work.parent / "single.csv", [drill], jobs=2,
+                             progress=False)
         # a guard against a job that never ends, far above the seconds the class takes
         run = subprocess.run(["sbatch", "--wait", "--array=0-1", "--cpus-per-task=1", "grade.sh",
                               "--notebook", str(drill)], cwd=work, env=env, capture_output=True, text=True,

@@ -130,10 +130,12 @@ def test_no_tinyk_module_uses_another_ones_private_names():
     ("import tinyk.courseware.course as c\nc._URL", ["c._URL"]),
     ("from tinyk import course\ncourse._URL.match('x')", ["course._URL"]),
     ("from tinyk.grading.cli import _add_grade\nfrom . import cli\ncli._COMMANDS", []),  # its own
-    ("from tinyk.courseware.course import ROOT\nmodel._kept(1)\nx.__doc__\nfrom tinyk import __version__", []),
+    ("from tinyk.courseware.course import ROOT\nmodel._kept(1)\nx.__doc__\nfrom tinyk import __version__",
+     []),
 ])
 def test_the_private_name_check_sees_every_route(source, expected):
-    modules = {"tinyk", "tinyk.courseware.course", "tinyk.grading", "tinyk.grading.rules", "tinyk.grading.cli"}
+    modules = {"tinyk", "tinyk.courseware.course", "tinyk.grading", "tinyk.grading.rules",
+               "tinyk.grading.cli"}
     assert private_crossings(source, "tinyk.grading.cli", "tinyk.grading", modules) == expected
 
 

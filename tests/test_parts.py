@@ -540,7 +540,8 @@ def test_parts_define_no_forward_pass_of_their_own():
     import tinyk.learner.parts
     import tinyk.model
 
-    modules = (tinyk.learner.parts, tinyk.learner.part_checks, tinyk.learner.part_compare, tinyk.learner.divergence)
+    modules = (tinyk.learner.parts, tinyk.learner.part_checks, tinyk.learner.part_compare,
+               tinyk.learner.divergence)
     tree = ast.parse("\n".join(inspect.getsource(m) for m in modules))
     model_classes = {name for name, obj in vars(tinyk.model).items()
                      if isinstance(obj, type) and issubclass(obj, torch.nn.Module)}

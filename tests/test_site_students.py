@@ -72,7 +72,8 @@ def test_glossary_and_reference_links_land_on_the_site(source, language):
     work it cites."""
     edition, html = ("", HTML) if language == "en" else (f"{checkout.ZH}/", HTML / checkout.ZH)
     text, original = _markdown(checkout.student_path(source, language=language)), _markdown(source)
-    terms = re.findall(re.escape(f"{addresses.site_url()}{edition}book/glossary.html") + r"#([\w.-]+)\)", text)
+    terms = re.findall(re.escape(f"{addresses.site_url()}{edition}book/glossary.html") + r"#([\w.-]+)\)",
+                       text)
     citations = re.findall(re.escape(f"{addresses.site_url()}{edition}book/references.html") + r"\)", text)
     cited = [key for keys in re.findall(r"\{cite(?::[pt])?\}`([^`]+)`", original) for key in keys.split(",")]
     assert len(terms) == len(re.findall(r"\{term\}`", original)), f"{source.stem}: glossary links"

@@ -165,7 +165,8 @@ def test_regenerating_is_deterministic_and_writes_nothing_when_up_to_date(tmp_pa
     shutil.rmtree(root / checkout.STUDENTS)
     changed, missing = student_versions.students(root)
     assert len(changed) == 2 * len(SOURCES) and missing == []
-    assert {p.relative_to(root): p.read_bytes() for p in (root / checkout.STUDENTS).rglob("*.ipynb")} == before
+    students = root / checkout.STUDENTS
+    assert {p.relative_to(root): p.read_bytes() for p in students.rglob("*.ipynb")} == before
 
 
 def test_a_stale_student_version_fails_the_check_and_names_the_command(tmp_path):

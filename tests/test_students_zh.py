@@ -368,7 +368,8 @@ def test_the_setup_cell_and_the_hints_pseudocode_read_from_the_catalogues():
     messages = load_messages(code_catalogue_path(ROOT, "05_4_gqa"), code=True)
     hints = [body for body in messages if body.startswith("scores = q @ kᵀ")]
     assert len(hints) == 1 and "最后一个轴" in messages[hints[0]]
-    gqa = checkout.student_path(ROOT / "notebooks" / "05_4_gqa.ipynb", language=checkout.ZH).read_text("utf-8")
+    gqa = checkout.student_path(ROOT / "notebooks" / "05_4_gqa.ipynb",
+                                language=checkout.ZH).read_text("utf-8")
     assert json.dumps(messages[hints[0]].split("\n")[1] + "\n", ensure_ascii=False) in gqa
     assert "blocked scores" not in gqa
 

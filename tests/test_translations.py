@@ -21,7 +21,8 @@ CHINESE = ("{term}`RMSNorm <RMSNorm, root mean square normalisation (均方根�
 
 def test_every_message_is_translated_and_keeps_what_is_not_prose():
     assert checks.problems() == []
-    assert len(translations_catalogues.catalogues()) == 17 + len(checkout.notebook_paths())  # pages, then code
+    # pages, then code
+    assert len(translations_catalogues.catalogues()) == 17 + len(checkout.notebook_paths())
 
 
 def test_a_faithful_translation_passes():

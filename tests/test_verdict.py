@@ -299,7 +299,8 @@ GQA_ROUTES = {
     "checks_module": ("from tinyk.learner.part_checks import reference_gqa_attention as gqa_attention\n",
                       "tinyk's reference_gqa_attention is withheld"),
     "checks_globals": ("import tinyk.learner.parts\n"
-                       "gqa_attention = tinyk.learner.parts.check_parts.__globals__['reference_gqa_attention']\n",
+                       "gqa_attention = (tinyk.learner.parts.check_parts\n"
+                       "                 .__globals__['reference_gqa_attention'])\n",
                        "tinyk's reference_gqa_attention is withheld"),
     "model_method": ("import tinyk\nfrom tinyk.model import repeat_kv\n"
                      "_layer = tinyk.Transformer(tinyk.ModelConfig.tiny()).layers[0].attention\n"

@@ -9,8 +9,8 @@ each importing the model and never the reverse:
   loading (SmolLM2);
 - :mod:`tinyk.web.onnx_export`: the decoder as an ONNX graph, for a page that runs it;
 - :mod:`tinyk.data`, :mod:`tinyk.training`, :mod:`tinyk.lessons.architecture_checks`: the 05.7 experiment;
-- :mod:`tinyk.lessons.tracing` (shapes and parameter counts), :mod:`tinyk.lessons.plotting`, :mod:`tinyk.lessons.widgets`,
-  :mod:`tinyk.lessons.shown_code`: for the notebooks;
+- :mod:`tinyk.lessons.tracing` (shapes and parameter counts), :mod:`tinyk.lessons.plotting`,
+  :mod:`tinyk.lessons.widgets`, :mod:`tinyk.lessons.shown_code`: for the notebooks;
 - :mod:`tinyk.learner.parts`: the learner's own parts (05.2 to 05.6) checked and run in a model;
 - :mod:`tinyk.courseware.exercises`, :mod:`tinyk.grading`, :mod:`tinyk.courseware.course`: the course itself;
 - :mod:`tinyk.translations`, :mod:`tinyk.lessons.figure_text`: its Chinese edition, figures and printed

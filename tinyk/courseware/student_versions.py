@@ -15,7 +15,8 @@ Two folders of notebooks:
   versions add from the interface's catalogue; links go to the Chinese site. A message
   without a translation makes ``check`` fail and names it.
 
-``python -m tinyk.courseware.course students`` writes them (:func:`students`), ``python -m tinyk.courseware.course
+``python -m tinyk.courseware.course students`` writes them (:func:`students`), ``python -m
+tinyk.courseware.course
 check`` lists a stale one (:func:`stale_students`).
 """
 
@@ -59,7 +60,8 @@ def for_students(nb: dict, page_url: str, site: str, citations: dict[str, str],
     title over the stub), each exercise's prompt linking to its solution on the site, and
     MyST roles and admonitions written as plain Markdown (:func:`markdown_for_notebooks`).
 
-    ``words(english)``: a text the student version adds (:data:`tinyk.courseware.student_markdown.STUDENT_WORDS`)
+    ``words(english)``: a text the student version adds
+    (:data:`tinyk.courseware.student_markdown.STUDENT_WORDS`)
     in the notebook's language; ``translate(text, cell_index)``: each Markdown cell's MyST in
     that language, before it is made plain. The solution links keep the English headings'
     anchors, which the Chinese pages keep too (Sphinx gives a translated section its original id)."""

@@ -103,7 +103,8 @@ class AssembledThere(torch.nn.Module):
 
 
 def _prepared(base: Any) -> str | None:
-    """The name in :data:`tinyk.grading.learner_process.PREPARED` of the model ``base`` is (loaded here), if any."""
+    """The name in :data:`tinyk.grading.learner_process.PREPARED` of the model ``base`` is (loaded here),
+    if any."""
     for name, (where, _) in answers.PREPARED.items():
         module, function = where.rsplit(".", 1)
         load = getattr(importlib.import_module(module), function)

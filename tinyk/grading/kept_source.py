@@ -1,7 +1,8 @@
 """The text of the package's modules whose files the grader's sandbox deletes, for ``inspect``
 to read, without the parts a run withholds (course: the instructors' page, grading).
 
-Under the grader's sandbox, :mod:`tinyk.grading.learner_process` deletes the files of the modules that hold the
+Under the grader's sandbox, :mod:`tinyk.grading.learner_process` deletes the files of the modules that
+hold the
 parts once it has imported them (its ``HIDDEN``). An answer may still read the source of a
 function of theirs that is no withheld part: 05.4.4's answer reads tinyk's ``repeat_kv``,
 withheld in the notebook's run, and is judged again in a run that withholds only its own

@@ -5,7 +5,8 @@
 requests, each behind a number (a handle); :func:`serve` answers one request: a name's attribute, a
 call (with its backward pass when an input needs its gradient), an own-work watch, a model
 assembled from the weights prepared for the run and the learner's parts alone
-(:func:`tinyk.learner.learners_model.assemble`), an empty KV cache for it. Run in :mod:`tinyk.grading.learner_process`'
+(:func:`tinyk.learner.learners_model.assemble`), an empty KV cache for it. Run in
+:mod:`tinyk.grading.learner_process`'
 child of a run, in the grading sandbox.
 """
 

@@ -20,10 +20,12 @@ first argument), whose modules that hold the parts (:data:`HIDDEN`) it imports a
 deletes; and in the child of a run, the package's objects of every part the run asks for
 (``RMSNorm``, ``repeat_kv``, ... of :data:`tinyk.learner.own_code.REFERENCES`) are replaced in every
 ``tinyk`` module by a :class:`~tinyk.grading.withheld.Withheld` before the first cell runs, then freed
-(:func:`~tinyk.grading.withheld.withhold`): no class, function or code object of theirs is left for the collector to
+(:func:`~tinyk.grading.withheld.withhold`): no class, function or code object of theirs is left for the
+collector to
 find, and no source of them to read or run as text (``inspect`` reads the rest of those
 modules' text, :mod:`tinyk.grading.kept_source`). Using a stand-in, or reading it as a function
-(``inspect.getsource``, ``__code__``), sets :data:`~tinyk.grading.withheld.TOUCHED`, so that the grader judges an
+(``inspect.getsource``, ``__code__``), sets :data:`~tinyk.grading.withheld.TOUCHED`, so that the grader
+judges an
 exercise that then fails again in a run that withholds only its own parts.
 
 Each notebook starts clean, under the grader's sandbox: its runs fork from a process of its

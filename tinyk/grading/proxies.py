@@ -162,7 +162,8 @@ def handle(remote: Remote) -> tuple[Server, int]:
 
 def _transport(fn: Any, *args: Any) -> Any:
     """``fn(*args)`` as the course's transport, not the learner's code: an own-work watch on
-    this side (:mod:`tinyk.learner.own_code`) looks through it (the learner's code is watched where it runs)."""
+    this side (:mod:`tinyk.learner.own_code`) looks through it (the learner's code is watched where it
+    runs)."""
     from tinyk.learner.own_code import trusted
 
     return trusted(fn)(*args)

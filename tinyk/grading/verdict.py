@@ -41,7 +41,8 @@ through the learner's code works for calls that return one tensor.
 The verdict's modules: this one runs the test cells (:func:`judge`, ``python -m
 tinyk.grading.verdict``); :mod:`tinyk.grading.answer_server` starts the learner's process and carries the
 requests and replies; :mod:`tinyk.grading.proxies` turns a reply into values of this process and the
-learner's objects into :class:`~tinyk.grading.proxies.Remote` stand-ins; :mod:`tinyk.grading.functions_for_proxies`
+learner's objects into :class:`~tinyk.grading.proxies.Remote` stand-ins;
+:mod:`tinyk.grading.functions_for_proxies`
 gives the course's functions a test cell calls (the own-work watch, ``build_model``) their
 versions for objects that live over there.
 """
@@ -80,7 +81,8 @@ __all__ = ["TEST_CELL_LOCK", "AnswerFailed", "AnswerServer", "AssembledThere", "
 GRADER_TRANSPORT = True  # the grader's side: never the learner's code (tinyk.learner.own_code)
 
 # One test cell at a time in this process: each sets the seed, takes stdout and swaps functions of
-# tinyk.learner.own_code and tinyk.learner.parts while it runs. The notebooks' cells, in the learners' processes,
+# tinyk.learner.own_code and tinyk.learner.parts while it runs. The notebooks' cells, in the learners'
+# processes,
 # need no turn: several students' verdicts (the grader's threads) overlap there; and the wait for
 # the turn is not the student's time (AnswerServer.limit_total counts their process's work only).
 TEST_CELL_LOCK = threading.Lock()
@@ -108,7 +110,8 @@ class _Exercise:
 
     @property
     def prepare(self) -> list[str]:
-        """The models of :data:`tinyk.grading.learner_process.PREPARED` the test assembles the learner's parts into."""
+        """The models of :data:`tinyk.grading.learner_process.PREPARED` the test assembles the learner's
+        parts into."""
         return [name for name in answers.PREPARED if re.search(rf"\b{name}\(\)", self.test)]
 
 

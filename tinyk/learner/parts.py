@@ -162,7 +162,8 @@ def _swap_modules(model: Transformer, given: Mapping[str, Any]) -> None:
         _load(new, old, name)
         try:
             new.forward = _named(name, new.forward)  # a stub's forward is reported by name
-        except TypeError:  # a module that lives in the learner's process (tinyk.grading.verdict) stays as it is
+        # a module that lives in the learner's process (tinyk.grading.verdict) stays as it is
+        except TypeError:
             pass
         return new.to(dtype)
 

@@ -61,7 +61,8 @@ _missing: list[set[str]] = []  # one set per open collecting() block
 
 
 def enabled() -> bool:
-    """True when figures should also be drawn in Chinese (``TINYK_FIGURES_ZH=1``, :mod:`tinyk.environment`)."""
+    """True when figures should also be drawn in Chinese (``TINYK_FIGURES_ZH=1``,
+    :mod:`tinyk.environment`)."""
     return figures_in_chinese()
 
 

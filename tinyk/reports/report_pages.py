@@ -44,7 +44,8 @@ def page(lang: str, title: str, body: str, other: str) -> str:
 
 
 def page_name(student: str, lang: str) -> str:
-    """The file of a student's page: their id (:func:`tinyk.reports.submitters.student_id`), ``.zh`` in Chinese."""
+    """The file of a student's page: their id (:func:`tinyk.reports.submitters.student_id`), ``.zh`` in
+    Chinese."""
     return f"{student_id(student)}{'.zh' if lang == 'zh' else ''}.html"
 
 

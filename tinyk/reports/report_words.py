@@ -48,7 +48,8 @@ WORDS = {
 }
 # Words whose English is another word's too, with another Chinese: their catalogue context.
 CONTEXTS = {"axis_x": "chart axis", "axis_y": "chart axis"}
-STATUS = "grading status"  # the context of a status (tinyk.reports.gradebook_schema.STATUSES), shown as its name
+# the context of a status (tinyk.reports.gradebook_schema.STATUSES), shown as its name
+STATUS = "grading status"
 SHARE = "{0} of the class ({1} of {2}): {3}"
 NAMED = "{0}: {1}"
 UNKNOWN = "{0} (not in this version's catalogue)"

@@ -392,7 +392,8 @@ def course_model_stamp() -> str:
     from tinyk.training import CHECKPOINT
 
     package = Path(__file__).parents[1]
-    return files_stamp([package / "model.py", package / "web" / "onnx_export.py", package / "data.py", CHECKPOINT])
+    return files_stamp([package / "model.py", package / "web" / "onnx_export.py", package / "data.py",
+                        CHECKPOINT])
 
 
 def course_model_manifest(model: Transformer, attention_layers: Sequence[int],
