@@ -38,4 +38,17 @@ verdict and rows), :mod:`~tinyk.grading.regrade` (the exercises whose test chang
 :mod:`~tinyk.grading.batch` (a class, shards, resume), :mod:`~tinyk.grading.shown_outputs`
 (the outputs the feedback shows), :mod:`~tinyk.grading.student_feedback` and
 :mod:`~tinyk.grading.cli`.
+
+The verdict and what it runs on: :mod:`~tinyk.grading.verdict` (the test cells decided outside
+the student's process), its protocol (:mod:`~tinyk.grading.answer_server`,
+:mod:`~tinyk.grading.answer_wire`, :mod:`~tinyk.grading.proxies`: the learner's objects on this
+side, :mod:`~tinyk.grading.functions_for_proxies`: the course's functions that know them), and
+the learner's process (:mod:`~tinyk.grading.learner_process`, :mod:`~tinyk.grading.learner_objects`,
+:mod:`~tinyk.grading.cell_outputs`, :mod:`~tinyk.grading.withheld`,
+:mod:`~tinyk.grading.kept_source`, :mod:`~tinyk.grading.warm_kernel`'s namespaces),
+:mod:`~tinyk.grading.ast_guard`, :mod:`~tinyk.grading.nbgrader_fork`,
+:mod:`~tinyk.grading.kernel_launcher`.
+
+May import: the model core, :mod:`tinyk.interop`, :mod:`tinyk.courseware`, :mod:`tinyk.learner`,
+:mod:`tinyk.reports` and the package's words. Nothing of it is imported by ``import tinyk``.
 """

@@ -46,5 +46,14 @@ found), :mod:`~tinyk.translations.builds` (the Sphinx runs: extraction, the Chin
 :mod:`~tinyk.translations.outputs` (printed output translated, its messages found),
 :mod:`~tinyk.translations.pages` (what the Chinese build changes in a page it
 has read), :mod:`~tinyk.translations.sources` (the Markdown pages' downloads, in Chinese),
-:mod:`~tinyk.translations.cli` (the commands).
+:mod:`~tinyk.translations.cli` (the commands), :mod:`~tinyk.translations.tables`,
+:mod:`~tinyk.translations.source_figures`, :mod:`~tinyk.translations.sphinx_words`,
+:mod:`~tinyk.translations.terms` (the term base), :mod:`~tinyk.translations.package_words` (what
+the package's catalogue lacks) and :mod:`~tinyk.translations.package_catalogue` (the package's
+own Chinese words: :func:`~tinyk.translations.package_catalogue.say`, the one small function
+every layer, the model included, may import: it imports nothing of the package's but
+:mod:`tinyk.environment`).
+
+May import: the model core, :mod:`tinyk.courseware`, :mod:`tinyk.lessons`, :mod:`tinyk.learner`,
+:mod:`tinyk.reports` and the package's words; never grading.
 """
