@@ -122,7 +122,9 @@ def test_the_readme_layout_table_is_the_package_tree_and_its_layering():
     assert folders == set(LAYERS) - {"core"}
     top = {p.name for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
     assert len(top) <= MAX_TOP_LEVEL, sorted(top)
-    for name in top - {"__init__.py", "__main__.py"}:  # every module and subpackage is in the table
+    named = top - {"__init__.py", "__main__.py"}
+    assert len(named) == len(top) - 2
+    for name in named:  # every module and subpackage is in the table
         assert f"`{name.removesuffix('.py')}" in layout or f"`tinyk/{name}" in layout, name
 
 
