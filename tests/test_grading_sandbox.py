@@ -257,13 +257,13 @@ def fill(folder):
             os.unlink(os.path.join(folder, "fill"))
     return ["written", written]
 result = {"tmp": fill("/tmp"), "shm": fill("/dev/shm"), "dev": fill("/dev")}
-spec = importlib.util.spec_from_file_location("warm_kernel", WARM_KERNEL)  # by path: no torch
-warm = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(warm)
-warm.new_namespaces()
+spec = importlib.util.spec_from_file_location("namespaces", NAMESPACES)  # by path: no torch
+spaces = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(spaces)
+spaces.new_namespaces()
 from pathlib import Path
-# a warm kernel's, or a notebook's answers' (tinyk.grading.learner_process)
-warm.private_folders(empty=[Path(SCRATCH)])
+# a notebook's run's, in the learner's process (tinyk.grading.learner_process)
+spaces.private_folders(empty=[Path(SCRATCH)])
 result.update(private_tmp=fill("/tmp"), private_shm=fill("/dev/shm"), private_empty=fill(SCRATCH))
 print(json.dumps(result))
 """
@@ -272,7 +272,7 @@ print(json.dumps(result))
 def test_a_sandboxs_tmpfs_hold_a_share_of_its_memory_limit(tmp_path):
     """/tmp and /dev/shm are tmpfs, in memory outside the address-space limit: each holds
     tmpfs_bytes(memory_mb) (4 MiB for a limit of 64 MB), and so do the private ones that a
-    warm kernel and a notebook's answers mount in their own namespaces (tinyk.grading.warm_kernel);
+    notebook's run mounts in its own namespaces (tinyk.grading.namespaces);
     past it a write fails with ENOSPC. /dev itself is read-only."""
     from tinyk.grading.sandbox import tmpfs_bytes
 
@@ -281,7 +281,7 @@ def test_a_sandboxs_tmpfs_hold_a_share_of_its_memory_limit(tmp_path):
     (runtime := tmp_path / "run").mkdir()
     bound = tmpfs_bytes(64)
     code = (FILL_PROBE.replace("BOUND", str(bound)).replace("SCRATCH", repr(str(scratch)))
-            .replace("WARM_KERNEL", repr(str(Path(tinyk.__file__).parent / "warm_kernel.py"))))
+            .replace("NAMESPACES", repr(str(Path(tinyk.__file__).parent / "grading" / "namespaces.py"))))
     done = subprocess.run([*sandbox_argv(scratch, runtime, memory_mb=64), sys.executable, "-c", code],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -290,14 +290,14 @@ def test_a_sandboxs_tmpfs_hold_a_share_of_its_memory_limit(tmp_path):
     assert result == {"tmp": full, "shm": full, "dev": ["EROFS", 0], "private_tmp": full,
                       "private_shm": full, "private_empty": full}
     # the grader's own sandboxes take the submission's limit: the learner's process's, and
-    # those of the sandbox's kernelspec and warm server
+    # that of the sandbox's kernelspec
     from tinyk.grading.runner import Limits
     from tinyk.grading.sandbox import Sandbox
     from tinyk.grading.scoring import answers_prefix
 
-    box = Sandbox.create(tmp_path / "box", warm=True, memory_mb=2048)
+    box = Sandbox.create(tmp_path / "box", memory_mb=2048)
     kernel = json.loads((box.jupyter / "kernels" / "python3" / "kernel.json").read_text())["argv"]
-    for argv in (answers_prefix(box, Limits(memory_mb=2048)), kernel, box.server_argv(3)):
+    for argv in (answers_prefix(box, Limits(memory_mb=2048)), kernel):
         assert [argv[i - 2:i + 2] for i, a in enumerate(argv) if a == "--tmpfs"] == \
             [["--size", str(2**27), "--tmpfs", "/dev/shm"], ["--size", str(2**27), "--tmpfs", "/tmp"]]
 

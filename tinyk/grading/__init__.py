@@ -45,9 +45,8 @@ the student's process), its protocol (:mod:`~tinyk.grading.answer_server`,
 side, :mod:`~tinyk.grading.functions_for_proxies`: the course's functions that know them), and
 the learner's process (:mod:`~tinyk.grading.learner_process`, :mod:`~tinyk.grading.learner_objects`,
 :mod:`~tinyk.grading.cell_outputs`, :mod:`~tinyk.grading.withheld`,
-:mod:`~tinyk.grading.kept_source`, :mod:`~tinyk.grading.warm_kernel`'s namespaces),
-:mod:`~tinyk.grading.ast_guard`, :mod:`~tinyk.grading.nbgrader_fork`,
-:mod:`~tinyk.grading.kernel_launcher`.
+:mod:`~tinyk.grading.kept_source`, :mod:`~tinyk.grading.namespaces`),
+:mod:`~tinyk.grading.ast_guard`, :mod:`~tinyk.grading.nbgrader_fork`.
 
 May import: the model core, :mod:`tinyk.interop`, :mod:`tinyk.courseware`, :mod:`tinyk.learner`,
 :mod:`tinyk.reports` and the package's words. Nothing of it is imported by ``import tinyk``.

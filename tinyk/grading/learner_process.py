@@ -273,10 +273,10 @@ def _serve_run(request: tuple, requests: BinaryIO, out: BinaryIO) -> None:
 def _fresh(library: str, writable: list[str]) -> Callable[[], None]:
     """A notebook's folders, in its new mount namespace: a private /tmp and /dev/shm, each of
     the sandbox's ``writable`` folders a new empty one, the package's copy (``library``)
-    bound back read-only (:func:`tinyk.grading.warm_kernel.private_folders`)."""
+    bound back read-only (:func:`tinyk.grading.namespaces.private_folders`)."""
     from pathlib import Path
 
-    from tinyk.grading.warm_kernel import private_folders
+    from tinyk.grading.namespaces import private_folders
 
     return lambda: private_folders(empty=[Path(f) for f in writable], read_only=[Path(library)])
 
@@ -289,7 +289,7 @@ def _notebook(requests: BinaryIO, out: BinaryIO, folders: Callable[[], None]) ->
     Then it kills that process 1, and with it the kernel kills every process left in the
     namespace; its end waits for them."""
     from tinyk.grading.answer_wire import read_frame, reply
-    from tinyk.grading.warm_kernel import drop_capabilities, new_namespaces
+    from tinyk.grading.namespaces import drop_capabilities, new_namespaces
 
     try:
         here = os.getcwd()
@@ -334,7 +334,7 @@ def main() -> None:
     if library is None:
         why = "no sandbox"
     else:
-        from tinyk.grading.warm_kernel import probe
+        from tinyk.grading.namespaces import probe
 
         folders = _fresh(library, writable)
         why = probe(ipc=True, folders=folders) or ""

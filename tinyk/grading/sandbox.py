@@ -41,7 +41,7 @@ KERNEL_ENV = {GRADING: "1", LANGUAGE: "en", "MPLBACKEND": "agg"}
 MEMORY_MB = 8192  # the grader's default --memory-mb (tinyk.grading.runner.Limits)
 # A tmpfs holds its files in memory, outside the address-space limit of --memory-mb: each one a
 # student's code can write (/tmp, /dev/shm and, in a notebook's own namespaces of the verdict,
-# its new empty folders: four at most at once, tinyk.grading.warm_kernel.private_folders) holds a
+# its new empty folders: four at most at once, tinyk.grading.namespaces.private_folders) holds a
 # sixteenth of it, a quarter in all; past it, a write fails with ENOSPC (an OSError in their code).
 TMPFS_SHARE = 16
 _HOME = Path("/tmp")  # the sandboxed process's home: its caches, in its private /tmp, start empty
@@ -174,7 +174,7 @@ def sandbox_argv(scratch: Path, runtime: Path, threads: int = 1, also: Sequence[
     Read-only: the system folders, the Python installation and environment, the tinyk package,
     the grader's copies of what a kernel would build again (:func:`shared_read_only`), /dev.
     Writable: ``scratch`` (its working folder), ``runtime`` (its connection file and the Unix
-    sockets of its channels), the folders ``also`` (the warm server's socket folder), a private
+    sockets of its channels), the folders ``also``, a private
     /tmp and /dev/shm of :func:`tmpfs_bytes` of ``memory_mb`` each. Every namespace unshared:
     no network (its own empty loopback), its own processes, which all end when the kernel ends.
     """
@@ -202,50 +202,27 @@ def sandbox_argv(scratch: Path, runtime: Path, threads: int = 1, also: Sequence[
 class Sandbox:
     """Where one student's kernels run: a kernelspec (under ``jupyter``) that starts them under
     bubblewrap, their ``scratch`` folder, and the ``runtime`` folder of their connection files
-    and channel sockets. With ``warm`` (the folder of the warm server's socket), the
-    kernelspec asks the student's warm server (:mod:`tinyk.grading.warm_kernel`) for each kernel, and
-    starts a cold one in the sandbox when it cannot have one."""
+    and channel sockets."""
 
     jupyter: Path
     scratch: Path
     runtime: Path
     threads: int = 1
-    warm: Path | None = None
     memory_mb: int = MEMORY_MB  # the submission's memory limit, of which its tmpfs take a share
 
     @classmethod
-    def create(cls, base: Path, threads: int = 1, warm: bool = False, memory_mb: int = MEMORY_MB) -> Sandbox:
-        """The folders and kernelspec of a new sandbox under ``base`` (warm kernels with ``warm``),
-        whose tmpfs are sized for a memory limit of ``memory_mb`` (:func:`tmpfs_bytes`)."""
-        box = cls(base / "jupyter", base / "scratch", base / "run", threads, base / "warm" if warm else None,
-                  memory_mb)
-        for folder in (box.scratch, box.runtime, *([box.warm] if box.warm else [])):
+    def create(cls, base: Path, threads: int = 1, memory_mb: int = MEMORY_MB) -> Sandbox:
+        """The folders and kernelspec of a new sandbox under ``base``, whose tmpfs are sized for
+        a memory limit of ``memory_mb`` (:func:`tmpfs_bytes`)."""
+        box = cls(base / "jupyter", base / "scratch", base / "run", threads, memory_mb)
+        for folder in (box.scratch, box.runtime):
             folder.mkdir(parents=True)
         spec = box.jupyter / "kernels" / "python3"
         spec.mkdir(parents=True)
         argv = [*sandbox_argv(box.scratch, box.runtime, threads, memory_mb=memory_mb), sys.executable,
                 "-m", "ipykernel_launcher",
                 "-f", "{connection_file}"]
-        if box.warm is not None:
-            argv = [sys.executable, "-I", "-S", str(Path(__file__).with_name("kernel_launcher.py")),
-                    str(box.socket), "{connection_file}", "--", *argv]
         # bwrap does not pass signals on: an interrupt (after a cell timeout) goes as a message
         (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Python 3 (sandboxed)",
                                                       "language": "python", "interrupt_mode": "message"}))
         return box
-
-    @property
-    def socket(self) -> Path:
-        """The warm server's Unix socket."""
-        assert self.warm is not None
-        return self.warm / "kernels.sock"
-
-    def server_argv(self, fd: int, modules: Sequence[str] = ()) -> list[str]:
-        """The warm server's command line, accepting on the listening socket ``fd`` and
-        importing ``modules``: in the sandbox, its socket's folder bound too."""
-        assert self.warm is not None
-        # by its path, with -P: not as tinyk.grading.warm_kernel, whose package's import would import torch
-        script = str(Path(__file__).resolve().with_name("warm_kernel.py"))
-        command = ["-P", script, str(fd), str(self.socket), str(self.scratch), str(self.runtime)]
-        box = sandbox_argv(self.scratch, self.runtime, self.threads, [self.warm], self.memory_mb)
-        return [*box, sys.executable, *command, *modules]
