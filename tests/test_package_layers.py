@@ -160,3 +160,67 @@ def test_importing_a_subpackage_imports_none_of_its_modules(module):
             f"print(sum(m.startswith('{module}.') for m in set(sys.modules) - before))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == "0"
+
+
+def unmarked_part_holders(package: Path) -> list[str]:
+    """The modules under ``package`` that define one of the package's versions of a part at
+    their top level (a class, a function or a name of :data:`tinyk.learner.own_code.REFERENCES`)
+    without the ``HOLDS_PARTS = True`` marker that withholds them from a graded run."""
+    from tinyk.grading.learner_process import MARKER
+    from tinyk.learner.own_code import REFERENCES
+
+    references = {name for names in REFERENCES.values() for name in names}
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+        defined |= {t.id for n in tree.body if isinstance(n, ast.Assign)
+                    for t in n.targets if isinstance(t, ast.Name)}
+        if defined & references and not MARKER.search(text):
+            found.append(path.relative_to(package.parent).with_suffix("").as_posix().replace("/", "."))
+    return found
+
+
+def test_what_a_graded_run_withholds_comes_from_the_modules_own_marker():
+    from tinyk.grading.learner_process import HIDDEN, holding_parts
+
+    assert "tinyk.model" in HIDDEN and "tinyk.learner.part_checks" in HIDDEN and len(HIDDEN) == 6
+    assert set(HIDDEN) == set(holding_parts(str(PACKAGE)))
+    assert unmarked_part_holders(PACKAGE) == []
+
+
+def test_a_new_module_holding_a_part_is_caught_without_moving_anything(tmp_path):
+    from tinyk.grading.learner_process import holding_parts
+
+    copy = tmp_path / "tinyk"
+    (copy / "learner").mkdir(parents=True)
+    (copy / "learner" / "fast_parts.py").write_text("def repeat_kv(x, n):\n    return x\n")
+    assert unmarked_part_holders(copy) == ["tinyk.learner.fast_parts"]
+    assert holding_parts(str(copy)) == ()
+    marked = "HOLDS_PARTS = True\n\n\ndef repeat_kv(x, n):\n    return x\n"
+    (copy / "learner" / "fast_parts.py").write_text(marked)
+    assert unmarked_part_holders(copy) == []
+    assert holding_parts(str(copy)) == ("tinyk.learner.fast_parts",)
+
+
+def test_a_borrowed_call_into_a_subpackage_is_named_by_its_dotted_module():
+    import torch
+
+    from tinyk.interop.hf import permute_half_to_adjacent
+    from tinyk.learner.own_code import BorrowedCall, run_own
+
+    weight = torch.zeros(8, 4)
+    with pytest.raises(BorrowedCall, match=r"tinyk\.interop\.hf\.permute_half_to_adjacent"):
+        run_own("the part", lambda w: permute_half_to_adjacent(w, 2), weight)
+
+
+def test_the_graders_transport_is_marked_and_never_the_learners_code():
+    from tinyk.grading import answer_server, functions_for_proxies, proxies, verdict
+    from tinyk.learner import own_code
+
+    modules = (answer_server, functions_for_proxies, proxies, verdict, own_code)
+    assert [m.GRADER_TRANSPORT for m in modules] == [True] * 5
+    marked = [p.name for p in PACKAGE.rglob("*.py")
+              if "\nGRADER_TRANSPORT = True" in p.read_text(encoding="utf-8")]
+    assert sorted(marked) == sorted(f"{m.__name__.rsplit('.', 1)[1]}.py" for m in modules)
