@@ -96,9 +96,17 @@ _SHORT_ERRORS = {"cell_type": "code", "execution_count": None, "outputs": [],
                  "source": 'get_ipython().run_line_magic("xmode", "minimal")'}
 
 
-# Modules no notebook runs: the ONNX export changes no output (nor do the packages below
-# tinyk, the Chinese edition's catalogue tools and grading, which the hash does not read).
-_NOT_RUN = {"onnx_export.py", "playground.py"}
+# Modules no notebook runs: the ONNX export and the live page's numbers change no output, nor
+# do the grader and the Chinese edition's tools (but the package's words, which its feedback says).
+_NOT_RUN = {"web/onnx_export.py", "web/playground.py"}
+_NOT_RUN_FOLDERS = {"grading", "translations"}
+_RUN_THERE = {"translations/package_catalogue.py"}
+
+
+def _runs(relative: str) -> bool:
+    """Whether the package's module at ``relative`` (``lessons/plotting.py``) may change an output."""
+    folder = relative.split("/")[0]
+    return relative in _RUN_THERE or (relative not in _NOT_RUN and folder not in _NOT_RUN_FOLDERS)
 
 
 def package_hash() -> str:
@@ -107,8 +115,9 @@ def package_hash() -> str:
     from tinyk.lessons.figure_text import catalogue_path
 
     digest = hashlib.sha256()
-    for path in sorted(p for p in Path(tinyk.__file__).parent.glob("*.py") if p.name not in _NOT_RUN):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    package = Path(tinyk.__file__).parent
+    for path in sorted(p for p in package.rglob("*.py") if _runs(p.relative_to(package).as_posix())):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     catalogue = catalogue_path()
     if catalogue.is_file():
         digest.update(b"figures.po\0" + catalogue.read_bytes())
