@@ -224,3 +224,28 @@ def test_the_graders_transport_is_marked_and_never_the_learners_code():
     marked = [p.name for p in PACKAGE.rglob("*.py")
               if "\nGRADER_TRANSPORT = True" in p.read_text(encoding="utf-8")]
     assert sorted(marked) == sorted(f"{m.__name__.rsplit('.', 1)[1]}.py" for m in modules)
+
+
+def words_the_core_takes(sources: dict[str, tuple[str, bool]]) -> set[str]:
+    """The names the model core's modules import from the package's words."""
+    taken = set()
+    for module, (source, _) in sources.items():
+        if layer_of(module) == "core" and module not in TOP:
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.ImportFrom) and node.module == WORDS:
+                    taken |= {a.name for a in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.module == "tinyk.translations":
+                    taken |= {f"tinyk.translations.{a.name}" for a in node.names}
+    return taken
+
+
+def test_the_model_core_takes_one_small_function_of_the_language_layer():
+    sources = _sources()
+    assert words_the_core_takes(sources) == {"say"}
+    source, _ = sources["tinyk.model"]
+    more = "\nfrom tinyk.translations.package_catalogue import chinese\n"
+    planted = dict(sources, **{"tinyk.model": (source + more, False)})
+    assert words_the_core_takes(planted) == {"say", "chinese"}
+    # the function itself imports nothing of the package's but the switch that picks the language
+    words, _ = sources[WORDS]
+    assert imports_of(words, WORDS, False) == {"tinyk.environment", "tinyk.environment.feedback_in_chinese"}
