@@ -1,20 +1,22 @@
 """tinyk: a small LLaMA-style decoder, taken apart section by section (course chapter 05).
 
-The model lives in :mod:`tinyk.model`, read top to bottom in the chapter's order. Beside it,
-each importing the model and never the reverse:
+The model lives in :mod:`tinyk.model`, read top to bottom in the chapter's order, beside the
+rest of the model core: :mod:`tinyk.config_rules` (what a configuration must satisfy),
+:mod:`tinyk.generation` (per-row stopping, padding and the KV cache), :mod:`tinyk.data` and
+:mod:`tinyk.training` (the 05.7 experiment) and :mod:`tinyk.environment` (the run-time
+switches). The rest of the package is laid out by job, each subpackage importing the core and
+never the reverse (the README's layout table says which may import which):
 
-- :mod:`tinyk.generation`: generation with per-row stopping, padding and the KV cache;
-- :mod:`tinyk.interop.upstream`: the upstream code's quirks, reproduced on purpose;
-- :mod:`tinyk.interop.hf`, :mod:`tinyk.interop.gguf`: Hugging Face conversion (with its half-split RoPE), GGUF
-  loading (SmolLM2);
-- :mod:`tinyk.web.onnx_export`: the decoder as an ONNX graph, for a page that runs it;
-- :mod:`tinyk.data`, :mod:`tinyk.training`, :mod:`tinyk.lessons.architecture_checks`: the 05.7 experiment;
-- :mod:`tinyk.lessons.tracing` (shapes and parameter counts), :mod:`tinyk.lessons.plotting`,
-  :mod:`tinyk.lessons.widgets`, :mod:`tinyk.lessons.shown_code`: for the notebooks;
-- :mod:`tinyk.learner.parts`: the learner's own parts (05.2 to 05.6) checked and run in a model;
-- :mod:`tinyk.courseware.exercises`, :mod:`tinyk.grading`, :mod:`tinyk.courseware.course`: the course itself;
-- :mod:`tinyk.translations`, :mod:`tinyk.lessons.figure_text`: its Chinese edition, figures and printed
-  output included.
+- :mod:`tinyk.interop`: Hugging Face (with its half-split RoPE), the upstream code's quirks, GGUF (SmolLM2);
+- :mod:`tinyk.web`: the decoder as an ONNX graph, for a page that runs it;
+- :mod:`tinyk.lessons`: what the notebooks use besides the model (figures, sliders, shown code,
+  traces, 05.7's checks);
+- :mod:`tinyk.learner`: the learner's own parts checked and run in a model;
+- :mod:`tinyk.courseware`, :mod:`tinyk.grading`, :mod:`tinyk.reports`: the course's files, its
+  grader and its class reports;
+- :mod:`tinyk.translations`: the Chinese edition's tools and the package's own words.
+
+This module alone re-exports names: those a learner imports (``from tinyk import ...``).
 """
 
 from tinyk.generation import KVCache, expand_kv_heads, generate, kv_cache_bytes, last_valid_index
