@@ -46,10 +46,11 @@ def test_help_loads_nothing_of_grading_reports_or_translations():
     code = ("import sys, contextlib, io\nfrom tinyk.__main__ import main\n"
             "with contextlib.redirect_stdout(io.StringIO()): main(['--help'])\n"
             "print([m for m in sys.modules if m.startswith(('tinyk.grading', 'tinyk.translations', "
-            "'tinyk.reports.class_report', 'tinyk.reports.lms', 'tinyk.reports.similarity', 'nbgrader'))])")
+            "'tinyk.reports', 'nbgrader'))])")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == "[]"
+    # but the package's words, which the model says its refusals with (tests/test_package_layers.py)
+    assert run.stdout.strip() == "['tinyk.translations', 'tinyk.translations.package_catalogue']"
 
 
 def test_an_unknown_command_is_named_with_the_list(capsys):
