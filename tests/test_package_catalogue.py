@@ -12,7 +12,6 @@ import sys
 import pytest
 from babel.messages.pofile import read_po, write_po
 
-from tinyk import translations
 from tinyk.courseware.checkout import ROOT
 from tinyk.learner import mistakes
 from tinyk.reports import report_words
@@ -80,8 +79,8 @@ def test_a_word_without_its_chinese_stops_rather_than_showing_english(damaged, m
 
 
 def test_the_translations_check_runs_the_package_catalogues_check(monkeypatch, capsys):
-    monkeypatch.setattr(translations, "stale", lambda: [])
-    monkeypatch.setattr(translations, "problems", lambda: [])
+    monkeypatch.setattr(cli, "stale", lambda: [])
+    monkeypatch.setattr(cli, "problems", lambda: [])
     monkeypatch.setattr(package_words, "problems", lambda: ["tinyk/locale/zh_CN.po: 'x': no Chinese"])
     assert cli.main(["check"]) == 1
     assert "tinyk/locale/zh_CN.po: 'x': no Chinese" in capsys.readouterr().out
