@@ -52,14 +52,14 @@ def _judge_student(notebooks: list[dict], base: Path, clean: bool,
                    timeout: float) -> tuple[float, float, list]:
     """Wall-clock and CPU seconds (this process's and the learner's) for one student's
     verdict (one learner's process, every notebook), and the exercises that failed."""
-    from tinyk.grading import verdict
+    from tinyk.grading import answer_server, verdict
     from tinyk.grading.sandbox import sandbox_argv
 
     scratch, runtime = base / "scratch", base / "run"
     scratch.mkdir(parents=True)
     runtime.mkdir()
     start, own = time.monotonic(), time.process_time()
-    with verdict.AnswerServer(sandbox_argv(scratch, runtime), timeout, 8192) as server:
+    with answer_server.AnswerServer(sandbox_argv(scratch, runtime), timeout, 8192) as server:
         if not clean:  # the notebooks share the learner's process's namespaces
             server.notebook = server.leave = lambda: None  # type: ignore[method-assign]
         server.start()

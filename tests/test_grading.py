@@ -1193,7 +1193,7 @@ def test_feedback_of_a_chapter_notebook_bounds_a_flood_and_shows_no_stand_ins_er
     for name, nb in (("flood", flood), ("untouched", untouched)):
         (tmp_path / "subs" / name).mkdir(parents=True)
         (tmp_path / "subs" / name / path.name).write_text(json.dumps(nb))
-    limits = grading.Limits(cell_timeout=120, total_timeout=1200, memory_mb=16384)
+    limits = runner.Limits(cell_timeout=120, total_timeout=1200, memory_mb=16384)
     out = tmp_path / "feedback"
     assert student_feedback.feedback(tmp_path / "subs", out, [path], limits=limits, jobs=1) == []
     pages = {name: (out / name / "05_3_rope.html").read_text(encoding="utf-8")

@@ -201,7 +201,8 @@ def _token_glosses(path) -> tuple[str, int]:
 
 
 def test_each_chinese_page_glosses_token_where_a_reader_first_meets_it():
-    """token（词元）, once, at the first token of each page as it is shown (tinyk.translations.terms checks the
+    """token（词元）, once, at the first token of each page as it is shown (tinyk.translations.terms
+    checks the
     catalogues in the page's order; this is the built page: the glossary sorted, the map's words)."""
     pages = _pages()
     assert len(pages) >= PAGES_AT_LEAST

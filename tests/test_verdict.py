@@ -27,7 +27,7 @@ from tests.test_grading import SOLUTION_A, SOLUTION_B, _answer, _drill
 from tinyk.courseware import checkout
 from tinyk.courseware.cell_names import free_names
 from tinyk.courseware.exercises import is_solution, nbgrader, source_text
-from tinyk.grading import verdict
+from tinyk.grading import answer_server, verdict
 
 NOTEBOOKS = {"_".join(p.stem.split("_")[:2]): p for p in checkout.notebook_paths()}  # "05_2": 05_2_rmsnorm
 
@@ -49,7 +49,7 @@ def _only(nb: dict, grade_id: str, answer: str | None) -> dict:
 
 @pytest.fixture(scope="module")
 def server():
-    box = verdict.AnswerServer(timeout=60)
+    box = answer_server.AnswerServer(timeout=60)
     yield box
     box.close()
 
@@ -147,7 +147,7 @@ def sandboxed(tmp_path_factory):
         missing("bubblewrap is not installed (make test installs it)")
     scratch, runtime = tmp_path_factory.mktemp("scratch"), tmp_path_factory.mktemp("run")
     # its tmpfs sized for a memory limit of 1024 MB (64 MiB each), which a test fills cheaply
-    box = verdict.AnswerServer(sandbox_argv(scratch, runtime, memory_mb=TMPFS_MEMORY_MB), timeout=60)
+    box = answer_server.AnswerServer(sandbox_argv(scratch, runtime, memory_mb=TMPFS_MEMORY_MB), timeout=60)
     yield box
     box.close()
 
@@ -207,7 +207,7 @@ def double(x):
 """
 
 
-def _two_notebooks(server: verdict.AnswerServer) -> tuple[list[verdict.Verdict], list[verdict.Verdict]]:
+def _two_notebooks(server: answer_server.AnswerServer) -> tuple[list[verdict.Verdict], list[verdict.Verdict]]:
     """The verdicts of a first notebook that leaves things behind and of a second that looks for them."""
     source = _drill()
     first = verdict.judge(source, _answer(source, LEAVES, SOLUTION_B), server)
@@ -249,7 +249,7 @@ def test_without_nested_namespaces_the_notebooks_share_one_sandbox_and_it_is_sai
     (tmp_path / "scratch").mkdir()
     (tmp_path / "run").mkdir()
     prefix = sandbox_argv(tmp_path / "scratch", tmp_path / "run")
-    box = verdict.AnswerServer([*prefix[:-1], "--unshare-user", "--disable-userns", "--"], timeout=60)
+    box = answer_server.AnswerServer([*prefix[:-1], "--unshare-user", "--disable-userns", "--"], timeout=60)
     said = io.StringIO()
     try:
         with mock.patch.object(runner, "_SAID", set()), contextlib.redirect_stderr(said):
@@ -539,8 +539,8 @@ def test_the_capstone_runs_the_learners_model_over_there_in_a_few_calls(sandboxe
     set-up: the model is assembled in the learner's process, under the sandbox, and each of
     its forward passes crosses once, not once per part and layer (thousands of calls in all)."""
     asked: list[str] = []
-    ask = verdict.AnswerServer.ask
-    monkeypatch.setattr(verdict.AnswerServer, "ask", lambda self, request: (asked.append(request[0]),
+    ask = answer_server.AnswerServer.ask
+    monkeypatch.setattr(answer_server.AnswerServer, "ask", lambda self, request: (asked.append(request[0]),
                                                                            ask(self, request))[1])
     result = _judge(sandboxed, "05_10", "ex_05_10_3_test", None)
     assert result.passed, result.detail
@@ -609,7 +609,7 @@ def _running(pid: int) -> bool:
 
 
 def test_an_answer_that_exits_or_hangs_fails_alone(tmp_path):
-    box = verdict.AnswerServer(timeout=3)
+    box = answer_server.AnswerServer(timeout=3)
     try:
         exits = _judge(box, "05_2", "ex_05_2_1_test", "import os\nos._exit(0)\n")
         assert not exits.passed and "exited" in exits.detail
@@ -1084,7 +1084,7 @@ def test_waiting_for_another_students_test_cell_costs_none_of_ones_own_time():
     works, so it stands still while they wait, and they keep the points they get alone."""
     import threading
 
-    box = verdict.AnswerServer(timeout=60)
+    box = answer_server.AnswerServer(timeout=60)
     source = _source("05_2")
     submitted = _only(source, "ex_05_2_1_test", None)
     results: list[list[verdict.Verdict]] = []

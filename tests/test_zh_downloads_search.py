@@ -103,7 +103,8 @@ def test_every_markdown_page_of_the_book_has_its_chinese_source():
     glossary, _ = translated_page(checkout.ROOT, "book/glossary", checkout.ROOT / "book" / "glossary.md")
     assert "\n键值缓存（KV cache）\n  在生成的各步之间保留下来的" in glossary
     # a shell block's comments and a drawing come in Chinese too (blocks.po), the commands as they are
-    instructors, _ = translated_page(checkout.ROOT, "book/instructors", checkout.ROOT / "book" / "instructors.md")
+    instructors, _ = translated_page(checkout.ROOT, "book/instructors",
+                                     checkout.ROOT / "book" / "instructors.md")
     assert "make students      # 等同于：tinyk course students\n```" in instructors
     assert "┌─ 沙箱（bubblewrap，无网络）" in instructors and "sandbox (bubblewrap" not in instructors
 

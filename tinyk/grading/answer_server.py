@@ -32,7 +32,7 @@ from tinyk.grading import answer_wire
 from tinyk.grading import learner_process as answers
 from tinyk.grading.proxies import AnswerFailed, decode, detached_args, request_args
 
-__all__ = ["OUTPUT_LIMIT", "PACKAGE", "AnswerFailed", "AnswerServer"]
+__all__ = ["OUTPUT_LIMIT", "PACKAGE", "AnswerServer"]
 GRADER_TRANSPORT = True  # the grader's side: never the learner's code (tinyk.learner.own_code)
 
 _START_TIMEOUT = 300.0  # seconds for the learner's process to start (import torch), on a busy machine

@@ -58,7 +58,8 @@ def judge_submission(entry: Path, notebooks: list[Notebook], released: dict[str,
     student's total time limit (the learner's start not counted). ``outputs``, a dict, gets
     each graded notebook's cells with what they showed (:func:`tinyk.grading.verdict.judge`).
     ``stubs``: the student versions as students got them, by name (default: ``released``), whose
-    stubs an exercise not attempted still holds (it is not run again, :func:`tinyk.grading.verdict.still_stubs`)."""
+    stubs an exercise not attempted still holds (it is not run again,
+    :func:`tinyk.grading.verdict.still_stubs`)."""
     from tinyk.grading import verdict
 
     files = submission_files(entry, notebooks)

@@ -72,12 +72,11 @@ from tinyk.environment import GRADING
 from tinyk.grading import learner_process as answers
 from tinyk.grading.answer_server import AnswerServer
 from tinyk.grading.cell_outputs import NOTEBOOK_OUTPUT_LIMIT
-from tinyk.grading.functions_for_proxies import AssembledThere, model_functions, swapped, watched_anywhere
-from tinyk.grading.proxies import AnswerFailed, Remote, decode
+from tinyk.grading.functions_for_proxies import model_functions, swapped, watched_anywhere
+from tinyk.grading.proxies import AnswerFailed, decode
 from tinyk.learner.own_code import REFERENCES
 
-__all__ = ["TEST_CELL_LOCK", "AnswerFailed", "AnswerServer", "AssembledThere", "Remote", "Verdict",
-           "judge", "main", "still_stubs"]
+__all__ = ["TEST_CELL_LOCK", "Verdict", "judge", "main", "still_stubs"]
 GRADER_TRANSPORT = True  # the grader's side: never the learner's code (tinyk.learner.own_code)
 
 # One test cell at a time in this process: each sets the seed, takes stdout and swaps functions of

@@ -30,17 +30,7 @@ from tinyk.reports.inert import write_csv
 from tinyk.reports.report_pages import class_page, page, page_name, student_page
 from tinyk.reports.report_words import exercise_name, mistake_label, named, share_sentence, words
 
-__all__ = [
-    "ClassReport",
-    "GradesError",
-    "exercise_links",
-    "mistake_lines",
-    "read_grades",
-    "report_main",
-    "report_rows",
-    "summarise",
-    "write_report",
-]
+__all__ = ["exercise_links", "mistake_lines", "report_main", "report_rows", "write_report"]
 
 
 def mistake_lines(report: ClassReport, lang: str = "en") -> list[str]:

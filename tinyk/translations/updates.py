@@ -215,7 +215,8 @@ def _in_page_order(root: Path, pots: Path) -> None:
     """Rewrite each page's catalogue whose messages are out of its page's order in that order
     (Sphinx's update keeps the order of a catalogue whose messages did not change; a merge of
     two branches appends): a translator reads a catalogue as the page reads, and the term
-    base's glosses are checked where the page first says a term (:func:`tinyk.translations.terms.gloss_problems`)."""
+    base's glosses are checked where the page first says a term
+    (:func:`tinyk.translations.terms.gloss_problems`)."""
     from sphinx_intl.catalog import dump_po, load_po
 
     base = root / "locale" / LANGUAGE / "LC_MESSAGES"

@@ -53,7 +53,7 @@ from tinyk.web.onnx_export import (
 )
 from tinyk.web.onnx_layers import LAYER_INPUT, export_stacked, stack_differences
 
-__all__ = ["MARKER", "NAME", "SESSION_CONFIG", "WEB_GRAPH_OPTIMIZATION", "WEB_SESSION_CONFIG", "chat_prompt",
+__all__ = ["MARKER", "NAME", "WEB_GRAPH_OPTIMIZATION", "WEB_SESSION_CONFIG", "chat_prompt",
            "export_web_model", "main", "save_split", "session", "web_model_stamp"]
 
 NAME = "smollm2"  # the files' stem
