@@ -13,7 +13,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 # Notebooks executed for the book draw each figure in Chinese too, for the Chinese edition
-# (tinyk.lessons.figure_text); Jupyter and Colab never set it.
+# (tinyk.courseware.figure_text); Jupyter and Colab never set it.
 BOOK_RUN := TINYK_FIGURES_ZH=1
 # ONNX Runtime Web and Hugging Face's tokenizers in JavaScript, for the book's playground page
 # (see the ort-web target).

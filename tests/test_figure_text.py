@@ -1,4 +1,4 @@
-"""The figures' words in Chinese (tinyk.lessons.figure_text): the catalogue lookup with numbers
+"""The figures' words in Chinese (tinyk.courseware.figure_text): the catalogue lookup with numbers
 taken out, a figure drawn in Chinese and put back as it was, and the outputs that carry
 the Chinese version for the book's Chinese edition."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tinyk.lessons import figure_text
+from tinyk.courseware import figure_text
 from tinyk.lessons.plotting import figure, label
 from tinyk.lessons.widgets import Choice, slider
 

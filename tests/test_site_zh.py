@@ -92,7 +92,7 @@ def _figures(path) -> list[tuple[str, str]]:
 def test_every_figure_of_the_chinese_edition_is_drawn_and_described_in_chinese():
     """Figures are drawn in both languages in the one run of each notebook: the Chinese
     page's figures are other images than the English page's, and their alt texts are
-    Chinese (tinyk.lessons.figure_text)."""
+    Chinese (tinyk.courseware.figure_text)."""
     counted = 0
     pages = _pages()
     assert len(pages) >= PAGES_AT_LEAST
@@ -202,8 +202,8 @@ def _token_glosses(path) -> tuple[str, int]:
 
 def test_each_chinese_page_glosses_token_where_a_reader_first_meets_it():
     """token（词元）, once, at the first token of each page as it is shown (tinyk.translations.terms
-    checks the
-    catalogues in the page's order; this is the built page: the glossary sorted, the map's words)."""
+    checks the catalogues in the page's order; this is the built page: the glossary sorted, the
+    map's words)."""
     pages = _pages()
     assert len(pages) >= PAGES_AT_LEAST
     found = {p.relative_to(ZH).as_posix(): _token_glosses(p) for p in pages}
@@ -685,7 +685,7 @@ def _reader_text(path) -> list[str]:
     """The texts of a Chinese page a reader reads: prose, the words of code cells (comments,
     docstrings, messages), printed outputs without their quoted data; not maths, inline code,
     the navigation, the bibliography (papers by their titles) or the package code's figures."""
-    from tinyk.lessons.figure_text import message_key
+    from tinyk.courseware.figure_text import message_key
 
     kept = _kept_messages()
     soup = _soup(path)

@@ -60,7 +60,7 @@ def pages():
 
 
 def test_every_printed_line_with_words_on_a_chinese_chapter_page_is_chinese(pages):
-    from tinyk.lessons.figure_text import message_key
+    from tinyk.courseware.figure_text import message_key
 
     kept = _kept()
     assert len(pages) == len(checkout.notebook_paths())
@@ -73,7 +73,7 @@ def _line_problems(zh: list[str], en: list[str], kept: set[str]) -> tuple[list[s
     """The lines of a Chinese page that do not match its English page's, and how many English
     lines have an English phrase: each is Chinese on the Chinese page, or a kept line printed
     as it is; the lines without words are the same."""
-    from tinyk.lessons.figure_text import message_key
+    from tinyk.courseware.figure_text import message_key
 
     if len(zh) != len(en):
         return [f"{len(zh)} lines on the Chinese page, {len(en)} on the English one"], 0
@@ -108,7 +108,7 @@ def _error_messages(page) -> list[str]:
 def _error_problems(zh: list[str], en: list[str], kept: set[str]) -> list[str]:
     """The errors of a Chinese page whose message is neither Chinese nor, for a kept message
     (Python's or PyTorch's own), the English page's as it is."""
-    from tinyk.lessons.figure_text import message_key
+    from tinyk.courseware.figure_text import message_key
 
     def kept_message(line: str) -> bool:
         # A SyntaxError's message is kept with the place Python's str() adds to it, "(<unknown>,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tinyk.courseware import course
+from tinyk.courseware import checkout
 
 _LETTERS = re.compile(r"[A-Za-z]{2,}|[\u3400-\u9fff]")
 _HIDDEN = {"remove-cell", "remove_cell", "remove-input", "remove_input"}
@@ -203,9 +203,9 @@ def page_cells():
     from tinyk.translations.pages import SHOWN_KINDS
 
     catalogue = {str(m.id): str(m.string) for m in read_catalogue(outputs_catalogue()) if m.id and m.string}
-    notebooks = _executed_notebooks(course.ROOT)
+    notebooks = _executed_notebooks(checkout.ROOT)
     for stem, nb in notebooks.items():
-        messages = load_messages(code_catalogue_path(course.ROOT, stem), code=True)
+        messages = load_messages(code_catalogue_path(checkout.ROOT, stem), code=True)
         for n, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or _HIDDEN & set(cell.get("metadata", {}).get("tags", [])):
                 continue
@@ -221,12 +221,12 @@ def page_cells():
 
 @pytest.mark.site
 def test_every_print_on_a_chinese_page_shows_what_its_translated_code_prints():
-    found = list(page_cells()) if (course.ROOT / "_build" / ".jupyter_cache").is_dir() else []
+    found = list(page_cells()) if (checkout.ROOT / "_build" / ".jupyter_cache").is_dir() else []
     if not found:
         from tests.optional import missing
 
         missing("no execution cache in _build/.jupyter_cache: build the book first (make book)")
-    assert len({stem for stem, *_ in found}) == len(course.notebook_paths())
+    assert len({stem for stem, *_ in found}) == len(checkout.notebook_paths())
     problems, compared = {}, 0
     for stem, n, en_code, zh_code, en, zh, words in found:
         wrong, count = print_problems(en_code, zh_code, en, zh, words)

@@ -10,7 +10,7 @@ import pytest
 from docutils import nodes
 from sphinx import addnodes
 
-from tinyk.courseware import checkout
+from tinyk.courseware import catalogues, checkout
 from tinyk.courseware.chinese_notebooks import (
     code_catalogue_path,
     code_messages,
@@ -109,7 +109,7 @@ def test_the_shown_code_of_a_page_leaves_out_removed_cells_and_keeps_solutions()
     ("层归一化（layer normalisation, LayerNorm）", "查询、键、值（query, key, value）"),  # ceng < cha
 ])
 def test_pinyin_order_is_a_chinese_dictionarys(earlier, later):
-    assert pages.pinyin_key(earlier) < pages.pinyin_key(later)
+    assert catalogues.pinyin_key(earlier) < catalogues.pinyin_key(later)
 
 
 def test_the_glossary_is_sorted_by_pinyin_and_keeps_its_anchors():

@@ -6,7 +6,7 @@ instructors", and the book's build).
   render no frame and course figures no PNG (:mod:`tinyk.lessons.widgets`, :mod:`tinyk.lessons.plotting`):
   nobody sees them, and grading is faster.
 - ``TINYK_FIGURES_ZH=1``: the book's executions (``make book``, ``make test``) draw every
-  course figure in Chinese too, for the Chinese edition (:mod:`tinyk.lessons.figure_text`); Jupyter
+  course figure in Chinese too, for the Chinese edition (:mod:`tinyk.courseware.figure_text`); Jupyter
   and Colab never set it. Grading wins over it.
 - ``TINYK_LANGUAGE=zh_CN``: the package's feedback to a learner (the parts' checks, the
   checkpoint, the first divergence, a refused configuration) in Chinese

@@ -25,7 +25,7 @@
   ``mystnb.image.alt``) gets the ``Description`` its PNG carries: course figures
   describe themselves (:meth:`tinyk.lessons.plotting.CourseFigure.describe`).
 - ``builder-inited``, Chinese edition: each figure is rendered from the Chinese version
-  its output carries (:mod:`tinyk.lessons.figure_text`), and an alt text from cell metadata is
+  its output carries (:mod:`tinyk.courseware.figure_text`), and an alt text from cell metadata is
   translated; a figure without one, or a word without a translation, is a warning. Printed
   output is translated line by line as a page is read (:mod:`tinyk.translations.outputs`).
 - ``doctree-read``, Chinese edition: code cells read as in the Chinese student notebooks
@@ -112,7 +112,7 @@ def _runs(relative: str) -> bool:
 def package_hash() -> str:
     """A hash of the installed ``tinyk`` package's Python source and of the figures'
     Chinese catalogue (outputs depend on both: the Chinese figures are drawn in the run)."""
-    from tinyk.lessons.figure_text import catalogue_path
+    from tinyk.courseware.figure_text import catalogue_path
 
     digest = hashlib.sha256()
     package = Path(tinyk.__file__).parent
@@ -254,7 +254,7 @@ def _alt_text_from_png(app, doctree, docname):
 def _chinese_figures(app) -> None:
     """The Chinese edition's figures: each output that carries its Chinese version
     (``metadata["tinyk"]["zh"]``, drawn in the same run as the English, see
-    :mod:`tinyk.lessons.figure_text`) is rendered from that, and an image's alt text from the cell's
+    :mod:`tinyk.courseware.figure_text`) is rendered from that, and an image's alt text from the cell's
     metadata is translated from the same catalogue. A figure drawn without its Chinese
     version, or with words the catalogue lacks, is a warning that names it (an error
     in ``make book``)."""
@@ -264,7 +264,7 @@ def _chinese_figures(app) -> None:
 
     from myst_nb.core.render import NbElementRenderer
 
-    from tinyk.lessons import figure_text
+    from tinyk.courseware import figure_text
 
     original = NbElementRenderer.render_mime_type
     if getattr(original, "tinyk_chinese", False):

@@ -353,7 +353,7 @@ def same_code(translated: str, english: str) -> bool:
 
 # The words a code cell draws: a figure's title, axis labels, legend and word ticks, a
 # slider's labels and the text of an HTML calculator. The book's run draws them in Chinese from
-# the figures' catalogue, tinyk/locale/figures_zh_CN.po (tinyk.lessons.figure_text); the code of the
+# the figures' catalogue, tinyk/locale/figures_zh_CN.po (tinyk.courseware.figure_text); the code of the
 # Chinese pages and of the Chinese notebooks gives the same words from the same catalogue, so
 # that the code says what the figure shows (translate_figure_words): a call's label=; the
 # title and axis labels of tinyk.lessons.plotting.label, set_title, set_xlabel, set_ylabel, suptitle,
@@ -363,7 +363,7 @@ def same_code(translated: str, english: str) -> bool:
 # loop's labels that a legend shows at the start of an f-string are read in the legend's
 # catalogue message (_legend_loops). An f-string's placeholders stay: each stands for a number
 # while the catalogue is read. A Chinese kernel without a font that draws Chinese draws these
-# words in English again (tinyk.lessons.figure_text.drawable).
+# words in English again (tinyk.courseware.figure_text.drawable).
 
 
 _TITLED = {"set_title": 0, "set_xlabel": 0, "set_ylabel": 0, "suptitle": 0, "plot_attention_mask": 1}
@@ -491,7 +491,7 @@ def _legend_loops(tree: ast.Module, source: str) -> dict[tuple[int, int], tuple[
 def _chinese(msgid: str) -> str | None:
     """``msgid`` (a literal's text, an f-string's placeholders in it) in Chinese from the
     figures' catalogue, as the run draws it; None when the catalogue lacks it."""
-    from tinyk.lessons.figure_text import collecting, translate_html
+    from tinyk.courseware.figure_text import collecting, translate_html
 
     shown = PLACEHOLDER.findall(msgid)
     text = PLACEHOLDER.sub(lambda m: str(_SENTINEL + shown.index(m[0])), msgid)

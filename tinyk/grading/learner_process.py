@@ -58,9 +58,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
 # The modules of the package that hold its versions of the parts (the model, the upstream's
-# copy, the parts' checks and the model built from them), each marked ``HOLDS_PARTS = True``:
-# imported once, then their files deleted. The package's other modules stay on disk, to be
-# imported when an answer asks for one.
+# copy, Hugging Face's half-split RoPE, the parts' checks and the model built from them), each
+# marked ``HOLDS_PARTS = True``: imported once, then their files deleted. The package's other
+# modules stay on disk, to be imported when an answer asks for one.
 MARKER = re.compile(r"^HOLDS_PARTS = True\b", re.M)
 
 

@@ -17,9 +17,9 @@ import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from tinyk.courseware import figure_text
 from tinyk.courseware.chinese_notebooks import display_width
 from tinyk.environment import grading_run
-from tinyk.lessons import figure_text
 
 __all__ = ["STYLE", "COLORS", "CourseFigure", "column", "figure", "label", "plot_attention_mask",
            "decoder_layer_diagram", "word_ticks"]
@@ -50,7 +50,7 @@ class CourseFigure(Figure):
     it on the page's ``<img>`` when the cell gives no ``mystnb.image.alt`` of its own.
     When the book executes the notebook (``TINYK_FIGURES_ZH=1``), the output's metadata also
     holds the figure drawn with Chinese words, for the Chinese edition; in a Chinese student
-    notebook's kernel, the PNG itself is drawn with them (:mod:`tinyk.lessons.figure_text`).
+    notebook's kernel, the PNG itself is drawn with them (:mod:`tinyk.courseware.figure_text`).
     """
 
     alt_text: str | None = None
@@ -58,7 +58,7 @@ class CourseFigure(Figure):
 
     def describe(self) -> str:
         """The alt text: what the figure shows, in words (in Chinese inside
-        :func:`tinyk.lessons.figure_text.in_chinese`)."""
+        :func:`tinyk.courseware.figure_text.in_chinese`)."""
         words = figure_text.translate if self._tinyk_language == "zh" else str
         if self.alt_text:
             return words(self.alt_text)
@@ -132,7 +132,7 @@ def label(ax: Axes, title: str, xlabel: str, ylabel: str) -> Axes:
 def word_ticks(axis: Any, ticks: Sequence[float], labels: Sequence[str]) -> None:
     """Ticks at ``ticks`` labelled with words that name categories (``["K/V heads", "query
     heads"]``), not data: the figure's Chinese version translates them like its title
-    (:mod:`tinyk.lessons.figure_text`), where other tick labels (tokens, numbers) stay as they are."""
+    (:mod:`tinyk.courseware.figure_text`), where other tick labels (tokens, numbers) stay as they are."""
     axis.set_ticks(ticks, labels)
     setattr(axis, figure_text.WORD_TICKS, (list(ticks), list(labels)))
 

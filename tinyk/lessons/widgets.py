@@ -27,8 +27,8 @@ from typing import Any
 from matplotlib.figure import Figure
 from PIL import Image
 
+from tinyk.courseware import figure_text
 from tinyk.environment import grading_run
-from tinyk.lessons import figure_text
 
 __all__ = ["Choice", "slider", "SliderView"]
 
@@ -94,7 +94,7 @@ def _render(result: Figure | str) -> str:
 
 
 def _render_in_chinese(result: Figure | str) -> str:
-    """One frame with its words in Chinese (:mod:`tinyk.lessons.figure_text`)."""
+    """One frame with its words in Chinese (:mod:`tinyk.courseware.figure_text`)."""
     if isinstance(result, Figure):
         with figure_text.in_chinese(result):
             return _render(result)
@@ -121,7 +121,7 @@ class SliderView:
         self.frames_zh: list[str] = []  # the Chinese edition's, in the book's run only
         self.missing_zh: set[str] = set()
         self.widget = None
-        # A Chinese learner's kernel: its frames and labels in Chinese (tinyk.lessons.figure_text).
+        # A Chinese learner's kernel: its frames and labels in Chinese (tinyk.courseware.figure_text).
         self.learner_zh = figure_text.for_the_learner()
         if grading_run():  # nobody looks at the frames: draw nothing, cost nothing
             return

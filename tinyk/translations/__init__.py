@@ -27,7 +27,7 @@ the notebooks are (:mod:`~tinyk.translations.pages`); a printed table's translat
 spaced again by display width (:mod:`~tinyk.translations.tables`).
 
 The words inside figures are not page prose: they are drawn when a notebook executes.
-Their catalogue is ``tinyk/locale/figures_zh_CN.po`` (:mod:`tinyk.lessons.figure_text`); ``update``
+Their catalogue is ``tinyk/locale/figures_zh_CN.po`` (:mod:`tinyk.courseware.figure_text`); ``update``
 adds the ones the last ``make book`` lacked, and ``check`` checks it like the others.
 
 What the notebooks print is rendered from the same execution too, translated line by line on

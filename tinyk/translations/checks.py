@@ -25,7 +25,8 @@ from tinyk.translations.messages import code_problems, message_problems
 
 __all__ = ["blocks_problems", "figure_problems", "interface_problems", "output_problems", "problems"]
 
-_PLACE = re.compile(r"\{\d+\}")  # a number's place in a figure or output message (tinyk.lessons.figure_text)
+# a number's place in a figure or output message (tinyk.courseware.figure_text)
+_PLACE = re.compile(r"\{\d+\}")
 _FUZZY = "marked fuzzy (the English changed; check the translation)"
 
 
@@ -118,7 +119,7 @@ def interface_problems(root: Path | None = None) -> list[str]:
 def figure_problems(root: Path | None = None) -> list[str]:
     """Every untranslated, fuzzy or damaged message of the figures' catalogue
     (``tinyk/locale/figures_zh_CN.po``): a number's place ``{0}`` or maths must come through."""
-    from tinyk.lessons.figure_text import catalogue_path
+    from tinyk.courseware.figure_text import catalogue_path
 
     def maths(msgid: str, msgstr: str, _message: object) -> str:
         same = sorted(MATH.findall(msgid)) == sorted(MATH.findall(msgstr))

@@ -5,7 +5,7 @@ The Chinese build renders the outputs of the same execution as the English one (
 execution cache): nothing runs again. Each text a page shows, a stream (``print``'s
 stdout, stderr) or a ``text/plain`` result that is its output's only form, is translated
 line by line from the catalogue ``locale/zh_CN/outputs.po``, with the numbers taken out of
-the message as figures' are (:func:`tinyk.lessons.figure_text.message_key`): ``"first loss 2.604,
+the message as figures' are (:func:`tinyk.courseware.figure_text.message_key`): ``"first loss 2.604,
 mean of the last 50 steps 0.666"`` is looked up as ``"first loss {0}, mean of the last {1}
 steps {2}"`` and its Chinese gets the numbers back, in the places Chinese word order gives
 them. A line is one message; a printed table's columns are then spaced again by display width
@@ -53,7 +53,7 @@ from typing import Any
 
 from tinyk.courseware.catalogues import outputs_catalogue, read_catalogue
 from tinyk.courseware.checkout import course_root, notebook_paths
-from tinyk.lessons.figure_text import fill, message_key, needs_words
+from tinyk.courseware.figure_text import fill, message_key, needs_words
 from tinyk.translations.source_figures import is_source_figure, translate_source_figure
 from tinyk.translations.tables import align
 

@@ -25,9 +25,9 @@ the book's extension (``book/_ext/tinyk_book.py``, ``doctree-read``) in the Chin
   from ``locale/zh_CN/blocks.po`` (:func:`block_texts`, :func:`translate_blocks`); a command's
   printed output stays as the program prints it.
 - **Glossary**: each headword reads Chinese first (its translation,
-  :func:`tinyk.courseware.catalogues.chinese_headword`), and the entries are sorted by their pinyin
-  (:func:`pinyin_key`, from the ``pypinyin`` package), as a Chinese dictionary is. The
-  entries' anchors stay the English headwords' ids, so every ``{term}`` reference of both
+  :func:`tinyk.courseware.catalogues.chinese_headword`), and the entries are sorted by their
+  pinyin (:func:`tinyk.courseware.catalogues.pinyin_key`, from the ``pypinyin`` package), as a
+  Chinese dictionary is. The entries' anchors stay the English headwords' ids, so every ``{term}`` reference of both
   editions lands on its entry.
 """
 
@@ -46,7 +46,7 @@ from tinyk.courseware.chinese_notebooks import (
 )
 from tinyk.courseware.exercises import book_version, source_text
 
-__all__ = ["SHOWN_KINDS", "block_texts", "book_block_texts", "pinyin_key", "shown_code", "sort_glossaries",
+__all__ = ["SHOWN_KINDS", "block_texts", "book_block_texts", "shown_code", "sort_glossaries",
            "translate_block", "translate_blocks", "translate_code_cells", "translate_page",
            "translate_pseudocode_blocks"]
 

@@ -18,7 +18,7 @@ import re
 import textwrap
 from collections.abc import Mapping
 
-from tinyk.lessons.figure_text import fill, message_key
+from tinyk.courseware.figure_text import fill, message_key
 
 __all__ = ["NOTE_CLASS", "figure_messages", "is_source_figure", "translate_source_figure"]
 

@@ -186,7 +186,7 @@ def catalogue_messages(root: Path | None = None) -> list[tuple[str, str, str]]:
     under ``locale/zh_CN/LC_MESSAGES`` (named relative to it), ``outputs.po``, ``interface.po``,
     and the package's own: its figures' words (``tinyk/locale/figures_zh_CN.po``) and the rest
     (``tinyk/locale/zh_CN.po``: the mistakes', the class report's, its feedback's)."""
-    from tinyk.lessons.figure_text import catalogue_path
+    from tinyk.courseware.figure_text import catalogue_path
     from tinyk.translations import package_catalogue
 
     root = course_root(root)

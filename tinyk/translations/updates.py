@@ -115,7 +115,7 @@ def figure_messages(root: Path | None = None) -> set[str]:
     """Figure words the Chinese edition needs: those the executed notebooks in the book's
     execution cache list as missing from the catalogue (``make book`` ran them with
     ``TINYK_FIGURES_ZH=1``), and every image alt text given in a cell's metadata."""
-    from tinyk.lessons.figure_text import message_key, needs_words
+    from tinyk.courseware.figure_text import message_key, needs_words
 
     root = course_root(root)
     found: set[str] = set()
@@ -143,7 +143,7 @@ def update_figures(root: Path | None = None) -> int:
     returns how many were added."""
     from babel.messages.pofile import write_po
 
-    from tinyk.lessons.figure_text import catalogue_path
+    from tinyk.courseware.figure_text import catalogue_path
 
     path = catalogue_path()
     catalogue = read_catalogue(path)
