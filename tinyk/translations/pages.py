@@ -27,8 +27,8 @@ the book's extension (``book/_ext/tinyk_book.py``, ``doctree-read``) in the Chin
 - **Glossary**: each headword reads Chinese first (its translation,
   :func:`tinyk.courseware.catalogues.chinese_headword`), and the entries are sorted by their
   pinyin (:func:`tinyk.courseware.catalogues.pinyin_key`, from the ``pypinyin`` package), as a
-  Chinese dictionary is. The entries' anchors stay the English headwords' ids, so every ``{term}`` reference of both
-  editions lands on its entry.
+  Chinese dictionary is. The entries' anchors stay the English headwords' ids, so every
+  ``{term}`` reference of both editions lands on its entry.
 """
 
 from __future__ import annotations
