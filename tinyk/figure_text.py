@@ -57,6 +57,8 @@ _MATH = re.compile(r"\$[^$]*\$")
 _WORDS = re.compile(r"[A-Za-z]{2,}")
 _TAG = re.compile(r"(<[^>]*>)")
 _CJK = re.compile(r"[\u3400-\u9fff]")
+# A full-width mark (：，；。) and the tags after it, then the spaces that the English put there.
+_SPACE_AFTER_MARK = re.compile(r"([：，；。！？、])((?:<[^>]*>)*)[ \t]+")
 _missing: list[set[str]] = []  # one set per open collecting() block
 
 
@@ -125,9 +127,12 @@ def translate(text: str) -> str:
 
 def translate_html(fragment: str) -> str:
     """An HTML fragment (a calculator's table, a slider's label) with each run of text
-    between tags translated, and the tags and their attributes kept."""
-    return "".join(part if part.startswith("<") or not part.strip() else _keep_space(part)
-                   for part in _TAG.split(fragment))
+    between tags translated, and the tags and their attributes kept. The space that follows
+    an English colon goes where a full-width mark now ends the text (``：</b> valid`` is
+    ``：</b>有效``): the mark carries its own space."""
+    joined = "".join(part if part.startswith("<") or not part.strip() else _keep_space(part)
+                     for part in _TAG.split(fragment))
+    return _SPACE_AFTER_MARK.sub(r"\1\2", joined)
 
 
 def _keep_space(part: str) -> str:

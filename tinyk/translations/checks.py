@@ -19,6 +19,7 @@ from tinyk.translations.messages import code_problems, message_problems
 __all__ = ["blocks_problems", "figure_problems", "interface_problems", "output_problems", "problems"]
 
 _PLACE = re.compile(r"\{\d+\}")  # a number's place in a figure or output message (tinyk.figure_text)
+_FULL_WIDTH_SPACE = re.compile(r"[：，；。！？、] ")  # a space after a full-width mark: the mark has its own
 _FUZZY = "marked fuzzy (the English changed; check the translation)"
 
 
@@ -117,8 +118,11 @@ def figure_problems(root: Path | None = None) -> list[str]:
         same = sorted(MATH.findall(msgid)) == sorted(MATH.findall(msgstr))
         return "" if same else "maths differs from the English"
 
-    return _catalogue_problems(catalogue_path(),
-                               ": run `make translations` after `make book`", (_number_places, maths))
+    def space_after_mark(_msgid: str, msgstr: str, _message: object) -> str:
+        return "a space after a full-width mark (： ，)" if _FULL_WIDTH_SPACE.search(msgstr) else ""
+
+    return _catalogue_problems(catalogue_path(), ": run `make translations` after `make book`",
+                               (_number_places, maths, space_after_mark))
 
 
 def _number_places(msgid: str, msgstr: str, _message: object) -> str:
