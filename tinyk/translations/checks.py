@@ -13,13 +13,14 @@ from typing import Any
 from tinyk.catalogues import LANGUAGE, MATH, catalogues, glossary_terms, interface_catalogue, read_catalogue
 from tinyk.checkout import course_root
 from tinyk.chinese_notebooks import CODE_FOLDER, PLACEHOLDER, placeholders
+from tinyk.figure_text import FULL_WIDTH_MARKS
 from tinyk.student_markdown import STUDENT_WORDS
 from tinyk.translations.messages import code_problems, message_problems
 
 __all__ = ["blocks_problems", "figure_problems", "interface_problems", "output_problems", "problems"]
 
 _PLACE = re.compile(r"\{\d+\}")  # a number's place in a figure or output message (tinyk.figure_text)
-_FULL_WIDTH_SPACE = re.compile(r"[：，；。！？、] ")  # a space after a full-width mark: the mark has its own
+_FULL_WIDTH_SPACE = re.compile(FULL_WIDTH_MARKS + " ")  # a space after a full-width mark, which has its own
 _FUZZY = "marked fuzzy (the English changed; check the translation)"
 
 
@@ -119,7 +120,7 @@ def figure_problems(root: Path | None = None) -> list[str]:
         return "" if same else "maths differs from the English"
 
     def space_after_mark(_msgid: str, msgstr: str, _message: object) -> str:
-        return "a space after a full-width mark (： ，)" if _FULL_WIDTH_SPACE.search(msgstr) else ""
+        return "a space after a full-width mark (colon, comma)" if _FULL_WIDTH_SPACE.search(msgstr) else ""
 
     return _catalogue_problems(catalogue_path(), ": run `make translations` after `make book`",
                                (_number_places, maths, space_after_mark))
