@@ -40,9 +40,9 @@ from typing import Any
 
 from tinyk.switches import FIGURES_ZH, feedback_in_chinese, figures_in_chinese
 
-__all__ = ["ENV", "CATALOGUE", "CJK_FAMILIES", "CJK_FAMILY", "FULL_WIDTH_MARKS", "WORD_TICKS", "catalogue_path",
-           "chinese_font", "collecting", "drawable", "enabled", "fill", "for_the_learner", "in_chinese",
-           "message_key", "needs_words", "to_english", "translate", "translate_html"]
+__all__ = ["ENV", "CATALOGUE", "CJK_FAMILIES", "CJK_FAMILY", "FULL_WIDTH_MARKS", "WORD_TICKS",
+           "catalogue_path", "chinese_font", "collecting", "drawable", "enabled", "fill", "for_the_learner",
+           "in_chinese", "message_key", "needs_words", "to_english", "translate", "translate_html"]
 
 ENV = FIGURES_ZH  # the switch (tinyk.switches)
 WORD_TICKS = "tinyk_word_ticks"  # an axis's attribute: (ticks, labels) when its labels are words
