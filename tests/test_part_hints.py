@@ -46,6 +46,8 @@ CASES = [
      "the tables of theta = 10000 whatever theta is; use the theta argument"),
     (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:exponent-i-over-d-h", "rope_tables",
      "the exponent -i/d_h; ω_i = theta^(-2i/d_h)"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:positions-from-1", "rope_tables",
+     "the positions 1..end; row t is position t, counted from 0: torch.arange(end)"),
     (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:sin-sign-swapped", "apply_rope",
      "a rotation the wrong way (the sign of sin swapped): (a, b) -> (a cos - b sin, a sin + b cos)"),
     (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:per-sequence-tables-fail", "apply_rope",
@@ -84,6 +86,26 @@ CASES = [
      "the mean of each row's mean; the loss is one mean over the batch's counted targets"),
     (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:ignore-index-unused", "shifted_loss",
      "the targets equal to ignore_index are not counted: use the argument, not -100"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:cos-sin-swapped", "rope_tables",
+     "cos and sin swapped; return (cos, sin) in that order"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:bool-mask-added", "gqa_attention",
+     "the boolean mask added to the scores (True counts 1, False 0), as if it were an additive float mask: "
+     "fill the scores where it is False, scores.masked_fill(~mask, ...)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:given-mask-ignored", "gqa_attention",
+     "the given mask is ignored: when a mask is given, use it as it is (it already holds causality and "
+     "padding)"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:x-in-place", "decoder_block",
+     "decoder_block changed x in place: write h = x + ..., not x += ..."),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:no-residual", "decoder_block",
+     "both residuals are missing: h = x + attention(attention_norm(x)), then y = h + "
+     "feed_forward(ffn_norm(h))"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:mlp-norm-missing", "decoder_block",
+     "ffn_norm is never called: the MLP half is pre-norm too, y = h + feed_forward(ffn_norm(h))"),
+    (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:right-padding-at-0", "token_positions",
+     "the padding set to 0: padding after the real tokens keeps the last real position, the running count "
+     "minus 1 raised to 0"),
+    (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:cumsum-over-batch", "token_positions",
+     "the running count taken over the batch axis (cumsum(0)); count along each row, cumsum(-1)"),
 ]
 
 
@@ -130,3 +152,12 @@ def test_a_part_that_computes_in_float32_fails_the_check(monkeypatch, cases, mis
     with pytest.raises(PartError) as caught:
         check_parts({name: _part(cases, mistake_id, name)})
     assert caught.value.part == name and words in str(caught.value)
+
+
+def test_the_parts_check_gives_token_positions_a_right_padded_row():
+    # the check's batch holds a right-padded row (where a padding at 0 is told apart): the right
+    # answer, which keeps the last real position there, passes
+    def token_positions(valid):
+        return (valid.long().cumsum(-1) - 1).clamp(min=0)
+
+    assert check_parts(token_positions=token_positions) == ["token_positions"]

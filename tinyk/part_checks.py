@@ -45,6 +45,7 @@ from tinyk.part_compare import (
 from tinyk.part_hints import (
     attention_hints,
     block_hints,
+    given_mask_hints,
     loss_hints,
     mask_hints,
     positions_hints,
@@ -177,7 +178,11 @@ def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
         hints = {say("the tables of theta = 10000 whatever theta is; use the theta argument"):
                  precompute_freqs_cis(head_dim, end, 10000.0),
                  say("the exponent -i/d_h; ω_i = theta^(-2i/d_h)"): precompute_freqs_cis(head_dim, end,
-                                                                                         theta ** 0.5)}
+                                                                                         theta ** 0.5),
+                 say("the positions 1..end; row t is position t, counted from 0: torch.arange(end)"):
+                 tuple(table[1:] for table in precompute_freqs_cis(head_dim, end + 1, theta)),
+                 say("cos and sin swapped; return (cos, sin) in that order"):
+                 precompute_freqs_cis(head_dim, end, theta)[::-1]}
         for i, (table, expected, label) in enumerate(zip(got, precompute_freqs_cis(head_dim, end, theta),
                                                          ("cos", "sin"), strict=True)):
             compare("rope_tables", table, expected, say("{label} table for head_dim={head_dim}, end={end}, "
@@ -268,7 +273,8 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         unscaled = reference_gqa_attention(q * math.sqrt(d_h), kk, vv, mask)
         tiled = reference_gqa_attention(q, k.repeat(1, n_heads // n_kv, 1, 1),
                                          v.repeat(1, n_heads // n_kv, 1, 1), mask)
-        hints = {say("attention without the 1/sqrt(d_h) scale"): unscaled, **attention_hints(q, kk, vv, mask)}
+        hints = {say("attention without the 1/sqrt(d_h) scale"): unscaled, **attention_hints(q, kk, vv, mask),
+                 **given_mask_hints(q, k, v, kk, vv, mask)}
         if n_heads // n_kv > 1 and n_kv > 1:
             hints[say("the [0, 1, 0, 1] grouping; query head h reads K/V head h // n_rep")] = tiled
         got_t = as_tensor(name, got, what)
@@ -326,8 +332,12 @@ def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:
              attention(attention_norm(x)) + feed_forward(ffn_norm(h)),
              say("the second sum adding x instead of h"): x + feed_forward(ffn_norm(h)),
              **block_hints(x, attention, feed_forward, attention_norm, ffn_norm)}
+    before = x.clone()
     got = call_part("decoder_block", fn, x, trusted(attention), trusted(feed_forward),
                     trusted(attention_norm), trusted(ffn_norm))
+    if not torch.equal(x, before):
+        raise PartError("decoder_block", say("decoder_block changed x in place: write h = x + ..., not "
+                                             "x += ..."))
     expected = reference_decoder_block(x, attention, feed_forward, attention_norm, ffn_norm)
     compare("decoder_block", got, expected, say("output with made-up attention, feed-forward and norms"),
             hints=hints)
@@ -336,6 +346,7 @@ def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:
 def _random_valid(g: torch.Generator, B: int = 4, T_k: int = 7) -> Tensor:
     lengths = torch.randint(1, T_k + 1, (B,), generator=g)
     lengths[0] = T_k - 3  # at least one padded row
+    lengths[-1] = lengths[-1].clamp(max=T_k - 2)  # and the last one right-padded, below
     valid = torch.arange(T_k)[None, :] >= (T_k - lengths)[:, None]  # left padding
     valid[-1] = valid[-1].flip(0)  # and one right-padded row
     return valid

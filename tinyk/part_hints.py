@@ -18,7 +18,8 @@ from torch import Tensor, nn
 from tinyk.model import causal_lm_loss, causal_triangle, padding_to_attention
 from tinyk.package_catalogue import say
 
-__all__ = ["attention_hints", "block_hints", "loss_hints", "mask_hints", "positions_hints", "swiglu_hints"]
+__all__ = ["attention_hints", "block_hints", "given_mask_hints", "loss_hints", "mask_hints",
+           "positions_hints", "swiglu_hints"]
 
 
 def _attend(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, zeroed: bool = True) -> Tensor:
@@ -52,6 +53,23 @@ def attention_hints(q: Tensor, kk: Tensor, vv: Tensor, mask: Tensor | None) -> d
     return hints
 
 
+def given_mask_hints(q: Tensor, k: Tensor, v: Tensor, kk: Tensor, vv: Tensor,
+                     mask: Tensor | None) -> dict[str, Tensor]:
+    """05.4.4, a mask given: the mask ignored (causal only), or the boolean mask added to the scores
+    as if it were an additive float one (``kk``, ``vv``: K/V expanded to the query heads)."""
+    if mask is None:
+        return {}
+    T, T_k = q.shape[-2], k.shape[-2]
+    causal = F.scaled_dot_product_attention(q.float(), kk.float(), vv.float(),
+                                            attn_mask=causal_triangle(T, T_k, q.device))
+    added = F.scaled_dot_product_attention(q.float(), kk.float(), vv.float(), attn_mask=mask.float())
+    return {say("the given mask is ignored: when a mask is given, use it as it is (it already holds "
+                "causality and padding)"): causal.to(q.dtype),
+            say("the boolean mask added to the scores (True counts 1, False 0), as if it were an additive "
+                "float mask: fill the scores where it is False, scores.masked_fill(~mask, ...)"):
+            added.to(q.dtype)}
+
+
 def swiglu_hints(ref: nn.Module, x: Tensor) -> dict[str, Tensor]:
     """05.5.2: the classic wrong activations and wirings of ``w2(silu(w1(x)) * w3(x))``."""
     w1, w2, w3 = ref.w1, ref.w2, ref.w3
@@ -75,12 +93,16 @@ Part = Callable[[Tensor], Tensor]
 
 def block_hints(x: Tensor, attention: Part, feed_forward: Part, attention_norm: Part,
                 ffn_norm: Part) -> dict[str, Tensor]:
-    """05.5.3: the residuals, norms and halves of a pre-norm decoder block wired wrongly."""
+    """05.5.3: the residuals, norms and halves of a pre-norm decoder block wired wrongly, or missing."""
     a = attention(attention_norm(x))
     h = x + a
     mlp_first = x + feed_forward(ffn_norm(x))
     swapped = x + attention(ffn_norm(x))
-    return {say("h adds attention's output to the normalised copy attention_norm(x): the residual carries x "
+    return {say("both residuals are missing: h = x + attention(attention_norm(x)), then y = h + "
+                "feed_forward(ffn_norm(h))"): feed_forward(ffn_norm(a)),
+            say("ffn_norm is never called: the MLP half is pre-norm too, y = h + feed_forward(ffn_norm(h))"):
+            h + feed_forward(h),
+            say("h adds attention's output to the normalised copy attention_norm(x): the residual carries x "
                 "itself, h = x + attention(attention_norm(x))"):
             attention_norm(x) + a + feed_forward(ffn_norm(attention_norm(x) + a)),
             say("ffn_norm reads attention(attention_norm(x)) without x: the first half's residual is "
@@ -99,14 +121,19 @@ def block_hints(x: Tensor, attention: Part, feed_forward: Part, attention_norm: 
 
 
 def positions_hints(valid: Tensor) -> dict[str, Tensor]:
-    """05.6.2: positions that ignore the padding, counted from 1, or -1 at the padding."""
+    """05.6.2: positions that ignore the padding, counted from 1, -1 or 0 at the padding, or counted
+    over the batch."""
     running = valid.long().cumsum(-1)
     return {say("positions 0..T-1 whatever the padding; a row's positions count its real tokens only"):
             torch.arange(valid.shape[1]).expand_as(valid),
             say("positions from 1 (the running count without the -1); the first real token is at position 0"):
             running,
             say("the padding is at -1, and a negative position reads the tables from their end: raise it to "
-                "0"): running - 1}
+                "0"): running - 1,
+            say("the padding set to 0: padding after the real tokens keeps the last real position, the "
+                "running count minus 1 raised to 0"): torch.where(valid, running - 1, 0),
+            say("the running count taken over the batch axis (cumsum(0)); count along each row, cumsum(-1)"):
+            (valid.long().cumsum(0) - 1).clamp(min=0)}
 
 
 def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:

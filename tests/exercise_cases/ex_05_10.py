@@ -433,3 +433,66 @@ CAPSTONE_HIDDEN: list[tuple[str, str]] = [
     case for case in MISTAKES["ex_05_10_3_solution"]
     if case[0] in ("05.10.3:causal-from-first-key", "05.10.3:scale-by-d", "05.10.3:positions-ignore-padding")
 ]
+
+# d and m read big-endian (struct's '>e', or NumPy's '>f2'), and d alone.
+MISTAKES["ex_05_10_1_solution"] += [
+    ("05.10.1:big-endian", _Q4_1.replace("dtype=np.float16", "dtype='>f2'").format(weights="d * q + m")),
+    ("05.10.1:big-endian", """
+import struct
+import numpy as np
+import torch
+def dequantize_q4_1(block):
+    d, = struct.unpack('>e', block[:2])
+    m, = struct.unpack('<e', block[2:4])
+    packed = np.frombuffer(block[4:20], dtype=np.uint8)
+    q = np.concatenate([packed & 0x0F, packed >> 4]).astype(np.float32)
+    return torch.from_numpy(np.float32(d) * q + np.float32(m))
+"""),
+]
+
+# The capstone's parts with the mistakes check_parts names since the visible tests of 05.3.1, 05.4.4,
+# 05.5.3 and 05.6.2 do: the capstone names each, not only its part.
+_ROPE_TABLES_WITH = """
+def rope_tables(head_dim, end, theta=10000.0):
+    omega = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+    angles = torch.outer(torch.arange({positions}, dtype=torch.float32), omega)
+    return {tables}
+"""
+_BLOCK_WITH = "def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):\n{body}"
+MISTAKES["ex_05_10_3_solution"] += [
+    ("05.10.3:rope-positions-from-1", _with("rope_tables", _ROPE_TABLES_WITH.format(
+        positions="1, end + 1", tables="angles.cos(), angles.sin()"))),
+    ("05.10.3:cos-sin-swapped", _with("rope_tables", _ROPE_TABLES_WITH.format(
+        positions="end", tables="angles.sin(), angles.cos()"))),
+    ("05.10.3:given-mask-ignored", _with("gqa_attention", _GQA_HEAD.replace("if mask is None:",
+                                                                            "if True:") + """
+    scores = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return (scores.softmax(-1).masked_fill(~mask, 0.0) @ v.float()).to(q.dtype)
+""")),
+    ("05.10.3:bool-mask-added", _with("gqa_attention", _GQA_HEAD.replace(
+        "torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)",
+        "torch.full((T, T_k), float('-inf')).triu(T_k - T + 1)") + """
+    scores = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(q.shape[-1]) + mask
+    return (scores.softmax(-1) @ v.float()).to(q.dtype)
+""")),
+    ("05.10.3:block-changes-x", _with("decoder_block", _BLOCK_WITH.format(body="""
+    x += attention(attention_norm(x))
+    return x + feed_forward(ffn_norm(x))
+"""))),
+    ("05.10.3:no-residual", _with("decoder_block", _BLOCK_WITH.format(body="""
+    return feed_forward(ffn_norm(attention(attention_norm(x))))
+"""))),
+    ("05.10.3:mlp-norm-missing", _with("decoder_block", _BLOCK_WITH.format(body="""
+    h = x + attention(attention_norm(x))
+    return h + feed_forward(h)
+"""))),
+    ("05.10.3:right-padding-at-0", _with("token_positions", """
+def token_positions(valid):
+    return torch.where(valid, valid.long().cumsum(-1) - 1, 0)
+""")),
+    ("05.10.3:cumsum-over-batch", _with("token_positions", """
+def token_positions(valid):
+    return (valid.long().cumsum(0) - 1).clamp(min=0)
+""")),
+]

@@ -251,3 +251,9 @@ def rope_after_cache(xq, xk, cos, sin, start_pos):
 }
 for _grade_id, _cases in HIDDEN_RULES.items():
     MISTAKES[_grade_id] = MISTAKES.get(_grade_id, []) + _cases
+
+# cos and sin returned in the wrong order: the visible test and check_parts name it.
+MISTAKES["ex_05_3_1_solution"] += [
+    ("05.3.1:cos-sin-swapped", _ROPE_TABLES.replace("return torch.cos(angles), torch.sin(angles)",
+                                                    "return torch.sin(angles), torch.cos(angles)")),
+]

@@ -209,3 +209,16 @@ MISTAKES["ex_05_4_4_solution"] += [
     ("05.4.4:kv-on-time-axis", _gqa_with(("(n_rep, dim=1)", "(n_rep, dim=2)"))),
     ("05.4.4:scale-all-heads", _gqa_with(("/ math.sqrt(d_h)", "/ math.sqrt(q.shape[1] * d_h)"))),
 ]
+
+# A mask given and ignored, or the boolean mask added to the scores as if it were an additive
+# float mask (with a float mask of its own when none is given): the visible test and check_parts
+# name both.
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:given-mask-ignored", _gqa_with(("if mask is None:", "if True:"))),
+    ("05.4.4:bool-mask-added", _gqa_with(
+        ("mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)",
+         "mask = torch.full((T, T_k), float('-inf')).triu(T_k - T + 1)"),
+        ("    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)\n",
+         "    scores = scores + mask\n"),
+        (".masked_fill(~mask, 0.0)", ""))),
+]

@@ -207,3 +207,16 @@ MISTAKES["ex_05_5_2_solution"] += [
     ("05.5.2:residual-inside", _swiglu(forward="x + self.w2(F.silu(self.w1(x)) * self.w3(x))")),
     ("05.5.2:dropout", _swiglu(forward="self.w2(F.dropout(F.silu(self.w1(x)) * self.w3(x), 0.1, True))")),
 ]
+
+# No residual sum at all, and the MLP half without its norm: the visible test and check_parts
+# name both.
+MISTAKES["ex_05_5_3_solution"] += [
+    ("05.5.3:no-residual", _block("""
+h = attention(attention_norm(x))
+return feed_forward(ffn_norm(h))
+""")),
+    ("05.5.3:mlp-norm-missing", _block("""
+h = x + attention(attention_norm(x))
+return h + feed_forward(h)
+""")),
+]

@@ -341,3 +341,17 @@ MISTAKES["ex_05_6_4_solution"] += [
     ("05.6.4:shifted-too-far", _LOSS.format(pairs="logits[:, :-2], labels[:, 2:]", logits="logits",
                                             count=_COUNTED)),
 ]
+
+# The right padding put at position 0, and the running count taken down the batch: the visible
+# test and check_parts name both.
+MISTAKES["ex_05_6_2_solution"] += [
+    ("05.6.2:right-padding-at-0", """
+import torch
+def token_positions(valid):
+    return torch.where(valid, valid.long().cumsum(-1) - 1, 0)
+"""),
+    ("05.6.2:cumsum-over-batch", """
+def token_positions(valid):
+    return (valid.long().cumsum(0) - 1).clamp(min=0)
+"""),
+]

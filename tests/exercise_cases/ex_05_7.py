@@ -105,3 +105,21 @@ MISTAKES: dict[str, list[tuple[str, str]]] = {
         *HIDDEN_RULES["ex_05_7_3_solution"],
     ],
 }
+
+# NumPy's float64 returned, and each count divided by the number of distinct symbols.
+MISTAKES["ex_05_7_1_solution"] += [
+    ("05.7.1:numpy-scalar", """
+import numpy as np
+def entropy_of(text):
+    _, counts = np.unique(list(text), return_counts=True)
+    p = counts / len(text)
+    return -np.sum(p * np.log(p))
+"""),
+    ("05.7.1:over-distinct-symbols", """
+import math
+from collections import Counter
+def entropy_of(text):
+    counts = Counter(text)
+    return -sum(c / len(counts) * math.log(c / len(counts)) for c in counts.values())
+"""),
+]

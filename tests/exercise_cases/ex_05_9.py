@@ -182,3 +182,15 @@ def per_target_loss(logits, targets, ignore_index):
 """),
     ],
 }
+
+# The comparison's bool tensor returned as it is, or a list of its 0-d tensors.
+MISTAKES["ex_05_9_1_solution"] += [
+    ("05.9.1:tensor-not-list", """
+def rows_stopping(next_tokens, stop_id):
+    return next_tokens == stop_id
+"""),
+    ("05.9.1:list-of-tensors", """
+def rows_stopping(next_tokens, stop_id):
+    return [token == stop_id for token in next_tokens]
+"""),
+]
