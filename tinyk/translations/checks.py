@@ -95,14 +95,14 @@ def interface_problems(root: Path | None = None) -> list[str]:
     """Every untranslated or fuzzy message of the interface's catalogue
     (:func:`tinyk.catalogues.interface_catalogue`), and every word the Chinese student
     notebooks add (:data:`tinyk.student_markdown.STUDENT_WORDS`) that it lacks or whose
-    translation loses a placeholder (``{url}``)."""
+    translation loses a placeholder (``{url}``) or has a space after a full-width mark."""
     path = interface_catalogue(course_root(root))
 
     def places(msgid: str, msgstr: str, _message: object) -> str:
         same = msgid not in STUDENT_WORDS or placeholders(msgid) == placeholders(msgstr)
         return "" if same else "a placeholder ({url}, ...) differs from the English"
 
-    found = _catalogue_problems(path, "", (places,))
+    found = _catalogue_problems(path, "", (places, _space_after_mark))
     if path.is_file():
         present = {str(m.id) for m in read_catalogue(path) if m.id}
         found += [f"{path.name}: {english[:60]!r}: missing (a word the Chinese student notebooks add: "
@@ -112,18 +112,20 @@ def interface_problems(root: Path | None = None) -> list[str]:
 
 def figure_problems(root: Path | None = None) -> list[str]:
     """Every untranslated, fuzzy or damaged message of the figures' catalogue
-    (``tinyk/locale/figures_zh_CN.po``): a number's place ``{0}`` or maths must come through."""
+    (``tinyk/locale/figures_zh_CN.po``): a number's place ``{0}`` or maths must come through, and
+    no space may follow a full-width mark (a slider's frame, 05.1's, is built from these words)."""
     from tinyk.figure_text import catalogue_path
 
     def maths(msgid: str, msgstr: str, _message: object) -> str:
         same = sorted(MATH.findall(msgid)) == sorted(MATH.findall(msgstr))
         return "" if same else "maths differs from the English"
 
-    def space_after_mark(_msgid: str, msgstr: str, _message: object) -> str:
-        return "a space after a full-width mark (colon, comma)" if _FULL_WIDTH_SPACE.search(msgstr) else ""
-
     return _catalogue_problems(catalogue_path(), ": run `make translations` after `make book`",
-                               (_number_places, maths, space_after_mark))
+                               (_number_places, maths, _space_after_mark))
+
+
+def _space_after_mark(_msgid: str, msgstr: str, _message: object) -> str:
+    return "a space after a full-width mark (colon, comma)" if _FULL_WIDTH_SPACE.search(msgstr) else ""
 
 
 def _number_places(msgid: str, msgstr: str, _message: object) -> str:
