@@ -52,6 +52,36 @@ def test_batches_are_windows_of_the_data():
         random_batches(torch.arange(5), 2, 10, torch.Generator())
 
 
+def _small_run(steps: int) -> list[float]:
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(dim=8, n_layers=1, n_heads=2, n_kv_heads=1, vocab_size=13,
+                                    max_seq_len=8, multiple_of=8))
+    return train(model, CharTokenizer().encode(synthetic_text(200, seed=1)), steps=steps, batch_size=2,
+                 block_size=8)
+
+
+def test_the_books_run_prints_loss_checkpoints_and_no_bar(capsys, monkeypatch):
+    # The book's executions set TINYK_FIGURES_ZH (tinyk.environment.book_run): a page shows the loss
+    # every 100 steps, not a bar's redrawn lines.
+    monkeypatch.setenv("TINYK_FIGURES_ZH", "1")
+    monkeypatch.delenv("TINYK_LANGUAGE", raising=False)
+    losses = _small_run(200)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"step {n} of 200: loss {losses[n - 1]:.3f}" for n in (100, 200)]
+
+
+def test_a_learners_run_shows_a_bar_labelled_in_their_language(capsys, monkeypatch):
+    monkeypatch.delenv("TINYK_FIGURES_ZH", raising=False)
+    monkeypatch.setenv("TINYK_LANGUAGE", "zh_CN")
+    losses = _small_run(100)
+    out = capsys.readouterr().out
+    assert "\r训练：100%|" in out and "训练: " not in out and "训练： " not in out
+    assert f"第 100 步（共 100 步）：损失 {losses[-1]:.3f}" in out
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    _small_run(100)
+    assert "\rtraining: 100%|" in capsys.readouterr().out
+
+
 @pytest.mark.slow
 def test_tiny_experiment_learns_the_rule_deterministically_and_gives_the_shipped_weights():
     model, losses = train_course_model()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 import warnings
 from pathlib import Path
 
@@ -36,6 +37,9 @@ CATALOGUE = {
     "Figure": "图",
     "query heads": "查询头",
     "K/V heads": "键值头",
+    "d={0}, H_q={1}, H_kv={2}:": "d={0}，H_q={1}，H_kv={2}：",
+    "invalid:": "无效：",
+    "valid": "有效",
 }
 
 
@@ -79,6 +83,32 @@ def test_html_keeps_its_tags_and_translates_the_text_between(catalogue):
     html = "<table><tr><td title='step'>step</td><td> KV cache </td><td>12</td></tr></table>"
     assert figure_text.translate_html(html) == (
         "<table><tr><td title='step'>步</td><td> KV 缓存 </td><td>12</td></tr></table>")
+
+
+def test_html_has_no_space_after_a_full_width_mark(catalogue):
+    # 05.1's slider: the English puts a space after each colon, outside the <b>; the Chinese
+    # colon carries its own space, so the one after it goes, tags between or not.
+    heading = "<p><b>d=768, H_q=16, H_kv=8:</b> d/H_q = 48</p>"
+    error = "<p style='color:#d1495b'><b>invalid:</b> <span>some error</span></p>"
+    valid = "<p><b>d=768, H_q=16, H_kv=8:</b> valid</p><table><tr><td>d = 1</td></tr></table>"
+    assert figure_text.translate_html(heading) == "<p><b>d=768，H_q=16，H_kv=8：</b>d/H_q = 48</p>"
+    assert figure_text.translate_html(error).endswith("<b>无效：</b><span>some error</span></p>")
+    assert figure_text.translate_html(valid) == (
+        "<p><b>d=768，H_q=16，H_kv=8：</b>有效</p><table><tr><td>d = 1</td></tr></table>")
+    frames = [figure_text.translate_html(html) for html in (heading, error, valid)]
+    assert len(frames) == 3 and not any(re.search("[：，；。] |[：，；。](<[^>]*>)+ ", f) for f in frames)
+
+
+def test_the_figure_catalogue_check_refuses_a_space_after_a_full_width_mark(tmp_path, monkeypatch):
+    from tinyk.translations import checks
+
+    po = tmp_path / "figures_zh_CN.po"
+    po.write_text('msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=utf-8\\n"\n\n'
+                  'msgid "invalid:"\nmsgstr "无效："\n\nmsgid "{0}: valid"\nmsgstr "{0}： 有效"\n',
+                  encoding="utf-8")
+    monkeypatch.setattr(figure_text, "catalogue_path", lambda: po)
+    found = checks.figure_problems()
+    assert len(found) == 1 and "full-width" in found[0] and "valid" in found[0]
 
 
 def _panel():

@@ -49,7 +49,7 @@ def test_numbers_come_back_in_the_translations_order():
 
 def test_a_progress_bar_has_its_description_translated_and_the_rest_kept():
     bar = "training:  42%|████████           | 253/600 [00:07<00:10, 33.84it/s, loss=0.809]"
-    assert outputs.translate_line(bar, CATALOGUE) == ("训练" + bar[len("training"):], None)
+    assert outputs.translate_line(bar, CATALOGUE) == ("训练：" + bar[len("training:  "):], None)
     assert outputs.translate_line(bar, {}) == (bar, "training")
 
 
@@ -57,7 +57,7 @@ def test_a_text_is_translated_line_by_line_and_its_line_breaks_kept():
     text = ("\rtraining: 100%|███| 600/600\nfirst loss 2.604, mean of the last 50 steps 0.666\n"
             "8+4=42\nnew words 3\n")
     chinese, missing = outputs.translate_text(text, CATALOGUE)
-    assert chinese == ("\r训练: 100%|███| 600/600\n第一步损失 2.604，最后 50 步的平均 0.666\n"
+    assert chinese == ("\r训练：100%|███| 600/600\n第一步损失 2.604，最后 50 步的平均 0.666\n"
                        "8+4=42\nnew words 3\n")
     assert missing == ["new words {0}"]
 

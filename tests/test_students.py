@@ -328,3 +328,14 @@ def test_a_student_version_is_graded_like_a_release(tmp_path):
 
 def nbgrader_id(cell: dict) -> str:
     return cell["metadata"]["nbgrader"]["grade_id"]
+
+
+def test_each_reference_has_its_own_author_year_label():
+    # LLaMA and Llama 2 share a first author and a year: their citations read 2023a and 2023b,
+    # as the book's author-year references do (the bib's year field), never the same label twice.
+    labels = student_markdown.citation_labels(ROOT)
+    assert len(labels) == 8 and len(set(labels.values())) == len(labels)
+    assert labels["touvron2023llama"] == "Touvron et al., 2023a"
+    assert labels["touvron2023llama2"] == "Touvron et al., 2023b"
+    bib = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    assert "{{RoFormer}:" in bib  # the braces keep its capitals where the style lowers a title's words

@@ -92,6 +92,9 @@ def test_a_choice_said_to_come_from_the_seed_quotes_the_seed_saying_it(terms):
     ("19,008 unique parameters", "19,008 个唯一参数", "unique parameters"),
     ("tiny experiment   unique      {0}", "小实验            唯一参数     {0}", "unique"),
     ("bonus: a real trained model", "附加：一个真实的已训练模型", "bonus"),
+    # the zh.d2l.ai editor's review of the Chinese edition
+    ("the $B\\times T\\times m$ hidden activation", "$B\\times T\\times m$ 的隐藏激活", "hidden activation"),
+    ("the upstream code's quirks", "上游代码的怪异之处", "quirks"),
 ])
 def test_a_wrong_variant_is_named_with_its_term(terms, english, chinese, term):
     found = message_term_problems(english, chinese, terms)
@@ -113,6 +116,8 @@ def test_a_wrong_variant_is_named_with_its_term(terms, english, chinese, term):
     ("the chat template adds one when the conversation has none",
      "当对话中没有系统消息时，聊天模板会添加一条"),
     ("ms per generated token", "每生成一个 token（词元）的毫秒数"),  # the gloss is not the variant 词元
+    ("the MLP's hidden activation", "MLP 中间层激活"),
+    ("the upstream code's quirks", "上游代码的不合常规之处"),
 ])
 def test_a_right_rendering_or_an_allowed_context_passes(terms, english, chinese):
     assert message_term_problems(english, chinese, terms) == []

@@ -72,6 +72,15 @@ def test_glossary_headwords_read_chinese_first_and_display_maths_stay_as_they_ar
     assert message_problems("SwiGLU (SwiGLU 门控前馈网络)", "SwiGLU 门控前馈网络", headword=True) == []
     assert message_problems("Batch (批量)", "批量（batch）", headword=True) == []
     assert message_problems("Token", "token", headword=True) == []  # a term the Chinese keeps in English
+    # the full name, a full-width comma, the abbreviation, whichever order the English gives
+    assert message_problems("RMSNorm, root mean square normalisation (均方根归一化)",
+                            "均方根归一化（root mean square normalisation，RMSNorm）", headword=True) == []
+    assert message_problems("Grouped-query attention, GQA (分组查询注意力)",
+                            "分组查询注意力（grouped-query attention，GQA）", headword=True) == []
+    assert message_problems("Query, key, value (查询、键、值)", "查询、键、值（query、key、value）",
+                            headword=True) == []
+    assert len(message_problems("Grouped-query attention, GQA (分组查询注意力)",
+                                "分组查询注意力（grouped-query attention, GQA）", headword=True)) == 1
     for wrong in ("键值缓存", "KV cache (键值缓存)", "键值缓存 (KV cache)", "键值缓存（kV cache）"):
         found = message_problems("KV cache (键值缓存)", wrong, headword=True)
         assert found == ["write '键值缓存（KV cache）': a glossary headword reads Chinese first, its English "

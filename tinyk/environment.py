@@ -7,7 +7,8 @@ instructors", and the book's build).
   nobody sees them, and grading is faster.
 - ``TINYK_FIGURES_ZH=1``: the book's executions (``make book``, ``make test``) draw every
   course figure in Chinese too, for the Chinese edition (:mod:`tinyk.courseware.figure_text`); Jupyter
-  and Colab never set it. Grading wins over it.
+  and Colab never set it. Grading wins over it. The same executions train 05.7's model
+  without a progress bar (:func:`book_run`, :func:`tinyk.training.train`).
 - ``TINYK_LANGUAGE=zh_CN``: the package's feedback to a learner (the parts' checks, the
   checkpoint, the first divergence, a refused configuration) in Chinese
   (:func:`tinyk.translations.package_catalogue.say`). The setup cell of each student notebook sets it when
@@ -21,7 +22,8 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["FIGURES_ZH", "GRADING", "LANGUAGE", "feedback_in_chinese", "figures_in_chinese", "grading_run"]
+__all__ = ["FIGURES_ZH", "GRADING", "LANGUAGE", "book_run", "feedback_in_chinese", "figures_in_chinese",
+           "grading_run"]
 
 GRADING = "TINYK_GRADING"
 FIGURES_ZH = "TINYK_FIGURES_ZH"
@@ -31,6 +33,11 @@ LANGUAGE = "TINYK_LANGUAGE"
 def grading_run() -> bool:
     """True in a process started by the course's grader (``TINYK_GRADING=1``)."""
     return os.environ.get(GRADING) == "1"
+
+
+def book_run() -> bool:
+    """True in the book's executions of the notebooks (``TINYK_FIGURES_ZH=1``, which only they set)."""
+    return os.environ.get(FIGURES_ZH) == "1"
 
 
 def figures_in_chinese() -> bool:

@@ -18,14 +18,16 @@ import torch
 from torch import Tensor
 
 from tinyk.data import CharTokenizer, synthetic_text
+from tinyk.environment import book_run
 from tinyk.model import ModelConfig, Transformer
 from tinyk.translations.package_catalogue import say
 
-__all__ = ["COURSE_RUN", "CHECKPOINT", "random_batches", "train", "train_course_model",
+__all__ = ["COURSE_RUN", "CHECKPOINT", "CHECKPOINT_EVERY", "random_batches", "train", "train_course_model",
            "trained_course_model"]
 
 COURSE_RUN = {"steps": 600, "batch_size": 32, "block_size": 32, "lr": 5e-3, "seed": 0}  # 05.7
 CHECKPOINT = Path(__file__).parent / "weights" / "tiny_commutativity.pt"
+CHECKPOINT_EVERY = 100  # train(progress=True) prints the loss of every 100th step
 
 
 def random_batches(data: Tensor, batch_size: int, block_size: int, generator: torch.Generator) -> Tensor:
@@ -42,7 +44,10 @@ def train(model: Transformer, data: Tensor, *, steps: int, batch_size: int = 32,
     """Train with AdamW on random windows of ``data``; return the loss of every step.
 
     Deterministic for a given seed and thread count: the batches come from their own
-    seeded generator. ``progress`` shows a bar with the running loss (``tqdm`` if present).
+    seeded generator. ``progress`` prints the loss every :data:`CHECKPOINT_EVERY` steps and, in
+    Jupyter or Colab, shows a bar with the running loss (``tqdm``); the book's executions
+    (:func:`tinyk.environment.book_run`) show no bar, whose redrawn lines a page would print one
+    under another.
     """
     if block_size > model.config.max_seq_len:
         raise ValueError(f"block_size={block_size} exceeds the model's "
@@ -51,8 +56,8 @@ def train(model: Transformer, data: Tensor, *, steps: int, batch_size: int = 32,
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     model.train()
     losses: list[float] = []
-    bar = _progress(steps) if progress else None
-    for _ in range(steps):
+    bar = _progress(steps) if progress and not book_run() else None
+    for step in range(1, steps + 1):
         batch = random_batches(data, batch_size, block_size, generator)
         loss = model(batch, labels=batch).loss
         optimizer.zero_grad(set_to_none=True)
@@ -62,6 +67,9 @@ def train(model: Transformer, data: Tensor, *, steps: int, batch_size: int = 32,
         if bar is not None:
             bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
             bar.update(1)
+        if progress and step % CHECKPOINT_EVERY == 0:
+            _checkpoint(bar, say("step {step} of {steps}: loss {loss}", step=step, steps=steps,
+                                 loss=f"{losses[-1]:.3f}"))
     if bar is not None:
         bar.close()
     model.eval()
@@ -86,12 +94,24 @@ def trained_course_model() -> Transformer:
     return model.eval()
 
 
+def _checkpoint(bar, line: str) -> None:  # a line printed above the bar, if any
+    if bar is None:
+        print(line)
+    else:
+        bar.write(line, file=sys.stdout)
+
+
 def _progress(total: int):  # a tqdm bar
     from tqdm import tqdm
 
     # The bar's label in the learner's language (a Chinese notebook's kernel reads Chinese), as the
     # Chinese pages show the book's run of it (locale/zh_CN/outputs.po).
-    return tqdm(total=total, desc=say("training"), file=sys.stdout, mininterval=2.0, ncols=80)
+    # An English label is followed by a space and the percentage padded to 3 places, tqdm's own
+    # layout; a Chinese one ends in a full-width colon, which carries its own space.
+    desc = say("training:")
+    percent = " {percentage:3.0f}%" if desc.isascii() else "{percentage:.0f}%"
+    layout = desc + percent + "|{bar}{r_bar}"
+    return tqdm(total=total, file=sys.stdout, mininterval=2.0, ncols=80, bar_format=layout)
 
 
 if __name__ == "__main__":

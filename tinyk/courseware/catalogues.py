@@ -27,6 +27,7 @@ LINK = re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>\s]+)>")
 HEADWORD = re.compile(r"^(?P<english>[^()]+?) \((?P<chinese>[^()]+)\)$")  # "KV cache (...)"
 # The brackets of the Chinese edition's headwords: full-width, as Chinese prose has them.
 _OPEN, _CLOSE = "\uff08", "\uff09"
+_COMMA, _LIST = "\uff0c", "\u3001"  # between two names of a headword; between the items of a list
 
 
 def read_catalogue(path: Path) -> Catalog:
@@ -84,7 +85,9 @@ def chinese_headword(headword: str) -> str:
     """How the Chinese edition writes a glossary headword of the English one: its Chinese
     first, then its English in full-width brackets, a plain word's first letter in lower
     case (``Batch (<Chinese>)`` becomes ``<Chinese>(batch)`` with full-width brackets;
-    ``KV cache`` and ``RMSNorm`` keep their capitals). A headword without brackets names a
+    ``KV cache`` and ``RMSNorm`` keep their capitals), an abbreviation after the full name
+    and a full-width comma between them (``RMSNorm, root mean square normalisation``
+    becomes ``root mean square normalisation<comma>RMSNorm``). A headword without brackets names a
     term the Chinese prose keeps in English (``Token``): it reads as the prose writes it,
     ``token``. A headword whose Chinese already holds its English (``SwiGLU (SwiGLU
     <Chinese>)``) is its Chinese alone, the name said once. Only the words shown change: the
@@ -95,9 +98,13 @@ def chinese_headword(headword: str) -> str:
     def plain(word: str) -> str:
         return word[0].lower() + word[1:] if word[:2].istitle() and word.split()[0][1:].islower() else word
 
-    english = ", ".join(plain(part) for part in english.split(", "))
-    if english in chinese:
+    parts = [plain(part) for part in english.split(", ")]
+    if ", ".join(parts) in chinese:
         return chinese
+    # An abbreviation (GQA, RMSNorm) goes after the full name; a list of three words or more
+    # (query, key, value) takes the enumeration comma, two names the full-width comma.
+    parts.sort(key=lambda part: " " not in part and any(c.isupper() for c in part[1:]))
+    english = (_LIST if len(parts) > 2 else _COMMA).join(parts)
     return f"{chinese}{_OPEN}{english}{_CLOSE}" if chinese else english
 
 

@@ -40,9 +40,9 @@ from typing import Any
 
 from tinyk.environment import FIGURES_ZH, feedback_in_chinese, figures_in_chinese
 
-__all__ = ["ENV", "CATALOGUE", "CJK_FAMILIES", "CJK_FAMILY", "WORD_TICKS", "catalogue_path", "chinese_font",
-           "collecting", "drawable", "enabled", "fill", "for_the_learner", "in_chinese", "message_key",
-           "needs_words", "to_english", "translate", "translate_html"]
+__all__ = ["ENV", "CATALOGUE", "CJK_FAMILIES", "CJK_FAMILY", "FULL_WIDTH_MARKS", "WORD_TICKS",
+           "catalogue_path", "chinese_font", "collecting", "drawable", "enabled", "fill", "for_the_learner",
+           "in_chinese", "message_key", "needs_words", "to_english", "translate", "translate_html"]
 
 ENV = FIGURES_ZH  # the switch (tinyk.environment)
 WORD_TICKS = "tinyk_word_ticks"  # an axis's attribute: (ticks, labels) when its labels are words
@@ -57,6 +57,10 @@ _MATH = re.compile(r"\$[^$]*\$")
 _WORDS = re.compile(r"[A-Za-z]{2,}")
 _TAG = re.compile(r"(<[^>]*>)")
 _CJK = re.compile(r"[\u3400-\u9fff]")
+# A full-width mark (colon, comma, semicolon, full stop, ...) and the tags after it, then the
+# spaces that the English put there.
+FULL_WIDTH_MARKS = "[\uff1a\uff0c\uff1b\u3002\uff01\uff1f\u3001]"
+_SPACE_AFTER_MARK = re.compile(f"({FULL_WIDTH_MARKS})((?:<[^>]*>)*)[ \t]+")
 _missing: list[set[str]] = []  # one set per open collecting() block
 
 
@@ -126,9 +130,12 @@ def translate(text: str) -> str:
 
 def translate_html(fragment: str) -> str:
     """An HTML fragment (a calculator's table, a slider's label) with each run of text
-    between tags translated, and the tags and their attributes kept."""
-    return "".join(part if part.startswith("<") or not part.strip() else _keep_space(part)
-                   for part in _TAG.split(fragment))
+    between tags translated, and the tags and their attributes kept. The space that follows
+    an English colon goes where a full-width mark now ends the text (05.1's slider: a full-width
+    colon, ``</b>``, then the word for valid, no space): the mark carries its own space."""
+    joined = "".join(part if part.startswith("<") or not part.strip() else _keep_space(part)
+                     for part in _TAG.split(fragment))
+    return _SPACE_AFTER_MARK.sub(r"\1\2", joined)
 
 
 def _keep_space(part: str) -> str:

@@ -80,14 +80,15 @@ def term_id(term: str) -> str:
 
 
 def citation_labels(root: Path) -> dict[str, str]:
-    """``key -> "Zhang and Sennrich, 2019"`` for each entry of ``book/references.bib``."""
+    """``key -> "Zhang and Sennrich, 2019"`` for each entry of ``book/references.bib`` (a year
+    may carry a letter, ``2023a``, as two papers of one first author and year do)."""
     labels = {}
     bib = (root / "book" / "references.bib").read_text(encoding="utf-8")
     for key, body in re.findall(r"^@\w+\{([^,]+),(.*?)^\}", bib, re.M | re.S):
         authors = re.search(r"author\s*=\s*\{(.*)\},?\s*$", body, re.M).group(1).split(" and ")
         last = [a.split(",")[0].strip().replace("{", "").replace("}", "") for a in authors]
         names = " and ".join(last) if len(last) <= 2 else f"{last[0]} et al."
-        year = re.search(r"year\s*=\s*\{(\d+)\}", body).group(1)
+        year = re.search(r"year\s*=\s*\{(\d+[a-z]?)\}", body).group(1)  # 2023a: a year's second paper
         labels[key] = f"{names}, {year}"
     return labels
 

@@ -20,6 +20,7 @@ from tinyk.courseware.catalogues import (
 )
 from tinyk.courseware.checkout import course_root
 from tinyk.courseware.chinese_notebooks import CODE_FOLDER, PLACEHOLDER, placeholders
+from tinyk.courseware.figure_text import FULL_WIDTH_MARKS
 from tinyk.courseware.student_markdown import STUDENT_WORDS
 from tinyk.translations.messages import code_problems, message_problems
 
@@ -27,6 +28,7 @@ __all__ = ["blocks_problems", "figure_problems", "interface_problems", "output_p
 
 # a number's place in a figure or output message (tinyk.courseware.figure_text)
 _PLACE = re.compile(r"\{\d+\}")
+_FULL_WIDTH_SPACE = re.compile(FULL_WIDTH_MARKS + " ")  # a space after a full-width mark, which has its own
 _FUZZY = "marked fuzzy (the English changed; check the translation)"
 
 
@@ -101,14 +103,14 @@ def interface_problems(root: Path | None = None) -> list[str]:
     """Every untranslated or fuzzy message of the interface's catalogue
     (:func:`tinyk.courseware.catalogues.interface_catalogue`), and every word the Chinese student
     notebooks add (:data:`tinyk.courseware.student_markdown.STUDENT_WORDS`) that it lacks or whose
-    translation loses a placeholder (``{url}``)."""
+    translation loses a placeholder (``{url}``) or has a space after a full-width mark."""
     path = interface_catalogue(course_root(root))
 
     def places(msgid: str, msgstr: str, _message: object) -> str:
         same = msgid not in STUDENT_WORDS or placeholders(msgid) == placeholders(msgstr)
         return "" if same else "a placeholder ({url}, ...) differs from the English"
 
-    found = _catalogue_problems(path, "", (places,))
+    found = _catalogue_problems(path, "", (places, _space_after_mark))
     if path.is_file():
         present = {str(m.id) for m in read_catalogue(path) if m.id}
         found += [f"{path.name}: {english[:60]!r}: missing (a word the Chinese student notebooks add: "
@@ -118,15 +120,20 @@ def interface_problems(root: Path | None = None) -> list[str]:
 
 def figure_problems(root: Path | None = None) -> list[str]:
     """Every untranslated, fuzzy or damaged message of the figures' catalogue
-    (``tinyk/locale/figures_zh_CN.po``): a number's place ``{0}`` or maths must come through."""
+    (``tinyk/locale/figures_zh_CN.po``): a number's place ``{0}`` or maths must come through, and
+    no space may follow a full-width mark (a slider's frame, 05.1's, is built from these words)."""
     from tinyk.courseware.figure_text import catalogue_path
 
     def maths(msgid: str, msgstr: str, _message: object) -> str:
         same = sorted(MATH.findall(msgid)) == sorted(MATH.findall(msgstr))
         return "" if same else "maths differs from the English"
 
-    return _catalogue_problems(catalogue_path(),
-                               ": run `make translations` after `make book`", (_number_places, maths))
+    return _catalogue_problems(catalogue_path(), ": run `make translations` after `make book`",
+                               (_number_places, maths, _space_after_mark))
+
+
+def _space_after_mark(_msgid: str, msgstr: str, _message: object) -> str:
+    return "a space after a full-width mark (colon, comma)" if _FULL_WIDTH_SPACE.search(msgstr) else ""
 
 
 def _number_places(msgid: str, msgstr: str, _message: object) -> str:

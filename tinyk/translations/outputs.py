@@ -27,10 +27,10 @@ stays as printed. An error shows its traceback as printed but its message (``eva
 words after ``ValueError:``) translated in the same way; a message Python or PyTorch wrote
 (``unexpected indent``) is what the reader's own run prints, and its catalogue entry keeps it
 (``kept:``). A progress bar (``training:  42%|████ | 253/600 [...]``) has its description
-translated and the rest kept. A line with words that is code or data after all (a module
-listing's ``dropout  Dropout`` row, a chat template's text) is translated as itself, and its
-catalogue entry says why in a translator comment that starts with ``kept:`` (``check``
-fails on a message translated as itself without one).
+translated, its colon full-width, and the rest kept. A line with words that is code or data
+after all (a module listing's ``dropout  Dropout`` row, a chat template's text) is translated
+as itself, and its catalogue entry says why in a translator comment that starts with
+``kept:`` (``check`` fails on a message translated as itself without one).
 
 The kernel sends a stream in pieces whose borders fall where its buffer happened to be flushed,
 so one ``print`` may arrive as two outputs on one run and as one on the next: both editions
@@ -79,9 +79,10 @@ def translate_line(line: str, catalogue: Mapping[str, str]) -> tuple[str, str | 
     """(``line`` in Chinese, None), or (``line`` as it is, its message) when ``catalogue``
     (message -> translation) lacks it; a line without words comes back as it is."""
     bar = _PROGRESS.match(line)
-    if bar:
+    if bar:  # a translated description ends in a full-width colon, which carries its own space
         words, missing = translate_line(bar[2], catalogue)
-        return bar[1] + words + bar[3], missing
+        rest = bar[3] if words == bar[2] else "\uff1a" + bar[3][1:].lstrip()
+        return bar[1] + words + rest, missing
     if not has_words(line):
         return line, None
     key, numbers = message_key(line)

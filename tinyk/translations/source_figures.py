@@ -4,10 +4,12 @@ of :func:`tinyk.lessons.shown_code.show_source` (05.2 to 05.6's comparisons with
 The code is shown as the package has it, its docstrings and comments in English (the code
 that runs is the same in both editions). On a Chinese page, the figure's caption
 (``tinyk/model.py, lines 215–237``) is translated, and a one-line Chinese note follows it:
-the translation of what the shown code's docstring says first (its first paragraph), or,
-for code without a docstring, of its first line. Both are messages of the printed outputs'
-catalogue, ``locale/zh_CN/outputs.po`` (with the numbers taken out, as a printed line's), found
-by ``python -m tinyk.translations update`` like the lines a page prints.
+the translation of what the shown code's docstring says first (its first paragraph), with
+a clause for what the rest of it tells a learner (05.2: a float64 input stays float64, unlike
+the upstream and Hugging Face), or, for code without a docstring, of its first line. Both are
+messages of the printed outputs' catalogue, ``locale/zh_CN/outputs.po`` (with the numbers
+taken out, as a printed line's), found by ``python -m tinyk.translations update`` like the
+lines a page prints.
 """
 
 from __future__ import annotations
