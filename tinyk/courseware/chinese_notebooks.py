@@ -316,10 +316,17 @@ def translate_code(source: str, messages: dict[str, str], missing: list[str], wh
         if new is None:
             missing.append(f"{where}: {text.msgid[:70]!r}")
             continue
-        (l1, c1), (l2, c2) = text.start, text.end
-        replaced = lines[l1 - 1][:c1] + text.render(new) + lines[l2 - 1][c2:]
-        lines[l1 - 1: l2] = replaced.split("\n")
+        _replace(lines, text, new)
     return "\n".join(lines)
+
+
+def _replace(lines: list[str], text: _Text, new: str) -> None:
+    """Put ``new``, rendered as ``text``'s literal, in place of ``text`` in ``lines`` (a source's
+    lines; ``text.start`` and ``text.end`` are 1-based lines and 0-based columns). Callers go from
+    the end of the source backwards, so that the positions of the texts before it still hold."""
+    (l1, c1), (l2, c2) = text.start, text.end
+    replaced = lines[l1 - 1][:c1] + text.render(new) + lines[l2 - 1][c2:]
+    lines[l1 - 1: l2] = replaced.split("\n")
 
 
 def placeholders(text: str) -> list[str]:
@@ -525,7 +532,5 @@ def translate_figure_words(source: str, missing: list[str], where: str = "") -> 
         if chinese is None:
             missing.append(f"{where}: figure words {text.msgid[:70]!r} (tinyk/locale/figures_zh_CN.po)")
             continue
-        (l1, c1), (l2, c2) = text.start, text.end
-        replaced = lines[l1 - 1][:c1] + text.render(chinese) + lines[l2 - 1][c2:]
-        lines[l1 - 1: l2] = replaced.split("\n")
+        _replace(lines, text, chinese)
     return "\n".join(lines)
