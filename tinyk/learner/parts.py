@@ -47,8 +47,9 @@ checkpoint says it falls back to ``tinyk``'s own. The 05.10 capstone is graded o
 so its solution cell holds the parts (pasted from the earlier notebooks) and its test cell
 passes them to :func:`build_model` and :func:`check_parts` directly.
 
-:func:`check_parts` and the parts' names live in :mod:`tinyk.learner.part_checks`,
-:func:`first_divergence` in :mod:`tinyk.learner.divergence`; this module gives them with the rest.
+:func:`check_parts` lives in :mod:`tinyk.learner.part_checks`, the parts' names
+(``PART_NAMES``) and :class:`PartError` in :mod:`tinyk.learner.part_compare`, and
+:func:`first_divergence` in :mod:`tinyk.learner.divergence`: import each from there.
 """
 
 from __future__ import annotations
@@ -68,22 +69,12 @@ from tinyk.courseware.cell_names import defined_names, python_source
 from tinyk.generation import KVCache, generate
 from tinyk.learner.divergence import first_divergence
 from tinyk.learner.own_code import trusted
-from tinyk.learner.part_checks import (
-    PART_NAMES,
-    SECTIONS,
-    PartError,
-    call_part,
-    check_kind,
-    check_parts,
-    reference_token_positions,
-    reject_unknown,
-)
+from tinyk.learner.part_checks import check_kind, check_parts
+from tinyk.learner.part_compare import PART_NAMES, SECTIONS, PartError, call_part, reject_unknown
 from tinyk.model import DecoderLayer, ModelConfig, Transformer
 from tinyk.translations.package_catalogue import say
 
-__all__ = ["PART_NAMES", "SECTIONS", "PartError", "Parts", "check_parts", "build_model",
-           "first_divergence", "from_notebooks", "defined_here", "checkpoint",
-           "reference_token_positions", "smollm2"]
+__all__ = ["Parts", "build_model", "from_notebooks", "defined_here", "checkpoint", "smollm2"]
 HOLDS_PARTS = True  # withheld from a graded run (tinyk.grading.learner_process.HIDDEN)
 
 # ---------------------------------------------------------------------------
