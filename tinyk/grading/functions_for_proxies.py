@@ -68,7 +68,7 @@ class AssembledThere(torch.nn.Module):
     (for :func:`tinyk.generate`). A :class:`tinyk.KVCache` handed to it stands for one of
     its own over there, made at its first use; this side's copy only counts the tokens.
     :meth:`here` builds the same parts into a model on this side instead (each part's call
-    crossing), for :func:`tinyk.learner.parts.first_divergence`'s layer-by-layer walk."""
+    crossing), for :func:`tinyk.learner.divergence.first_divergence`'s layer-by-layer walk."""
 
     def __init__(self, there: Remote, base: torch.nn.Module, parts: dict[str, Any], build: Any) -> None:
         super().__init__()
