@@ -17,19 +17,21 @@ name                      section  behaves as
 ``shifted_loss``          05.6     :func:`tinyk.model.causal_lm_loss`
 ========================  =======  =====================================================
 
-Three tools, used by the 05.6 checkpoint and the 05.10 capstone:
+Three tools, used by the 05.6 checkpoint and the 05.10 capstone, each imported from the
+module that defines it:
 
-- :func:`check_parts` runs each given part **alone** against ``tinyk`` on small random
-  inputs (several shapes, float32 and bfloat16, GQA ratios 1, 2 and 4, padded batches) and
-  raises :class:`PartError` naming the first part that is still a stub or disagrees, and
-  what differs (with a hint when the difference is a classic mistake).
-- :func:`build_model` returns a copy of a :class:`tinyk.Transformer` that runs the given
+- :func:`~tinyk.learner.part_checks.check_parts` (:mod:`tinyk.learner.part_checks`) runs
+  each given part **alone** against ``tinyk`` on small random inputs (several shapes,
+  float32 and bfloat16, GQA ratios 1, 2 and 4, padded batches) and raises
+  :class:`~tinyk.learner.part_compare.PartError` naming the first part that is still a stub
+  or disagrees, and what differs (with a hint when the difference is a classic mistake).
+- :func:`build_model` (this module) returns a copy of a :class:`tinyk.Transformer` that runs the given
   parts (any subset; the missing ones are ``tinyk``'s own) with the same weights. The
   parts go into the seams that :mod:`tinyk.model` exposes, so the copy runs the model's
   own forward passes around the learner's code and this module has none. A part that
   raises ``NotImplementedError`` inside the model is reported as a :class:`PartError`
   naming the part, not as a traceback from deep inside the model.
-- :func:`checkpoint` prints, part by part, where each part came from and whether it
+- :func:`checkpoint` (this module) prints, part by part, where each part came from and whether it
   passes, then compares the assembled model's logits and greedy tokens with ``tinyk``'s.
   It never raises for a stub: a stub or a wrong part is reported and replaced by
   ``tinyk``'s own, so a notebook with unanswered exercises still runs to the end, and the
@@ -45,11 +47,12 @@ the names it finds. The 05.6 checkpoint adds the parts defined in 05.6 itself. A
 whose notebook is absent (a notebook opened alone, as in Colab) is simply missing, and the
 checkpoint says it falls back to ``tinyk``'s own. The 05.10 capstone is graded on its own,
 so its solution cell holds the parts (pasted from the earlier notebooks) and its test cell
-passes them to :func:`build_model` and :func:`check_parts` directly.
+passes them to :func:`build_model` and :func:`~tinyk.learner.part_checks.check_parts` directly.
 
-:func:`check_parts` lives in :mod:`tinyk.learner.part_checks`, the parts' names
-(``PART_NAMES``) and :class:`PartError` in :mod:`tinyk.learner.part_compare`, and
-:func:`first_divergence` in :mod:`tinyk.learner.divergence`: import each from there.
+The parts' names (``PART_NAMES``) and :class:`~tinyk.learner.part_compare.PartError` live in
+:mod:`tinyk.learner.part_compare`, and
+:func:`~tinyk.learner.divergence.first_divergence` (where an assembled model departs first from
+``tinyk``'s) in :mod:`tinyk.learner.divergence`: this module uses them and re-exports none.
 """
 
 from __future__ import annotations
