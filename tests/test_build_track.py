@@ -17,7 +17,7 @@ import pytest
 
 from tinyk.courseware.checkout import notebook_paths, student_path
 from tinyk.courseware.exercises import is_solution, is_test, nbgrader, source_text
-from tinyk.learner.parts import PART_NAMES
+from tinyk.learner.part_compare import PART_NAMES
 
 HEADING = re.compile(r"^#{1,6}\s+Exercise\s+(\d+\.\d+\.\d+)\b.*$", re.M)
 LABEL = re.compile(r"^\*(\d+) points? · (easy|medium|hard) · about (\d+) minutes\*$", re.M)

@@ -19,7 +19,7 @@ from tests.test_parts import REFERENCE, assert_same_logits_and_loss, half_split_
 from tinyk import ModelConfig, Transformer, generate
 from tinyk.learner.learners_model import LearnersModel, assemble
 from tinyk.learner.own_code import REFERENCES
-from tinyk.learner.parts import PART_NAMES, PartError
+from tinyk.learner.part_compare import PART_NAMES, PartError
 
 
 @pytest.fixture(scope="module")

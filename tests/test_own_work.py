@@ -20,7 +20,8 @@ import torch.nn.functional as F
 
 import tinyk
 from tinyk.learner.own_code import BorrowedCall, run_own, trusted, watched
-from tinyk.learner.parts import PartError, check_parts
+from tinyk.learner.part_checks import check_parts
+from tinyk.learner.part_compare import PartError
 
 Q, K = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 3, 8)
 X = torch.randn(1, 3, 2, 8)  # B×T×H_kv×d_h

@@ -251,17 +251,6 @@ def test_the_model_core_takes_one_small_function_of_the_language_layer():
     assert imports_of(words, WORDS, False) == {"tinyk.environment", "tinyk.environment.feedback_in_chinese"}
 
 
-# Names the learner's notebooks import from tinyk.learner.parts although tinyk.learner.part_checks
-# and tinyk.learner.divergence define them (``from tinyk.learner.parts import check_parts``): to
-# go with a change of every notebook, its student versions and catalogues.
-REEXPORTS_LEFT = {
-    "tinyk.learner.parts": {"PART_NAMES", "SECTIONS", "PartError", "check_parts", "first_divergence",
-                            "reference_token_positions"},
-    "tinyk.learner.part_checks": {"PART_NAMES", "SECTIONS", "PartError", "call_part", "compare", "first_off",
-                                  "reject_unknown"},
-}
-
-
 def reexported(source: str) -> set[str]:
     """The names of a module's ``__all__`` that it imports from another of the package's."""
     tree = ast.parse(source)
@@ -276,5 +265,5 @@ def reexported(source: str) -> set[str]:
 def test_no_module_but_tinyk_re_exports_another_ones_names():
     sources = _sources()
     found = {m: names for m, (source, _) in sources.items() if m != "tinyk" and (names := reexported(source))}
-    assert found == REEXPORTS_LEFT
+    assert found == {}
     assert reexported('from tinyk.model import RMSNorm\n__all__ = ["RMSNorm", "f"]\n') == {"RMSNorm"}

@@ -1,4 +1,4 @@
-"""The build track's part checks (:func:`tinyk.learner.parts.check_parts`, sections 05.2 to 05.6) name
+"""The build track's part checks (:func:`tinyk.learner.part_checks.check_parts`, sections 05.2 to 05.6) name
 the classic mistakes the notebooks' visible tests name: the wrong answers of
 tests/exercise_cases, written as the parts, each fail the check with the hint for their
 mistake, in English and in Chinese."""
@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tinyk.learner.parts import PartError, check_parts
+from tinyk.learner.part_checks import check_parts
+from tinyk.learner.part_compare import PartError
 from tinyk.translations.package_catalogue import say
 
 from .exercise_cases import ex_05_2, ex_05_3, ex_05_4, ex_05_5, ex_05_6

@@ -16,15 +16,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinyk import DecoderLayer, KVCache, ModelConfig, Transformer, generate
-from tinyk.learner.parts import (
-    PART_NAMES,
-    PartError,
-    build_model,
-    check_parts,
-    checkpoint,
-    first_divergence,
-    from_notebooks,
-)
+from tinyk.learner.divergence import first_divergence
+from tinyk.learner.part_checks import check_parts
+from tinyk.learner.part_compare import PART_NAMES, PartError
+from tinyk.learner.parts import build_model, checkpoint, from_notebooks
 
 # --- reference parts, written independently --------------------------------------------
 

@@ -275,7 +275,7 @@ def test_chinese_05_2_runs_top_to_bottom_in_a_kernel(tmp_path, monkeypatch):
                        as_version=4)
     first = next(c for c in nb.cells if nbgrader(c).get("solution"))
     first.source = "def rms(x, eps=0.0):\n    return float(sum(x))  # 错的：没有平方，也没有开方"
-    check = "from tinyk.learner.parts import check_parts\ncheck_parts(RMSNorm=RMSNorm)"
+    check = "from tinyk.learner.part_checks import check_parts\ncheck_parts(RMSNorm=RMSNorm)"
     nb.cells.append(nbformat.v4.new_code_cell(check))
     monkeypatch.delenv("TINYK_LANGUAGE", raising=False)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
@@ -383,7 +383,8 @@ def test_the_setup_cell_sets_the_language_unless_the_grader_did(monkeypatch):
 
     from tinyk.grading.sandbox import KERNEL_ENV
     from tinyk.learner import mistakes
-    from tinyk.learner.parts import PartError, check_parts
+    from tinyk.learner.part_checks import check_parts
+    from tinyk.learner.part_compare import PartError
 
     def setup(language):
         cells = _cells(ROOT / "notebooks" / "05_6_head_protocol.ipynb", language)

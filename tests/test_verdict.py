@@ -1178,7 +1178,8 @@ _CAPSTONE_WALK = (_WALK + "_INSIDE = []\n_block = decoder_block\n\n"
                   "def inside():\n    return _INSIDE[0]\n")
 # The test cell: SmolLM2 assembled from the learner's parts (over there), one forward pass, then the
 # collector's objects there, walked by the learner's code after it and from inside it.
-_CAPSTONE_NONE_OF_IT = ("import torch\nfrom tinyk.learner.parts import PART_NAMES, build_model, smollm2\n\n"
+_CAPSTONE_NONE_OF_IT = ("import torch\nfrom tinyk.learner.part_compare import PART_NAMES\n"
+                        "from tinyk.learner.parts import build_model, smollm2\n\n"
                         "base, info, tok = smollm2()\n"
                         "mine = build_model(base, {name: globals()[name] for name in PART_NAMES})\n"
                         "ids = torch.tensor([[1, 504, 3575, 282]])\n"

@@ -102,7 +102,7 @@ def test_a_notebook_opened_alone_runs_the_parts_pasted_into_it(wheel_env, monkey
     from tests.helpers import ipc_client
     from tinyk.courseware.chinese_notebooks import code_catalogue_path, load_messages
     from tinyk.courseware.exercises import book_version, is_solution, source_text
-    from tinyk.learner.parts import PART_NAMES
+    from tinyk.learner.part_compare import PART_NAMES
     from tinyk.translations.package_catalogue import say
 
     pasted = []

@@ -7,7 +7,8 @@ that know about :class:`~tinyk.grading.proxies.Remote`:
 
 - ``tinyk.learner.own_code.watched`` (:func:`watched_anywhere`): the own-work watch runs where the
   learner's part runs, in their process;
-- ``tinyk.learner.parts.build_model`` and ``first_divergence`` (:func:`model_functions`): all ten of
+- ``tinyk.learner.parts.build_model`` and ``tinyk.learner.divergence.first_divergence``
+  (:func:`model_functions`): all ten of
   the learner's parts put into a prepared model (:data:`tinyk.grading.learner_process.PREPARED`) give an
   :class:`AssembledThere`: over there, the model is made of the weights loaded before the
   answer ran and those parts alone (:mod:`tinyk.learner.learners_model`), and its forward pass is
@@ -35,7 +36,8 @@ GRADER_TRANSPORT = True  # the grader's side: never the learner's code (tinyk.le
 def swapped(module: Any, **functions: Any) -> Iterator[None]:
     """While a test runs here, ``module``'s functions named in ``functions`` are those (a test
     cell imports them from the module then): ``tinyk.learner.own_code.watched`` that also takes
-    remotes (:func:`watched_anywhere`), ``tinyk.learner.parts``' that assemble models over there
+    remotes (:func:`watched_anywhere`), ``tinyk.learner.parts``' ``build_model`` and
+    ``tinyk.learner.divergence``'s ``first_divergence`` that know of models assembled over there
     (:func:`model_functions`)."""
     originals = {name: getattr(module, name) for name in functions}
     for name, function in functions.items():
@@ -66,7 +68,7 @@ class AssembledThere(torch.nn.Module):
     (for :func:`tinyk.generate`). A :class:`tinyk.KVCache` handed to it stands for one of
     its own over there, made at its first use; this side's copy only counts the tokens.
     :meth:`here` builds the same parts into a model on this side instead (each part's call
-    crossing), for :func:`tinyk.learner.parts.first_divergence`'s layer-by-layer walk."""
+    crossing), for :func:`tinyk.learner.divergence.first_divergence`'s layer-by-layer walk."""
 
     def __init__(self, there: Remote, base: torch.nn.Module, parts: dict[str, Any], build: Any) -> None:
         super().__init__()
@@ -113,11 +115,12 @@ def _prepared(base: Any) -> str | None:
     return None
 
 
-def model_functions(module: Any) -> dict[str, Any]:
-    """``tinyk.learner.parts``' ``build_model`` that assembles a prepared model with the learner's
-    parts over there (:class:`AssembledThere`), and its ``first_divergence`` that walks such a
-    model built here; each as the module's own for anything else."""
-    build, diverge = module.build_model, module.first_divergence
+def model_functions(parts: Any, divergence: Any) -> dict[str, Any]:
+    """``build_model`` of ``parts`` (:mod:`tinyk.learner.parts`) that assembles a prepared model
+    with the learner's parts over there (:class:`AssembledThere`), and ``first_divergence`` of
+    ``divergence`` (:mod:`tinyk.learner.divergence`) that walks such a model built here; each as
+    the module's own for anything else."""
+    build, diverge = parts.build_model, divergence.first_divergence
 
     def build_model(base: Any, parts: Any = None, /, **more: Any) -> Any:
         given = {**(parts or {}), **more}

@@ -80,10 +80,10 @@ __all__ = ["TEST_CELL_LOCK", "Verdict", "judge", "main", "still_stubs"]
 GRADER_TRANSPORT = True  # the grader's side: never the learner's code (tinyk.learner.own_code)
 
 # One test cell at a time in this process: each sets the seed, takes stdout and swaps functions of
-# tinyk.learner.own_code and tinyk.learner.parts while it runs. The notebooks' cells, in the learners'
-# processes,
-# need no turn: several students' verdicts (the grader's threads) overlap there; and the wait for
-# the turn is not the student's time (AnswerServer.limit_total counts their process's work only).
+# tinyk.learner.own_code, tinyk.learner.parts and tinyk.learner.divergence while it runs. The
+# notebooks' cells, in the learners' processes, need no turn: several students' verdicts (the
+# grader's threads) overlap there; and the wait for the turn is not the student's time
+# (AnswerServer.limit_total counts their process's work only).
 TEST_CELL_LOCK = threading.Lock()
 
 
@@ -188,13 +188,16 @@ def _exercises(source: dict, submitted: dict) -> list[_Exercise]:
 
 def _run_cell(grade_id: str, test: str, values: dict[str, Any]) -> Verdict:
     """The test cell, here, with the learner's names bound to ``values``."""
+    import tinyk.learner.divergence
     import tinyk.learner.own_code
     import tinyk.learner.parts
 
     space: dict[str, Any] = {"__name__": "__verdict__", **values}
+    model = model_functions(tinyk.learner.parts, tinyk.learner.divergence)
     try:
         with (TEST_CELL_LOCK, swapped(tinyk.learner.own_code, watched=watched_anywhere),
-              swapped(tinyk.learner.parts, **model_functions(tinyk.learner.parts)),
+              swapped(tinyk.learner.parts, build_model=model["build_model"]),
+              swapped(tinyk.learner.divergence, first_divergence=model["first_divergence"]),
               contextlib.redirect_stdout(io.StringIO())):
             torch.manual_seed(0)
             exec(compile(test, f"<test {grade_id}>", "exec"), space)

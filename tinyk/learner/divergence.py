@@ -1,5 +1,5 @@
 """Where a model assembled from the learner's parts first departs from ``tinyk``'s (section
-05.10; :func:`first_divergence`, re-exported by :mod:`tinyk.learner.parts`).
+05.10; :func:`first_divergence`, used by :mod:`tinyk.learner.parts`' checkpoint).
 
 Both models run the same batch while every module and seam records what it is given and
 what it returns; the first step, in ``tinyk``'s order, whose value differs at a real token

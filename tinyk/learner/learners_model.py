@@ -146,8 +146,9 @@ class LearnersModel(Transformer):
 
 def assemble(config: ModelConfig, state: Mapping[str, Tensor], parts: Mapping[str, Any]) -> LearnersModel:
     """The model of ``config`` made of ``state``'s tensors (shared, not copied) and the learner's
-    ``parts``, all ten of :data:`tinyk.learner.parts.PART_NAMES`; a part that is not given, of the wrong
-    kind, a stub or that crashes while the model is built is a :class:`PartError` naming it."""
+    ``parts``, all ten of :data:`tinyk.learner.part_compare.PART_NAMES`; a part that is not given,
+    of the wrong kind, a stub or that crashes while the model is built is a :class:`PartError`
+    naming it."""
     reject_unknown(parts)
     for name in PART_NAMES:
         if name not in parts:

@@ -160,7 +160,7 @@ def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
-# Each part of the build track (tinyk.learner.parts.PART_NAMES) and the names of the package's own
+# Each part of the build track (tinyk.learner.part_compare.PART_NAMES) and the names of the package's own
 # versions of it, withheld in every tinyk module in the grader's run of a notebook that asks for it
 # (tinyk.grading.withheld.withhold); a part watched may match its own references (_course_code_for).
 REFERENCES: dict[str, tuple[str, ...]] = {

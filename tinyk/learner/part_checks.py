@@ -1,5 +1,5 @@
 """Each of the learner's parts checked alone against ``tinyk`` (the build track of sections
-05.2 to 05.6; :func:`check_parts`, re-exported by :mod:`tinyk.learner.parts`).
+05.2 to 05.6; :func:`check_parts`).
 
 Each part gets small random inputs (several shapes, float32 and bfloat16, GQA ratios 1, 2
 and 4, padded batches), its output is compared with ``tinyk``'s, and the first difference
@@ -21,13 +21,11 @@ from tinyk.interop.hf import apply_rotary_emb_half
 from tinyk.learner.own_code import trusted
 from tinyk.learner.part_compare import (
     PART_NAMES,
-    SECTIONS,
     PartError,
     as_tensor,
     call_part,
     compare,
     diagnosed,
-    first_off,
     reject_unknown,
 )
 from tinyk.learner.part_hints import (
@@ -52,9 +50,8 @@ from tinyk.model import (
 )
 from tinyk.translations.package_catalogue import say
 
-__all__ = ["PART_NAMES", "SECTIONS", "PartError", "call_part", "check_kind", "check_parts", "compare",
-           "first_off", "reference_decoder_block", "reference_gqa_attention", "reference_token_positions",
-           "reject_unknown"]
+__all__ = ["check_kind", "check_parts", "reference_decoder_block", "reference_gqa_attention",
+           "reference_token_positions"]
 HOLDS_PARTS = True  # withheld from a graded run (tinyk.grading.learner_process.HIDDEN)
 
 _CLASSES = ("RMSNorm", "SwiGLU")

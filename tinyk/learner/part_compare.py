@@ -1,5 +1,5 @@
 """How a learner's part is run and compared with ``tinyk``'s (the build track of sections
-05.2 to 05.6; used by :mod:`tinyk.learner.part_checks`, re-exported by :mod:`tinyk.learner.parts`).
+05.2 to 05.6; used by :mod:`tinyk.learner.part_checks` and :mod:`tinyk.learner.parts`).
 
 The parts' names and sections, :class:`PartError`, a part run under the watch of
 :mod:`tinyk.learner.own_code` (:func:`call_part`), and a tensor compared with ``tinyk``'s, its first

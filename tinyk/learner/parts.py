@@ -17,19 +17,21 @@ name                      section  behaves as
 ``shifted_loss``          05.6     :func:`tinyk.model.causal_lm_loss`
 ========================  =======  =====================================================
 
-Three tools, used by the 05.6 checkpoint and the 05.10 capstone:
+Three tools, used by the 05.6 checkpoint and the 05.10 capstone, each imported from the
+module that defines it:
 
-- :func:`check_parts` runs each given part **alone** against ``tinyk`` on small random
-  inputs (several shapes, float32 and bfloat16, GQA ratios 1, 2 and 4, padded batches) and
-  raises :class:`PartError` naming the first part that is still a stub or disagrees, and
-  what differs (with a hint when the difference is a classic mistake).
-- :func:`build_model` returns a copy of a :class:`tinyk.Transformer` that runs the given
+- :func:`~tinyk.learner.part_checks.check_parts` (:mod:`tinyk.learner.part_checks`) runs
+  each given part **alone** against ``tinyk`` on small random inputs (several shapes,
+  float32 and bfloat16, GQA ratios 1, 2 and 4, padded batches) and raises
+  :class:`~tinyk.learner.part_compare.PartError` naming the first part that is still a stub
+  or disagrees, and what differs (with a hint when the difference is a classic mistake).
+- :func:`build_model` (this module) returns a copy of a :class:`tinyk.Transformer` that runs the given
   parts (any subset; the missing ones are ``tinyk``'s own) with the same weights. The
   parts go into the seams that :mod:`tinyk.model` exposes, so the copy runs the model's
   own forward passes around the learner's code and this module has none. A part that
   raises ``NotImplementedError`` inside the model is reported as a :class:`PartError`
   naming the part, not as a traceback from deep inside the model.
-- :func:`checkpoint` prints, part by part, where each part came from and whether it
+- :func:`checkpoint` (this module) prints, part by part, where each part came from and whether it
   passes, then compares the assembled model's logits and greedy tokens with ``tinyk``'s.
   It never raises for a stub: a stub or a wrong part is reported and replaced by
   ``tinyk``'s own, so a notebook with unanswered exercises still runs to the end, and the
@@ -45,10 +47,12 @@ the names it finds. The 05.6 checkpoint adds the parts defined in 05.6 itself. A
 whose notebook is absent (a notebook opened alone, as in Colab) is simply missing, and the
 checkpoint says it falls back to ``tinyk``'s own. The 05.10 capstone is graded on its own,
 so its solution cell holds the parts (pasted from the earlier notebooks) and its test cell
-passes them to :func:`build_model` and :func:`check_parts` directly.
+passes them to :func:`build_model` and :func:`~tinyk.learner.part_checks.check_parts` directly.
 
-:func:`check_parts` and the parts' names live in :mod:`tinyk.learner.part_checks`,
-:func:`first_divergence` in :mod:`tinyk.learner.divergence`; this module gives them with the rest.
+The parts' names (``PART_NAMES``) and :class:`~tinyk.learner.part_compare.PartError` live in
+:mod:`tinyk.learner.part_compare`, and
+:func:`~tinyk.learner.divergence.first_divergence` (where an assembled model departs first from
+``tinyk``'s) in :mod:`tinyk.learner.divergence`: this module uses them and re-exports none.
 """
 
 from __future__ import annotations
@@ -68,22 +72,12 @@ from tinyk.courseware.cell_names import defined_names, python_source
 from tinyk.generation import KVCache, generate
 from tinyk.learner.divergence import first_divergence
 from tinyk.learner.own_code import trusted
-from tinyk.learner.part_checks import (
-    PART_NAMES,
-    SECTIONS,
-    PartError,
-    call_part,
-    check_kind,
-    check_parts,
-    reference_token_positions,
-    reject_unknown,
-)
+from tinyk.learner.part_checks import check_kind, check_parts
+from tinyk.learner.part_compare import PART_NAMES, SECTIONS, PartError, call_part, reject_unknown
 from tinyk.model import DecoderLayer, ModelConfig, Transformer
 from tinyk.translations.package_catalogue import say
 
-__all__ = ["PART_NAMES", "SECTIONS", "PartError", "Parts", "check_parts", "build_model",
-           "first_divergence", "from_notebooks", "defined_here", "checkpoint",
-           "reference_token_positions", "smollm2"]
+__all__ = ["Parts", "build_model", "from_notebooks", "defined_here", "checkpoint", "smollm2"]
 HOLDS_PARTS = True  # withheld from a graded run (tinyk.grading.learner_process.HIDDEN)
 
 # ---------------------------------------------------------------------------
