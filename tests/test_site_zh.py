@@ -358,14 +358,17 @@ def _glossary(edition) -> list[tuple[str, str]]:
 def _chinese_first(english: str) -> str:
     """The Chinese headword of the English one, "Batch (批量)": "批量（batch）" (a plain word's
     capital goes, a name's stays: "KV cache", "SwiGLU"); a term kept in English, lower case;
-    a Chinese that holds the English already, alone ("SwiGLU 门控前馈网络")."""
+    a Chinese that holds the English already, alone ("SwiGLU 门控前馈网络"); two English names
+    joined by a full-width comma, the abbreviation last ("均方根归一化（root mean square
+    normalisation，RMSNorm）"), three or more by the enumeration comma ("（query、key、value）")."""
     en, _, zh = english.partition(" (")
     if not zh:
         return en.lower()
     if en in zh:
         return zh[:-1]
-    en = en[0].lower() + en[1:] if en.split()[0][1:].islower() else en
-    return f"{zh[:-1]}\uff08{en}\uff09"
+    names = [n[0].lower() + n[1:] if n.split()[0][1:].islower() else n for n in en.split(", ")]
+    names.sort(key=lambda n: " " not in n and n[1:] != n[1:].lower())  # an abbreviation last
+    return f"{zh[:-1]}\uff08{('、' if len(names) > 2 else '，').join(names)}\uff09"
 
 
 def test_the_chinese_glossary_reads_chinese_first_in_pinyin_order():
