@@ -382,7 +382,7 @@ def test_the_chinese_glossary_reads_chinese_first_in_pinyin_order():
     order = [headword for _, headword in chinese]
     assert order == sorted(order, key=_pinyin), order
     assert order[:3] == ["残差连接（residual connection）", "残差流（residual stream）", "层归一化（layer "
-                         "normalisation, LayerNorm）"]
+                         "normalisation，LayerNorm）"]
     assert [h for h in order if h.startswith(("提示词", "token", "贪心", "logits"))] == [
         "logits", "贪心解码（greedy decoding）", "提示词（prompt）", "token"]
 
