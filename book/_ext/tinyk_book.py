@@ -617,6 +617,7 @@ def setup(app):
     app.add_directive("quiz", QuizDirective)
     app.setup_extension("tinyk_playground")
     app.setup_extension("tinyk_map")
+    app.setup_extension("tinyk_bib")  # the references' labels, [TLI+23a]
     app.add_node(quiz, html=(_visit_quiz, _depart_quiz))
     app.add_node(quiz_question, html=(_visit_quiz_question, _depart_quiz_question))
     app.add_node(quiz_choice, html=(_visit_quiz_choice, _depart_quiz_choice))
