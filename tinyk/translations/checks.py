@@ -141,8 +141,8 @@ def _space_after_mark(_msgid: str, msgstr: str, _message: object) -> str:
 
 
 def _padded_colon(_msgid: str, msgstr: str, _message: object) -> str:
-    """A printed column padded after a full-width colon (``"输出头共享权重：     Tiny-K"``): the
-    padding goes before the colon (``"输出头共享权重    ：Tiny-K"``)."""
+    """A printed column padded after a full-width colon (U+FF1A), which carries its own space:
+    the padding goes before the colon, print's one separator after it."""
     return "padding after a full-width colon (pad before it)" if _PADDED_COLON.search(msgstr) else ""
 
 
