@@ -339,3 +339,23 @@ def test_each_reference_has_its_own_author_year_label():
     assert labels["touvron2023llama2"] == "Touvron et al., 2023b"
     bib = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
     assert "{{RoFormer}:" in bib  # the braces keep its capitals where the style lowers a title's words
+
+
+def test_the_references_labels_keep_a_year_s_two_digits_and_its_letter():
+    # the bibliography's alpha labels (book/_ext/tinyk_bib.py): 2023a is [TLI+23a], not [TLI+3a]
+    import sys
+
+    from pybtex.database import parse_file
+    from pybtex.plugin import find_plugin
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import tinyk_bib
+
+    entries = parse_file(str(ROOT / "book" / "references.bib")).entries
+    style = tinyk_bib.Style()
+    labels = dict(zip(entries, style.label_style.format_labels(list(entries.values())), strict=True))
+    assert len(labels) == 8 and len(set(labels.values())) == 8
+    assert labels["touvron2023llama"] == "TLI+23a" and labels["touvron2023llama2"] == "TMS+23b"
+    assert labels["vaswani2017attention"] == "VSP+17"
+    alpha = find_plugin("pybtex.style.labels", "alpha")()  # the bug it mends
+    assert "TLI+3a" in list(alpha.format_labels([entries["touvron2023llama"]]))

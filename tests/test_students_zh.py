@@ -355,12 +355,14 @@ def test_a_hints_pseudocode_is_translated_and_real_code_fences_are_not():
 def test_the_setup_cell_and_the_hints_pseudocode_read_from_the_catalogues():
     """The setup cell's words come from the interface's catalogue, the hints' pseudocode from
     the code catalogue: the Chinese notebook shows what they hold."""
-    from tinyk.courseware.addresses import SETUP_WORDS, setup_cell_source
+    from tinyk.courseware.addresses import SETUP_NOT_INSTALLED, SETUP_WORDS, setup_cell_source
     from tinyk.courseware.catalogues import interface_catalogue, translated
     from tinyk.courseware.chinese_notebooks import code_catalogue_path, load_messages
 
     words = translated(interface_catalogue(ROOT))
     assert all(CJK.search(words[w]) for w in SETUP_WORDS)
+    # printed as it is, outside Markdown: a backtick would show as one (quote with “”)
+    assert "`" not in words[SETUP_NOT_INSTALLED] and "“pip install -e .”" in words[SETUP_NOT_INSTALLED]
     chinese = setup_cell_source(addresses.repository_url(), words.__getitem__, language="zh_CN")
     firsts = {s.stem: source_text(next(c for c in _cells(s, checkout.ZH) if c["cell_type"] == "code"))
               for s in SOURCES}

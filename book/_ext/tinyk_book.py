@@ -458,6 +458,9 @@ _HTML_FIXES = (
     ('<div role="list" class="citation-list">', '<div class="citation-list">'),
 )
 
+# The Chinese edition's footer: the theme writes translate("By"), a space, the author, and its
+# Chinese for "By" ends in a full-width colon (U+FF1A), which carries its own space: no space after it.
+_AUTHOR_ZH = (re.compile("(<p class=\"component-author\">\\s*\u4f5c\u8005\uff1a) +"), r"\g<1>")
 
 # The Chinese edition's words for the interface around a page's content, from
 # locale/zh_CN/interface.po: the theme's labels, and the solution toggles' words (which
@@ -553,7 +556,7 @@ def _rewrite_pages(app, exception):
     link = _other_edition(app, this)
     # In order: an accessibility fix adds a name that the Chinese edition then translates.
     fixes = _HTML_FIXES
-    interface = _interface_zh(app) if this == "zh" else []
+    interface = [*_interface_zh(app), _AUTHOR_ZH] if this == "zh" else []
     captions = _root_catalogue(app) if this == "zh" else {}
     for page in out.rglob("*.html"):
         rel = page.relative_to(out)
@@ -617,6 +620,7 @@ def setup(app):
     app.add_directive("quiz", QuizDirective)
     app.setup_extension("tinyk_playground")
     app.setup_extension("tinyk_map")
+    app.setup_extension("tinyk_bib")  # the references' labels, [TLI+23a]
     app.add_node(quiz, html=(_visit_quiz, _depart_quiz))
     app.add_node(quiz_question, html=(_visit_quiz_question, _depart_quiz_question))
     app.add_node(quiz_choice, html=(_visit_quiz_choice, _depart_quiz_choice))
