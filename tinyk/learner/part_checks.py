@@ -118,13 +118,37 @@ def _rmsnorm_untouched(x: Tensor, before: Tensor) -> None:
 
 def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
     name = "RMSNorm"
+    _check_rmsnorm_outputs(cls, g, ((16, (2, 3, 16), torch.float32, torch.float32),
+                                    (8, (5, 8), torch.float32, torch.float32),
+                                    (64, (2, 7, 64), torch.bfloat16, torch.bfloat16)))
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1)) * 1e-3  # where eps matters
+    outside = say("eps added outside the square root; it goes inside: rsqrt(mean(x²) + eps)")
+    small = say("output on a small x of shape (4, 8), where eps matters")
+    with torch.no_grad():
+        expected, before = RMSNorm(8, eps=1e-5)(x), x.clone()
+        got = call_part(name, call_part(name, cls, 8, eps=1e-5), x)
+        _rmsnorm_untouched(x, before)
+        compare(name, got, expected, small,
+                hints={outside: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-5)})
+    _check_rmsnorm_float64_and_gradient(cls, g)
+    # last, so that every mistake named above keeps its name: float32 gains under a half input, and eps
+    # left at its default
+    _check_rmsnorm_outputs(cls, g, ((32, (2, 4, 32), torch.bfloat16, torch.float32),
+                                    (32, (3, 32), torch.float16, torch.float32)))
+    with torch.no_grad():
+        default = call_part(name, call_part(name, cls, 8), x)
+        compare(name, default, expected, say("output of RMSNorm(8), eps left at its default, on a small x of "
+                                             "shape (4, 8)"),
+                hints={say("a default eps other than 1e-5: write eps: float = 1e-5 in the signature"):
+                       RMSNorm(8, eps=1e-6)(x)})
+
+
+def _check_rmsnorm_outputs(cls: Any, g: torch.Generator, cases: tuple) -> None:
+    """Outputs on random inputs: (dim, shape, input dtype, the module's dtype) for each case."""
+    name = "RMSNorm"
     mixed = say("the normalised x cast to the weight's dtype (type_as(weight)); cast it back to the input's "
                 "dtype (x.dtype), then multiply by the weight")
-    for dim, shape, dtype, module_dtype in ((16, (2, 3, 16), torch.float32, torch.float32),
-                                            (8, (5, 8), torch.float32, torch.float32),
-                                            (64, (2, 7, 64), torch.bfloat16, torch.bfloat16),
-                                            (32, (2, 4, 32), torch.bfloat16, torch.float32),
-                                            (32, (3, 32), torch.float16, torch.float32)):
+    for dim, shape, dtype, module_dtype in cases:
         mine = call_part(name, cls, dim, eps=1e-5)
         ref = RMSNorm(dim, eps=1e-5)
         weight = torch.randn(dim, generator=g) * 0.5 + 1.0
@@ -164,21 +188,6 @@ def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
                 what = say("output on x of shape {shape}, {dtype}, with a float32 weight", shape=shape,
                            dtype=dtype)
             compare(name, got, expected, what, hints=hints, half_exact=True)
-    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1)) * 1e-3  # where eps matters
-    outside = say("eps added outside the square root; it goes inside: rsqrt(mean(x²) + eps)")
-    small = say("output on a small x of shape (4, 8), where eps matters")
-    with torch.no_grad():
-        expected, before = RMSNorm(8, eps=1e-5)(x), x.clone()
-        got = call_part(name, call_part(name, cls, 8, eps=1e-5), x)
-        _rmsnorm_untouched(x, before)
-        compare(name, got, expected, small,
-                hints={outside: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-5)})
-        default = call_part(name, call_part(name, cls, 8), x)
-        compare(name, default, expected, say("output of RMSNorm(8), eps left at its default, on a small x of "
-                                             "shape (4, 8)"),
-                hints={say("a default eps other than 1e-5: write eps: float = 1e-5 in the signature"):
-                       RMSNorm(8, eps=1e-6)(x)})
-    _check_rmsnorm_float64_and_gradient(cls, g)
 
 
 def _check_rmsnorm_float64_and_gradient(cls: Any, g: torch.Generator, name: str = "RMSNorm") -> None:
