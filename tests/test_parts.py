@@ -36,6 +36,8 @@ class RMSNorm(nn.Module):
 
 
 def rope_tables(head_dim, end, theta=10000.0):
+    if head_dim <= 0 or head_dim % 2:
+        raise ValueError(f"head_dim={head_dim}: RoPE turns pairs")
     inv = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
     angles = torch.arange(end, dtype=torch.float64)[:, None] * inv[None, :]
     return angles.cos().float(), angles.sin().float()
@@ -700,3 +702,65 @@ def test_the_checkpoint_reports_a_part_that_passes_alone_but_does_not_fit(capsys
     out = capsys.readouterr().out
     assert "RMSNorm: NOT used, it does not fit the model: its state_dict does not fit tinyk's RMSNorm" in out
     assert "with tinyk's RMSNorm in place of yours" in out
+
+
+# --- flaws the outputs alone hide: a weight without gradient, inputs changed in place, dtypes, eps --------
+
+
+class DetachedWeightRMSNorm(RMSNorm):
+    def forward(self, x):
+        x32 = x.to(torch.promote_types(x.dtype, torch.float32))
+        return (x32 / torch.sqrt(x32.square().mean(-1, keepdim=True) + self.eps)).to(x.dtype) * \
+            self.weight.detach()
+
+
+class InPlaceRMSNorm(RMSNorm):
+    def forward(self, x):
+        x32 = x.float()  # x itself when x is float32
+        x32.mul_(torch.rsqrt(x32.square().mean(-1, keepdim=True) + self.eps))
+        return x32.to(x.dtype) * self.weight
+
+
+class WeightDtypeRMSNorm(RMSNorm):
+    def forward(self, x):
+        x32 = x.to(torch.promote_types(x.dtype, torch.float32))
+        return (x32 * torch.rsqrt(x32.square().mean(-1, keepdim=True) + self.eps)).type_as(self.weight) * \
+            self.weight
+
+
+class SmallEpsRMSNorm(RMSNorm):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__(dim, eps)
+
+
+def in_place_rope(xq, xk, cos, sin):
+    def rotate(x):
+        c = cos[:, None, :] if cos.ndim == 2 else cos[:, :, None, :]
+        s = sin[:, None, :] if sin.ndim == 2 else sin[:, :, None, :]
+        even, odd = x[..., 0::2].clone(), x[..., 1::2].clone()
+        x[..., 0::2] = even * c - odd * s
+        x[..., 1::2] = even * s + odd * c
+        return x
+    return rotate(xq), rotate(xk)
+
+
+HIDDEN_FLAWS = [
+    ("RMSNorm", DetachedWeightRMSNorm, r"^RMSNorm \(section 05\.2\): the weight gets no gradient: "),
+    ("RMSNorm", InPlaceRMSNorm, r"^RMSNorm \(section 05\.2\): RMSNorm changed its input x in place: "),
+    ("RMSNorm", WeightDtypeRMSNorm,
+     r"with a float32 weight differs .*it matches the normalised x cast to the weight's dtype"),
+    ("RMSNorm", SmallEpsRMSNorm, r"eps left at its default.*a default eps other than 1e-5"),
+    ("apply_rope", in_place_rope,
+     r"^apply_rope \(section 05\.3\): apply_rope changed its input xq in place: "),
+]
+
+
+@pytest.mark.parametrize("name,wrong,words", HIDDEN_FLAWS, ids=[w[1].__name__ for w in HIDDEN_FLAWS])
+def test_a_flaw_the_output_hides_is_named(name, wrong, words):
+    with pytest.raises(PartError, match=words):
+        check_parts(**{name: wrong})
+    assert check_parts(**{name: REFERENCE[name]}) == [name]
+
+
+def test_hidden_flaws_are_five():
+    assert len(HIDDEN_FLAWS) == 5

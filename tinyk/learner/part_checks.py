@@ -99,10 +99,53 @@ def _call_broadcasting(name: str, fn: Callable[..., Any], advice: str, *args: An
         raise
 
 
+def _left_alone(name: str, fix: str, **inputs: tuple[Tensor, Tensor]) -> None:
+    """Raise :class:`PartError` naming the first input a part changed in place: each input is
+    given as (itself after the call, its clone taken before)."""
+    for label, (now, before) in inputs.items():
+        if not torch.equal(now, before):
+            raise PartError(name, say("{part} changed its input {label} in place: {fix}", part=name,
+                                      label=label, fix=fix))
+
+
+def _rmsnorm_untouched(x: Tensor, before: Tensor) -> None:
+    _left_alone("RMSNorm", say("compute a new tensor (x * ..., never x.mul_(...), x *= ... or x[...] = ...); "
+                               "x.float() of a float32 x is x itself"), x=(x, before))
+
+
 def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
     name = "RMSNorm"
-    for dim, shape, dtype in ((16, (2, 3, 16), torch.float32), (8, (5, 8), torch.float32),
-                              (64, (2, 7, 64), torch.bfloat16)):
+    _check_rmsnorm_outputs(cls, g, ((16, (2, 3, 16), torch.float32, torch.float32),
+                                    (8, (5, 8), torch.float32, torch.float32),
+                                    (64, (2, 7, 64), torch.bfloat16, torch.bfloat16)))
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1)) * 1e-3  # where eps matters
+    outside = say("eps added outside the square root; it goes inside: rsqrt(mean(x²) + eps)")
+    small = say("output on a small x of shape (4, 8), where eps matters")
+    with torch.no_grad():
+        expected, before = RMSNorm(8, eps=1e-5)(x), x.clone()
+        got = call_part(name, call_part(name, cls, 8, eps=1e-5), x)
+        _rmsnorm_untouched(x, before)
+        compare(name, got, expected, small,
+                hints={outside: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-5)})
+    _check_rmsnorm_float64_and_gradient(cls, g)
+    # last, so that every mistake named above keeps its name: float32 gains under a half input, and eps
+    # left at its default
+    _check_rmsnorm_outputs(cls, g, ((32, (2, 4, 32), torch.bfloat16, torch.float32),
+                                    (32, (3, 32), torch.float16, torch.float32)))
+    with torch.no_grad():
+        default = call_part(name, call_part(name, cls, 8), x)
+        compare(name, default, expected, say("output of RMSNorm(8), eps left at its default, on a small x of "
+                                             "shape (4, 8)"),
+                hints={say("a default eps other than 1e-5: write eps: float = 1e-5 in the signature"):
+                       RMSNorm(8, eps=1e-6)(x)})
+
+
+def _check_rmsnorm_outputs(cls: Any, g: torch.Generator, cases: tuple) -> None:
+    """Outputs on random inputs: (dim, shape, input dtype, the module's dtype) for each case."""
+    name = "RMSNorm"
+    mixed = say("the normalised x cast to the weight's dtype (type_as(weight)); cast it back to the input's "
+                "dtype (x.dtype), then multiply by the weight")
+    for dim, shape, dtype, module_dtype in cases:
         mine = call_part(name, cls, dim, eps=1e-5)
         ref = RMSNorm(dim, eps=1e-5)
         weight = torch.randn(dim, generator=g) * 0.5 + 1.0
@@ -117,12 +160,14 @@ def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
         with torch.no_grad():
             mine.load_state_dict({"weight": weight}, strict=False)  # works where the module lives elsewhere
             ref.weight.copy_(weight)
-            mine.to(dtype), ref.to(dtype)  # the whole model in bfloat16, weight included
-            weight = weight.to(dtype)
+            mine.to(module_dtype), ref.to(module_dtype)  # the whole model in bfloat16, or float32 gains
+            weight = weight.to(module_dtype)
             x = (torch.randn(shape, generator=g) * 3 + 1).to(dtype)
+            before = x.clone()
             expected = ref(x)
             got = _call_broadcasting(name, mine, say("the mean over the last axis keeps that axis "
                                                      "(keepdim=True): …×1 broadcasts against …×d"), x)
+            _rmsnorm_untouched(x, before)
             x32 = x.float()
             hints = {say("a norm that subtracts the mean (LayerNorm): RMSNorm does not"):
                      (_normalised(x32 - x32.mean(-1, keepdim=True)) * weight).to(dtype),
@@ -133,35 +178,40 @@ def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
                     (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)) * weight
                 hints[say("the weight multiplied before casting back; cast back to the input dtype, then "
                           "multiply by the weight")] = (_normalised(x) * weight.float()).to(dtype)
+            if dtype != module_dtype:
+                hints[mixed] = _normalised(x).to(module_dtype) * weight
             what = say("output on x of shape {shape}, {dtype}", shape=shape, dtype=dtype)
+            if dtype != module_dtype:
+                what = say("output on x of shape {shape}, {dtype}, with a float32 weight", shape=shape,
+                           dtype=dtype)
             compare(name, got, expected, what, hints=hints, half_exact=True)
-    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1)) * 1e-3  # where eps matters
-    outside = say("eps added outside the square root; it goes inside: rsqrt(mean(x²) + eps)")
-    small = say("output on a small x of shape (4, 8), where eps matters")
-    with torch.no_grad():
-        got = call_part(name, call_part(name, cls, 8, eps=1e-5), x)
-        compare(name, got, RMSNorm(8, eps=1e-5)(x), small,
-                hints={outside: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-5)})
-    _check_rmsnorm_float64_and_gradient(cls, g)
 
 
 def _check_rmsnorm_float64_and_gradient(cls: Any, g: torch.Generator, name: str = "RMSNorm") -> None:
     """A float64 input computed in float64, and the gradient of every step (05.2.2)."""
     with torch.no_grad():
         x = torch.randn(3, 16, generator=g, dtype=torch.float64)
+        expected, before = RMSNorm(16, eps=1e-5).double()(x), x.clone()
         got = call_part(name, call_part(name, cls, 16, eps=1e-5).double(), x)
-        compare(name, got, RMSNorm(16, eps=1e-5).double()(x), say("output on a float64 x of shape (3, 16)"),
+        _rmsnorm_untouched(x, before)
+        compare(name, got, expected, say("output on a float64 x of shape (3, 16)"),
                 atol=1e-12, hints={say("the norm computed in float32; compute in promote_types(x.dtype, "
                                        "float32), float64 here, never downcast"): _normalised(x).double()})
     x, upstream = torch.randn(3, 16, generator=g), torch.randn(3, 16, generator=g)
-    grads = []
+    grads, weight_grads = [], []
     for mine, module in ((True, call_part(name, cls, 16, eps=1e-5)), (False, RMSNorm(16, eps=1e-5))):
         xi = x.clone().requires_grad_()
         ((call_part(name, module, xi) if mine else module(xi)) * upstream).sum().backward()  # tinyk's bare
         grads.append(torch.zeros_like(x) if xi.grad is None else xi.grad)
+        weight_grads.append(module.weight.grad)
     compare(name, grads[0], grads[1], say("the gradient with respect to x of shape (3, 16)"), hints={
         say("1/r left out of the graph (.detach(), .item() or torch.no_grad() in forward); keep every step "
             "in the graph"): upstream * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)})
+    if weight_grads[0] is None or not torch.any(weight_grads[0]):
+        raise PartError(name, say("the weight gets no gradient: multiply by self.weight itself, kept in the "
+                                  "graph (no .detach(), .data or torch.no_grad() around it)"))
+    compare(name, weight_grads[0], weight_grads[1],
+            say("the gradient with respect to the weight, of shape (16,)"))
 
 
 def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
@@ -203,10 +253,14 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
             what = say("B×T×d_h/2 tables (per-row positions)")
         else:  # after a cache of 3 tokens: rows 3..7
             cos, sin, what = cos_all[3:3 + T], sin_all[3:3 + T], say("T×d_h/2 tables, rows 3..7")
+        before = xq.clone(), xk.clone()
         got = _call_broadcasting(name, fn, say("a B×T×d_h/2 table has a batch axis first: line it up as "
                                                "B×T×1×d_h/2 (batch, position, head, pair)") if per_row
                                  else say("a T×d_h/2 table lines up as 1×T×1×d_h/2 (batch, position, head, "
                                           "pair)"), xq, xk, cos, sin)
+        _left_alone(name, say("build new tensors for the rotated pairs (torch.stack, torch.empty), never "
+                              "write into xq or xk; x.float() of a float32 x is x itself"),
+                    xq=(xq, before[0]), xk=(xk, before[1]))
         if not (isinstance(got, tuple | list) and len(got) == 2):
             raise PartError(name, say("must return a tuple (xq_rotated, xk_rotated)"))
         expected = apply_rotary_emb(xq, xk, cos, sin)
