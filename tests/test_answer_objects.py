@@ -88,3 +88,44 @@ def test_the_graders_arguments_arrive_as_the_learners_objects_tensors_and_callba
     back = objects.decode(detached_args(sent, tensors))
     assert back["f"] is _square and back["xs"][1] == 3 and callable(back["cb"])
     assert torch.equal(back["xs"][0], x.detach()) and not back["xs"][0].requires_grad
+
+
+def _nested(levels: int) -> list:
+    """``levels`` lists inside one another around a 1."""
+    value: object = 1
+    for _ in range(levels):
+        value = [value]
+    return value  # type: ignore[return-value]
+
+
+def test_each_walk_over_a_reply_keeps_its_own_bound():
+    """The three walks over a reply (answer_wire's docstring says why they stay three): the
+    learner's encoder refuses past ENCODE_DEPTH levels, and its deepest value, with a tensor and
+    a dict, passes the grader's count (check_reply) and decodes back as it was; the decoder
+    refuses past DECODE_DEPTH tagged levels; the count refuses past DEPTH_LIMIT levels whatever
+    the tags, so nothing deeper reaches the decoder."""
+    from tinyk.grading import answer_wire
+    from tinyk.grading.proxies import AnswerFailed, decode
+
+    objects = Objects(io.BytesIO(), io.BytesIO())
+    deepest = _nested(answer_wire.ENCODE_DEPTH - 1)  # one level inside the list below
+    value = [{"x": torch.arange(3.0), 4: (True, None, "s")}, deepest]
+    with pytest.raises(ValueError, match=f"nested more than {answer_wire.ENCODE_DEPTH} levels deep"):
+        objects.encode(_nested(answer_wire.ENCODE_DEPTH + 1))
+    sent = ("ok", objects.encode(_nested(answer_wire.ENCODE_DEPTH)))
+    answer_wire.check_reply(sent)
+    assert decode(None, sent[1]) == _nested(answer_wire.ENCODE_DEPTH)
+    back = decode(None, objects.encode(value))
+    assert back[0]["x"].tolist() == [0.0, 1.0, 2.0] and back[0][4] == (True, None, "s") and back[1] == deepest
+
+    tagged: tuple = ("v", 1)
+    for _ in range(answer_wire.DECODE_DEPTH):
+        tagged = ("l", [tagged])
+    assert decode(None, tagged) == _nested(answer_wire.DECODE_DEPTH)
+    with pytest.raises(AnswerFailed, match="malformed value"):
+        decode(None, ("l", [tagged]))
+
+    for _ in range(answer_wire.DEPTH_LIMIT // 2):  # two levels for each tag, 64 past DECODE_DEPTH's
+        tagged = ("l", [tagged])
+    with pytest.raises(answer_wire.TooLarge, match="over the grader's bound of 64 levels"):
+        answer_wire.check_reply(("ok", tagged))

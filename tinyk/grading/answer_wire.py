@@ -17,6 +17,34 @@ for, whatever its strides (:data:`TENSOR_LIMIT`: ``torch.zeros(1).expand(2**40)`
 bytes of storage and four tebibytes once anything touches it), and the items and nesting of
 its lists and dicts (:data:`ITEM_LIMIT`, :data:`DEPTH_LIMIT`). Past any of them,
 :exc:`TooLarge` names the size and the bound.
+
+Three walks over replies, each with its own bound, kept apart on purpose:
+
+- :func:`check_reply` (the grader's side) walks what ``torch.load`` gave (a forged pickle
+  never gets that far: ``weights_only``), whatever its tags, iteratively, and counts every
+  value, level and tensor byte before anything is decoded. It must see the whole reply first:
+  a walk that counted as it decoded would already have made parameters and
+  :class:`~tinyk.grading.proxies.Remote` objects of a reply it then refuses. It rebuilds
+  nothing, and it reads lists, tuples, dicts and sets alike: it cannot trust a tag to say what
+  a node holds.
+- :func:`tinyk.grading.proxies.decode` (the grader's side) reads the tagged format of a tree
+  :func:`check_reply` has bounded already, so its work is at most :data:`ITEM_LIMIT` values;
+  it checks each tag's fields for their exact types (no tensor or ``float`` subclass, no
+  object that lies about equality crosses) and refuses more than :data:`DECODE_DEPTH` tagged
+  levels.
+- :meth:`tinyk.grading.learner_objects.Objects.encode` (the learner's side, in the sandbox)
+  writes the tagged format from the learner's objects, turning anything that is not plain data
+  into a handle; it refuses more than :data:`ENCODE_DEPTH` levels, so that an honest reply,
+  two levels per tagged value plus the reply's own, stays within :data:`DEPTH_LIMIT` and within
+  :data:`DECODE_DEPTH`. Its width is bounded on arrival (:data:`FRAME_LIMIT`, :data:`ITEM_LIMIT`).
+
+One walker with a callback per node would put the three behind one traversal, but what
+differs is where each runs and what it may trust: the untrusted count must finish before
+the first value is made, the decoder validates a fixed format, and the encoder reads
+arbitrary Python objects. A shared traversal would either count as it decodes (losing the
+order above) or split each tag's few lines into a visit and a build callback. The
+encoder/decoder pair is tested round trip, and each bound at its edge, in
+``tests/test_answer_objects.py`` and ``tests/test_verdict.py``.
 """
 
 from __future__ import annotations
@@ -27,9 +55,9 @@ import zipfile
 from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
-__all__ = ["ARGS_DEPTH", "ARG", "CALLBACK", "DEPTH_LIMIT", "FRAME_LIMIT", "ITEM_LIMIT", "PICKLE_LIMIT",
-           "REF", "TENSOR_LIMIT", "TooLarge", "check_reply", "error", "load_reply", "marked", "read_frame",
-           "rebuild", "reply", "write_frame"]
+__all__ = ["ARGS_DEPTH", "ARG", "CALLBACK", "DECODE_DEPTH", "DEPTH_LIMIT", "ENCODE_DEPTH", "FRAME_LIMIT",
+           "ITEM_LIMIT", "PICKLE_LIMIT", "REF", "TENSOR_LIMIT", "TooLarge", "check_reply", "error",
+           "load_reply", "marked", "read_frame", "rebuild", "reply", "write_frame"]
 
 REF = "\x00ref"  # a request's reference to a handle: (REF, id)
 ARG = "\x00arg"  # a tensor argument that needs its gradient: (ARG, index)
@@ -75,6 +103,8 @@ PICKLE_LIMIT = 4 * 2**20
 ITEM_LIMIT = 1_000_000  # values in one reply: list and tuple items, dict keys and values, tensors
 DEPTH_LIMIT = 64  # lists, tuples and dicts inside one another: a tagged value is two levels, and
 # the learner's side sends 20 at most (tinyk.grading.learner_objects), 43 levels with the reply's own
+ENCODE_DEPTH = 20  # levels of lists, tuples and dicts the learner's side encodes (Objects.encode)
+DECODE_DEPTH = 30  # tagged levels the grader decodes (proxies.decode): room for every encoded one
 
 
 class TooLarge(ValueError):

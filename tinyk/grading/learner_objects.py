@@ -15,7 +15,17 @@ from __future__ import annotations
 import pickle
 from typing import Any, BinaryIO
 
-from tinyk.grading.answer_wire import ARG, CALLBACK, REF, error, marked, read_frame, rebuild, reply
+from tinyk.grading.answer_wire import (
+    ARG,
+    CALLBACK,
+    ENCODE_DEPTH,
+    REF,
+    error,
+    marked,
+    read_frame,
+    rebuild,
+    reply,
+)
 
 __all__ = ["Objects", "serve"]
 
@@ -45,11 +55,12 @@ class Objects:
                 isinstance(value, type), module if type(module) is str else None, torch_class)
 
     def encode(self, value: Any, depth: int = 0) -> tuple:
-        """``value`` as a tree of tagged plain data; anything else becomes a handle."""
+        """``value`` as a tree of tagged plain data; anything else becomes a handle (the format
+        :func:`tinyk.grading.proxies.decode` reads; its bound: :mod:`tinyk.grading.answer_wire`)."""
         import torch
 
-        if depth > 20:
-            raise ValueError("the answer's value is nested more than 20 levels deep")
+        if depth > ENCODE_DEPTH:
+            raise ValueError(f"the answer's value is nested more than {ENCODE_DEPTH} levels deep")
         if value is None or type(value) in (bool, int, float, str):
             return ("v", value)
         if isinstance(value, torch.nn.Parameter):

@@ -49,8 +49,10 @@ class AnswerFailed(Exception):
 
 def decode(server: Server, node: Any, depth: int = 0) -> Any:
     """A reply's tagged tree as values of this process, each of exactly its type; a learner's
-    object that stays over there as a :class:`Remote` served by ``server``."""
-    if depth > 30 or type(node) is not tuple or not node or type(node[0]) is not str:
+    object that stays over there as a :class:`Remote` served by ``server``. Run only on a tree
+    :func:`tinyk.grading.answer_wire.check_reply` has bounded (why a walk of its own: that module's
+    docstring)."""
+    if depth > answer_wire.DECODE_DEPTH or type(node) is not tuple or not node or type(node[0]) is not str:
         raise AnswerFailed("the answer's process sent a malformed value")
     tag, rest = node[0], node[1:]
     if tag == "v" and type(rest[0]) in _PLAIN:
