@@ -141,13 +141,3 @@ def test_a_book_page_s_shell_comments_and_drawings_are_translated_and_its_output
     from tinyk.courseware.catalogues import blocks_catalogue, translated
 
     assert set(texts) == set(translated(blocks_catalogue(ROOT)))
-
-
-def test_a_column_padded_after_a_full_width_colon_is_reported():
-    # the colon carries its own space: a printed column pads before it, print's separator after
-    padded = ("输出头共享权重：     Tiny-K True", "RMSNorm 的 epsilon：  {0}", "分数的最大绝对值：    ")
-    right = ("输出头共享权重    ：Tiny-K True", "RMSNorm 的 epsilon  ： {0}", "分数的最大绝对值    ：")
-    assert len(padded) == len(right) == 3
-    assert all(checks._padded_colon("", text, None) for text in padded)
-    assert not any(checks._padded_colon("", text, None) for text in right)
-    assert checks.output_problems() == []

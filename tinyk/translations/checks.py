@@ -29,9 +29,6 @@ __all__ = ["blocks_problems", "figure_problems", "interface_problems", "output_p
 # a number's place in a figure or output message (tinyk.courseware.figure_text)
 _PLACE = re.compile(r"\{\d+\}")
 _FULL_WIDTH_SPACE = re.compile(FULL_WIDTH_MARKS + " ")  # a space after a full-width mark, which has its own
-# padding after a full-width colon, which carries its own space: two spaces or more (print's
-# separator is the one allowed), or a literal ending in one (print's separator would follow it)
-_PADDED_COLON = re.compile("\uff1a {2,}|\uff1a +$", re.M)
 _FUZZY = "marked fuzzy (the English changed; check the translation)"
 
 
@@ -39,8 +36,7 @@ def _page_problems(name: str, msgid: str, msgstr: str, terms: set[str]) -> list[
     """What is wrong with one message of a catalogue under ``LC_MESSAGES`` named ``name``."""
     if name.startswith(f"{CODE_FOLDER}/"):  # an f-string's placeholders are code, not words
         issues = message_problems(PLACEHOLDER.sub("{}", msgid), PLACEHOLDER.sub("{}", msgstr))
-        padded = _padded_colon(msgid, msgstr, None)
-        return issues + (code_problems(msgid, msgstr) if msgstr else []) + ([padded] if padded else [])
+        return issues + (code_problems(msgid, msgstr) if msgstr else [])
     return message_problems(msgid, msgstr, headword=msgid in terms)
 
 
@@ -140,12 +136,6 @@ def _space_after_mark(_msgid: str, msgstr: str, _message: object) -> str:
     return "a space after a full-width mark (colon, comma)" if _FULL_WIDTH_SPACE.search(msgstr) else ""
 
 
-def _padded_colon(_msgid: str, msgstr: str, _message: object) -> str:
-    """A printed column padded after a full-width colon (U+FF1A), which carries its own space:
-    the padding goes before the colon, print's one separator after it."""
-    return "padding after a full-width colon (pad before it)" if _PADDED_COLON.search(msgstr) else ""
-
-
 def _number_places(msgid: str, msgstr: str, _message: object) -> str:
     same = sorted(_PLACE.findall(msgid)) == sorted(_PLACE.findall(msgstr))
     return "" if same else "a number's place ({0}, {1}, ...) differs from the English"
@@ -163,5 +153,4 @@ def output_problems(root: Path | None = None) -> list[str]:
         return "" if msgstr != msgid or reason else f"translated as itself without a '# {KEPT} why' comment"
 
     return _catalogue_problems(outputs_catalogue(course_root(root)),
-                               ": run `make translations` after `make book`",
-                               (_number_places, kept, _padded_colon))
+                               ": run `make translations` after `make book`", (_number_places, kept))
