@@ -224,3 +224,12 @@ MISTAKES["ex_05_4_4_solution"] += [
          "    scores = scores + mask\n"),
         (".masked_fill(~mask, 0.0)", ""))),
 ]
+
+# n_rep a fixed number instead of H_q // H_kv: two copies of the one K/V head give two output heads,
+# or the queries viewed as groups of two fail on one query head (a RuntimeError).
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:n-rep-fixed", _gqa_with(("n_rep = q.shape[1] // k.shape[1]", "n_rep = 2"))),
+    ("05.4.4:n-rep-fixed", _gqa_with(
+        ("n_rep = q.shape[1] // k.shape[1]",
+         "n_rep = 2\n    q = q.view(q.shape[0], -1, 2, T, d_h).flatten(1, 2)"))),
+]

@@ -155,6 +155,7 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("05.4.3", "dtype-lost", "bfloat16 in, bfloat16 out", "a new float32 tensor instead of x's dtype"),
     ("05.4.3", "n-rep-fixed", "not a fixed 2", "n_rep taken as 2 whatever the argument says"),
     ("05.4.3", "borrowed", *_BORROWED),
+    ("05.4.4", "n-rep-fixed", "not a fixed number", "n_rep a fixed number instead of H_q // H_kv"),
     ("05.4.4", "given-mask-ignored", "the given mask is ignored",
      "a given mask ignored (causal only)"),
     ("05.4.4", "bool-mask-added", "boolean mask added to the scores",
