@@ -263,6 +263,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("05.6.4", "softmax-before-loss", "a softmax before f.cross_entropy", "a softmax before F.cross_entropy"),
     ("05.6.4", "shifted-too-far", "shift by one step", "targets shifted by more than one step"),
     ("05.6.4", "borrowed", *_BORROWED),
+    ("05.6.5", "mutates-finished", "changed the finished list", "the finished list given changed in place"),
+    ("05.6.5", "pad-finishes", "only eos finishes a row", "a row that samples the pad id taken as finished"),
     ("05.6.5", "finished-row-appends-token", "appends its eos: [7, 5, 2]",
      "a finished row appends its sampled token"),
     ("05.6.5", "finished-again-only-on-eos", "stays finished",
