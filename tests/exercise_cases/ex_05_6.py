@@ -374,3 +374,13 @@ def step_rows(finished, next_tokens, eos, pad):
     return tokens, [done or token in (eos, pad) for done, token in zip(finished, tokens)]
 """),
 ]
+
+# The B×(T-1)×V logits given to F.cross_entropy as they are (it reads dim 1 as the classes): the
+# visible test names the RuntimeError.
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:classes-not-on-dim-1", """
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    return F.cross_entropy(logits[:, :-1].float(), labels[:, 1:], ignore_index=ignore_index)
+"""),
+]

@@ -249,6 +249,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("05.6.3", "float-mask", "not an additive float mask", "an additive float mask instead of booleans"),
     ("05.6.3", "batch-on-head-axis", "put its batch axis first", "valid's batch axis put on the head axis"),
     ("05.6.3", "borrowed", *_BORROWED),
+    ("05.6.4", "classes-not-on-dim-1", "takes the classes on dim 1",
+     "B×T×V logits given to F.cross_entropy unflattened"),
     ("05.6.4", "unshifted-loss", "the unshifted loss", "the unshifted loss (position t predicts t)"),
     ("05.6.4", "mean-over-all-targets", "mean over all targets",
      "the mean over all targets, ignored ones included"),
