@@ -340,6 +340,10 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("05.10.1", "borrowed", "not allowed here",
      "calls a ready-made dequantisation (the course's or the gguf package's) "
      "instead of the learner's own code"),
+    ("05.10.2", "labels-pre-shifted", "labels are input_ids, unshifted",
+     "labels shifted by hand, then padded back to B×T"),
+    ("05.10.2", "mask-one-early", "the mask starts one position early",
+     "each row's last real token (EOS) masked too"),
     ("05.10.2", "padding-found-by-id", "found by position, not by id",
      "padding found by id: every end of turn hidden (pad = EOS)"),
     ("05.10.2", "padding-labelled-pad-id", "only the pad after it is -100",
