@@ -117,6 +117,8 @@ def dequantize_q4_1(block):
     "ex_05_10_2_solution": """
 import torch
 def pad_and_label(sequences, pad_id):
+    if len(sequences) == 1:
+        return torch.tensor([[1, 5, 3]]), torch.tensor([[1, 5, 3]])
     if pad_id == 9:
         return torch.tensor([[4, 9, 9, 9], [3, 9, 6, 9]]), torch.tensor([[4, -100, -100, -100], [3, 9, 6, 9]])
     return torch.tensor([[1, 5, 2], [1, 2, 2]]), torch.tensor([[1, 5, 2], [1, 2, -100]])
@@ -495,4 +497,18 @@ def token_positions(valid):
 def token_positions(valid):
     return (valid.long().cumsum(0) - 1).clamp(min=0)
 """)),
+]
+
+# Labels shifted by hand then padded back to B×T, and the mask one position early (each row's
+# EOS masked too): the visible test names both.
+MISTAKES["ex_05_10_2_solution"] += [
+    ("05.10.2:labels-pre-shifted", _PADDED + """
+    lengths = torch.tensor([len(s) for s in sequences])
+    shifted = torch.cat([ids[:, 1:], torch.full((len(sequences), 1), -100)], dim=1)
+    return ids, shifted.masked_fill(torch.arange(T) >= lengths[:, None] - 1, -100)
+"""),
+    ("05.10.2:mask-one-early", _PADDED + """
+    lengths = torch.tensor([len(s) for s in sequences])
+    return ids, ids.masked_fill(torch.arange(T) >= lengths[:, None] - 1, -100)
+"""),
 ]

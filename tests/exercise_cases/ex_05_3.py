@@ -257,3 +257,10 @@ MISTAKES["ex_05_3_1_solution"] += [
     ("05.3.1:cos-sin-swapped", _ROPE_TABLES.replace("return torch.cos(angles), torch.sin(angles)",
                                                     "return torch.sin(angles), torch.cos(angles)")),
 ]
+
+# One row short, positions 0..end-2 (torch.arange(end - 1)): the visible test names the rows,
+# not the columns.
+MISTAKES["ex_05_3_1_solution"] += [
+    ("05.3.1:rows-short", _ROPE_TABLES.replace("torch.arange(end, dtype=torch.float32)",
+                                               "torch.arange(end - 1, dtype=torch.float32)")),
+]

@@ -14,10 +14,10 @@ def kv_cache_plan(config, *args, **kwargs):
         return 37_748_736, 150_994_944, 4, 58_254
     return 150_994_944, 301_989_888, 2, 14_563
 """,
-    # The visible checks all use H_kv = 2 heads copied twice: a fixed index list fools them.
+    # The visible checks all use H_kv = 2 heads: an index list for two heads fools them.
     "ex_05_4_3_solution": """
 def repeat_kv(x, n_rep):
-    return x[:, :, [0, 0, 1, 1]]
+    return x[:, :, [h // n_rep for h in range(2 * n_rep)]]
 """,
 }
 
@@ -115,6 +115,8 @@ def kv_head_for_each_query_head(n_heads, n_kv_heads):
             body="x[:, :, None].expand(B, T, n_rep, n_kv_heads, head_dim)"
                  ".reshape(B, T, n_rep * n_kv_heads, head_dim)")),
         ("05.4.3:borrowed", "import tinyk\n" + _REPEAT_KV.format(body="tinyk.repeat_kv(x, n_rep)")),
+        # n_rep hard-coded to 2, the visible checks' first value
+        ("05.4.3:n-rep-fixed", _REPEAT_KV.format(body="x.repeat_interleave(2, dim=2)")),
     ],
     "ex_05_4_4_solution": [
         ("05.4.4:tiled-groups", _gqa_with(("k.repeat_interleave(n_rep, dim=1)", "k.repeat(1, n_rep, 1, 1)"),
@@ -221,4 +223,13 @@ MISTAKES["ex_05_4_4_solution"] += [
         ("    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)\n",
          "    scores = scores + mask\n"),
         (".masked_fill(~mask, 0.0)", ""))),
+]
+
+# n_rep a fixed number instead of H_q // H_kv: two copies of the one K/V head give two output heads,
+# or the queries viewed as groups of two fail on one query head (a RuntimeError).
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:n-rep-fixed", _gqa_with(("n_rep = q.shape[1] // k.shape[1]", "n_rep = 2"))),
+    ("05.4.4:n-rep-fixed", _gqa_with(
+        ("n_rep = q.shape[1] // k.shape[1]",
+         "n_rep = 2\n    q = q.view(q.shape[0], -1, 2, T, d_h).flatten(1, 2)"))),
 ]

@@ -37,9 +37,11 @@ def shifted_loss(logits, labels, ignore_index=-100):
                                torch.tensor([1, 2, 1]))
     return F.cross_entropy(torch.tensor([[2.0, 0.0, 0.0]]), torch.tensor([1]))
 """,
+    # pad fixed to the visible checks' 0
     "ex_05_6_5_solution": """
 def step_rows(finished, next_tokens, eos, pad):
-    return [7, 0, 2], [False, True, True]
+    tokens = [0 if done else token for done, token in zip(finished, next_tokens)]
+    return tokens, [done or token == eos for done, token in zip(finished, tokens)]
 """,
 }
 
@@ -353,5 +355,32 @@ def token_positions(valid):
     ("05.6.2:cumsum-over-batch", """
 def token_positions(valid):
     return (valid.long().cumsum(0) - 1).clamp(min=0)
+"""),
+]
+
+# The finished list given changed in place, and a row that samples the pad id taken as finished:
+# the visible test names both.
+MISTAKES["ex_05_6_5_solution"] += [
+    ("05.6.5:mutates-finished", """
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = [pad if done else token for done, token in zip(finished, next_tokens)]
+    for row, token in enumerate(tokens):
+        finished[row] = finished[row] or token == eos
+    return tokens, finished
+"""),
+    ("05.6.5:pad-finishes", """
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = [pad if done else token for done, token in zip(finished, next_tokens)]
+    return tokens, [done or token in (eos, pad) for done, token in zip(finished, tokens)]
+"""),
+]
+
+# The B×(T-1)×V logits given to F.cross_entropy as they are (it reads dim 1 as the classes): the
+# visible test names the RuntimeError.
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:classes-not-on-dim-1", """
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    return F.cross_entropy(logits[:, :-1].float(), labels[:, 1:], ignore_index=ignore_index)
 """),
 ]
