@@ -92,7 +92,7 @@ def test_a_choice_said_to_come_from_the_seed_quotes_the_seed_saying_it(terms):
     ("19,008 unique parameters", "19,008 个唯一参数", "unique parameters"),
     ("tiny experiment   unique      {0}", "小实验            唯一参数     {0}", "unique"),
     ("bonus: a real trained model", "附加：一个真实的已训练模型", "bonus"),
-    # the zh.d2l.ai editor's review of the Chinese edition
+    # a term of 05.6 and the calque of another
     ("the $B\\times T\\times m$ hidden activation", "$B\\times T\\times m$ 的隐藏激活", "hidden activation"),
     ("the upstream code's quirks", "上游代码的怪异之处", "quirks"),
 ])
