@@ -174,22 +174,10 @@ def test_decode_steps_with_the_graphs_cache_equal_tinyk_generate(exported, model
 def attention_by_hand(model: Transformer, ids: torch.Tensor) -> list[torch.Tensor]:
     """Each layer's softmax weights from the model's modules, with torch's own grouping
     (``repeat_interleave``) and an explicit causal softmax: no tinyk attention code."""
-    cfg = model.config
+    scores, _ = scores_and_norms_by_hand(model, ids)
     T = ids.shape[1]
-    cos, sin = model.freqs_cos[:T], model.freqs_sin[:T]
-    h = model.tok_embeddings(ids)
-    weights = []
-    for layer in model.layers:
-        a, x = layer.attention, layer.attention_norm(h)
-        q = a.wq(x).view(1, T, cfg.n_heads, cfg.head_dim)
-        k = a.wk(x).view(1, T, cfg.n_kv_heads, cfg.head_dim)
-        q, k = apply_rotary_emb(q, k, cos, sin)
-        k = k.repeat_interleave(cfg.n_rep, dim=2)
-        scores = torch.einsum("bthd,bshd->bhts", q, k) / math.sqrt(cfg.head_dim)
-        future = torch.ones(T, T, dtype=torch.bool).triu(1)
-        weights.append(torch.softmax(scores.masked_fill(future, -math.inf), dim=-1))
-        h = layer(h, cos, sin)
-    return weights
+    future = torch.ones(T, T, dtype=torch.bool).triu(1)
+    return [torch.softmax(s.masked_fill(future, -math.inf), dim=-1) for s in scores]
 
 
 def test_attention_weights_are_the_models_softmax(exported, model):
