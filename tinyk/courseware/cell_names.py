@@ -72,7 +72,10 @@ def same_code(a: str, b: str) -> bool:
     """Whether two cells run the same code: the same syntax tree as IPython reads them,
     comments, docstrings, blank lines and layout aside (the English and Chinese student
     versions of a cell differ in their words only); the same text, line ends and trailing
-    spaces aside, where either cannot be parsed."""
+    spaces aside, where either cannot be parsed. Stricter than
+    :func:`tinyk.courseware.chinese_notebooks.same_code`, which also sets every string literal
+    aside (a translated message): here a literal that differs is code that differs, as the
+    grader's stub rule needs (:func:`tinyk.grading.verdict.still_stubs`)."""
     if a == b:
         return True
     trees = _code_tree(a), _code_tree(b)

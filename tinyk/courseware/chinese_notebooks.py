@@ -351,7 +351,8 @@ def stripped(source: str) -> str:
 
 
 def same_code(translated: str, english: str) -> bool:
-    """Whether a translated cell parses and is the English cell but for its words (:func:`stripped`)."""
+    """Whether a translated cell parses and is the English cell but for its words (:func:`stripped`):
+    string literals set aside too, unlike :func:`tinyk.courseware.cell_names.same_code`."""
     try:
         return stripped(translated) == stripped(english)
     except SyntaxError:
