@@ -55,14 +55,14 @@ def server():
 
 
 def test_the_learners_process_lives_within_one_with_and_is_ended_on_the_way_out():
-    """The one life cycle of a student's learner's process (tinyk.grading.scoring.learner_process):
+    """The one life cycle of a student's learner's process (tinyk.grading.scoring.learner_server):
     started, with the student's total time limit, inside; ended on the way out, after an error
     inside as well."""
     from tinyk.grading.runner import Limits, total_limit
-    from tinyk.grading.scoring import learner_process
+    from tinyk.grading.scoring import learner_server
 
     limits = Limits(cell_timeout=60, total_timeout=7)
-    with pytest.raises(RuntimeError, match="planted"), learner_process(limits, False, 3) as box:
+    with pytest.raises(RuntimeError, match="planted"), learner_server(limits, False, 3) as box:
         proc = box.proc
         assert proc is not None and proc.poll() is None
         assert box.total == 21 == total_limit(limits, 3) and box.timeout == 60

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from tinyk.grading.chapter import Notebook
 from tinyk.grading.rules import Finding
 from tinyk.grading.runner import Limits
-from tinyk.grading.scoring import learner_process
+from tinyk.grading.scoring import learner_server
 from tinyk.grading.submission import checked, for_grading, submission_files
 from tinyk.learner.mistakes import note
 from tinyk.reports.gradebook_schema import Row, Status
@@ -78,7 +78,7 @@ def judge_submission(entry: Path, notebooks: list[Notebook], released: dict[str,
     found: dict[tuple[str, str], Verdict] = {}
     if not graded:
         return flags, found
-    with learner_process(limits, sandboxed, len(graded)) as server:
+    with learner_server(limits, sandboxed, len(graded)) as server:
         for nb, restored, ids in graded:
             source = json.loads(nb.path.read_text(encoding="utf-8"))
             shown: list | None = None if outputs is None else outputs.setdefault(nb.name, [])

@@ -1,5 +1,5 @@
 """The learner's process of a student's verdict (course section "For instructors"), from its
-start to its cleanup (:func:`learner_process`): the command line it runs under
+start to its cleanup (:func:`learner_server`): the command line it runs under
 (:func:`answers_prefix`), and what the grader says of it once a run (:func:`say_shared`).
 """
 
@@ -17,12 +17,13 @@ from tinyk.grading.sandbox import Sandbox, sandbox_argv
 if TYPE_CHECKING:  # imports torch: only when grading
     from tinyk.grading.answer_server import AnswerServer
 
-__all__ = ["answers_prefix", "learner_process", "say_shared"]
+__all__ = ["answers_prefix", "learner_server", "say_shared"]
 
 
 @contextlib.contextmanager
-def learner_process(limits: Limits, sandboxed: bool, notebooks: int) -> Iterator[AnswerServer]:
-    """One student's learner's process, the whole of its life: in a sandbox of its own (a
+def learner_server(limits: Limits, sandboxed: bool, notebooks: int) -> Iterator[AnswerServer]:
+    """One student's learner's process (:mod:`tinyk.grading.learner_process`, run by an
+    :class:`~tinyk.grading.answer_server.AnswerServer`), the whole of its life: in a sandbox of its own (a
     scratch folder, removed after) when ``sandboxed``; started (its start, importing torch,
     not counted in the student's time); within the per-cell timeout, the memory limit and
     the student's total time limit for ``notebooks`` notebooks (:func:`total_limit`); on the
