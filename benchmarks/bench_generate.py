@@ -29,7 +29,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -240,26 +239,21 @@ _QUICK_CASES = [("tiny", 8, True, 0, True), ("tiny", 1, False, 64, True), ("tiny
 
 def against_revision(rev: str, rounds: int, turns: int, cases: list[tuple]) -> None:
     """Section 5: this checkout's generation against revision ``rev``'s (see the docstring)."""
+    from revisions import checked_out  # benchmarks/revisions.py, beside this script
+
     root = Path(__file__).resolve().parent.parent
     print(f"5. this checkout against {rev}: greedy generate, {turns} turns each of {rounds} rounds")
-    with tempfile.TemporaryDirectory(prefix="tinyk-bench-rev-") as tmp:
-        tree = Path(tmp) / "tree"
-        subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", str(tree), rev],
-                       check=True, capture_output=True)
-        try:
-            sides: dict[str, list[dict]] = {"this": [], rev: []}
-            for turn in range(turns):  # taking turns, each first every other time
-                for side in (["this", rev] if turn % 2 == 0 else [rev, "this"]):
-                    path = str(root if side == "this" else tree)
-                    done = subprocess.run([sys.executable, "-c", _SIDE, str(rounds), json.dumps(cases)],
-                                          capture_output=True, text=True, cwd=path,
-                                          env={**os.environ, "PYTHONPATH": path})
-                    if done.returncode != 0:
-                        raise SystemExit(f"{side}'s generation failed:\n{done.stderr[-3000:]}")
-                    sides[side].append(json.loads(done.stdout))
-        finally:
-            subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(tree)],
-                           check=False, capture_output=True)
+    with checked_out(rev) as tree:
+        sides: dict[str, list[dict]] = {"this": [], rev: []}
+        for turn in range(turns):  # taking turns, each first every other time
+            for side in (["this", rev] if turn % 2 == 0 else [rev, "this"]):
+                path = str(root if side == "this" else tree)
+                done = subprocess.run([sys.executable, "-c", _SIDE, str(rounds), json.dumps(cases)],
+                                      capture_output=True, text=True, cwd=path,
+                                      env={**os.environ, "PYTHONPATH": path})
+                if done.returncode != 0:
+                    raise SystemExit(f"{side}'s generation failed:\n{done.stderr[-3000:]}")
+                sides[side].append(json.loads(done.stdout))
     for side, runs in sides.items():
         print(f"   {side}: tinyk from {runs[0]['tinyk']}")
     for case in [k for k in sides["this"][0] if k != "tinyk"]:

@@ -145,25 +145,19 @@ def _against(rev: str, args: argparse.Namespace) -> dict:
     """The figures of the grader of revision ``rev``, with its own course: its checkout in a
     temporary worktree runs its own benchmark (``--json``, this run's students, jobs, threads
     and sandbox), points checked there."""
-    root = NOTEBOOKS.parent
-    with tempfile.TemporaryDirectory(prefix="tinyk-bench-rev-") as tmp:
-        tree = Path(tmp) / "tree"
-        subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", str(tree), rev],
-                       check=True, capture_output=True)
-        try:
-            out = Path(tmp) / "figures.json"
-            command = [sys.executable, "benchmarks/bench_grading.py", "--students", str(args.students),
-                       "--jobs", str(args.jobs), "--threads", str(args.threads), "--json", str(out),
-                       *(["--no-sandbox"] if args.no_sandbox else [])]
-            done = subprocess.run(command, cwd=tree, capture_output=True, text=True,
-                                  env={**os.environ, "PYTHONPATH": str(tree)})
-            if done.returncode != 0:
-                raise SystemExit(f"{rev}'s benchmark failed:\n{done.stderr[-3000:]}")
-            print(f"{rev}: {done.stdout.strip()}")
-            figures = json.loads(out.read_text())
-        finally:
-            subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(tree)],
-                           check=False, capture_output=True)
+    from revisions import checked_out  # benchmarks/revisions.py, beside this script
+
+    with checked_out(rev) as tree:
+        out = tree.parent / "figures.json"
+        command = [sys.executable, "benchmarks/bench_grading.py", "--students", str(args.students),
+                   "--jobs", str(args.jobs), "--threads", str(args.threads), "--json", str(out),
+                   *(["--no-sandbox"] if args.no_sandbox else [])]
+        done = subprocess.run(command, cwd=tree, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(tree)})
+        if done.returncode != 0:
+            raise SystemExit(f"{rev}'s benchmark failed:\n{done.stderr[-3000:]}")
+        print(f"{rev}: {done.stdout.strip()}")
+        figures = json.loads(out.read_text())
     return {**figures, "grader": rev}
 
 
