@@ -111,11 +111,13 @@ def test_in_the_dark_theme_the_controls_follow_it_and_axe_finds_nothing_serious(
         context.close()
 
 
-# Tab from the top of the page to its end: what each stop is ([tag, class, inside a formula]).
+# Tab from the top of the page to its end: what each stop is ([tag, class, inside a formula,
+# inside the "On this page" list]).
 _TAB_STOPS = """() => {
   const e = document.activeElement;
   return e === null || e === document.body ? null
-    : [e.tagName, String(e.className), Boolean(e.closest('mjx-container'))];
+    : [e.tagName, String(e.className), Boolean(e.closest('mjx-container')),
+       Boolean(e.closest('.bd-sidebar-secondary'))];
 }"""
 
 
@@ -153,8 +155,12 @@ def test_formulas_are_not_tab_stops_on_05_2(browser, site_url):  # noqa: F811
         tab.reload(wait_until="networkidle")
         tab.wait_for_selector("mjx-container", state="attached", timeout=15_000)
         again = _tab_stops(tab, limit=len(stops) + shown + 50)
-        formulas = sum(s[2] for s in again)  # 93 of the 115 shown, with the page's 85 other stops
-        assert formulas > 80 and len(again) == len(stops) + formulas, (formulas, len(again))
+        formulas = sum(s[2] for s in again)  # 91 of the 115 shown, with the page's 85 other stops
+        # The page's other stops are the same, in the same order. The "On this page" list is set
+        # aside: its section's sub-entries open when the theme's scroll-spy marks the section,
+        # which may happen before or after the Tab walk reaches the list (8 or 12 links on 05.2).
+        assert formulas > 80, formulas
+        assert [s for s in again if not s[2] and not s[3]] == [s for s in stops if not s[3]]
     finally:
         context.close()
 
