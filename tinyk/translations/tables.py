@@ -9,6 +9,8 @@ as the pattern:
 
 - a line's **cells** (:func:`cells`) are the runs of text between gaps: two spaces or more,
   the spaces after an ASCII colon (``"H_kv=16: K and V"``), or after a full-width colon, if any;
+  spaces before a full-width colon are no gap but the padding of the label it ends
+  (``"手算 ：r = ..."`` is two cells, ``"手算 ："`` and ``"r = ..."``);
 - a **table** is a run of consecutive lines whose Chinese and English have as many cells,
   two or more, and whose English all have a gap after a colon, or none has (a title above
   the columns of numbers, ``(rows: d; columns: multiple_of)``, is no row of theirs); cells
@@ -16,7 +18,9 @@ as the pattern:
   numbers that end at one place (padded on the left) a right-aligned one;
 - the Chinese lines are spaced again so that each column starts (or ends) at one display
   column (:func:`tinyk.courseware.chinese_notebooks.display_width`: a wide character counts two), after
-  the narrowest gap the English has before it (a full-width colon counts as one space of it).
+  the narrowest gap the English has before it; a cell after a label that ends in a full-width
+  colon follows the colon at once, as Chinese typesetting has it (the colon carries its own
+  space), and the labels are padded before their colons instead, which line up in one column.
 
 Lines that are not part of a table, tables where no line was translated, and tables whose
 Chinese lines up already (each column of the English starts, or ends, at one display column:
@@ -33,9 +37,11 @@ from tinyk.courseware.chinese_notebooks import display_width
 
 __all__ = ["align", "cells", "column_of", "columns", "runs"]
 
-# A gap between cells: two spaces or more; the spaces after an ASCII colon; after a full-width
-# colon, its spaces if any (the colon's own width separates it from the next cell).
-_GAP = re.compile(r"(?<=\S) {2,}(?=\S)|(?<=:) +(?=\S)|(?<=\uff1a) *(?=\S)")
+# A gap between cells: two spaces or more (but not before a full-width colon: a label's padding);
+# the spaces after an ASCII colon; after a full-width colon, its spaces if any (the colon's own
+# width separates it from the next cell).
+_GAP = re.compile(r"(?<=\S) {2,}(?=[^\s\uff1a])|(?<=:) +(?=\S)|(?<=\uff1a) *(?=\S)")
+_PADDED_LABEL = re.compile(r"(.*\S) +\uff1a")  # a label padded before its full-width colon
 _NUMBER = re.compile(r"[-+−]?[\d.,]*\d(?:e[-+]?\d+)?[%×]?")  # a cell padded on the left: a number
 
 
@@ -96,15 +102,21 @@ def column_of(english: list[list[_Cell]]) -> dict[tuple[int, int], tuple[str, in
 def _table(english: list[list[_Cell]], chinese: list[list[_Cell]]) -> list[str]:
     """The Chinese rows of one table spaced again after the English rows' columns."""
     placed = column_of(english)
+    # a label's padding before its colon is laid anew
+    chinese = [[_Cell(c.start, (m[1] + "\uff1a") if (m := _PADDED_LABEL.fullmatch(c.text)) else c.text, c.gap)
+                for c in row] for row in chinese]
     out = [[" " * row[0].start + row[0].text] for row in chinese]
     width = [row[0].start + display_width(row[0].text) for row in chinese]
     next_cell = [1] * len(chinese)
 
     def gap(i: int, k: int) -> int:
         colon = chinese[i][k - 1].text.endswith("\uff1a")
-        return max(0, english[i][k].gap - colon) if (i, k) in placed else chinese[i][k].gap
+        return (0 if colon else english[i][k].gap) if (i, k) in placed else chinese[i][k].gap
 
     def put(i: int, k: int, spaces: int) -> None:
+        if spaces and out[i][-1].endswith("\uff1a") and (i, k) in placed:  # pad before the colon
+            out[i][-1] = out[i][-1][:-1] + " " * spaces + "\uff1a"
+            spaces, width[i] = 0, width[i] + spaces
         out[i].append(" " * spaces + chinese[i][k].text)
         width[i] += spaces + display_width(chinese[i][k].text)
         next_cell[i] = k + 1
