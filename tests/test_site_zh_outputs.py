@@ -96,6 +96,38 @@ def test_the_chinese_pages_print_the_english_pages_lines_in_chinese(pages):
     assert "所有位置共同平移时，分数的最大变化：1.64e-14" in rope[0]
 
 
+def _code_lines(page) -> list[str]:
+    """The lines of a page's code cells (the translated code the Chinese page shows)."""
+    from bs4 import BeautifulSoup, SoupStrainer
+
+    inputs = SoupStrainer("div", class_=re.compile(r"^cell_input\b"))
+    blocks = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser", parse_only=inputs).select("pre")
+    return [line for block in blocks for line in re.split(r"\r\n|\r|\n", block.get_text())]
+
+
+def _spaced_colons(lines: list[str]) -> list[str]:
+    """The lines with a space after a full-width colon, which carries its own space (a column
+    pads its labels before the colon: tinyk.translations.tables)."""
+    return [line for line in lines if "\uff1a " in line]
+
+
+def test_a_line_with_a_space_after_a_full_width_colon_is_found():
+    lines = ["形状：(2, 3) | 对称：True", "手算     ：r = 3.5", "LayerNorm: y = [1.0]", "形状： (2, 3)",
+             '    print(f"上游，作为一个批量：   {x}")']
+    assert _spaced_colons(lines) == lines[3:]
+
+
+def test_no_space_follows_a_full_width_colon_on_a_chinese_chapter_page(pages):
+    # printed lines, and the translated code above them
+    assert len(pages) == len(checkout.notebook_paths())
+    code = {page.stem: _code_lines(page) for page in sorted((HTML / "zh" / "notebooks").glob("*.html"))}
+    spaced = {stem: found for stem, (zh, _) in pages.items() if (found := _spaced_colons(zh + code[stem]))}
+    assert spaced == {}
+    printed = sum(line.count("\uff1a") for zh, _ in pages.values() for line in zh)
+    shown = sum(line.count("\uff1a") for lines in code.values() for line in lines)
+    assert printed >= 100 and shown >= 100, (printed, shown)
+
+
 def _error_messages(page) -> list[str]:
     """The last line of each error a page shows: ``ValueError: <the message>``."""
     from bs4 import BeautifulSoup, SoupStrainer

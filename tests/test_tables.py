@@ -36,9 +36,10 @@ GQA_ZH = [
 BATCH_EN = ["upstream, each prompt alone: ['4+3\\n', '13+5\\n']",
             "upstream, as one batch:      ['4+3\\n', '1+5\\n']",
             "tinyk, as one batch:         ['4+3\\n', '13+5\\n']"]
+# (its labels padded by characters: the colons and values out of line by display width)
 BATCH_ZH = ["上游，每个提示词单独生成：['4+3\\n', '13+5\\n']",
-            "上游，作为一个批量：          ['4+3\\n', '1+5\\n']",
-            "tinyk，作为一个批量：         ['4+3\\n', '13+5\\n']"]
+            "上游，作为一个批量   ：['4+3\\n', '1+5\\n']",
+            "tinyk，作为一个批量        ：['4+3\\n', '13+5\\n']"]
 COUNT_EN = ["tiny experiment   unique      14,563   naive      15,331   (difference V·d = 768)",
             "upstream default  unique  82,594,560   naive  87,313,152   (difference V·d = 4,718,592)"]
 COUNT_ZH = ["小实验            唯一参数      14,563   朴素计数      15,331   （相差 V·d = 768）",
@@ -73,7 +74,19 @@ def test_the_gqa_table_lines_up_by_display_width():
 def test_a_tables_columns_start_in_one_column(english, chinese, marks):
     aligned = tables.align(english, chinese)
     assert [len(_where(aligned, mark)) for mark in marks] == [1] * len(marks)
-    assert [line.split() for line in aligned] == [line.split() for line in chinese]
+    assert [line.replace(" ", "") for line in aligned] == [line.replace(" ", "") for line in chinese]
+
+
+def test_a_column_after_full_width_colons_follows_them_and_the_labels_pad_before_them():
+    # the colon carries its own space: the values come right after it, the labels are padded
+    # before it, and the colons line up in one column
+    aligned = tables.align(BATCH_EN, BATCH_ZH)
+    assert len(aligned) == 3 and all("\uff1a['4+3" in line for line in aligned)
+    assert len(_where(aligned, "\uff1a")) == 1
+    assert aligned[1] == "上游，作为一个批量      \uff1a['4+3\\n', '1+5\\n']"
+    # a label's padding before its colon is part of its cell, not a gap
+    assert [c.text for c in tables.cells("手算 \uff1ar = 3.5")] == ["手算 \uff1a", "r = 3.5"]
+    assert tables.runs(BATCH_EN, BATCH_ZH) == [(0, 3)]
 
 
 def test_lines_that_are_no_table_stay_as_printed():
@@ -99,10 +112,20 @@ def test_a_translated_text_has_its_table_aligned():
 _PADDED = re.compile(r"\S {2,}(\S|$)")
 
 
+# a printed label: up to the last colon before the first placeholder, and the spaces after it
+# (English), or up to that full-width colon (Chinese, which pads before it; a label kept in
+# English, such as 05.2's "LayerNorm: ", keeps its colon and space)
+_LABEL = {"en": re.compile(r"[^{]*: *|[^{]*"), "zh": re.compile(r"[^{]*\uff1a|[^{]*: *|[^{]*")}
+
+
+def _label(text: str, language: str) -> str:
+    return _LABEL[language].match(text)[0]
+
+
 def _padded_label_groups():
     """(notebook, cell, [(English, Chinese), ...]) for each set of messages of one code cell of
-    a student notebook that are one display width in English, one of them padded with spaces
-    (labels printed one above the other, their values in one column)."""
+    a student notebook whose labels (:func:`_label`) are one display width in English, one of
+    them padded with spaces (labels printed one above the other, their values in one column)."""
     found = []
     for path in sorted((checkout.ROOT / "student").glob("*.ipynb")):
         words = load_messages(code_catalogue_path(checkout.ROOT, path.stem), code=True)
@@ -112,9 +135,9 @@ def _padded_label_groups():
             by_width: dict[int, list[str]] = {}
             for msgid, kind in code_messages(source_text(cell)):
                 if kind == "message":
-                    by_width.setdefault(display_width(msgid), []).append(msgid)
+                    by_width.setdefault(display_width(_label(msgid, "en")), []).append(msgid)
             found += [(path.stem, i, [(m, words.get(m, "")) for m in group]) for group in by_width.values()
-                      if len(group) > 1 and any(_PADDED.search(m) for m in group)]
+                      if len(group) > 1 and any(_PADDED.search(_label(m, "en")) for m in group)]
     return found
 
 
@@ -122,9 +145,10 @@ def test_the_chinese_notebooks_pad_their_labels_by_display_width():
     groups = _padded_label_groups()
     assert len(groups) >= 12  # 14 when this was written
     uneven = [(stem, i, pairs) for stem, i, pairs in groups
-              if len({display_width(zh) for _, zh in pairs}) > 1]
+              if len({display_width(_label(zh, "zh")) for _, zh in pairs}) > 1]
     assert uneven == []
-    assert any(stem == "05_6_head_protocol" and "upstream, as one batch:     " in dict(pairs)
+    assert any(stem == "05_6_head_protocol" and
+               "upstream, as one batch:      {[tok.decode(row) for row in batched]}" in dict(pairs)
                for stem, _, pairs in groups)
 
 

@@ -141,3 +141,28 @@ def test_a_book_page_s_shell_comments_and_drawings_are_translated_and_its_output
     from tinyk.courseware.catalogues import blocks_catalogue, translated
 
     assert set(texts) == set(translated(blocks_catalogue(ROOT)))
+
+
+def test_a_space_after_a_full_width_colon_in_a_printed_line_or_a_code_text_is_reported(tmp_path):
+    # The colon carries its own space: print's separator after a translated "label:" wrote a
+    # second one, a column padded after the colon another run. A column's labels are padded
+    # before their colons instead (tinyk.translations.tables), which passes.
+    spaced = ("形状： (2, 3)", "手算：     r = {r:.6f}", "上游，作为一个批量：         {x}")
+    right = ("形状：(2, 3)", "手算     ：r = {r:.6f}", "上游，作为一个批量      ：{x}")
+    assert len(spaced) == len(right) == 3
+    assert all(checks._space_after_mark("", text, None) for text in spaced)
+    assert not any(checks._space_after_mark("", text, None) for text in right)
+    # in a code catalogue (what the translated code prints) and in outputs.po (the printed line)
+    code = checks._page_problems("code/05_2_rmsnorm.po", "shape: {x}", "形状： {x}", set())
+    assert code == ["a space after a full-width mark (colon, comma)"]
+    assert checks._page_problems("code/05_2_rmsnorm.po", "shape: {x}", "形状：{x}", set()) == []
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "_config.yml").write_text("title: t\n", encoding="utf-8")
+    (tmp_path / "locale" / "zh_CN").mkdir(parents=True)
+    (tmp_path / "locale" / "zh_CN" / "outputs.po").write_text(
+        'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        'msgid "gradcheck passes: True"\nmsgstr "gradcheck 通过： True"\n\n'
+        'msgid "same tensor: True"\nmsgstr "同一个张量：True"\n', encoding="utf-8")
+    assert checks.output_problems(tmp_path) == [
+        "outputs.po: 'gradcheck passes: True': a space after a full-width mark (colon, comma)"]
+    assert checks.output_problems() == []

@@ -33,10 +33,13 @@ _FUZZY = "marked fuzzy (the English changed; check the translation)"
 
 
 def _page_problems(name: str, msgid: str, msgstr: str, terms: set[str]) -> list[str]:
-    """What is wrong with one message of a catalogue under ``LC_MESSAGES`` named ``name``."""
+    """What is wrong with one message of a catalogue under ``LC_MESSAGES`` named ``name``; a
+    code text (what the code prints, its comments) has no space after a full-width mark
+    (:func:`_space_after_mark`)."""
     if name.startswith(f"{CODE_FOLDER}/"):  # an f-string's placeholders are code, not words
         issues = message_problems(PLACEHOLDER.sub("{}", msgid), PLACEHOLDER.sub("{}", msgstr))
-        return issues + (code_problems(msgid, msgstr) if msgstr else [])
+        spaced = _space_after_mark(msgid, msgstr, None)
+        return issues + (code_problems(msgid, msgstr) if msgstr else []) + ([spaced] if spaced else [])
     return message_problems(msgid, msgstr, headword=msgid in terms)
 
 
@@ -133,6 +136,10 @@ def figure_problems(root: Path | None = None) -> list[str]:
 
 
 def _space_after_mark(_msgid: str, msgstr: str, _message: object) -> str:
+    """A space after a full-width mark, which carries its own: ``"形状： (2, 3)"`` (print's
+    separator after a translated ``"shape:"``) or a printed column padded after its colon
+    (``"手算：   r"``). Columns pad their labels before the colon instead (``"手算 ：r"``,
+    :mod:`tinyk.translations.tables`), which passes."""
     return "a space after a full-width mark (colon, comma)" if _FULL_WIDTH_SPACE.search(msgstr) else ""
 
 
@@ -144,7 +151,8 @@ def _number_places(msgid: str, msgstr: str, _message: object) -> str:
 def output_problems(root: Path | None = None) -> list[str]:
     """Every untranslated, fuzzy or damaged message of the printed output's catalogue
     (``locale/zh_CN/outputs.po``, :mod:`tinyk.translations.outputs`): a number's place must come
-    through, and a line translated as itself must say why (a translator comment ``kept: ...``)."""
+    through, a line translated as itself must say why (a translator comment ``kept: ...``), and
+    no space may follow a full-width mark (:func:`_space_after_mark`)."""
     from tinyk.courseware.catalogues import outputs_catalogue
     from tinyk.translations.outputs import KEPT
 
@@ -153,4 +161,5 @@ def output_problems(root: Path | None = None) -> list[str]:
         return "" if msgstr != msgid or reason else f"translated as itself without a '# {KEPT} why' comment"
 
     return _catalogue_problems(outputs_catalogue(course_root(root)),
-                               ": run `make translations` after `make book`", (_number_places, kept))
+                               ": run `make translations` after `make book`",
+                               (_number_places, kept, _space_after_mark))
