@@ -298,8 +298,8 @@ def test_chinese_05_2_runs_top_to_bottom_in_a_kernel(tmp_path, monkeypatch):
         "RMSNorm（第 05.2 节）：仍是占位代码（它引发 NotImplementedError）："
         "请在第 05.2 节的笔记本中写出它的实现"]
     printed = "".join(o.get("text", "") for c in code for o in c.outputs if o.output_type == "stream")
-    assert "手算：     r = sqrt(12.5) = 3.535534, y = (0.8485, 1.1314)" in printed
-    assert "gradcheck 通过： True" in printed and "by hand" not in printed
+    assert "手算     ：r = sqrt(12.5) = 3.535534, y = (0.8485, 1.1314)" in printed
+    assert "gradcheck 通过：True" in printed and "by hand" not in printed
     # Its figures too (a Chinese font is at hand here): the PNG's alt text, the slider's frames.
     shown = [o.data for c in code for o in c.outputs if o.output_type in ("display_data", "execute_result")]
     pngs = [Image.open(io.BytesIO(base64.b64decode(d["image/png"]))) for d in shown if "image/png" in d]
