@@ -196,6 +196,20 @@ from tinyk import apply_rotary_emb
 def apply_rope(xq, xk, cos, sin):
     return apply_rotary_emb(xq, xk, cos, sin)
 """),
+        # the rotated pairs written into the input itself: with one tensor as q and k, k turns twice
+        ("05.3.2:rotates-in-place", """
+import torch
+def apply_rope(xq, xk, cos, sin):
+    def rotate(x):
+        T = x.shape[1]
+        c = cos.reshape(1, T, 1, -1) if cos.ndim == 2 else cos[:, :, None, :]
+        s = sin.reshape(1, T, 1, -1) if sin.ndim == 2 else sin[:, :, None, :]
+        even, odd = x[..., 0::2].clone(), x[..., 1::2].clone()
+        x[..., 0::2] = even * c - odd * s
+        x[..., 1::2] = even * s + odd * c
+        return x
+    return rotate(xq), rotate(xk)
+"""),
     ],
     "ex_05_3_3_solution": [
         ("05.3.3:float32-tables", _ROPE_SCORE.replace(", dtype=torch.float64", "")),

@@ -106,6 +106,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("05.3.1", "accepts-odd-head-dim", "no whole pairs", "accepts an odd head_dim"),
     ("05.3.1", "accepts-non-positive-head-dim", "not a positive width", "accepts a head_dim of 0 or less"),
     ("05.3.1", "borrowed", *_BORROWED),
+    ("05.3.2", "rotates-in-place", "wrote into its input",
+     "rotates in place (writes the rotated pairs into xq or xk)"),
     ("05.3.2", "one-input-unrotated", "rotate both q and k", "only one of q and k rotated"),
     ("05.3.2", "double-angle", "twice the angle", "turned by twice the angle"),
     ("05.3.2", "cat-write-back", "written back as halves", "the rotated pairs written back as halves (cat)"),
