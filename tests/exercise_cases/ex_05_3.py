@@ -196,6 +196,32 @@ from tinyk import apply_rotary_emb
 def apply_rope(xq, xk, cos, sin):
     return apply_rotary_emb(xq, xk, cos, sin)
 """),
+        # the pairs read as halves (Hugging Face's layout), written back interleaved
+        ("05.3.2:halves-read-pairs-written", """
+import torch
+def apply_rope(xq, xk, cos, sin):
+    def rotate(x):
+        B, T, H, d_h = x.shape
+        rows = (1, T, 1, d_h // 2) if cos.ndim == 2 else (B, T, 1, d_h // 2)
+        c, s = cos.reshape(rows), sin.reshape(rows)
+        a, b = x[..., : d_h // 2], x[..., d_h // 2 :]
+        return torch.stack([a * c - b * s, a * s + b * c], dim=-1).flatten(3).to(x.dtype)
+    return rotate(xq), rotate(xk)
+"""),
+        # only the first d_h/4 pairs rotated, the others passed through as they were
+        ("05.3.2:partial-rotation", """
+import torch
+def apply_rope(xq, xk, cos, sin):
+    def rotate(x):
+        B, T, H, d_h = x.shape
+        k = d_h // 4
+        rows = (1, T, 1, d_h // 2) if cos.ndim == 2 else (B, T, 1, d_h // 2)
+        c, s = cos.reshape(rows)[..., :k], sin.reshape(rows)[..., :k]
+        a, b = x[..., 0 : 2 * k : 2], x[..., 1 : 2 * k : 2]
+        turned = torch.stack([a * c - b * s, a * s + b * c], dim=-1).flatten(3)
+        return torch.cat([turned, x[..., 2 * k :]], dim=-1).to(x.dtype)
+    return rotate(xq), rotate(xk)
+"""),
         # the rotated pairs written into the input itself: with one tensor as q and k, k turns twice
         ("05.3.2:rotates-in-place", """
 import torch

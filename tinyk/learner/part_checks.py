@@ -275,7 +275,16 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
                  say("an input returned unrotated; rotate both q and k"): (xq, xk),
                  say("the rotated pairs written back as halves with cat; interleave them again, "
                      "torch.stack([a, b], -1).flatten(-2)"): [torch.cat([e[..., 0::2], e[..., 1::2]], -1)
-                                                             for e in expected]}
+                                                             for e in expected],
+                 say("the pairs read as halves (x[..., :d_h/2] with x[..., d_h/2:], the half-split layout) "
+                     "and written back interleaved; read adjacent coordinates as the pairs too, x[..., 0::2] "
+                     "with x[..., 1::2]"): [torch.stack([h[..., : d_h // 2], h[..., d_h // 2 :]], -1)
+                                           .flatten(-2) for h in half]}
+        for k in range(1, d_h // 2):  # the first k pairs rotated, the others passed through
+            hints[say("only the first {k} of the {pairs} pairs rotated, the others passed through as they "
+                      "were; rotate every pair, i = 0..d_h/2 - 1", k=k, pairs=d_h // 2)] = \
+                [torch.cat([e[..., : 2 * k], x[..., 2 * k :]], -1)
+                 for e, x in zip(expected, (xq, xk), strict=True)]
         for i, label in enumerate((say("rotated q"), say("rotated k"))):
             rotated = say("{label} ({dtype}, {what})", label=label, dtype=dtype, what=what)
             compare(name, got[i], expected[i], rotated, atol=1e-5 if dtype == torch.float32 else 1e-2,
