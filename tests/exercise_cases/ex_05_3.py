@@ -280,6 +280,24 @@ def rope_after_cache(xq, xk, cos, sin, start_pos):
     T = xq.shape[1]
     return apply_rotary_emb(xq, xk, cos[start_pos : start_pos + T], sin[start_pos : start_pos + T])
 """),
+        # T read from the heads axis of B×T×H_q×d_h: the rows taken and the check both count heads
+        ("05.3.4:t-from-heads-axis", """
+from tinyk import apply_rotary_emb
+def rope_after_cache(xq, xk, cos, sin, start_pos):
+    T = xq.shape[2]
+    if start_pos + T > cos.shape[0]:
+        raise ValueError(start_pos + T)
+    return apply_rotary_emb(xq, xk, cos[start_pos : start_pos + T], sin[start_pos : start_pos + T])
+"""),
+        # the check alone counts the heads: the rows are right, two tokens at the end raise
+        ("05.3.4:t-from-heads-axis", """
+from tinyk import apply_rotary_emb
+def rope_after_cache(xq, xk, cos, sin, start_pos):
+    if start_pos + xq.shape[2] > cos.shape[0]:
+        raise ValueError(start_pos + xq.shape[2])
+    T = xq.shape[1]
+    return apply_rotary_emb(xq, xk, cos[start_pos : start_pos + T], sin[start_pos : start_pos + T])
+"""),
         ("05.3.4:off-by-one", """
 from tinyk import apply_rotary_emb
 def rope_after_cache(xq, xk, cos, sin, start_pos):

@@ -134,6 +134,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "tables too short when the query comes after the key"),
     ("05.3.3", "positions-swapped", "not the other way round", "q rotated to n and k to m"),
     ("05.3.3", "float32-tables", "float64", "float32 tables where float64 is needed"),
+    ("05.3.4", "t-from-heads-axis", "your t counts the heads",
+     "T read from the heads axis, xq.shape[2], instead of xq.shape[1]"),
     ("05.3.4", "one-row", "take t rows", "one row of the tables for T new tokens"),
     ("05.3.4", "too-strict-check", "that fits", "ValueError when the tables have exactly enough rows"),
     ("05.3.4", "check-left-to-tinyk", "not from your check",
