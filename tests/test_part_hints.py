@@ -145,6 +145,21 @@ def test_a_partial_rotation_is_named_with_the_number_of_pairs_it_rotated(monkeyp
     assert hint.startswith("only the first 2 of the 4 pairs") == (language == "en")
 
 
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+@pytest.mark.parametrize("mistake_id,head_dim", [("05.3.1:accepts-odd-head-dim", 7),
+                                                 ("05.3.1:accepts-non-positive-head-dim", 0)])
+def test_rope_tables_without_its_value_error_fails_the_check(monkeypatch, language, mistake_id, head_dim):
+    # 05.3.1 asks for a ValueError when head_dim is odd or not positive, and so does the check
+    part = _part(ex_05_3.MISTAKES["ex_05_3_1_solution"], mistake_id, "rope_tables")
+    monkeypatch.setenv("TINYK_LANGUAGE", language)
+    with pytest.raises(PartError) as caught:
+        check_parts(rope_tables=part)
+    assert caught.value.part == "rope_tables"
+    hint = say("head_dim={head_dim} {raised}: check head_dim first and raise ValueError when it is odd (no "
+               "whole pairs) or not positive", head_dim=head_dim, raised=say("raised nothing"))
+    assert hint in str(caught.value) and ("raise ValueError" in hint) == (language == "en")
+
+
 def test_a_table_cropped_to_fit_the_heads_fails_the_check(monkeypatch):
     # the check passes tables built from d = 32 to heads of width 8: an error, never a crop
     part = _part(ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:crops-table", "apply_rope")

@@ -364,6 +364,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "left padding, or padded with 0 instead of the pad id"),
     ("05.10.3", "rope-positions-from-1", "the positions 1..end", "RoPE tables for the positions 1..end"),
     ("05.10.3", "cos-sin-swapped", "cos and sin swapped", "RoPE's cos and sin tables swapped"),
+    ("05.10.3", "rope-accepts-odd-head-dim", "raise valueerror when it is odd",
+     "RoPE tables built for an odd head_dim (no ValueError)"),
     ("05.10.3", "given-mask-ignored", "the given mask is ignored", "attention ignoring a given mask"),
     ("05.10.3", "bool-mask-added", "boolean mask added to the scores",
      "the boolean mask added to the scores as an additive float mask"),

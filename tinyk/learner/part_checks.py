@@ -237,6 +237,20 @@ def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
                                                         "theta={theta:g}", label=label, head_dim=head_dim,
                                                         end=end, theta=theta),
                     hints={hint: tables[i] for hint, tables in hints.items()})
+    for head_dim in (7, 0, -4):  # no whole pairs, or no width at all: a ValueError first
+        try:
+            call_part("rope_tables", fn, head_dim, 4)
+        except PartError as err:
+            if isinstance(err.__cause__, ValueError):
+                continue
+            if not isinstance(err.__cause__, Exception):  # a stub, or a call of a ready-made version
+                raise
+            raised = say("raised {error}", error=type(err.__cause__).__name__)
+        else:
+            raised = say("raised nothing")
+        raise PartError("rope_tables", say("head_dim={head_dim} {raised}: check head_dim first and raise "
+                                           "ValueError when it is odd (no whole pairs) or not positive",
+                                           head_dim=head_dim, raised=raised))
 
 
 def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
