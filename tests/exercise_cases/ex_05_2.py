@@ -205,6 +205,11 @@ def rms(x, eps=0.0):
         {_WIDE}
         return (x32 * torch.rsqrt(x32.pow(2).mean(-1) + self.eps)).to(x.dtype) * self.weight
 """)),
+        # the mean over dim=1: a 1-D input has no axis 1 (IndexError)
+        ("05.2.2:axis-1", _rmsnorm(f"""
+        {_WIDE}
+        return (x32 * torch.rsqrt(x32.pow(2).mean(1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+""")),
         ("05.2.2:first-axis", _rmsnorm(f"""
         {_WIDE}
         return (x32 * torch.rsqrt(x32.pow(2).mean(0, keepdim=True) + self.eps)).to(x.dtype) * self.weight

@@ -91,6 +91,7 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("05.2.2", "weight-before-cast", "before casting back", "multiplies by the weight before casting back"),
     ("05.2.2", "downcasts-float64", "never downcast", "downcasts float64 to float32"),
     ("05.2.2", "eps-outside-sqrt", "inside the square root", "eps added outside the square root"),
+    ("05.2.2", "axis-1", "over a fixed axis", "the mean over dim=1 (a fixed axis) instead of the last"),
     ("05.2.2", "first-axis", "last axis", "normalises over the first axis, not the last"),
     ("05.2.2", "detached", "keep every step in the graph",
      "a step detached from the graph (wrong gradients)"),
