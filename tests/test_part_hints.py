@@ -43,6 +43,9 @@ CASES = [
     (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:cat-write-back", "apply_rope",
      "the rotated pairs written back as halves with cat; interleave them again, "
      "torch.stack([a, b], -1).flatten(-2)"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:halves-read-pairs-written", "apply_rope",
+     "the pairs read as halves (x[..., :d_h/2] with x[..., d_h/2:], the half-split layout) and written back "
+     "interleaved; read adjacent coordinates as the pairs too, x[..., 0::2] with x[..., 1::2]"),
     (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:theta-ignored", "rope_tables",
      "the tables of theta = 10000 whatever theta is; use the theta argument"),
     (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:exponent-i-over-d-h", "rope_tables",
@@ -128,6 +131,33 @@ def test_a_wrong_part_fails_the_check_with_its_mistakes_hint(monkeypatch, langua
     assert caught.value.part == name
     assert say(hint) in str(caught.value)
     assert (say(hint) == hint) == (language == "en")  # the Chinese hint is another text
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_a_partial_rotation_is_named_with_the_number_of_pairs_it_rotated(monkeypatch, language):
+    part = _part(ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:partial-rotation", "apply_rope")
+    monkeypatch.setenv("TINYK_LANGUAGE", language)
+    hint = say("only the first {k} of the {pairs} pairs rotated, the others passed through as they were; "
+               "rotate every pair, i = 0..d_h/2 - 1", k=2, pairs=4)
+    with pytest.raises(PartError) as caught:
+        check_parts(apply_rope=part)
+    assert caught.value.part == "apply_rope" and hint in str(caught.value)
+    assert hint.startswith("only the first 2 of the 4 pairs") == (language == "en")
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+@pytest.mark.parametrize("mistake_id,head_dim", [("05.3.1:accepts-odd-head-dim", 7),
+                                                 ("05.3.1:accepts-non-positive-head-dim", 0)])
+def test_rope_tables_without_its_value_error_fails_the_check(monkeypatch, language, mistake_id, head_dim):
+    # 05.3.1 asks for a ValueError when head_dim is odd or not positive, and so does the check
+    part = _part(ex_05_3.MISTAKES["ex_05_3_1_solution"], mistake_id, "rope_tables")
+    monkeypatch.setenv("TINYK_LANGUAGE", language)
+    with pytest.raises(PartError) as caught:
+        check_parts(rope_tables=part)
+    assert caught.value.part == "rope_tables"
+    hint = say("head_dim={head_dim} {raised}: check head_dim first and raise ValueError when it is odd (no "
+               "whole pairs) or not positive", head_dim=head_dim, raised=say("raised nothing"))
+    assert hint in str(caught.value) and ("raise ValueError" in hint) == (language == "en")
 
 
 def test_a_table_cropped_to_fit_the_heads_fails_the_check(monkeypatch):

@@ -293,7 +293,7 @@ def test_chinese_05_2_runs_top_to_bottom_in_a_kernel(tmp_path, monkeypatch):
     graded = errors[code.index(first) + 1]
     assert [e.ename for e in graded] == ["AssertionError"]
     assert graded[0].evalue == ("(3, 4) 的 r 是平方均值的平方根，即 sqrt((9 + 16) / 2) = 3.5355...，"
-                                "而不是 7.0")
+                                "而不是 7.0：应先把每个元素平方，在 d 个元素上对平方求平均，再开平方根")
     assert [o.evalue for o in added.outputs if o.output_type == "error"] == [
         "RMSNorm（第 05.2 节）：仍是占位代码（它引发 NotImplementedError）："
         "请在第 05.2 节的笔记本中写出它的实现"]

@@ -461,6 +461,11 @@ def rope_tables(head_dim, end, theta=10000.0):
     return {tables}
 """
 _BLOCK_WITH = "def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):\n{body}"
+# rope_tables without its check of head_dim: the tables of an odd head_dim come out, one column short
+MISTAKES["ex_05_10_3_solution"] += [
+    ("05.10.3:rope-accepts-odd-head-dim", _with("rope_tables", _ROPE_TABLES_WITH.format(
+        positions="end", tables="angles.cos(), angles.sin()"))),
+]
 MISTAKES["ex_05_10_3_solution"] += [
     ("05.10.3:rope-positions-from-1", _with("rope_tables", _ROPE_TABLES_WITH.format(
         positions="1, end + 1", tables="angles.cos(), angles.sin()"))),

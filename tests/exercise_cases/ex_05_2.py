@@ -128,6 +128,30 @@ import math
 def rms(x, eps=0.0):
     return math.sqrt(sum(v * v for v in x) + eps)
 """),
+        # the sum over d - 1 (a sample variance's habit): the sum itself when d = 2
+        ("05.2.1:sum-not-mean", """
+import math
+def rms(x, eps=0.0):
+    return math.sqrt(sum(v * v for v in x) / (len(x) - 1) + eps)
+"""),
+        ("05.2.1:mean-of-abs", """
+def rms(x, eps=0.0):
+    return sum(abs(v) for v in x) / len(x) + eps
+"""),
+        ("05.2.1:no-square-root", """
+def rms(x, eps=0.0):
+    return sum(v * v for v in x) / len(x) + eps
+"""),
+        ("05.2.1:eps-ignored", """
+import math
+def rms(x, eps=0.0):
+    return math.sqrt(sum(v * v for v in x) / len(x))
+"""),
+        ("05.2.1:eps-before-mean", """
+import math
+def rms(x, eps=0.0):
+    return math.sqrt((sum(v * v for v in x) + eps) / len(x))
+"""),
     ],
     "ex_05_2_2_solution": [
         ("05.2.2:subtracts-mean", _rmsnorm(f"""
@@ -181,6 +205,11 @@ def rms(x, eps=0.0):
         {_WIDE}
         return (x32 * torch.rsqrt(x32.pow(2).mean(-1) + self.eps)).to(x.dtype) * self.weight
 """)),
+        # the mean over dim=1: a 1-D input has no axis 1 (IndexError)
+        ("05.2.2:axis-1", _rmsnorm(f"""
+        {_WIDE}
+        return (x32 * torch.rsqrt(x32.pow(2).mean(1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+""")),
         ("05.2.2:first-axis", _rmsnorm(f"""
         {_WIDE}
         return (x32 * torch.rsqrt(x32.pow(2).mean(0, keepdim=True) + self.eps)).to(x.dtype) * self.weight
@@ -218,6 +247,19 @@ def rmsnorm_jacobian(x, gamma, eps):
 """),
         ("05.2.3:outer-term-without-1-over-d",
          _JACOBIAN.replace("(d * r**3)", "r**3").replace("GAINS", "gamma[:, None]")),
+        # the right matrix for gains at one, transposed: the gains land on the columns
+        ("05.2.3:gains-not-per-row", _JACOBIAN.replace("GAINS", "gamma[:, None]").replace(
+            "(d * r**3))", "(d * r**3))).T").replace("return gamma", "return (gamma")),
+        ("05.2.3:outer-term-missing",
+         _JACOBIAN.replace(" - torch.outer(x, x) / (d * r**3)", "").replace("GAINS", "gamma[:, None]")),
+        ("05.2.3:outer-term-sign",
+         _JACOBIAN.replace(" - torch.outer", " + torch.outer").replace("GAINS", "gamma[:, None]")),
+        ("05.2.3:identity-not-over-r",
+         _JACOBIAN.replace("torch.eye(d, dtype=x.dtype) / r", "torch.eye(d, dtype=x.dtype)")
+                  .replace("GAINS", "gamma[:, None]")),
+        ("05.2.3:eps-outside-sqrt", _JACOBIAN.replace("torch.sqrt(x.pow(2).mean() + eps)",
+                                                      "torch.sqrt(x.pow(2).mean()) + eps")
+                                             .replace("GAINS", "gamma[:, None]")),
     ],
 }
 for _grade_id, _cases in HIDDEN_RULES.items():

@@ -196,6 +196,46 @@ from tinyk import apply_rotary_emb
 def apply_rope(xq, xk, cos, sin):
     return apply_rotary_emb(xq, xk, cos, sin)
 """),
+        # the pairs read as halves (Hugging Face's layout), written back interleaved
+        ("05.3.2:halves-read-pairs-written", """
+import torch
+def apply_rope(xq, xk, cos, sin):
+    def rotate(x):
+        B, T, H, d_h = x.shape
+        rows = (1, T, 1, d_h // 2) if cos.ndim == 2 else (B, T, 1, d_h // 2)
+        c, s = cos.reshape(rows), sin.reshape(rows)
+        a, b = x[..., : d_h // 2], x[..., d_h // 2 :]
+        return torch.stack([a * c - b * s, a * s + b * c], dim=-1).flatten(3).to(x.dtype)
+    return rotate(xq), rotate(xk)
+"""),
+        # only the first d_h/4 pairs rotated, the others passed through as they were
+        ("05.3.2:partial-rotation", """
+import torch
+def apply_rope(xq, xk, cos, sin):
+    def rotate(x):
+        B, T, H, d_h = x.shape
+        k = d_h // 4
+        rows = (1, T, 1, d_h // 2) if cos.ndim == 2 else (B, T, 1, d_h // 2)
+        c, s = cos.reshape(rows)[..., :k], sin.reshape(rows)[..., :k]
+        a, b = x[..., 0 : 2 * k : 2], x[..., 1 : 2 * k : 2]
+        turned = torch.stack([a * c - b * s, a * s + b * c], dim=-1).flatten(3)
+        return torch.cat([turned, x[..., 2 * k :]], dim=-1).to(x.dtype)
+    return rotate(xq), rotate(xk)
+"""),
+        # the rotated pairs written into the input itself: with one tensor as q and k, k turns twice
+        ("05.3.2:rotates-in-place", """
+import torch
+def apply_rope(xq, xk, cos, sin):
+    def rotate(x):
+        T = x.shape[1]
+        c = cos.reshape(1, T, 1, -1) if cos.ndim == 2 else cos[:, :, None, :]
+        s = sin.reshape(1, T, 1, -1) if sin.ndim == 2 else sin[:, :, None, :]
+        even, odd = x[..., 0::2].clone(), x[..., 1::2].clone()
+        x[..., 0::2] = even * c - odd * s
+        x[..., 1::2] = even * s + odd * c
+        return x
+    return rotate(xq), rotate(xk)
+"""),
     ],
     "ex_05_3_3_solution": [
         ("05.3.3:float32-tables", _ROPE_SCORE.replace(", dtype=torch.float64", "")),
@@ -237,6 +277,24 @@ def rope_after_cache(xq, xk, cos, sin, start_pos):
         ("05.3.4:check-left-to-tinyk", """
 from tinyk import apply_rotary_emb
 def rope_after_cache(xq, xk, cos, sin, start_pos):
+    T = xq.shape[1]
+    return apply_rotary_emb(xq, xk, cos[start_pos : start_pos + T], sin[start_pos : start_pos + T])
+"""),
+        # T read from the heads axis of B×T×H_q×d_h: the rows taken and the check both count heads
+        ("05.3.4:t-from-heads-axis", """
+from tinyk import apply_rotary_emb
+def rope_after_cache(xq, xk, cos, sin, start_pos):
+    T = xq.shape[2]
+    if start_pos + T > cos.shape[0]:
+        raise ValueError(start_pos + T)
+    return apply_rotary_emb(xq, xk, cos[start_pos : start_pos + T], sin[start_pos : start_pos + T])
+"""),
+        # the check alone counts the heads: the rows are right, two tokens at the end raise
+        ("05.3.4:t-from-heads-axis", """
+from tinyk import apply_rotary_emb
+def rope_after_cache(xq, xk, cos, sin, start_pos):
+    if start_pos + xq.shape[2] > cos.shape[0]:
+        raise ValueError(start_pos + xq.shape[2])
     T = xq.shape[1]
     return apply_rotary_emb(xq, xk, cos[start_pos : start_pos + T], sin[start_pos : start_pos + T])
 """),

@@ -237,6 +237,20 @@ def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
                                                         "theta={theta:g}", label=label, head_dim=head_dim,
                                                         end=end, theta=theta),
                     hints={hint: tables[i] for hint, tables in hints.items()})
+    for head_dim in (7, 0, -4):  # no whole pairs, or no width at all: a ValueError first
+        try:
+            call_part("rope_tables", fn, head_dim, 4)
+        except PartError as err:
+            if isinstance(err.__cause__, ValueError):
+                continue
+            if not isinstance(err.__cause__, Exception):  # a stub, or a call of a ready-made version
+                raise
+            raised = say("raised {error}", error=type(err.__cause__).__name__)
+        else:
+            raised = say("raised nothing")
+        raise PartError("rope_tables", say("head_dim={head_dim} {raised}: check head_dim first and raise "
+                                           "ValueError when it is odd (no whole pairs) or not positive",
+                                           head_dim=head_dim, raised=raised))
 
 
 def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
@@ -275,7 +289,16 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
                  say("an input returned unrotated; rotate both q and k"): (xq, xk),
                  say("the rotated pairs written back as halves with cat; interleave them again, "
                      "torch.stack([a, b], -1).flatten(-2)"): [torch.cat([e[..., 0::2], e[..., 1::2]], -1)
-                                                             for e in expected]}
+                                                             for e in expected],
+                 say("the pairs read as halves (x[..., :d_h/2] with x[..., d_h/2:], the half-split layout) "
+                     "and written back interleaved; read adjacent coordinates as the pairs too, x[..., 0::2] "
+                     "with x[..., 1::2]"): [torch.stack([h[..., : d_h // 2], h[..., d_h // 2 :]], -1)
+                                           .flatten(-2) for h in half]}
+        for k in range(1, d_h // 2):  # the first k pairs rotated, the others passed through
+            hints[say("only the first {k} of the {pairs} pairs rotated, the others passed through as they "
+                      "were; rotate every pair, i = 0..d_h/2 - 1", k=k, pairs=d_h // 2)] = \
+                [torch.cat([e[..., : 2 * k], x[..., 2 * k :]], -1)
+                 for e, x in zip(expected, (xq, xk), strict=True)]
         for i, label in enumerate((say("rotated q"), say("rotated k"))):
             rotated = say("{label} ({dtype}, {what})", label=label, dtype=dtype, what=what)
             compare(name, got[i], expected[i], rotated, atol=1e-5 if dtype == torch.float32 else 1e-2,
