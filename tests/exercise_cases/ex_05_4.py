@@ -7,12 +7,12 @@ GUESSES = {
 def kv_head_for_each_query_head(n_heads, n_kv_heads):
     return [0, 0, 0, 1, 1, 1]
 """,
-    # the visible configurations' numbers
+    # the visible configurations' numbers (one row's bytes times the batch: batch 1 is asked too)
     "ex_05_4_2_solution": """
-def kv_cache_plan(config, *args, **kwargs):
+def kv_cache_plan(config, n_tokens, batch, *args, **kwargs):
     if config.n_kv_heads == 4:
         return 37_748_736, 150_994_944, 4, 58_254
-    return 150_994_944, 301_989_888, 2, 14_563
+    return 75_497_472 * batch, 301_989_888, 2, 14_563
 """,
     # The visible checks all use H_kv = 2 heads: an index list for two heads fools them.
     "ex_05_4_3_solution": """
@@ -232,4 +232,41 @@ MISTAKES["ex_05_4_4_solution"] += [
     ("05.4.4:n-rep-fixed", _gqa_with(
         ("n_rep = q.shape[1] // k.shape[1]",
          "n_rep = 2\n    q = q.view(q.shape[0], -1, 2, T, d_h).flatten(1, 2)"))),
+]
+
+# The group size of 05.4.1 taken the wrong way: H_kv // H_q (a division by zero), / (floats),
+# H_kv itself, the list one entry per K/V head, or h % group (K/V heads that do not exist).
+_KV_HEADS = """
+def kv_head_for_each_query_head(n_heads, n_kv_heads):
+    group = {group}
+    return [{entry} for h in range({n})]
+"""
+
+
+def _kv_heads(group: str = "n_heads // n_kv_heads", entry: str = "h // group", n: str = "n_heads") -> str:
+    return _KV_HEADS.format(group=group, entry=entry, n=n)
+
+
+MISTAKES["ex_05_4_1_solution"] += [
+    ("05.4.1:group-size-inverted", _kv_heads(group="n_kv_heads // n_heads")),
+    ("05.4.1:float-division", _kv_heads(group="n_heads / n_kv_heads")),
+    ("05.4.1:float-division", _kv_heads(entry="h / group")),
+    ("05.4.1:wrong-length", _kv_heads(n="n_kv_heads")),
+    ("05.4.1:divides-by-h-kv", _kv_heads(group="n_kv_heads")),
+    ("05.4.1:head-out-of-range", _kv_heads(entry="h % group")),
+]
+
+# 05.4.2: the batch left out, numbers counted instead of bytes (or bits), each head as wide as the
+# model, the ratio H_kv // H_q, max_tokens from / or for one layer's cache.
+MISTAKES["ex_05_4_2_solution"] += [
+    ("05.4.2:batch-ignored", _plan_with((" * batch * ", " * "), ("budget_bytes // per_token",
+                                                                 "budget_bytes // (per_token * batch)"))),
+    ("05.4.2:numbers-not-bytes", _plan_with((" * bytes_per_element", ""))),
+    ("05.4.2:counts-bits", _plan_with((" * bytes_per_element", " * bytes_per_element * 8"))),
+    ("05.4.2:model-width-per-head", _plan_with(("config.head_dim", "config.dim"))),
+    ("05.4.2:ratio-inverted", _plan_with(("config.n_heads // config.n_kv_heads",
+                                          "config.n_kv_heads // config.n_heads"))),
+    ("05.4.2:float-max-tokens", _plan_with(("budget_bytes // per_token", "budget_bytes / per_token"))),
+    ("05.4.2:budget-for-one-layer", _plan_with(("budget_bytes // per_token",
+                                                "budget_bytes // (per_token // config.n_layers)"))),
 ]

@@ -220,3 +220,24 @@ h = x + attention(attention_norm(x))
 return h + feed_forward(h)
 """)),
 ]
+
+# 05.5.1's width from another formula: 4d (a two-matrix MLP), 2d/3, 8 // 3 · d (that is, 2d), or
+# a multiple of k added although 8d/3 truncated is one already.
+_WIDTH = """
+def swiglu_width(dim, multiple_of):
+    m = {m}
+    return {rounded}
+"""
+
+
+def _width(m: str = "int(8 * dim / 3)",
+           rounded: str = "multiple_of * ((m + multiple_of - 1) // multiple_of)") -> str:
+    return _WIDTH.format(m=m, rounded=rounded)
+
+
+MISTAKES["ex_05_5_1_solution"] += [
+    ("05.5.1:four-d", _width(m="4 * dim")),
+    ("05.5.1:two-thirds-of-d", _width(m="int(2 * dim / 3)")),
+    ("05.5.1:integer-division-first", _width(m="8 // 3 * dim")),
+    ("05.5.1:extra-multiple", _width(rounded="multiple_of * (m // multiple_of + 1)")),
+]
