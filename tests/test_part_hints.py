@@ -87,6 +87,9 @@ CASES = [
      "the mean of each row's mean; the loss is one mean over the batch's counted targets"),
     (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:ignore-index-unused", "shifted_loss",
      "the targets equal to ignore_index are not counted: use the argument, not -100"),
+    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:ignored-as-class-0", "shifted_loss",
+     "the ignored targets counted as class 0 (averaged over every position): a target equal to "
+     "ignore_index adds no loss and is not counted; pass ignore_index to F.cross_entropy"),
     (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:cos-sin-swapped", "rope_tables",
      "cos and sin swapped; return (cos, sin) in that order"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:bool-mask-added", "gqa_attention",

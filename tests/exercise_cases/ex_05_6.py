@@ -258,7 +258,7 @@ def shifted_loss(logits, labels, ignore_index=-100):
     ],
     "ex_05_6_5_solution": [
         # NumPy's booleans, which compare equal to True and False
-        ("05.6.5:flags-not-bools", """
+        ("05.6.5:numpy-bools", """
 import numpy as np
 def step_rows(finished, next_tokens, eos, pad):
     tokens = [pad if done else token for done, token in zip(finished, next_tokens)]
@@ -383,4 +383,49 @@ import torch.nn.functional as F
 def shifted_loss(logits, labels, ignore_index=-100):
     return F.cross_entropy(logits[:, :-1].float(), labels[:, 1:], ignore_index=ignore_index)
 """),
+]
+
+# The ignored targets (-100) turned into class 0 and counted: the mean over every position, or
+# their loss added to a sum divided by the counted targets. The visible test and check_parts name both.
+_AS_CLASS_0 = """
+import torch
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    targets = labels[:, 1:].reshape(-1)
+    counted = (targets != ignore_index).sum().clamp(min=1)
+    targets = {targets}
+    return {loss}
+"""
+_FLAT = "F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), targets"
+MISTAKES["ex_05_6_4_solution"] += [
+    # the mean over every position (clamp(min=0) or torch.where)
+    ("05.6.4:ignored-as-class-0", _AS_CLASS_0.format(targets="targets.clamp(min=0)", loss=_FLAT + ")")),
+    ("05.6.4:ignored-as-class-0", _AS_CLASS_0.format(
+        targets="torch.where(targets == ignore_index, 0, targets)", loss=_FLAT + ")")),
+    # summed, over the counted targets
+    ("05.6.4:ignored-as-class-0", _AS_CLASS_0.format(
+        targets="targets.masked_fill(targets == ignore_index, 0)",
+        loss=_FLAT + ', reduction="sum") / counted')),
+]
+
+# The finished flags as NumPy bools in a list, a NumPy array, or torch bool tensors: the visible
+# test names each (numpy.bool_ prints as numpy.bool in NumPy 2).
+_FLAGS = """
+import {module}
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = [pad if done else token for done, token in zip(finished, next_tokens)]
+    return tokens, {flags}
+"""
+MISTAKES["ex_05_6_5_solution"] += [
+    ("05.6.5:numpy-bools", _FLAGS.format(module="numpy as np",
+                                         flags="list(np.array(finished) | (np.array(tokens) == eos))")),
+    ("05.6.5:numpy-array", _FLAGS.format(module="numpy as np",
+                                         flags="np.array(finished) | (np.array(tokens) == eos)")),
+    ("05.6.5:tensor-flags", _FLAGS.format(
+        module="torch", flags="list(torch.tensor(finished) | (torch.tensor(tokens) == eos))")),
+    ("05.6.5:tensor-flags", _FLAGS.format(module="torch",
+                                          flags="torch.tensor(finished) | (torch.tensor(tokens) == eos)")),
+    # the flags as ints, 1 and 0
+    ("05.6.5:flags-not-bools", _FLAGS.format(
+        module="math", flags="[int(done or token == eos) for done, token in zip(finished, tokens)]")),
 ]

@@ -159,12 +159,14 @@ def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
 
 
 def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
-    """05.6.4 (targets ignored at -100): a wrong shift, a softmax first, the mean of row means."""
+    """05.6.4 (targets ignored at -100): a wrong shift, a softmax first, the mean of row means, the
+    ignored targets counted as class 0."""
     V = logits.shape[-1]
     each = F.cross_entropy(logits[:, :-1].reshape(-1, V), labels[:, 1:].reshape(-1),
                            reduction="none").view(labels.shape[0], -1)
     counted = labels[:, 1:] != -100
     by_row = (each.sum(1) / counted.sum(1).clamp(min=1)).mean()
+    as_class_0 = labels[:, 1:].clamp(min=0).reshape(-1)  # -100 -> 0
     return {say("the unshifted loss; position t predicts labels[:, t + 1]"):
             F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1)),
             say("the shift reversed: logits[:, 1:] against labels[:, :-1]; position t predicts the NEXT "
@@ -174,4 +176,10 @@ def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
                 "itself)"): causal_lm_loss(logits.softmax(-1), labels),
             say("the mean of each row's mean; the loss is one mean over the batch's counted targets"): by_row,
             say("the targets shifted by two: position t predicts labels[:, t + 1], logits[:, :-1] against "
-                "labels[:, 1:]"): F.cross_entropy(logits[:, :-2].reshape(-1, V), labels[:, 2:].reshape(-1))}
+                "labels[:, 1:]"): F.cross_entropy(logits[:, :-2].reshape(-1, V), labels[:, 2:].reshape(-1)),
+            say("the ignored targets counted as class 0 (averaged over every position): a target equal to "
+                "ignore_index adds no loss and is not counted; pass ignore_index to F.cross_entropy"):
+            F.cross_entropy(logits[:, :-1].reshape(-1, V), as_class_0),
+            say("the ignored targets counted as class 0 (their loss added to the sum): a target equal to "
+                "ignore_index adds no loss; pass ignore_index to F.cross_entropy"):
+            F.cross_entropy(logits[:, :-1].reshape(-1, V), as_class_0, reduction="sum") / counted.sum()}
