@@ -270,3 +270,28 @@ MISTAKES["ex_05_4_2_solution"] += [
     ("05.4.2:budget-for-one-layer", _plan_with(("budget_bytes // per_token",
                                                 "budget_bytes // (per_token // config.n_layers)"))),
 ]
+
+# 05.4.3: .view on the expanded copies, expand on the head axis itself, the copies along the time
+# axis or d_h, n_rep taken as the number of query heads. The visible test names each.
+MISTAKES["ex_05_4_3_solution"] += [
+    ("05.4.3:view-of-expanded", _REPEAT_KV.format(
+        body="x[:, :, :, None, :].expand(B, T, n_kv_heads, n_rep, head_dim)"
+             ".view(B, T, n_kv_heads * n_rep, head_dim)")),
+    ("05.4.3:expand-non-singleton", _REPEAT_KV.format(body="x.expand(B, T, n_kv_heads * n_rep, head_dim)")),
+    ("05.4.3:copies-on-time-axis", _REPEAT_KV.format(body="x.repeat_interleave(n_rep, dim=1)")),
+    ("05.4.3:copies-on-last-axis", _REPEAT_KV.format(body="x.repeat_interleave(n_rep, dim=-1)")),
+    ("05.4.3:n-rep-as-heads", _REPEAT_KV.format(body="x.repeat_interleave(n_rep // n_kv_heads, dim=2)")),
+]
+
+# 05.4.4: k not transposed, n_rep = H_kv // H_q, the scores divided by d_h or multiplied by
+# sqrt(d_h), the upper triangle, no causal mask when none is given. The visible test names each.
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:k-not-transposed", _gqa_with(("k.float().transpose(-2, -1)", "k.float()"))),
+    ("05.4.4:n-rep-inverted", _gqa_with(("n_rep = q.shape[1] // k.shape[1]",
+                                         "n_rep = k.shape[1] // q.shape[1]"))),
+    ("05.4.4:scale-by-d", _gqa_with(("/ math.sqrt(d_h)", "/ d_h"))),
+    ("05.4.4:scale-multiplied", _gqa_with(("/ math.sqrt(d_h)", "* math.sqrt(d_h)"))),
+    ("05.4.4:upper-triangle", _gqa_with((".tril(T_k - T)", ".triu(T_k - T)"))),
+    ("05.4.4:no-causal-mask", _gqa_with(("mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)",
+                                         "mask = torch.ones(T, T_k, dtype=torch.bool)"))),
+]
