@@ -429,3 +429,56 @@ MISTAKES["ex_05_6_5_solution"] += [
     ("05.6.5:flags-not-bools", _FLAGS.format(
         module="math", flags="[int(done or token == eos) for done, token in zip(finished, tokens)]")),
 ]
+
+# Further classic mistakes, each named by the visible test: 05.6.1 wo forgotten, the embedding
+# forgotten, head_dim from /; 05.6.3 no head axis, valid not lined up (a RuntimeError), | for &;
+# 05.6.4 .view on the slice logits[:, :-1], the summed loss not divided; 05.6.5 the two lists
+# returned in the wrong order, tuples for lists.
+MISTAKES["ex_05_6_1_solution"] += [
+    ("05.6.1:wo-forgotten", _COUNT.format(mlp="3 * dim * hidden_dim", total=_RIGHT).replace(
+        "attention = 2 * dim * n_heads", "attention = dim * n_heads")),
+    ("05.6.1:embedding-forgotten", _COUNT.format(mlp="3 * dim * hidden_dim",
+                                                 total="n_layers * (attention + mlp + 2 * dim) + dim")),
+    ("05.6.1:float-division", _COUNT.format(mlp="3 * dim * hidden_dim",
+                                            total=_RIGHT).replace("dim // n_heads", "dim / n_heads")),
+]
+_MASK_WITH = """
+import torch
+def causal_padding_mask(valid, query_len):
+    T_k = valid.shape[-1]
+    causal = torch.ones(query_len, T_k, dtype=torch.bool).tril(T_k - query_len)
+    return {mask}
+"""
+MISTAKES["ex_05_6_3_solution"] += [
+    ("05.6.3:no-head-axis", _MASK_WITH.format(mask="causal[None] & valid[:, None, :]")),
+    ("05.6.3:valid-not-lined-up", _MASK_WITH.format(mask="(causal & valid)[:, None]")),
+    ("05.6.3:or-not-and", _MASK_WITH.format(mask="causal[None, None] | valid[:, None, None, :]")),
+]
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:view-of-slice", """
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    targets = labels[:, 1:].reshape(-1)
+    total = F.cross_entropy(logits[:, :-1].view(-1, logits.shape[-1]), targets, ignore_index=ignore_index,
+                            reduction="sum")
+    return total / (targets != ignore_index).sum().clamp(min=1)
+"""),
+    ("05.6.4:sum-not-divided", """
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
+                           ignore_index=ignore_index, reduction="sum")
+"""),
+]
+MISTAKES["ex_05_6_5_solution"] += [
+    ("05.6.5:swapped-return", """
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = [pad if done else token for done, token in zip(finished, next_tokens)]
+    return [done or token == eos for done, token in zip(finished, tokens)], tokens
+"""),
+    ("05.6.5:tuples-not-lists", """
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = tuple(pad if done else token for done, token in zip(finished, next_tokens))
+    return tokens, tuple(done or token == eos for done, token in zip(finished, tokens))
+"""),
+]
