@@ -87,6 +87,25 @@ CASES = [
      "the mean of each row's mean; the loss is one mean over the batch's counted targets"),
     (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:ignore-index-unused", "shifted_loss",
      "the targets equal to ignore_index are not counted: use the argument, not -100"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:upper-triangle", "gqa_attention",
+     "the upper triangle (triu): query t sees keys t..T_k - 1 instead of 0..t, tril(T_k - T)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:k-not-transposed", "gqa_attention",
+     "the scores are q @ k.transpose(-2, -1), T×d_h times d_h×T_k"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:n-rep-inverted", "gqa_attention",
+     "n_rep = H_kv // H_q rounds to 0: copy each K/V head n_rep = H_q // H_kv times"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:mlp-half-missing", "decoder_block",
+     "the MLP half is missing: after h = x + attention(attention_norm(x)), return "
+     "h + feed_forward(ffn_norm(h))"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:attention-norm-missing", "decoder_block",
+     "attention_norm is never called: the attention half is pre-norm, h = x + attention(attention_norm(x))"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:norm-after-mlp", "decoder_block",
+     "feed_forward reads h itself, the norm after it: the MLP half is pre-norm too, "
+     "h + feed_forward(ffn_norm(h))"),
+    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:or-not-and", "causal_padding_mask",
+     "every key allowed: a key must be both causal AND real, causal & valid (not |)"),
+    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:valid-not-lined-up", "causal_padding_mask",
+     "valid is B×T_k, line it up as B×1×1×T_k, valid[:, None, None, :], to combine it with the T×T_k "
+     "triangle"),
     (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:ignored-as-class-0", "shifted_loss",
      "the ignored targets counted as class 0 (averaged over every position): a target equal to "
      "ignore_index adds no loss and is not counted; pass ignore_index to F.cross_entropy"),

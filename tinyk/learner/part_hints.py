@@ -43,6 +43,10 @@ def attention_hints(q: Tensor, kk: Tensor, vv: Tensor, mask: Tensor | None) -> d
     if mask is None and T > 1:
         hints[say("query t may see keys 0..t only (the causal mask)")] = \
             _attend(q, kk, vv, torch.ones(T, T_k, dtype=torch.bool, device=q.device))
+    if mask is None and T > 1:
+        upper = torch.ones(T, T_k, dtype=torch.bool, device=q.device).triu(T_k - T)
+        hints[say("the upper triangle (triu): query t sees keys t..T_k - 1 instead of 0..t, "
+                  "tril(T_k - T)")] = _attend(q, kk, vv, upper)
     if mask is None and T < T_k:
         first = torch.ones(T, T_k, dtype=torch.bool, device=q.device).tril()
         hints[say("a causal triangle aligned to the FIRST T keys; the queries are the LAST T keys: "
@@ -98,6 +102,7 @@ def block_hints(x: Tensor, attention: Part, feed_forward: Part, attention_norm: 
     h = x + a
     mlp_first = x + feed_forward(ffn_norm(x))
     swapped = x + attention(ffn_norm(x))
+    unnormed = x + attention(x)
     return {say("both residuals are missing: h = x + attention(attention_norm(x)), then y = h + "
                 "feed_forward(ffn_norm(h))"): feed_forward(ffn_norm(a)),
             say("ffn_norm is never called: the MLP half is pre-norm too, y = h + feed_forward(ffn_norm(h))"):
@@ -117,7 +122,13 @@ def block_hints(x: Tensor, attention: Part, feed_forward: Part, attention_norm: 
             h + feed_forward(ffn_norm(x)),
             say("the MLP half before the attention half: the attention half comes first, then the MLP half "
                 "from h"):
-            mlp_first + attention(attention_norm(mlp_first))}
+            mlp_first + attention(attention_norm(mlp_first)),
+            say("the MLP half is missing: after h = x + attention(attention_norm(x)), return "
+                "h + feed_forward(ffn_norm(h))"): h,
+            say("attention_norm is never called: the attention half is pre-norm, h = x + "
+                "attention(attention_norm(x))"): unnormed + feed_forward(ffn_norm(unnormed)),
+            say("feed_forward reads h itself, the norm after it: the MLP half is pre-norm too, "
+                "h + feed_forward(ffn_norm(h))"): h + ffn_norm(feed_forward(h))}
 
 
 def positions_hints(valid: Tensor) -> dict[str, Tensor]:
@@ -155,7 +166,9 @@ def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
             say("the upper triangle (triu): query i sees the keys up to i, the lower triangle, tril"):
             ones.triu(T_k - query_len)[None, None] & keys,
             say("the diagonal is blocked (tril(T_k - T - 1)): query i sees key i too, tril(T_k - T)"):
-            ones.tril(T_k - query_len - 1)[None, None] & keys}
+            ones.tril(T_k - query_len - 1)[None, None] & keys,
+            say("every key allowed: a key must be both causal AND real, causal & valid (not |)"):
+            causal | keys}
 
 
 def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
