@@ -106,6 +106,23 @@ CASES = [
     (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:valid-not-lined-up", "causal_padding_mask",
      "valid is B×T_k, line it up as B×1×1×T_k, valid[:, None, None, :], to combine it with the T×T_k "
      "triangle"),
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:copies-on-time-axis", "repeat_kv",
+     "the copies went along the time axis (dim=1): the heads are dim=2 of B×T×H_kv×d_h"),
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:copies-on-last-axis", "repeat_kv",
+     "the copies went along d_h (the last axis): the heads are dim=2 of B×T×H_kv×d_h"),
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:n-rep-as-heads", "repeat_kv",
+     "n_rep is the number of copies of each K/V head, not the number of query heads"),
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:view-of-expanded", "repeat_kv",
+     "an expanded tensor is not contiguous: use .reshape, not .view"),
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:expand-non-singleton", "repeat_kv",
+     "expand grows only axes of size 1: add one for the copies, x[:, :, :, None, :], expand it, then "
+     "reshape"),
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:weight-not-transposed", "SwiGLU",
+     "an nn.Linear weight is out×in, x @ weight needs its transpose; call the layer, self.w1(x)"),
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:no-down-projection", "SwiGLU",
+     "w2 (down) is never applied: the output has m features, w2 maps them back to d"),
+    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:no-head-axis", "causal_padding_mask",
+     "no head axis: the mask is B×1×T×T_k, causal[None, None] & valid[:, None, None, :]"),
     (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:ignored-as-class-0", "shifted_loss",
      "the ignored targets counted as class 0 (averaged over every position): a target equal to "
      "ignore_index adds no loss and is not counted; pass ignore_index to F.cross_entropy"),

@@ -314,10 +314,28 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
 def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
     for n_rep, dtype in ((1, torch.float32), (2, torch.float32), (4, torch.float32), (2, torch.bfloat16)):
         x = torch.randn(2, 3, 2, 4, generator=g).to(dtype)
-        compare("repeat_kv", call_part("repeat_kv", fn, x, n_rep), repeat_kv(x, n_rep),
+        got = _call_broadcasting("repeat_kv", fn, _copies_advice, x, n_rep)
+        compare("repeat_kv", got, repeat_kv(x, n_rep),
                 say("output for x of shape {shape}, n_rep={n_rep}", shape=tuple(x.shape), n_rep=n_rep),
                 hints={say("the [0, 1, 0, 1] grouping (repeat/tile); each K/V head serves a CONTIGUOUS "
-                           "group: [0, 0, 1, 1] (repeat_interleave)"): x.repeat(1, 1, n_rep, 1)})
+                           "group: [0, 0, 1, 1] (repeat_interleave)"): x.repeat(1, 1, n_rep, 1),
+                       say("the copies went along the time axis (dim=1): the heads are dim=2 of "
+                           "B×T×H_kv×d_h"): x.repeat_interleave(n_rep, 1),
+                       say("the copies went along d_h (the last axis): the heads are dim=2 of "
+                           "B×T×H_kv×d_h"): x.repeat_interleave(n_rep, -1),
+                       say("n_rep is the number of copies of each K/V head, not the number of query heads"):
+                       x.repeat_interleave(n_rep // x.shape[2], 2)})
+
+
+def _copies_advice(error: str) -> str | None:
+    """05.4.3's advice for a ``RuntimeError``: .view on the expanded copies, or expand on the head
+    axis."""
+    if "view size" in error:
+        return say("an expanded tensor is not contiguous: use .reshape, not .view")
+    if "expanded size" in error:
+        return say("expand grows only axes of size 1: add one for the copies, x[:, :, :, None, :], "
+                   "expand it, then reshape")
+    return None
 
 
 def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
@@ -374,7 +392,7 @@ def _check_swiglu(cls: Any, g: torch.Generator) -> None:
             x = torch.randn(3, 4, dim, generator=g).to(dtype)
             with torch.no_grad():
                 try:
-                    got = call_part(name, mine, x)
+                    got = _call_broadcasting(name, mine, _linear_advice, x)
                 except PartError as err:
                     if dtype == torch.float32:
                         raise
@@ -384,6 +402,14 @@ def _check_swiglu(cls: Any, g: torch.Generator) -> None:
                         say("output for dim={dim}, hidden_dim={hidden}, {dtype}", dim=dim, hidden=hidden,
                             dtype=dtype),
                         atol=1e-5 if dtype == torch.float32 else 2e-2, hints=swiglu_hints(ref, x))
+
+
+def _linear_advice(error: str) -> str | None:
+    """05.5.2's advice for a ``RuntimeError``: x @ weight without the transpose."""
+    if "cannot be multiplied" in error:
+        return say("an nn.Linear weight is out×in, x @ weight needs its transpose; call the layer, "
+                   "self.w1(x)")
+    return None
 
 
 def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:

@@ -89,7 +89,9 @@ def swiglu_hints(ref: nn.Module, x: Tensor) -> dict[str, Tensor]:
             w2(F.silu(w1(x)) * F.silu(w3(x))),
             say("a sum instead of the product: silu(w1(x)) * w3(x)"): w2(F.silu(w1(x)) + w3(x)),
             say("a residual x + ...: the decoder block adds x, the SwiGLU returns w2(...) alone"):
-            x + w2(F.silu(w1(x)) * w3(x))}
+            x + w2(F.silu(w1(x)) * w3(x)),
+            say("w2 (down) is never applied: the output has m features, w2 maps them back to d"):
+            F.silu(w1(x)) * w3(x)}
 
 
 Part = Callable[[Tensor], Tensor]
@@ -168,7 +170,9 @@ def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
             say("the diagonal is blocked (tril(T_k - T - 1)): query i sees key i too, tril(T_k - T)"):
             ones.tril(T_k - query_len - 1)[None, None] & keys,
             say("every key allowed: a key must be both causal AND real, causal & valid (not |)"):
-            causal | keys}
+            causal | keys,
+            say("no head axis: the mask is B×1×T×T_k, causal[None, None] & valid[:, None, None, :]"):
+            (causal & keys)[:, 0]}
 
 
 def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
