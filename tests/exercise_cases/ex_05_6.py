@@ -482,3 +482,11 @@ def step_rows(finished, next_tokens, eos, pad):
     return tokens, tuple(done or token == eos for done, token in zip(finished, tokens))
 """),
 ]
+
+# 05.6.2's positions as int32 (.int()): the visible test names it apart from float positions.
+MISTAKES["ex_05_6_2_solution"] += [
+    ("05.6.2:int32-positions", """
+def token_positions(valid):
+    return (valid.int().cumsum(-1) - 1).clamp(min=0).int()
+"""),
+]

@@ -281,6 +281,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("05.6.2", "positions-from-1", "first real token is at 1",
      "positions from 1 (the running count without the -1)"),
     ("05.6.2", "padding-at-minus-1", "padding is at -1", "padding at position -1 (no clamp)"),
+    ("05.6.2", "int32-positions", "positions are torch.long (int64)",
+     "int32 (or smaller) positions instead of torch.long"),
     ("05.6.2", "float-positions", "return a torch.long tensor", "float positions instead of torch.long"),
     ("05.6.2", "shifted-by-padding-count", "shifted by the number of padding tokens",
      "0..T-1 shifted by the padding count (wrong for right padding)"),
