@@ -7,12 +7,12 @@ GUESSES = {
 def kv_head_for_each_query_head(n_heads, n_kv_heads):
     return [0, 0, 0, 1, 1, 1]
 """,
-    # the visible configurations' numbers
+    # the visible configurations' numbers (one row's bytes times the batch: batch 1 is asked too)
     "ex_05_4_2_solution": """
-def kv_cache_plan(config, *args, **kwargs):
+def kv_cache_plan(config, n_tokens, batch, *args, **kwargs):
     if config.n_kv_heads == 4:
         return 37_748_736, 150_994_944, 4, 58_254
-    return 150_994_944, 301_989_888, 2, 14_563
+    return 75_497_472 * batch, 301_989_888, 2, 14_563
 """,
     # The visible checks all use H_kv = 2 heads: an index list for two heads fools them.
     "ex_05_4_3_solution": """
@@ -232,4 +232,66 @@ MISTAKES["ex_05_4_4_solution"] += [
     ("05.4.4:n-rep-fixed", _gqa_with(
         ("n_rep = q.shape[1] // k.shape[1]",
          "n_rep = 2\n    q = q.view(q.shape[0], -1, 2, T, d_h).flatten(1, 2)"))),
+]
+
+# The group size of 05.4.1 taken the wrong way: H_kv // H_q (a division by zero), / (floats),
+# H_kv itself, the list one entry per K/V head, or h % group (K/V heads that do not exist).
+_KV_HEADS = """
+def kv_head_for_each_query_head(n_heads, n_kv_heads):
+    group = {group}
+    return [{entry} for h in range({n})]
+"""
+
+
+def _kv_heads(group: str = "n_heads // n_kv_heads", entry: str = "h // group", n: str = "n_heads") -> str:
+    return _KV_HEADS.format(group=group, entry=entry, n=n)
+
+
+MISTAKES["ex_05_4_1_solution"] += [
+    ("05.4.1:group-size-inverted", _kv_heads(group="n_kv_heads // n_heads")),
+    ("05.4.1:float-division", _kv_heads(group="n_heads / n_kv_heads")),
+    ("05.4.1:float-division", _kv_heads(entry="h / group")),
+    ("05.4.1:wrong-length", _kv_heads(n="n_kv_heads")),
+    ("05.4.1:divides-by-h-kv", _kv_heads(group="n_kv_heads")),
+    ("05.4.1:head-out-of-range", _kv_heads(entry="h % group")),
+]
+
+# 05.4.2: the batch left out, numbers counted instead of bytes (or bits), each head as wide as the
+# model, the ratio H_kv // H_q, max_tokens from / or for one layer's cache.
+MISTAKES["ex_05_4_2_solution"] += [
+    ("05.4.2:batch-ignored", _plan_with((" * batch * ", " * "), ("budget_bytes // per_token",
+                                                                 "budget_bytes // (per_token * batch)"))),
+    ("05.4.2:numbers-not-bytes", _plan_with((" * bytes_per_element", ""))),
+    ("05.4.2:counts-bits", _plan_with((" * bytes_per_element", " * bytes_per_element * 8"))),
+    ("05.4.2:model-width-per-head", _plan_with(("config.head_dim", "config.dim"))),
+    ("05.4.2:ratio-inverted", _plan_with(("config.n_heads // config.n_kv_heads",
+                                          "config.n_kv_heads // config.n_heads"))),
+    ("05.4.2:float-max-tokens", _plan_with(("budget_bytes // per_token", "budget_bytes / per_token"))),
+    ("05.4.2:budget-for-one-layer", _plan_with(("budget_bytes // per_token",
+                                                "budget_bytes // (per_token // config.n_layers)"))),
+]
+
+# 05.4.3: .view on the expanded copies, expand on the head axis itself, the copies along the time
+# axis or d_h, n_rep taken as the number of query heads. The visible test names each.
+MISTAKES["ex_05_4_3_solution"] += [
+    ("05.4.3:view-of-expanded", _REPEAT_KV.format(
+        body="x[:, :, :, None, :].expand(B, T, n_kv_heads, n_rep, head_dim)"
+             ".view(B, T, n_kv_heads * n_rep, head_dim)")),
+    ("05.4.3:expand-non-singleton", _REPEAT_KV.format(body="x.expand(B, T, n_kv_heads * n_rep, head_dim)")),
+    ("05.4.3:copies-on-time-axis", _REPEAT_KV.format(body="x.repeat_interleave(n_rep, dim=1)")),
+    ("05.4.3:copies-on-last-axis", _REPEAT_KV.format(body="x.repeat_interleave(n_rep, dim=-1)")),
+    ("05.4.3:n-rep-as-heads", _REPEAT_KV.format(body="x.repeat_interleave(n_rep // n_kv_heads, dim=2)")),
+]
+
+# 05.4.4: k not transposed, n_rep = H_kv // H_q, the scores divided by d_h or multiplied by
+# sqrt(d_h), the upper triangle, no causal mask when none is given. The visible test names each.
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:k-not-transposed", _gqa_with(("k.float().transpose(-2, -1)", "k.float()"))),
+    ("05.4.4:n-rep-inverted", _gqa_with(("n_rep = q.shape[1] // k.shape[1]",
+                                         "n_rep = k.shape[1] // q.shape[1]"))),
+    ("05.4.4:scale-by-d", _gqa_with(("/ math.sqrt(d_h)", "/ d_h"))),
+    ("05.4.4:scale-multiplied", _gqa_with(("/ math.sqrt(d_h)", "* math.sqrt(d_h)"))),
+    ("05.4.4:upper-triangle", _gqa_with((".tril(T_k - T)", ".triu(T_k - T)"))),
+    ("05.4.4:no-causal-mask", _gqa_with(("mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)",
+                                         "mask = torch.ones(T, T_k, dtype=torch.bool)"))),
 ]

@@ -220,3 +220,57 @@ h = x + attention(attention_norm(x))
 return h + feed_forward(h)
 """)),
 ]
+
+# 05.5.1's width from another formula: 4d (a two-matrix MLP), 2d/3, 8 // 3 · d (that is, 2d), or
+# a multiple of k added although 8d/3 truncated is one already.
+_WIDTH = """
+def swiglu_width(dim, multiple_of):
+    m = {m}
+    return {rounded}
+"""
+
+
+def _width(m: str = "int(8 * dim / 3)",
+           rounded: str = "multiple_of * ((m + multiple_of - 1) // multiple_of)") -> str:
+    return _WIDTH.format(m=m, rounded=rounded)
+
+
+MISTAKES["ex_05_5_1_solution"] += [
+    ("05.5.1:four-d", _width(m="4 * dim")),
+    ("05.5.1:two-thirds-of-d", _width(m="int(2 * dim / 3)")),
+    ("05.5.1:integer-division-first", _width(m="8 // 3 * dim")),
+    ("05.5.1:extra-multiple", _width(rounded="multiple_of * (m // multiple_of + 1)")),
+]
+
+# 05.5.2: no down projection, one fused w13 layer, the hidden_dim argument ignored (4d), x @ weight
+# without the transpose. 05.5.3: the MLP half left out, attention_norm never called, ffn_norm after
+# the MLP. The visible tests name each.
+MISTAKES["ex_05_5_2_solution"] += [
+    ("05.5.2:no-down-projection", _swiglu(forward="F.silu(self.w1(x)) * self.w3(x)")),
+    ("05.5.2:layers-renamed", _swiglu(
+        init="self.w13 = nn.Linear(dim, 2 * hidden_dim, bias=False)\n"
+             "        self.w2 = nn.Linear(hidden_dim, dim, bias=False)",
+        forward="self.w2(F.silu(self.w13(x).chunk(2, -1)[0]) * self.w13(x).chunk(2, -1)[1])")),
+    ("05.5.2:hidden-dim-ignored", _swiglu(
+        init="self.w1 = nn.Linear(dim, 4 * dim, bias=False)\n"
+             "        self.w2 = nn.Linear(4 * dim, dim, bias=False)\n"
+             "        self.w3 = nn.Linear(dim, 4 * dim, bias=False)")),
+    ("05.5.2:weight-not-transposed", _swiglu(
+        forward="(F.silu(x @ self.w1.weight) * (x @ self.w3.weight)) @ self.w2.weight")),
+]
+MISTAKES["ex_05_5_3_solution"] += [
+    ("05.5.3:mlp-half-missing", """
+def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):
+    return x + attention(attention_norm(x))
+"""),
+    ("05.5.3:attention-norm-missing", """
+def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):
+    h = x + attention(x)
+    return h + feed_forward(ffn_norm(h))
+"""),
+    ("05.5.3:norm-after-mlp", """
+def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):
+    h = x + attention(attention_norm(x))
+    return h + ffn_norm(feed_forward(h))
+"""),
+]

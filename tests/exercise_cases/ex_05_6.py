@@ -258,7 +258,7 @@ def shifted_loss(logits, labels, ignore_index=-100):
     ],
     "ex_05_6_5_solution": [
         # NumPy's booleans, which compare equal to True and False
-        ("05.6.5:flags-not-bools", """
+        ("05.6.5:numpy-bools", """
 import numpy as np
 def step_rows(finished, next_tokens, eos, pad):
     tokens = [pad if done else token for done, token in zip(finished, next_tokens)]
@@ -382,5 +382,111 @@ MISTAKES["ex_05_6_4_solution"] += [
 import torch.nn.functional as F
 def shifted_loss(logits, labels, ignore_index=-100):
     return F.cross_entropy(logits[:, :-1].float(), labels[:, 1:], ignore_index=ignore_index)
+"""),
+]
+
+# The ignored targets (-100) turned into class 0 and counted: the mean over every position, or
+# their loss added to a sum divided by the counted targets. The visible test and check_parts name both.
+_AS_CLASS_0 = """
+import torch
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    targets = labels[:, 1:].reshape(-1)
+    counted = (targets != ignore_index).sum().clamp(min=1)
+    targets = {targets}
+    return {loss}
+"""
+_FLAT = "F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), targets"
+MISTAKES["ex_05_6_4_solution"] += [
+    # the mean over every position (clamp(min=0) or torch.where)
+    ("05.6.4:ignored-as-class-0", _AS_CLASS_0.format(targets="targets.clamp(min=0)", loss=_FLAT + ")")),
+    ("05.6.4:ignored-as-class-0", _AS_CLASS_0.format(
+        targets="torch.where(targets == ignore_index, 0, targets)", loss=_FLAT + ")")),
+    # summed, over the counted targets
+    ("05.6.4:ignored-as-class-0", _AS_CLASS_0.format(
+        targets="targets.masked_fill(targets == ignore_index, 0)",
+        loss=_FLAT + ', reduction="sum") / counted')),
+]
+
+# The finished flags as NumPy bools in a list, a NumPy array, or torch bool tensors: the visible
+# test names each (numpy.bool_ prints as numpy.bool in NumPy 2).
+_FLAGS = """
+import {module}
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = [pad if done else token for done, token in zip(finished, next_tokens)]
+    return tokens, {flags}
+"""
+MISTAKES["ex_05_6_5_solution"] += [
+    ("05.6.5:numpy-bools", _FLAGS.format(module="numpy as np",
+                                         flags="list(np.array(finished) | (np.array(tokens) == eos))")),
+    ("05.6.5:numpy-array", _FLAGS.format(module="numpy as np",
+                                         flags="np.array(finished) | (np.array(tokens) == eos)")),
+    ("05.6.5:tensor-flags", _FLAGS.format(
+        module="torch", flags="list(torch.tensor(finished) | (torch.tensor(tokens) == eos))")),
+    ("05.6.5:tensor-flags", _FLAGS.format(module="torch",
+                                          flags="torch.tensor(finished) | (torch.tensor(tokens) == eos)")),
+    # the flags as ints, 1 and 0
+    ("05.6.5:flags-not-bools", _FLAGS.format(
+        module="math", flags="[int(done or token == eos) for done, token in zip(finished, tokens)]")),
+]
+
+# Further classic mistakes, each named by the visible test: 05.6.1 wo forgotten, the embedding
+# forgotten, head_dim from /; 05.6.3 no head axis, valid not lined up (a RuntimeError), | for &;
+# 05.6.4 .view on the slice logits[:, :-1], the summed loss not divided; 05.6.5 the two lists
+# returned in the wrong order, tuples for lists.
+MISTAKES["ex_05_6_1_solution"] += [
+    ("05.6.1:wo-forgotten", _COUNT.format(mlp="3 * dim * hidden_dim", total=_RIGHT).replace(
+        "attention = 2 * dim * n_heads", "attention = dim * n_heads")),
+    ("05.6.1:embedding-forgotten", _COUNT.format(mlp="3 * dim * hidden_dim",
+                                                 total="n_layers * (attention + mlp + 2 * dim) + dim")),
+    ("05.6.1:float-division", _COUNT.format(mlp="3 * dim * hidden_dim",
+                                            total=_RIGHT).replace("dim // n_heads", "dim / n_heads")),
+]
+_MASK_WITH = """
+import torch
+def causal_padding_mask(valid, query_len):
+    T_k = valid.shape[-1]
+    causal = torch.ones(query_len, T_k, dtype=torch.bool).tril(T_k - query_len)
+    return {mask}
+"""
+MISTAKES["ex_05_6_3_solution"] += [
+    ("05.6.3:no-head-axis", _MASK_WITH.format(mask="causal[None] & valid[:, None, :]")),
+    ("05.6.3:valid-not-lined-up", _MASK_WITH.format(mask="(causal & valid)[:, None]")),
+    ("05.6.3:or-not-and", _MASK_WITH.format(mask="causal[None, None] | valid[:, None, None, :]")),
+]
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:view-of-slice", """
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    targets = labels[:, 1:].reshape(-1)
+    total = F.cross_entropy(logits[:, :-1].view(-1, logits.shape[-1]), targets, ignore_index=ignore_index,
+                            reduction="sum")
+    return total / (targets != ignore_index).sum().clamp(min=1)
+"""),
+    ("05.6.4:sum-not-divided", """
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
+                           ignore_index=ignore_index, reduction="sum")
+"""),
+]
+MISTAKES["ex_05_6_5_solution"] += [
+    ("05.6.5:swapped-return", """
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = [pad if done else token for done, token in zip(finished, next_tokens)]
+    return [done or token == eos for done, token in zip(finished, tokens)], tokens
+"""),
+    ("05.6.5:tuples-not-lists", """
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = tuple(pad if done else token for done, token in zip(finished, next_tokens))
+    return tokens, tuple(done or token == eos for done, token in zip(finished, tokens))
+"""),
+]
+
+# 05.6.2's positions as int32 (.int()): the visible test names it apart from float positions.
+MISTAKES["ex_05_6_2_solution"] += [
+    ("05.6.2:int32-positions", """
+def token_positions(valid):
+    return (valid.int().cumsum(-1) - 1).clamp(min=0).int()
 """),
 ]

@@ -88,15 +88,35 @@ def _normalised(x: Tensor) -> Tensor:
     return x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-5)
 
 
-def _call_broadcasting(name: str, fn: Callable[..., Any], advice: str, *args: Any) -> Any:
+def _call_broadcasting(name: str, fn: Callable[..., Any], advice: str | Callable[[str], str | None],
+                       *args: Any) -> Any:
     """:func:`call_part`, with ``advice`` added when the part failed on shapes that do not
-    broadcast (a ``RuntimeError``): which axis to keep or add."""
+    broadcast (a ``RuntimeError``): which axis to keep or add. ``advice`` may be a function of the
+    error's text, giving the advice or None (the error as it is)."""
     try:
         return call_part(name, fn, *args)
     except PartError as err:
         if isinstance(err.__cause__, RuntimeError):
-            raise PartError(name, say("{detail}; {advice}", detail=err.detail, advice=advice)) from None
+            said = advice(str(err.__cause__)) if callable(advice) else advice
+            if said is None:
+                raise
+            raise PartError(name, say("{detail}; {advice}", detail=err.detail, advice=said)) from None
         raise
+
+
+def _attention_advice(grouped: bool) -> Callable[[str], str | None]:
+    """05.4.4's advice for a ``RuntimeError``: k not transposed, n_rep = H_kv // H_q (empty K/V), or
+    (with fewer K/V heads than query heads) the K/V heads copied along another axis."""
+    def advice(error: str) -> str | None:
+        if "batch2" in error or "cannot be multiplied" in error:
+            return say("the scores are q @ k.transpose(-2, -1), T×d_h times d_h×T_k")
+        if "size of tensor b (0)" in error:
+            return say("n_rep = H_kv // H_q rounds to 0: copy each K/V head n_rep = H_q // H_kv times")
+        if grouped:
+            return say("copy each K/V head n_rep = H_q // H_kv times along the head axis, dim=1 of "
+                       "B×H_kv×T_k×d_h (not the time axis, dim=2)")
+        return None
+    return advice
 
 
 def _left_alone(name: str, fix: str, **inputs: tuple[Tensor, Tensor]) -> None:
@@ -317,10 +337,28 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
 def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
     for n_rep, dtype in ((1, torch.float32), (2, torch.float32), (4, torch.float32), (2, torch.bfloat16)):
         x = torch.randn(2, 3, 2, 4, generator=g).to(dtype)
-        compare("repeat_kv", call_part("repeat_kv", fn, x, n_rep), repeat_kv(x, n_rep),
+        got = _call_broadcasting("repeat_kv", fn, _copies_advice, x, n_rep)
+        compare("repeat_kv", got, repeat_kv(x, n_rep),
                 say("output for x of shape {shape}, n_rep={n_rep}", shape=tuple(x.shape), n_rep=n_rep),
                 hints={say("the [0, 1, 0, 1] grouping (repeat/tile); each K/V head serves a CONTIGUOUS "
-                           "group: [0, 0, 1, 1] (repeat_interleave)"): x.repeat(1, 1, n_rep, 1)})
+                           "group: [0, 0, 1, 1] (repeat_interleave)"): x.repeat(1, 1, n_rep, 1),
+                       say("the copies went along the time axis (dim=1): the heads are dim=2 of "
+                           "B×T×H_kv×d_h"): x.repeat_interleave(n_rep, 1),
+                       say("the copies went along d_h (the last axis): the heads are dim=2 of "
+                           "B×T×H_kv×d_h"): x.repeat_interleave(n_rep, -1),
+                       say("n_rep is the number of copies of each K/V head, not the number of query heads"):
+                       x.repeat_interleave(n_rep // x.shape[2], 2)})
+
+
+def _copies_advice(error: str) -> str | None:
+    """05.4.3's advice for a ``RuntimeError``: .view on the expanded copies, or expand on the head
+    axis."""
+    if "view size" in error:
+        return say("an expanded tensor is not contiguous: use .reshape, not .view")
+    if "expanded size" in error:
+        return say("expand grows only axes of size 1: add one for the copies, x[:, :, :, None, :], "
+                   "expand it, then reshape")
+    return None
 
 
 def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
@@ -339,9 +377,7 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         padded = say("a padded batch's mask (row 0's first queries see no key)")
         what = say("output for H_q={H_q}, H_kv={H_kv}, T={T}, T_k={T_k}, {dtype}, {mask}", H_q=n_heads,
                    H_kv=n_kv, T=T, T_k=T_k, dtype=dtype, mask=padded if masked else "mask=None")
-        got = call_part(name, fn, q, k, v, mask) if n_heads == n_kv else _call_broadcasting(
-            name, fn, say("copy each K/V head n_rep = H_q // H_kv times along the head axis, dim=1 of "
-                          "B×H_kv×T_k×d_h (not the time axis, dim=2)"), q, k, v, mask)
+        got = _call_broadcasting(name, fn, _attention_advice(n_heads != n_kv), q, k, v, mask)
         expected = reference_gqa_attention(q, k, v, mask)
         kk, vv = repeat_kv(k.transpose(1, 2), n_heads // n_kv).transpose(1, 2), \
             repeat_kv(v.transpose(1, 2), n_heads // n_kv).transpose(1, 2)
@@ -379,7 +415,7 @@ def _check_swiglu(cls: Any, g: torch.Generator) -> None:
             x = torch.randn(3, 4, dim, generator=g).to(dtype)
             with torch.no_grad():
                 try:
-                    got = call_part(name, mine, x)
+                    got = _call_broadcasting(name, mine, _linear_advice, x)
                 except PartError as err:
                     if dtype == torch.float32:
                         raise
@@ -389,6 +425,14 @@ def _check_swiglu(cls: Any, g: torch.Generator) -> None:
                         say("output for dim={dim}, hidden_dim={hidden}, {dtype}", dim=dim, hidden=hidden,
                             dtype=dtype),
                         atol=1e-5 if dtype == torch.float32 else 2e-2, hints=swiglu_hints(ref, x))
+
+
+def _linear_advice(error: str) -> str | None:
+    """05.5.2's advice for a ``RuntimeError``: x @ weight without the transpose."""
+    if "cannot be multiplied" in error:
+        return say("an nn.Linear weight is out×in, x @ weight needs its transpose; call the layer, "
+                   "self.w1(x)")
+    return None
 
 
 def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:
@@ -439,7 +483,10 @@ def _check_causal_padding_mask(fn: Callable[..., Any], g: torch.Generator) -> No
     valid = _random_valid(g)
     for query_len in (valid.shape[1], 3, 1):
         expected = padding_to_attention(valid, query_len)
-        compare("causal_padding_mask", call_part("causal_padding_mask", fn, valid, query_len), expected,
+        got = _call_broadcasting("causal_padding_mask", fn, say(
+            "valid is B×T_k, line it up as B×1×1×T_k, valid[:, None, None, :], to combine it with the T×T_k "
+            "triangle"), valid, query_len)
+        compare("causal_padding_mask", got, expected,
                 say("mask for valid = {valid}, query_len={query_len}", valid=valid.long().tolist(),
                     query_len=query_len),
                 hints=mask_hints(valid, query_len))

@@ -90,9 +90,9 @@ def compare(name: str, got: object, expected: Tensor, what: str, atol: float = 1
     (where the order of rounding is what is being checked).
     """
     got = as_tensor(name, got, what)
-    if got.shape != expected.shape:
+    if got.shape != expected.shape:  # a hint of that shape may name the mistake (an axis lost or added)
         raise PartError(name, say("{what}: shape {got}, expected {expected}", what=what, got=tuple(got.shape),
-                                  expected=tuple(expected.shape)))
+                                  expected=tuple(expected.shape)) + _matching(got, hints))
     if got.dtype != expected.dtype:
         raise PartError(name, say("{what}: dtype {got}, expected {expected}", what=what, got=got.dtype,
                                   expected=expected.dtype))
@@ -118,11 +118,16 @@ def compare(name: str, got: object, expected: Tensor, what: str, atol: float = 1
             detail = say("max |difference| {largest:.3g} ({share:.0%} of entries differ); {first}",
                          largest=float(diff.max()), share=float((diff > 0).double().mean()),
                          first=first_off(got, expected, off))
+    raise PartError(name, say("{what} differs from tinyk's: {detail}", what=what,
+                              detail=detail + _matching(got, hints)))
+
+
+def _matching(got: Tensor, hints: Mapping[str, Tensor] | None) -> str:
+    """"; it matches <hint>" for the first hint whose output ``got`` is, or ''."""
     for hint, value in (hints or {}).items():
         if value.shape == got.shape and torch.allclose(got.double(), value.double(), atol=1e-5, rtol=1e-4):
-            detail += say("; it matches {hint}", hint=hint)
-            break
-    raise PartError(name, say("{what} differs from tinyk's: {detail}", what=what, detail=detail))
+            return say("; it matches {hint}", hint=hint)
+    return ""
 
 
 def first_off(got: Tensor, expected: Tensor, off: Tensor) -> str:

@@ -43,6 +43,10 @@ def attention_hints(q: Tensor, kk: Tensor, vv: Tensor, mask: Tensor | None) -> d
     if mask is None and T > 1:
         hints[say("query t may see keys 0..t only (the causal mask)")] = \
             _attend(q, kk, vv, torch.ones(T, T_k, dtype=torch.bool, device=q.device))
+    if mask is None and T > 1:
+        upper = torch.ones(T, T_k, dtype=torch.bool, device=q.device).triu(T_k - T)
+        hints[say("the upper triangle (triu): query t sees keys t..T_k - 1 instead of 0..t, "
+                  "tril(T_k - T)")] = _attend(q, kk, vv, upper)
     if mask is None and T < T_k:
         first = torch.ones(T, T_k, dtype=torch.bool, device=q.device).tril()
         hints[say("a causal triangle aligned to the FIRST T keys; the queries are the LAST T keys: "
@@ -85,7 +89,9 @@ def swiglu_hints(ref: nn.Module, x: Tensor) -> dict[str, Tensor]:
             w2(F.silu(w1(x)) * F.silu(w3(x))),
             say("a sum instead of the product: silu(w1(x)) * w3(x)"): w2(F.silu(w1(x)) + w3(x)),
             say("a residual x + ...: the decoder block adds x, the SwiGLU returns w2(...) alone"):
-            x + w2(F.silu(w1(x)) * w3(x))}
+            x + w2(F.silu(w1(x)) * w3(x)),
+            say("w2 (down) is never applied: the output has m features, w2 maps them back to d"):
+            F.silu(w1(x)) * w3(x)}
 
 
 Part = Callable[[Tensor], Tensor]
@@ -98,6 +104,7 @@ def block_hints(x: Tensor, attention: Part, feed_forward: Part, attention_norm: 
     h = x + a
     mlp_first = x + feed_forward(ffn_norm(x))
     swapped = x + attention(ffn_norm(x))
+    unnormed = x + attention(x)
     return {say("both residuals are missing: h = x + attention(attention_norm(x)), then y = h + "
                 "feed_forward(ffn_norm(h))"): feed_forward(ffn_norm(a)),
             say("ffn_norm is never called: the MLP half is pre-norm too, y = h + feed_forward(ffn_norm(h))"):
@@ -117,7 +124,13 @@ def block_hints(x: Tensor, attention: Part, feed_forward: Part, attention_norm: 
             h + feed_forward(ffn_norm(x)),
             say("the MLP half before the attention half: the attention half comes first, then the MLP half "
                 "from h"):
-            mlp_first + attention(attention_norm(mlp_first))}
+            mlp_first + attention(attention_norm(mlp_first)),
+            say("the MLP half is missing: after h = x + attention(attention_norm(x)), return "
+                "h + feed_forward(ffn_norm(h))"): h,
+            say("attention_norm is never called: the attention half is pre-norm, h = x + "
+                "attention(attention_norm(x))"): unnormed + feed_forward(ffn_norm(unnormed)),
+            say("feed_forward reads h itself, the norm after it: the MLP half is pre-norm too, "
+                "h + feed_forward(ffn_norm(h))"): h + ffn_norm(feed_forward(h))}
 
 
 def positions_hints(valid: Tensor) -> dict[str, Tensor]:
@@ -155,16 +168,22 @@ def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
             say("the upper triangle (triu): query i sees the keys up to i, the lower triangle, tril"):
             ones.triu(T_k - query_len)[None, None] & keys,
             say("the diagonal is blocked (tril(T_k - T - 1)): query i sees key i too, tril(T_k - T)"):
-            ones.tril(T_k - query_len - 1)[None, None] & keys}
+            ones.tril(T_k - query_len - 1)[None, None] & keys,
+            say("every key allowed: a key must be both causal AND real, causal & valid (not |)"):
+            causal | keys,
+            say("no head axis: the mask is B×1×T×T_k, causal[None, None] & valid[:, None, None, :]"):
+            (causal & keys)[:, 0]}
 
 
 def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
-    """05.6.4 (targets ignored at -100): a wrong shift, a softmax first, the mean of row means."""
+    """05.6.4 (targets ignored at -100): a wrong shift, a softmax first, the mean of row means, the
+    ignored targets counted as class 0."""
     V = logits.shape[-1]
     each = F.cross_entropy(logits[:, :-1].reshape(-1, V), labels[:, 1:].reshape(-1),
                            reduction="none").view(labels.shape[0], -1)
     counted = labels[:, 1:] != -100
     by_row = (each.sum(1) / counted.sum(1).clamp(min=1)).mean()
+    as_class_0 = labels[:, 1:].clamp(min=0).reshape(-1)  # -100 -> 0
     return {say("the unshifted loss; position t predicts labels[:, t + 1]"):
             F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1)),
             say("the shift reversed: logits[:, 1:] against labels[:, :-1]; position t predicts the NEXT "
@@ -174,4 +193,10 @@ def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
                 "itself)"): causal_lm_loss(logits.softmax(-1), labels),
             say("the mean of each row's mean; the loss is one mean over the batch's counted targets"): by_row,
             say("the targets shifted by two: position t predicts labels[:, t + 1], logits[:, :-1] against "
-                "labels[:, 1:]"): F.cross_entropy(logits[:, :-2].reshape(-1, V), labels[:, 2:].reshape(-1))}
+                "labels[:, 1:]"): F.cross_entropy(logits[:, :-2].reshape(-1, V), labels[:, 2:].reshape(-1)),
+            say("the ignored targets counted as class 0 (averaged over every position): a target equal to "
+                "ignore_index adds no loss and is not counted; pass ignore_index to F.cross_entropy"):
+            F.cross_entropy(logits[:, :-1].reshape(-1, V), as_class_0),
+            say("the ignored targets counted as class 0 (their loss added to the sum): a target equal to "
+                "ignore_index adds no loss; pass ignore_index to F.cross_entropy"):
+            F.cross_entropy(logits[:, :-1].reshape(-1, V), as_class_0, reduction="sum") / counted.sum()}
