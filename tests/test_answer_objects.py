@@ -99,7 +99,7 @@ def _nested(levels: int) -> list:
 
 
 def test_each_walk_over_a_reply_keeps_its_own_bound():
-    """The three walks over a reply (answer_wire's docstring says why they stay three): the
+    """The walks over a reply, each with its own bound (answer_wire's docstring): the
     learner's encoder refuses past ENCODE_DEPTH levels, and its deepest value, with a tensor and
     a dict, passes the grader's count (check_reply) and decodes back as it was; the decoder
     refuses past DECODE_DEPTH tagged levels; the count refuses past DEPTH_LIMIT levels whatever
@@ -129,3 +129,36 @@ def test_each_walk_over_a_reply_keeps_its_own_bound():
         tagged = ("l", [tagged])
     with pytest.raises(answer_wire.TooLarge, match="over the grader's bound of 64 levels"):
         answer_wire.check_reply(("ok", tagged))
+
+
+def test_every_walk_over_a_tree_that_crosses_is_the_one_walker_with_its_own_bound(monkeypatch):
+    """The count (check_reply), the decoder, the encoder and the arguments' walk (rebuild) each
+    go through answer_wire.walk, with its own bound, and no walk of their own: a tree a million
+    levels deep, which a recursion of theirs would meet as a RecursionError, is refused at
+    each one's bound, by its own exception."""
+    from tinyk.grading import answer_wire, learner_objects
+    from tinyk.grading.proxies import AnswerFailed, decode
+
+    bounds: list[int] = []
+    real = answer_wire.walk
+
+    def spy(tree: object, visit: object, limit: int, too_deep: object) -> object:
+        bounds.append(limit)
+        return real(tree, visit, limit, too_deep)
+
+    monkeypatch.setattr(answer_wire, "walk", spy)
+    monkeypatch.setattr(learner_objects, "walk", spy)
+    deep: object = 1
+    tagged: object = ("v", 1)
+    for _ in range(1_000_000):
+        deep, tagged = [deep], ("l", [tagged])
+    with pytest.raises(answer_wire.TooLarge, match="nested: 65 levels, over the grader's bound of 64 levels"):
+        answer_wire.check_reply(deep)
+    with pytest.raises(AnswerFailed, match="malformed value"):
+        decode(None, tagged)
+    with pytest.raises(ValueError, match=f"nested more than {answer_wire.ENCODE_DEPTH} levels deep"):
+        Objects(io.BytesIO(), io.BytesIO()).encode(deep)
+    with pytest.raises(ValueError, match=f"nested more than {answer_wire.ARGS_DEPTH} levels deep"):
+        rebuild(deep, lambda item: item)
+    assert bounds == [answer_wire.DEPTH_LIMIT - 1, answer_wire.DECODE_DEPTH, answer_wire.ENCODE_DEPTH,
+                      answer_wire.ARGS_DEPTH]

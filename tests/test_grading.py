@@ -556,7 +556,8 @@ def guarded_batch(assignment):
     """Every file the grader must not read, and two honest students, graded."""
     from nbformat import v4
 
-    from tinyk.reports.submitters import MAX_NOTEBOOK_BYTES, student_id
+    from tinyk.reports.submitted_files import MAX_NOTEBOOK_BYTES
+    from tinyk.reports.submitters import student_id
 
     base, notebooks, release = assignment
     subs = base / "guarded"

@@ -18,6 +18,7 @@ from tinyk.grading import batch as grading_batch
 from tinyk.grading import chapter, cli, rules, runner, sandbox, student_feedback, submission
 from tinyk.reports import gradebook_schema as grading_gradebook_schema
 from tinyk.reports import gradebook_schema as schema
+from tinyk.reports import submitted_files
 from tinyk.reports import submitters as roster
 
 NB = chapter.Notebook(Path("drill.ipynb"), "drill", [("a_test", 2.0), ("b_test", 1.0)])
@@ -496,18 +497,19 @@ def test_each_unreadable_notebook_says_what_is_wrong_with_it(tmp_path):
                  "x.ipynb is not a valid notebook (nbformat 4): "}
     assert len(cases) == 6
     for data, said in cases.items():
-        with pytest.raises(roster.Refused) as refused:
-            roster.parse_notebook(data, "x.ipynb")
+        with pytest.raises(submitted_files.Refused) as refused:
+            submitted_files.parse_notebook(data, "x.ipynb")
         assert str(refused.value).startswith(said), (data, str(refused.value))
     meta = {"nbgrader": {"grade_id": "a_solution", "solution": True}}
     cell = v3.new_code_cell(input="x = 1", metadata=meta)
     old = v3.new_notebook(worksheets=[v3.new_worksheet(cells=[cell])])
-    upgraded = roster.parse_notebook(v3.writes_json(old).encode(), "old.ipynb")
+    upgraded = submitted_files.parse_notebook(v3.writes_json(old).encode(), "old.ipynb")
     assert upgraded["nbformat"] == 4 and upgraded["cells"][0]["source"] == "x = 1"
     assert upgraded["cells"][0]["metadata"]["nbgrader"] == meta["nbgrader"]
     path = tmp_path / "big.ipynb"
     path.write_bytes(b"{" * 2**20)
-    assert roster.read_submitted(path, limit=2**20) == b"{" * 2**20
+    assert submitted_files.read_submitted(path, limit=2**20) == b"{" * 2**20
     path.write_bytes(b"{" * (2**20 + 1))
-    with pytest.raises(roster.Refused, match=r"^big.ipynb is 1.0 MB \(1,048,577 bytes\), over the 1 MB "):
-        roster.read_submitted(path, limit=2**20)
+    big = r"^big.ipynb is 1.0 MB \(1,048,577 bytes\), over the 1 MB "
+    with pytest.raises(submitted_files.Refused, match=big):
+        submitted_files.read_submitted(path, limit=2**20)

@@ -75,6 +75,7 @@ def test_wheel_has_the_package_and_no_course_files(wheel_env):
     # Chinese learner's feedback and figures.
     assert (Path(lines[0]).parent / "locale" / "zh_CN.po").is_file()
     assert (Path(lines[0]).parent / "locale" / "figures_zh_CN.po").is_file()
+    assert (Path(lines[0]).parent / "learner" / "mistakes.tsv").is_file()  # the catalogue's rows
     refused = _run([str(python), "-c", "from tinyk import ModelConfig; ModelConfig(n_layers=0)"], cwd=work,
                    env={**env, "TINYK_LANGUAGE": "zh_CN"})
     assert "ValueError: ModelConfig.n_layers=0：必须是正整数" in refused.stderr, refused.stderr

@@ -444,14 +444,9 @@ class DecoderLayer(nn.Module):
         self.ffn_norm = RMSNorm(config.dim, eps=config.norm_eps)
         self.feed_forward = MLP(config.dim, config.mlp_hidden_dim, config.dropout)
 
-    def forward(
-        self,
-        x: Tensor,
-        cos: Tensor,
-        sin: Tensor,
-        mask: Tensor | None = None,
-        cache: KVCacheProtocol | None = None,
-    ) -> Tensor:
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Tensor | None = None,
+                cache: KVCacheProtocol | None = None) -> Tensor:
+        # Attention.forward's arguments: x is B×T×d; cos, sin, mask and cache go to it untouched
         h = x + self.attention(self.attention_norm(x), cos, sin, mask, cache)  # B×T×d
         return h + self.feed_forward(self.ffn_norm(h))  # B×T×d
 

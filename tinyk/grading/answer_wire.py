@@ -18,12 +18,13 @@ bytes of storage and four tebibytes once anything touches it), and the items and
 its lists and dicts (:data:`ITEM_LIMIT`, :data:`DEPTH_LIMIT`). Past any of them,
 :exc:`TooLarge` names the size and the bound.
 
-Three walks over replies, each with its own bound, kept apart on purpose:
+One walker, :func:`walk`, goes over every tree that crosses, each caller with its own
+visit and its own bound (past it, the caller's own exception):
 
 - :func:`check_reply` (the grader's side) walks what ``torch.load`` gave (a forged pickle
-  never gets that far: ``weights_only``), whatever its tags, iteratively, and counts every
-  value, level and tensor byte before anything is decoded. It must see the whole reply first:
-  a walk that counted as it decoded would already have made parameters and
+  never gets that far: ``weights_only``), whatever its tags, and counts every value, level
+  and tensor byte within :data:`DEPTH_LIMIT` levels. It runs to the end before anything is
+  decoded: a count made while decoding would already have made parameters and
   :class:`~tinyk.grading.proxies.Remote` objects of a reply it then refuses. It rebuilds
   nothing, and it reads lists, tuples, dicts and sets alike: it cannot trust a tag to say what
   a node holds.
@@ -37,12 +38,10 @@ Three walks over replies, each with its own bound, kept apart on purpose:
   into a handle; it refuses more than :data:`ENCODE_DEPTH` levels, so that an honest reply,
   two levels per tagged value plus the reply's own, stays within :data:`DEPTH_LIMIT` and within
   :data:`DECODE_DEPTH`. Its width is bounded on arrival (:data:`FRAME_LIMIT`, :data:`ITEM_LIMIT`).
+- :func:`rebuild` (both sides) goes over a request's arguments within :data:`ARGS_DEPTH` levels.
 
-One walker with a callback per node would put the three behind one traversal, but what
-differs is where each runs and what it may trust: the untrusted count must finish before
-the first value is made, the decoder validates a fixed format, and the encoder reads
-arbitrary Python objects. A shared traversal would either count as it decodes (losing the
-order above) or split each tag's few lines into a visit and a build callback. The
+The walker holds the depth and its bound; each visit says what a node is and which nodes
+inside it to go down into. The walk recurses, but never deeper than its bound. The
 encoder/decoder pair is tested round trip, and each bound at its edge, in
 ``tests/test_answer_objects.py`` and ``tests/test_verdict.py``.
 """
@@ -55,9 +54,9 @@ import zipfile
 from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
-__all__ = ["ARGS_DEPTH", "ARG", "CALLBACK", "DECODE_DEPTH", "DEPTH_LIMIT", "ENCODE_DEPTH", "FRAME_LIMIT",
-           "ITEM_LIMIT", "PICKLE_LIMIT", "REF", "TENSOR_LIMIT", "TooLarge", "check_reply", "error",
-           "load_reply", "marked", "read_frame", "rebuild", "reply", "write_frame"]
+__all__ = ["ARGS_DEPTH", "ARG", "CALLBACK", "DECODE_DEPTH", "DEPTH_LIMIT", "Down", "ENCODE_DEPTH",
+           "FRAME_LIMIT", "ITEM_LIMIT", "PICKLE_LIMIT", "REF", "TENSOR_LIMIT", "TooLarge", "check_reply",
+           "error", "load_reply", "marked", "read_frame", "rebuild", "reply", "walk", "write_frame"]
 
 REF = "\x00ref"  # a request's reference to a handle: (REF, id)
 ARG = "\x00arg"  # a tensor argument that needs its gradient: (ARG, index)
@@ -72,20 +71,56 @@ def marked(value: Any, tag: str) -> bool:
     return type(value) is tuple and len(value) == 2 and type(value[0]) is str and value[0] == tag
 
 
-def rebuild(value: Any, leaf: Callable[[Any], Any], depth: int = 0) -> Any:
+Down = Callable[[Any], Any]  # down(child): the child's visit, one level deeper (see walk)
+
+
+def walk(tree: Any, visit: Callable[[Any, Down], Any], limit: int,
+         too_deep: Callable[[int], BaseException]) -> Any:
+    """The one walk over a tree that crosses the wire (a reply, a request's arguments):
+    ``visit(tree, down)``, where the visit calls ``down(child)`` for each node inside that it
+    goes into, which visits that child in turn, with a ``down`` of its own level; a node deeper
+    than ``limit`` levels below the top raises ``too_deep(its depth)`` before it is visited.
+    Recursive, but never past ``limit`` levels. Each caller's visit and bound: this module's
+    docstring."""
+
+    def level(depth: int) -> Down:
+        """The ``down`` that visits a child at ``depth`` (made once a level, when first used)."""
+        if depth > limit:
+            def refuse(child: Any) -> Any:
+                raise too_deep(depth)
+            return refuse
+        below: Down | None = None
+
+        def down(child: Any) -> Any:
+            nonlocal below
+            if below is None:
+                below = level(depth + 1)
+            return visit(child, below)
+        return down
+
+    return visit(tree, level(1))
+
+
+def rebuild(value: Any, leaf: Callable[[Any], Any]) -> Any:
     """``value`` with its lists, tuples and dicts rebuilt, each of its own type (a dict's keys
     as they are), and every other value, a marker pair included, replaced by ``leaf(value)``:
     the one walk over a request's arguments, whichever way they go (:mod:`tinyk.grading.proxies`
     makes them ready to send, :mod:`tinyk.grading.learner_objects` puts the learner's objects and the
     tensors back). ``ValueError`` past :data:`ARGS_DEPTH` levels."""
-    if depth > ARGS_DEPTH:
-        raise ValueError(f"arguments nested more than {ARGS_DEPTH} levels deep")
-    is_marker = type(value) is tuple and len(value) == 2 and type(value[0]) is str and value[0] in _MARKERS
-    if type(value) in (list, tuple) and not is_marker:
-        return type(value)(rebuild(v, leaf, depth + 1) for v in value)
-    if type(value) is dict:
-        return {k: rebuild(v, leaf, depth + 1) for k, v in value.items()}
-    return leaf(value)
+
+    def visit(node: Any, down: Down) -> Any:
+        is_marker = type(node) is tuple and len(node) == 2 and type(node[0]) is str and node[0] in _MARKERS
+        if type(node) in (list, tuple) and not is_marker:
+            return type(node)([down(v) for v in node])
+        if type(node) is dict:
+            return {k: down(v) for k, v in node.items()}
+        return leaf(node)
+
+    return walk(value, visit, ARGS_DEPTH, _args_too_deep)
+
+
+def _args_too_deep(depth: int) -> ValueError:
+    return ValueError(f"arguments nested more than {ARGS_DEPTH} levels deep")
 
 
 # The bounds on one reply of the learner's process, each ten times or more the course's largest
@@ -192,14 +227,15 @@ def check_reply(tree: Any) -> None:
     tuples and dicts, :data:`ITEM_LIMIT` values, and tensors of at most :data:`TENSOR_LIMIT`
     bytes in all once rebuilt (``numel x element_size``, whatever their strides: an expanded
     tensor counts every element it stands for); ``ValueError`` for a tensor that is not a
-    dense one on the CPU. Iterative: a deep tree costs no recursion."""
+    dense one on the CPU. The walk goes down into lists, tuples, dicts and sets only, so the
+    bound counts them alone; a tensor (and a parameter's gradient) is counted where it stands."""
     import torch
 
     items, tensor_bytes = 1, 0
-    stack: list[tuple[Any, int]] = [(tree, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, torch.Tensor):
+
+    def count_tensor(node: Any) -> None:
+        nonlocal items, tensor_bytes
+        while isinstance(node, torch.Tensor):
             if node.layout != torch.strided or node.device.type != "cpu":
                 raise ValueError(f"the answer's process sent a {node.layout} tensor on {node.device}, "
                                  f"not a dense one on the CPU")
@@ -207,18 +243,32 @@ def check_reply(tree: Any) -> None:
             if tensor_bytes > TENSOR_LIMIT:
                 raise TooLarge(f"tensors (the last of shape {tuple(node.shape)}, strides "
                                f"{node.stride()})", tensor_bytes, TENSOR_LIMIT)
-            if isinstance(node, torch.nn.Parameter) and node.grad is not None:
-                stack.append((node.grad, depth + 1))
-            continue
+            node = node.grad if isinstance(node, torch.nn.Parameter) else None
+            items += node is not None
+        if items > ITEM_LIMIT:
+            raise TooLarge("a reply", items, ITEM_LIMIT, "values")
+
+    def visit(node: Any, down: Down) -> None:
+        nonlocal items
         children = _children(node)
         if children is None:
-            continue
-        if depth >= DEPTH_LIMIT:
-            raise TooLarge("lists, tuples and dicts nested", depth + 1, DEPTH_LIMIT, "levels")
+            count_tensor(node)
+            return
         items += len(children)
         if items > ITEM_LIMIT:
             raise TooLarge("a reply", items, ITEM_LIMIT, "values")
-        stack.extend((child, depth + 1) for child in children if type(child) not in _LEAVES)
+        for child in children:
+            if type(child) not in _LEAVES:
+                if _children(child) is None:
+                    count_tensor(child)
+                else:
+                    down(child)
+
+    walk(tree, visit, DEPTH_LIMIT - 1, _reply_too_deep)  # depths 0 to 63: 64 levels
+
+
+def _reply_too_deep(depth: int) -> TooLarge:
+    return TooLarge("lists, tuples and dicts nested", depth + 1, DEPTH_LIMIT, "levels")
 
 
 _LEAVES = frozenset({type(None), bool, int, float, complex, str, bytes})  # counted, nothing inside

@@ -34,7 +34,8 @@ from tinyk.grading.regrade import base_digest, changed_tests, course_base, regra
 from tinyk.grading.runner import Limits, preflight
 from tinyk.reports.gradebook_schema import FIELDS, Row, Status
 from tinyk.reports.inert import csv_value, write_csv
-from tinyk.reports.submitters import Refused, collisions, read_submitted, student_id, student_name
+from tinyk.reports.submitted_files import Refused, read_submitted
+from tinyk.reports.submitters import collisions, student_id, student_name
 from tinyk.reports.submitters import entries as submission_entries
 
 __all__ = ["Batch", "grade", "merge", "parse_shard", "shard_of", "start"]
@@ -81,9 +82,10 @@ def _files(entry: Path) -> list[Path]:
 
 def _files_digest(entry: Path) -> str:
     """A digest of a student's files (names and contents), read as the grader reads them: a
-    regular file by its contents (by its size alone past :data:`~tinyk.reports.submitters.MAX_NOTEBOOK_BYTES`,
-    which no grade reads past), a symbolic link by its target, never followed, and a FIFO, a
-    device or a socket by what it is, never opened."""
+    regular file by its contents (by its size alone past
+    :data:`~tinyk.reports.submitted_files.MAX_NOTEBOOK_BYTES`, which no grade reads past), a
+    symbolic link by its target, never followed, and a FIFO, a device or a socket by what it
+    is, never opened."""
     digest = hashlib.sha256()
     for path in sorted(_files(entry)):
         mode = os.lstat(path).st_mode

@@ -20,14 +20,20 @@ from tinyk.grading.answer_wire import (
     CALLBACK,
     ENCODE_DEPTH,
     REF,
+    Down,
     error,
     marked,
     read_frame,
     rebuild,
     reply,
+    walk,
 )
 
 __all__ = ["Objects", "serve"]
+
+
+def _too_deep(depth: int) -> ValueError:
+    return ValueError(f"the answer's value is nested more than {ENCODE_DEPTH} levels deep")
 
 
 class Objects:
@@ -54,13 +60,16 @@ class Objects:
         return ("h", number, type(value).__name__, is_module, callable(value),
                 isinstance(value, type), module if type(module) is str else None, torch_class)
 
-    def encode(self, value: Any, depth: int = 0) -> tuple:
+    def encode(self, value: Any) -> tuple:
         """``value`` as a tree of tagged plain data; anything else becomes a handle (the format
-        :func:`tinyk.grading.proxies.decode` reads; its bound: :mod:`tinyk.grading.answer_wire`)."""
+        :func:`tinyk.grading.proxies.decode` reads; the walk and its bound:
+        :mod:`tinyk.grading.answer_wire`)."""
+        return walk(value, self._encode_one, ENCODE_DEPTH, _too_deep)
+
+    def _encode_one(self, value: Any, down: Down) -> tuple:
+        """One value of :meth:`encode`'s, the values inside it by ``down``."""
         import torch
 
-        if depth > ENCODE_DEPTH:
-            raise ValueError(f"the answer's value is nested more than {ENCODE_DEPTH} levels deep")
         if value is None or type(value) in (bool, int, float, str):
             return ("v", value)
         if isinstance(value, torch.nn.Parameter):
@@ -73,9 +82,9 @@ class Objects:
         if type(value) is torch.Size:
             return ("size", [int(n) for n in value])
         if type(value) is list or isinstance(value, tuple):  # a named tuple as a plain one
-            return ("l" if type(value) is list else "u", [self.encode(v, depth + 1) for v in value])
+            return ("l" if type(value) is list else "u", [down(v) for v in value])
         if isinstance(value, dict) and all(type(k) in (str, int) for k in value):
-            return ("d", [(k, self.encode(v, depth + 1)) for k, v in value.items()])
+            return ("d", [(k, down(v)) for k, v in value.items()])
         return self.handle(value)
 
     def decode(self, value: Any) -> Any:

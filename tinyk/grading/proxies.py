@@ -14,6 +14,7 @@ object that lies about equality never crosses, and anything malformed raises
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Protocol
 
 import torch
@@ -47,13 +48,23 @@ class AnswerFailed(Exception):
         self.ended = ended
 
 
-def decode(server: Server, node: Any, depth: int = 0) -> Any:
+def decode(server: Server, node: Any) -> Any:
     """A reply's tagged tree as values of this process, each of exactly its type; a learner's
     object that stays over there as a :class:`Remote` served by ``server``. Run only on a tree
-    :func:`tinyk.grading.answer_wire.check_reply` has bounded (why a walk of its own: that module's
-    docstring)."""
-    if depth > answer_wire.DECODE_DEPTH or type(node) is not tuple or not node or type(node[0]) is not str:
-        raise AnswerFailed("the answer's process sent a malformed value")
+    :func:`tinyk.grading.answer_wire.check_reply` has bounded (the walk and its bound: that
+    module's docstring)."""
+    visit = functools.partial(_decode_one, server)
+    return answer_wire.walk(node, visit, answer_wire.DECODE_DEPTH, _malformed)
+
+
+def _malformed(depth: int = 0) -> AnswerFailed:
+    return AnswerFailed("the answer's process sent a malformed value")
+
+
+def _decode_one(server: Server, node: Any, down: answer_wire.Down) -> Any:
+    """One tagged value of :func:`decode`'s, the values inside it by ``down``."""
+    if type(node) is not tuple or not node or type(node[0]) is not str:
+        raise _malformed()
     tag, rest = node[0], node[1:]
     if tag == "v" and type(rest[0]) in _PLAIN:
         return rest[0]
@@ -69,10 +80,10 @@ def decode(server: Server, node: Any, depth: int = 0) -> Any:
     if tag == "size" and type(rest[0]) is list and all(type(n) is int for n in rest[0]):
         return torch.Size(rest[0])
     if tag in ("l", "u") and type(rest[0]) is list:
-        items = [decode(server, v, depth + 1) for v in rest[0]]
+        items = [down(v) for v in rest[0]]
         return items if tag == "l" else tuple(items)
     if tag == "d" and type(rest[0]) is list:
-        return {_key(k): decode(server, v, depth + 1) for k, v in _pairs(rest[0])}
+        return {_key(k): down(v) for k, v in _pairs(rest[0])}
     if tag == "h" and len(rest) == 7 and type(rest[0]) is int and type(rest[1]) is str:
         return _remote(server, rest)
     if tag == "grad" and len(rest) == 2 and type(rest[0]) is int and type(rest[1]) is torch.Tensor:

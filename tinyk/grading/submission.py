@@ -15,7 +15,7 @@ from tinyk.courseware.exercises import nbgrader, python_tree, source_text
 from tinyk.grading.chapter import ASSIGNMENT, Notebook
 from tinyk.grading.rules import Finding
 from tinyk.reports.gradebook_schema import Status
-from tinyk.reports.submitters import Refused, parse_notebook, read_submitted, refusal
+from tinyk.reports.submitted_files import Refused, parse_notebook, read_submitted, refusal
 
 __all__ = ["SKIP_TAG", "checked", "emptied_when_graded", "for_grading", "read_notebook", "restore_release",
            "submission_files", "submit", "tampering", "write_for_grading"]
@@ -58,8 +58,8 @@ def submission_files(entry: Path, notebooks: list[Notebook]) -> dict[str, Path |
 
 def read_notebook(path: Path, submissions: Path | None = None) -> dict:
     """The notebook at ``path`` as nbformat 4 (an older version upgraded by nbformat), read as
-    a regular file within the bound on its size (:func:`tinyk.reports.submitters.read_submitted`); raises
-    :class:`~tinyk.reports.submitters.Refused` saying why it is not a readable notebook."""
+    a regular file within the bound on its size (:func:`tinyk.reports.submitted_files.read_submitted`); raises
+    :class:`~tinyk.reports.submitted_files.Refused` saying why it is not a readable notebook."""
     return parse_notebook(read_submitted(path, submissions), path.name)
 
 

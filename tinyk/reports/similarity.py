@@ -64,9 +64,9 @@ def _stubs(releases: dict[str, dict]) -> dict[str, str]:
 def submitted_notebooks(entry: Path, submissions: Path) -> tuple[list[tuple[str, dict]], list[str]]:
     """A student's notebooks (file name, nbformat 4 notebook: an older version upgraded),
     from a folder of notebooks or a single notebook file, each read as the grader reads it
-    (:func:`tinyk.reports.submitters.read_submitted`: a regular file within the size bound, no symbolic
+    (:func:`tinyk.reports.submitted_files.read_submitted`: a regular file within the size bound, no symbolic
     link followed); and why each ``.ipynb`` that was not read was not."""
-    from tinyk.reports.submitters import Refused, parse_notebook, read_submitted, refusal
+    from tinyk.reports.submitted_files import Refused, parse_notebook, read_submitted, refusal
 
     if stat.S_ISDIR(os.lstat(entry).st_mode):
         paths = [entry / name for name in sorted(os.listdir(entry))
