@@ -136,10 +136,10 @@ def figure_problems(root: Path | None = None) -> list[str]:
 
 
 def _space_after_mark(_msgid: str, msgstr: str, _message: object) -> str:
-    """A space after a full-width mark, which carries its own: ``"形状： (2, 3)"`` (print's
-    separator after a translated ``"shape:"``) or a printed column padded after its colon
-    (``"手算：   r"``). Columns pad their labels before the colon instead (``"手算 ：r"``,
-    :mod:`tinyk.translations.tables`), which passes."""
+    """A space after a full-width mark, which carries its own: a translated ``"shape:"`` with
+    print's separator after its full-width colon (U+FF1A), or a printed column padded after
+    that colon. Columns pad their labels before the colon instead (the label, its padding,
+    the colon, then the value: :mod:`tinyk.translations.tables`), which passes."""
     return "a space after a full-width mark (colon, comma)" if _FULL_WIDTH_SPACE.search(msgstr) else ""
 
 

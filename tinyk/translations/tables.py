@@ -9,8 +9,9 @@ as the pattern:
 
 - a line's **cells** (:func:`cells`) are the runs of text between gaps: two spaces or more,
   the spaces after an ASCII colon (``"H_kv=16: K and V"``), or after a full-width colon, if any;
-  spaces before a full-width colon are no gap but the padding of the label it ends
-  (``"手算 ：r = ..."`` is two cells, ``"手算 ："`` and ``"r = ..."``);
+  spaces before a full-width colon (U+FF1A) are no gap but the padding of the label it ends
+  (a label, spaces, the colon and ``r = ...`` are two cells: the label up to its colon, and
+  ``r = ...``);
 - a **table** is a run of consecutive lines whose Chinese and English have as many cells,
   two or more, and whose English all have a gap after a colon, or none has (a title above
   the columns of numbers, ``(rows: d; columns: multiple_of)``, is no row of theirs); cells
