@@ -85,6 +85,43 @@
     return tinyLoaded;
   }
 
+  // The 05.7 model's warm-up: once per page, after its first prompt has run, WARM_CALLS decode calls
+  // in the engine whose tokens nobody reads, asked for WARM_PIECE at a time (a reader's click waits
+  // at most for one piece). Why: the browser compiles ONNX Runtime's WebAssembly first with its
+  // quick baseline compiler (V8's Liftoff), and again, optimised (TurboFan), a function at a time,
+  // in the background, only once that function has run enough. The 05.7 model's calls are tiny
+  // (0.12 ms per token in ONNX Runtime in Python here), so a token's time is the runtime's own code
+  // around the graph, much of which runs once per call: it stays baseline code for hundreds of
+  // calls. On a busy machine of two processors (load average 5 to 6), a fresh page's engine took
+  // 8.5 ms per call over its first 160 calls, 3.9 over the next 160, 1.1 by 640 and 0.3 to 1.4
+  // from 800 calls on (about 3.5 s); with Chromium's baseline compiler switched off
+  // (--js-flags=--no-liftoff, which a page cannot ask for) its 48-token decodes ran at 2,100 to
+  // 3,000 tokens/s from the second on. Fetching the panels' outputs on each call or not changed it by
+  // less than that noise (as did a graph without them, in Python: 0.119 ms), and creating a call's
+  // inputs and reading its logits took 0.01 ms: the time is in session.run. So benchmarks/bench_browser.py's decode (one untimed decode, then three
+  // timed) measured mostly baseline code, 0.23 times PyTorch's speed, and a reader's first answers
+  // were as slow. With the warm-up, the optimised code is there by the time the reader has read
+  // the first prompt's panels. A page opened with ?warm=0 (the benchmark's "before") skips it.
+  const WARM = new URLSearchParams(location.search).get("warm") !== "0";
+  const WARM_CALLS = 960;
+  const WARM_PIECE = 16;
+  let tinyWarm = null;
+
+  // The warm-up (above), from the prompt `ids`; the promise of its calls and their engine time.
+  function warmTiny(config, ids) {
+    if (tinyWarm === null) {
+      tinyWarm = (async () => {
+        let ms = 0;
+        let calls = 0;
+        for (; WARM && calls < WARM_CALLS; calls += WARM_PIECE) {
+          ms += await getEngine().call("warm", { model: "tiny", config, ids, calls: WARM_PIECE });
+        }
+        return { calls, seconds: ms / 1000 };
+      })();
+    }
+    return tinyWarm;
+  }
+
   const fill = (text, values) => text.replace(/\{(\w+)\}/g, (all, name) => (name in values ? values[name] : all));
   const shown = (token) => (token === "\n" ? "\u21b5" : token);
 
@@ -533,6 +570,7 @@
       this.engine = null;
       this.stopping = false;
       this.calls = 0;
+      this.warmed = null; // the page's warm-up of the 05.7 model, once the first prompt has run (warmTiny)
       this.fillSelects();
       this.listen();
       root.tinykPlayground = this;
@@ -613,7 +651,10 @@
       }
       this.root.dataset.state = "busy"; // no click starts a second run meanwhile
       try {
-        await this.run();
+        if (await this.run()) {
+          // The warm-up's failure (the engine stopped, say) is the reader's next call's to report.
+          this.warmed = warmTiny(this.config, this.promptIds).catch(() => null);
+        }
       } catch (error) {
         this.engine = null;
         this.showExample("failed", { error: error.message || String(error) });
