@@ -13,10 +13,10 @@ and on 2 threads (a later visit, cross-origin isolated, the page opened with ``?
    on 1 and 2 threads, once the page's own warm-up is done (``warmTiny`` in
    ``tinyk-playground.js``: the page's decode calls that let the browser optimise the runtime's
    WebAssembly; their number and the engine's time of them are printed), and, the page before that
-   warm-up, a page opened with ``?warm=0``, measured as this script did before it (one untimed
-   decode first); in PyTorch (``tinyk.generate``, one thread, after one untimed decode), the same
-   prompt and the same tokens (checked); the ratios browser / PyTorch, and the share of each
-   decode's time spent in ONNX Runtime's ``session.run``;
+   warm-up, a page opened with ``?warm=0`` in a browser of its own, measured as this script did
+   before it (one untimed decode first); in PyTorch (``tinyk.generate``, one thread, after one
+   untimed decode), the same prompt and the same tokens (checked); the ratios browser / PyTorch,
+   and the share of each decode's time spent in ONNX Runtime's ``session.run``;
 2. time to first token with the model cached by the browser: a reload of the page until its
    first prompt has run, then Run on a 40-token prompt until its next-token table is shown;
 3. bytes the page downloads: the runtime (loader, module, WebAssembly) and the model;

@@ -20,9 +20,12 @@
   // processors with other processes busy (a load average of 11), decoded SmolLM2 at 1.33 times
   // PyTorch's speed on one thread and at 0.48 times on two, and the 05.7 model at 0.41 and 0.27
   // times; again with idle threads that no longer spin (load average 11 to 13): SmolLM2 at 1.01 and
-  // 0.66 times, the 05.7 model at 0.25 and 0.26 times. A token's call is too small for a second
-  // thread to pay for their synchronisation, and a second thread takes a processor from the page. A page opened with ?threads=N (the
-  // benchmark's) asks for N, which ONNX Runtime grants only where the page is cross-origin isolated.
+  // 0.66 times, the 05.7 model at 0.25 and 0.26 times (measures of the runtime's baseline code: see
+  // WARM_CALLS). Once the page warms the runtime up (load average 1 to 3): the 05.7 model at 4.49
+  // times on one thread and 1.77 on two, SmolLM2 at 0.74 and 0.43. A token's call is too small for a
+  // second thread to pay for their synchronisation, and a second thread takes a processor from the
+  // page. A page opened with ?threads=N (the benchmark's) asks for N, which ONNX Runtime grants only
+  // where the page is cross-origin isolated.
   const THREADS = Math.max(1, Math.min(4, Number(new URLSearchParams(location.search).get("threads")) || 1));
   // The book's service worker (tinyk-sw.js, at the edition's root: STATIC's parent) makes the
   // pages the reader opens next cross-origin isolated, which threads need; where it cannot be
