@@ -441,6 +441,10 @@ def rmsnorm_jacobian(x, gamma, eps):
     return torch.autograd.functional.jacobian(norm, x)
 """),
         ("05.2.3:gains-not-per-row", _JACOBIAN.replace("GAINS", "torch.outer(gamma, gamma)")),
+        # float32: x cast down, torch.eye in its default dtype
+        ("05.2.3:float32",
+         _JACOBIAN.replace("    d = x.shape[0]", "    x, gamma = x.float(), gamma.float()\n    d = len(x)")
+                  .replace("torch.eye(d, dtype=x.dtype)", "torch.eye(d)").replace("GAINS", "gamma[:, None]")),
         ("05.2.3:sign-flipped", _JACOBIAN.replace("GAINS", "-gamma[:, None]")),
         ("05.2.3:over-r-squared",
          _JACOBIAN.replace("(d * r**3)", "(d * r**2)").replace("GAINS", "gamma[:, None]")),
