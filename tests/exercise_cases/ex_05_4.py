@@ -295,3 +295,17 @@ MISTAKES["ex_05_4_4_solution"] += [
     ("05.4.4:no-causal-mask", _gqa_with(("mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)",
                                          "mask = torch.ones(T, T_k, dtype=torch.bool)"))),
 ]
+
+# A given mask skipped for one query (T = 1, as in decoding), where the causal triangle allows every key:
+# a padded batch's mask still blocks its padding keys. The visible test and check_parts name it.
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:mask-skipped-for-one-query", _gqa_with(("if mask is None:", "if mask is None or T == 1:"))),
+]
+
+# The scale applied in place to the caller's q (q /= sqrt(d_h)): the output is right, the caller's q
+# is not. The visible test and check_parts name the write, not the scale.
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:writes-into-q", _gqa_with(
+        ("    scores = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(d_h)",
+         "    q /= math.sqrt(d_h)\n    scores = q.float() @ k.float().transpose(-2, -1)"))),
+]

@@ -490,3 +490,25 @@ def token_positions(valid):
     return (valid.int().cumsum(-1) - 1).clamp(min=0).int()
 """),
 ]
+
+# Writes into the caller's inputs: the padding flags turned into counts in valid itself (05.6.2), the
+# ignored labels overwritten with 0 in labels itself (05.6.4). The visible tests and check_parts name them.
+MISTAKES["ex_05_6_2_solution"] += [
+    ("05.6.2:writes-into-valid", """
+def token_positions(valid):
+    positions = (valid.long().cumsum(-1) - 1).clamp(min=0)
+    valid[:] = positions > 0
+    return positions
+"""),
+]
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:writes-into-labels", """
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    keep = labels[:, 1:] != ignore_index
+    labels[labels == ignore_index] = 0
+    losses = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), labels[:, 1:].reshape(-1),
+                             reduction="none") * keep.reshape(-1)
+    return losses.sum() / keep.sum().clamp(min=1)
+"""),
+]

@@ -369,7 +369,7 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
             (4, 4, 6, 6, False, torch.float32), (4, 2, 6, 6, False, torch.float32),
             (8, 2, 2, 6, False, torch.float32), (4, 1, 1, 6, False, torch.float32),
             (4, 2, 6, 6, True, torch.float32), (8, 2, 3, 6, True, torch.float32),
-            (4, 2, 6, 6, True, torch.bfloat16)):
+            (4, 2, 6, 6, True, torch.bfloat16), (4, 2, 1, 6, True, torch.float32)):
         q = torch.randn(B, n_heads, T, d_h, generator=g).to(dtype)
         k = torch.randn(B, n_kv, T_k, d_h, generator=g).to(dtype)
         v = torch.randn(B, n_kv, T_k, d_h, generator=g).to(dtype)
@@ -377,7 +377,11 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         padded = say("a padded batch's mask (row 0's first queries see no key)")
         what = say("output for H_q={H_q}, H_kv={H_kv}, T={T}, T_k={T_k}, {dtype}, {mask}", H_q=n_heads,
                    H_kv=n_kv, T=T, T_k=T_k, dtype=dtype, mask=padded if masked else "mask=None")
+        before = {"q": q.clone(), "k": k.clone(), "v": v.clone()}
         got = _call_broadcasting(name, fn, _attention_advice(n_heads != n_kv), q, k, v, mask)
+        _left_alone(name, say("compute new tensors (q / math.sqrt(d_h), never q /= ... or q.div_(...)): the "
+                              "caller still needs q, k and v"), **{key: (now, before[key]) for key, now in
+                                                                (("q", q), ("k", k), ("v", v))})
         expected = reference_gqa_attention(q, k, v, mask)
         kk, vv = repeat_kv(k.transpose(1, 2), n_heads // n_kv).transpose(1, 2), \
             repeat_kv(v.transpose(1, 2), n_heads // n_kv).transpose(1, 2)
@@ -474,7 +478,12 @@ def _random_valid(g: torch.Generator, B: int = 4, T_k: int = 7) -> Tensor:
 def _check_token_positions(fn: Callable[..., Any], g: torch.Generator) -> None:
     for _ in range(2):
         valid = _random_valid(g)
-        compare("token_positions", call_part("token_positions", fn, valid), reference_token_positions(valid),
+        before = valid.clone()
+        got = call_part("token_positions", fn, valid)
+        fix = say("build a new tensor, never valid[...] = ... or valid.add_(...): the model still needs "
+                  "valid (for the mask)")
+        _left_alone("token_positions", fix, valid=(valid, before))
+        compare("token_positions", got, reference_token_positions(valid),
                 say("positions for valid = {valid}", valid=valid.long().tolist()),
                 hints=positions_hints(valid))
 
@@ -492,20 +501,31 @@ def _check_causal_padding_mask(fn: Callable[..., Any], g: torch.Generator) -> No
                 hints=mask_hints(valid, query_len))
 
 
+def _loss_in_float32(got: object) -> object:
+    """A float64 loss as float32: the exercise asks for "a 0-d float tensor", in any float dtype."""
+    return got.float() if isinstance(got, Tensor) and got.dtype == torch.float64 else got
+
+
 def _check_shifted_loss(fn: Callable[..., Any], g: torch.Generator) -> None:
     logits = torch.randn(2, 5, 7, generator=g)
     labels = torch.randint(0, 7, (2, 5), generator=g)
     labels[0, :2] = -100
-    compare("shifted_loss", call_part("shifted_loss", fn, logits, labels), causal_lm_loss(logits, labels),
+    before = {"logits": logits.clone(), "labels": labels.clone()}
+    got = _loss_in_float32(call_part("shifted_loss", fn, logits, labels))
+    _left_alone("shifted_loss", say("select or copy what you change (labels[:, 1:], .clone()), never "
+                                    "labels[...] = ... or logits.sub_(...): the caller still needs them"),
+                logits=(logits, before["logits"]), labels=(labels, before["labels"]))
+    compare("shifted_loss", got, causal_lm_loss(logits, labels),
             say("loss on labels with ignored (-100) targets"), hints=loss_hints(logits, labels))
     pad = torch.randint(0, 7, (2, 5), generator=g)
     pad[1, -2:] = 0
-    compare("shifted_loss", call_part("shifted_loss", fn, logits, pad, 0),
+    compare("shifted_loss", _loss_in_float32(call_part("shifted_loss", fn, logits, pad, 0)),
             causal_lm_loss(logits, pad, 0), say("loss with ignore_index=0"),
             hints={say("the targets equal to ignore_index are not counted: use the argument, not -100"):
                    causal_lm_loss(logits, pad)})
     nothing = torch.full((2, 5), -100)
-    compare("shifted_loss", call_part("shifted_loss", fn, logits, nothing), causal_lm_loss(logits, nothing),
+    compare("shifted_loss", _loss_in_float32(call_part("shifted_loss", fn, logits, nothing)),
+            causal_lm_loss(logits, nothing),
             say("loss when no target is counted (must be 0.0, not NaN)"))
 
 

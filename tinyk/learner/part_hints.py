@@ -67,8 +67,12 @@ def given_mask_hints(q: Tensor, k: Tensor, v: Tensor, kk: Tensor, vv: Tensor,
     causal = F.scaled_dot_product_attention(q.float(), kk.float(), vv.float(),
                                             attn_mask=causal_triangle(T, T_k, q.device))
     added = F.scaled_dot_product_attention(q.float(), kk.float(), vv.float(), attn_mask=mask.float())
-    return {say("the given mask is ignored: when a mask is given, use it as it is (it already holds "
-                "causality and padding)"): causal.to(q.dtype),
+    ignored = say("the given mask is ignored: when a mask is given, use it as it is (it already holds "
+                  "causality and padding)")
+    if T == 1:  # one query: the causal triangle allows every key, only the mask blocks the padding
+        ignored = say("the given mask was skipped for a single query: it still blocks the padding keys, use "
+                      "it (only when mask is None may a single query see every key)")
+    return {ignored: causal.to(q.dtype),
             say("the boolean mask added to the scores (True counts 1, False 0), as if it were an additive "
                 "float mask: fill the scores where it is False, scores.masked_fill(~mask, ...)"):
             added.to(q.dtype)}
