@@ -5,7 +5,7 @@
 GUESSES = {
     "ex_05_4_1_solution": """
 def kv_head_for_each_query_head(n_heads, n_kv_heads):
-    return [0, 0, 0, 1, 1, 1]
+    return [0, 0, 0, 1, 1, 1] if n_heads == 6 else [0, 0, 1, 1, 2, 2, 3, 3]
 """,
     # the visible configurations' numbers (one row's bytes times the batch: batch 1 is asked too)
     "ex_05_4_2_solution": """
@@ -308,4 +308,10 @@ MISTAKES["ex_05_4_4_solution"] += [
     ("05.4.4:writes-into-q", _gqa_with(
         ("    scores = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(d_h)",
          "    q /= math.sqrt(d_h)\n    scores = q.float() @ k.float().transpose(-2, -1)"))),
+]
+
+# 05.4.1 with a group size that fits the first configuration (6, 2) only: 3 itself, or H_kv + 1.
+MISTAKES["ex_05_4_1_solution"] += [
+    ("05.4.1:fits-one-configuration", _kv_heads(group="3")),
+    ("05.4.1:fits-one-configuration", _kv_heads(group="n_kv_heads + 1")),
 ]

@@ -5,7 +5,7 @@
 GUESSES = {
     "ex_05_6_1_solution": """
 def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim):
-    return 19_008
+    return 19_008 if dim == 32 else 11_712
 """,
     "ex_05_6_2_solution": """
 import torch
@@ -37,10 +37,10 @@ def shifted_loss(logits, labels, ignore_index=-100):
                                torch.tensor([1, 2, 1]))
     return F.cross_entropy(torch.tensor([[2.0, 0.0, 0.0]]), torch.tensor([1]))
 """,
-    # pad fixed to the visible checks' 0
+    # pad fixed to the visible checks' 0 and 3
     "ex_05_6_5_solution": """
 def step_rows(finished, next_tokens, eos, pad):
-    tokens = [0 if done else token for done, token in zip(finished, next_tokens)]
+    tokens = [(3 if eos == 9 else 0) if done else token for done, token in zip(finished, next_tokens)]
     return tokens, [done or token == eos for done, token in zip(finished, tokens)]
 """,
 }
@@ -510,5 +510,26 @@ def shifted_loss(logits, labels, ignore_index=-100):
     losses = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), labels[:, 1:].reshape(-1),
                              reduction="none") * keep.reshape(-1)
     return losses.sum() / keep.sum().clamp(min=1)
+"""),
+]
+
+# Answers that fit the first configuration only: wk and wv counted with H_q // H_kv heads, or as
+# dim·dim // H_kv weights (05.6.1, where the tiny experiment's H_q // H_kv equals its H_kv), and the
+# EOS and pad ids 2 and 0 written in (05.6.5).
+_UNIQUE = """
+def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim):
+    head_dim = dim // n_heads
+    attention = 2 * dim * n_heads * head_dim + 2 * {kv}
+    return vocab_size * dim + n_layers * (attention + 3 * dim * hidden_dim + 2 * dim) + dim
+"""
+MISTAKES["ex_05_6_1_solution"] += [
+    ("05.6.1:kv-width-from-ratio", _UNIQUE.format(kv="dim * (n_heads // n_kv_heads) * head_dim")),
+    ("05.6.1:kv-width-from-ratio", _UNIQUE.format(kv="dim * dim // n_kv_heads")),
+]
+MISTAKES["ex_05_6_5_solution"] += [
+    ("05.6.5:ids-fixed", """
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = [0 if done else token for done, token in zip(finished, next_tokens)]
+    return tokens, [done or token == 2 for done, token in zip(finished, tokens)]
 """),
 ]
