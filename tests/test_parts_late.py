@@ -56,12 +56,38 @@ def float64_loss(logits, labels, ignore_index=-100):
     return total / (targets != ignore_index).sum().clamp(min=1)
 
 
+class NamedGateUpDown(torch.nn.Module):
+    """A right SwiGLU whose layers are named gate, up and down: tinyk's checkpoints load w1, w2, w3."""
+
+    def __init__(self, dim, hidden_dim):
+        super().__init__()
+        self.gate = torch.nn.Linear(dim, hidden_dim, bias=False)
+        self.up = torch.nn.Linear(dim, hidden_dim, bias=False)
+        self.down = torch.nn.Linear(hidden_dim, dim, bias=False)
+
+    def forward(self, x):
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+class BranchesMatmul(torch.nn.Module):
+    def __init__(self, dim, hidden_dim):
+        super().__init__()
+        self.w1 = torch.nn.Linear(dim, hidden_dim, bias=False)
+        self.w2 = torch.nn.Linear(hidden_dim, dim, bias=False)
+        self.w3 = torch.nn.Linear(dim, hidden_dim, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) @ self.w3(x))
+
+
 WRONG_LATE = [
     ("gqa_attention", mask_skipped_for_one_query,
      "the given mask was skipped for a single query: it still blocks the padding keys"),
     ("gqa_attention", scales_q_in_place, "gqa_attention changed its input q in place"),
     ("token_positions", writes_into_valid, "token_positions changed its input valid in place"),
     ("shifted_loss", writes_into_labels, "shifted_loss changed its input labels in place"),
+    ("SwiGLU", NamedGateUpDown, "it has no attribute self.w1: name the three layers w1 (gate)"),
+    ("SwiGLU", BranchesMatmul, "the two branches are multiplied entry by entry"),
 ]
 
 

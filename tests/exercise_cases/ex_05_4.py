@@ -315,3 +315,19 @@ MISTAKES["ex_05_4_1_solution"] += [
     ("05.4.1:fits-one-configuration", _kv_heads(group="3")),
     ("05.4.1:fits-one-configuration", _kv_heads(group="n_kv_heads + 1")),
 ]
+
+# A triangle of one's own added to a given mask (mask & tril(), is_causal's triangle from the first
+# key): with one query and two allowed keys it blocks key 1. The scale check names it.
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:triangle-added-to-given-mask", _gqa_with(
+        ("    scores = (q.float()",
+         "    else:\n        mask = mask & torch.ones(T, T_k, dtype=torch.bool).tril()\n"
+         "    scores = (q.float()"))),
+]
+
+# log_softmax in place of the softmax: with equal scores the visible test's first check says the
+# weights of keys 0..t are 1/(t + 1), a softmax summing to 1 (it blamed the causal mask before).
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:weights-not-softmax", _gqa_with(("torch.softmax(scores, dim=-1)",
+                                              "torch.log_softmax(scores, dim=-1)"))),
+]

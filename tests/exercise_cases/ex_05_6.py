@@ -533,3 +533,23 @@ def step_rows(finished, next_tokens, eos, pad):
     return tokens, [done or token == 2 for done, token in zip(finished, tokens)]
 """),
 ]
+
+# The mask as 0s and 1s (.long()), and F.nll_loss given the raw logits: the visible tests name both
+# (they said "an additive float mask" and "shift by one step" before).
+MISTAKES["ex_05_6_3_solution"] += [
+    ("05.6.3:integer-mask", """
+import torch
+def causal_padding_mask(valid, query_len):
+    T_k = valid.shape[1]
+    causal = torch.ones(query_len, T_k, dtype=torch.bool).tril(T_k - query_len)
+    return (causal[None, None] & valid[:, None, None, :]).long()
+"""),
+]
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:nll-on-logits", """
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    return F.nll_loss(logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
+                      ignore_index=ignore_index)
+"""),
+]

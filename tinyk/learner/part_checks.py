@@ -407,6 +407,10 @@ def _check_swiglu(cls: Any, g: torch.Generator) -> None:
         ref = MLP(dim, hidden)
         for key in ("w1", "w2", "w3"):
             layer = getattr(mine, key, None)
+            if layer is None:
+                missing = say("it has no attribute self.{key}: name the three layers w1 (gate), w2 (down) "
+                              "and w3 (up), the names tinyk's checkpoints load by", key=key)
+                raise PartError(name, missing)
             if not isinstance(layer, nn.Linear) or layer.bias is not None:
                 raise PartError(name, say("self.{key} must be an nn.Linear(..., bias=False)", key=key))
         try:
@@ -432,7 +436,11 @@ def _check_swiglu(cls: Any, g: torch.Generator) -> None:
 
 
 def _linear_advice(error: str) -> str | None:
-    """05.5.2's advice for a ``RuntimeError``: x @ weight without the transpose."""
+    """05.5.2's advice for a ``RuntimeError``: the two branches multiplied with @, or x @ weight
+    without the transpose."""
+    if "batch2" in error:  # w1(x) @ w3(x): two B×T×m tensors
+        return say("the two branches are multiplied entry by entry, silu(w1(x)) * w3(x), not with @ (a "
+                   "matrix product)")
     if "cannot be multiplied" in error:
         return say("an nn.Linear weight is out×in, x @ weight needs its transpose; call the layer, "
                    "self.w1(x)")
