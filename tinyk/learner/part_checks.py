@@ -342,9 +342,9 @@ def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
                 say("output for x of shape {shape}, n_rep={n_rep}", shape=tuple(x.shape), n_rep=n_rep),
                 hints={say("the [0, 1, 0, 1] grouping (repeat/tile); each K/V head serves a CONTIGUOUS "
                            "group: [0, 0, 1, 1] (repeat_interleave)"): x.repeat(1, 1, n_rep, 1),
-                       say("the copies went along the time axis (dim=1): the heads are dim=2 of "
+                       say("copies made along the time axis (dim=1): the heads are dim=2 of "
                            "B×T×H_kv×d_h"): x.repeat_interleave(n_rep, 1),
-                       say("the copies went along d_h (the last axis): the heads are dim=2 of "
+                       say("copies made along d_h (the last axis): the heads are dim=2 of "
                            "B×T×H_kv×d_h"): x.repeat_interleave(n_rep, -1),
                        say("n_rep is the number of copies of each K/V head, not the number of query heads"):
                        x.repeat_interleave(n_rep // x.shape[2], 2)})

@@ -41,7 +41,7 @@ def attention_hints(q: Tensor, kk: Tensor, vv: Tensor, mask: Tensor | None) -> d
     hints = {say("an inverted mask: True = may attend, so fill the scores where the mask is False (~mask)"):
              _attend(q, kk, vv, ~allowed)}
     if mask is None and T > 1:
-        hints[say("query t may see keys 0..t only (the causal mask)")] = \
+        hints[say("no causal mask: query t may see keys 0..t only")] = \
             _attend(q, kk, vv, torch.ones(T, T_k, dtype=torch.bool, device=q.device))
     if mask is None and T > 1:
         upper = torch.ones(T, T_k, dtype=torch.bool, device=q.device).triu(T_k - T)
