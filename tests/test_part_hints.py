@@ -124,9 +124,9 @@ CASES = [
      "valid is B×T_k, line it up as B×1×1×T_k, valid[:, None, None, :], to combine it with the T×T_k "
      "triangle"),
     (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:copies-on-time-axis", "repeat_kv",
-     "the copies went along the time axis (dim=1): the heads are dim=2 of B×T×H_kv×d_h"),
+     "copies made along the time axis (dim=1): the heads are dim=2 of B×T×H_kv×d_h"),
     (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:copies-on-last-axis", "repeat_kv",
-     "the copies went along d_h (the last axis): the heads are dim=2 of B×T×H_kv×d_h"),
+     "copies made along d_h (the last axis): the heads are dim=2 of B×T×H_kv×d_h"),
     (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:n-rep-as-heads", "repeat_kv",
      "n_rep is the number of copies of each K/V head, not the number of query heads"),
     (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:view-of-expanded", "repeat_kv",

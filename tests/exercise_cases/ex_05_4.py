@@ -5,7 +5,7 @@
 GUESSES = {
     "ex_05_4_1_solution": """
 def kv_head_for_each_query_head(n_heads, n_kv_heads):
-    return [0, 0, 0, 1, 1, 1]
+    return [0, 0, 0, 1, 1, 1] if n_heads == 6 else [0, 0, 1, 1, 2, 2, 3, 3]
 """,
     # the visible configurations' numbers (one row's bytes times the batch: batch 1 is asked too)
     "ex_05_4_2_solution": """
@@ -294,4 +294,40 @@ MISTAKES["ex_05_4_4_solution"] += [
     ("05.4.4:upper-triangle", _gqa_with((".tril(T_k - T)", ".triu(T_k - T)"))),
     ("05.4.4:no-causal-mask", _gqa_with(("mask = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)",
                                          "mask = torch.ones(T, T_k, dtype=torch.bool)"))),
+]
+
+# A given mask skipped for one query (T = 1, as in decoding), where the causal triangle allows every key:
+# a padded batch's mask still blocks its padding keys. The visible test and check_parts name it.
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:mask-skipped-for-one-query", _gqa_with(("if mask is None:", "if mask is None or T == 1:"))),
+]
+
+# The scale applied in place to the caller's q (q /= sqrt(d_h)): the output is right, the caller's q
+# is not. The visible test and check_parts name the write, not the scale.
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:writes-into-q", _gqa_with(
+        ("    scores = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(d_h)",
+         "    q /= math.sqrt(d_h)\n    scores = q.float() @ k.float().transpose(-2, -1)"))),
+]
+
+# 05.4.1 with a group size that fits the first configuration (6, 2) only: 3 itself, or H_kv + 1.
+MISTAKES["ex_05_4_1_solution"] += [
+    ("05.4.1:fits-one-configuration", _kv_heads(group="3")),
+    ("05.4.1:fits-one-configuration", _kv_heads(group="n_kv_heads + 1")),
+]
+
+# A triangle of one's own added to a given mask (mask & tril(), is_causal's triangle from the first
+# key): with one query and two allowed keys it blocks key 1. The scale check names it.
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:triangle-added-to-given-mask", _gqa_with(
+        ("    scores = (q.float()",
+         "    else:\n        mask = mask & torch.ones(T, T_k, dtype=torch.bool).tril()\n"
+         "    scores = (q.float()"))),
+]
+
+# log_softmax in place of the softmax: with equal scores the visible test's first check says the
+# weights of keys 0..t are 1/(t + 1), a softmax summing to 1 (it blamed the causal mask before).
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:weights-not-softmax", _gqa_with(("torch.softmax(scores, dim=-1)",
+                                              "torch.log_softmax(scores, dim=-1)"))),
 ]

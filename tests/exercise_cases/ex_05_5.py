@@ -274,3 +274,9 @@ def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):
     return h + ffn_norm(feed_forward(h))
 """),
 ]
+
+# The two branches multiplied with @ (a matrix product of two B×T×m tensors): the visible test and
+# check_parts say the product is entry by entry (they said "transpose the weight" before).
+MISTAKES["ex_05_5_2_solution"] += [
+    ("05.5.2:branches-matmul", _swiglu(forward="self.w2(F.silu(self.w1(x)) @ self.w3(x))")),
+]

@@ -5,7 +5,7 @@
 GUESSES = {
     "ex_05_6_1_solution": """
 def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim):
-    return 19_008
+    return 19_008 if dim == 32 else 11_712
 """,
     "ex_05_6_2_solution": """
 import torch
@@ -37,10 +37,10 @@ def shifted_loss(logits, labels, ignore_index=-100):
                                torch.tensor([1, 2, 1]))
     return F.cross_entropy(torch.tensor([[2.0, 0.0, 0.0]]), torch.tensor([1]))
 """,
-    # pad fixed to the visible checks' 0
+    # pad fixed to the visible checks' 0 and 3
     "ex_05_6_5_solution": """
 def step_rows(finished, next_tokens, eos, pad):
-    tokens = [0 if done else token for done, token in zip(finished, next_tokens)]
+    tokens = [(3 if eos == 9 else 0) if done else token for done, token in zip(finished, next_tokens)]
     return tokens, [done or token == eos for done, token in zip(finished, tokens)]
 """,
 }
@@ -488,5 +488,68 @@ MISTAKES["ex_05_6_2_solution"] += [
     ("05.6.2:int32-positions", """
 def token_positions(valid):
     return (valid.int().cumsum(-1) - 1).clamp(min=0).int()
+"""),
+]
+
+# Writes into the caller's inputs: the padding flags turned into counts in valid itself (05.6.2), the
+# ignored labels overwritten with 0 in labels itself (05.6.4). The visible tests and check_parts name them.
+MISTAKES["ex_05_6_2_solution"] += [
+    ("05.6.2:writes-into-valid", """
+def token_positions(valid):
+    positions = (valid.long().cumsum(-1) - 1).clamp(min=0)
+    valid[:] = positions > 0
+    return positions
+"""),
+]
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:writes-into-labels", """
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    keep = labels[:, 1:] != ignore_index
+    labels[labels == ignore_index] = 0
+    losses = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), labels[:, 1:].reshape(-1),
+                             reduction="none") * keep.reshape(-1)
+    return losses.sum() / keep.sum().clamp(min=1)
+"""),
+]
+
+# Answers that fit the first configuration only: wk and wv counted with H_q // H_kv heads, or as
+# dim·dim // H_kv weights (05.6.1, where the tiny experiment's H_q // H_kv equals its H_kv), and the
+# EOS and pad ids 2 and 0 written in (05.6.5).
+_UNIQUE = """
+def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim):
+    head_dim = dim // n_heads
+    attention = 2 * dim * n_heads * head_dim + 2 * {kv}
+    return vocab_size * dim + n_layers * (attention + 3 * dim * hidden_dim + 2 * dim) + dim
+"""
+MISTAKES["ex_05_6_1_solution"] += [
+    ("05.6.1:kv-width-from-ratio", _UNIQUE.format(kv="dim * (n_heads // n_kv_heads) * head_dim")),
+    ("05.6.1:kv-width-from-ratio", _UNIQUE.format(kv="dim * dim // n_kv_heads")),
+]
+MISTAKES["ex_05_6_5_solution"] += [
+    ("05.6.5:ids-fixed", """
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = [0 if done else token for done, token in zip(finished, next_tokens)]
+    return tokens, [done or token == 2 for done, token in zip(finished, tokens)]
+"""),
+]
+
+# The mask as 0s and 1s (.long()), and F.nll_loss given the raw logits: the visible tests name both
+# (they said "an additive float mask" and "shift by one step" before).
+MISTAKES["ex_05_6_3_solution"] += [
+    ("05.6.3:integer-mask", """
+import torch
+def causal_padding_mask(valid, query_len):
+    T_k = valid.shape[1]
+    causal = torch.ones(query_len, T_k, dtype=torch.bool).tril(T_k - query_len)
+    return (causal[None, None] & valid[:, None, None, :]).long()
+"""),
+]
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:nll-on-logits", """
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    return F.nll_loss(logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
+                      ignore_index=ignore_index)
 """),
 ]

@@ -258,9 +258,14 @@ class _Watch:
         if self.trusted_depth == 0 and code.co_flags & inspect.CO_NEWLOCALS:
             filename = code.co_filename  # a function's (a module or class body runs on import)
             if filename.startswith(_TINYK) and not _transport(frame.f_globals):
-                module = frame.f_globals.get("__name__", "tinyk")
-                name = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
-                self.flag(f"{module}.{name}", _OWN)
+                # the function the learner called, not its helpers (padding_to_attention, not the
+                # causal_triangle it calls; count_parameters, not its generator expression)
+                caller = frame.f_back
+                if caller is None or not caller.f_code.co_filename.startswith(_TINYK) or _transport(
+                        caller.f_globals):
+                    module = frame.f_globals.get("__name__", "tinyk")
+                    name = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
+                    self.flag(f"{module}.{name}", _OWN)
             elif not filename.startswith(_TINYK) and (copy := self.copied(code)) is not None:
                 self.flag(copy, _OWN)
             elif filename.startswith(self.libraries) and (

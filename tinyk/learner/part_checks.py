@@ -342,9 +342,9 @@ def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
                 say("output for x of shape {shape}, n_rep={n_rep}", shape=tuple(x.shape), n_rep=n_rep),
                 hints={say("the [0, 1, 0, 1] grouping (repeat/tile); each K/V head serves a CONTIGUOUS "
                            "group: [0, 0, 1, 1] (repeat_interleave)"): x.repeat(1, 1, n_rep, 1),
-                       say("the copies went along the time axis (dim=1): the heads are dim=2 of "
+                       say("copies made along the time axis (dim=1): the heads are dim=2 of "
                            "B×T×H_kv×d_h"): x.repeat_interleave(n_rep, 1),
-                       say("the copies went along d_h (the last axis): the heads are dim=2 of "
+                       say("copies made along d_h (the last axis): the heads are dim=2 of "
                            "B×T×H_kv×d_h"): x.repeat_interleave(n_rep, -1),
                        say("n_rep is the number of copies of each K/V head, not the number of query heads"):
                        x.repeat_interleave(n_rep // x.shape[2], 2)})
@@ -369,7 +369,7 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
             (4, 4, 6, 6, False, torch.float32), (4, 2, 6, 6, False, torch.float32),
             (8, 2, 2, 6, False, torch.float32), (4, 1, 1, 6, False, torch.float32),
             (4, 2, 6, 6, True, torch.float32), (8, 2, 3, 6, True, torch.float32),
-            (4, 2, 6, 6, True, torch.bfloat16)):
+            (4, 2, 6, 6, True, torch.bfloat16), (4, 2, 1, 6, True, torch.float32)):
         q = torch.randn(B, n_heads, T, d_h, generator=g).to(dtype)
         k = torch.randn(B, n_kv, T_k, d_h, generator=g).to(dtype)
         v = torch.randn(B, n_kv, T_k, d_h, generator=g).to(dtype)
@@ -377,7 +377,11 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         padded = say("a padded batch's mask (row 0's first queries see no key)")
         what = say("output for H_q={H_q}, H_kv={H_kv}, T={T}, T_k={T_k}, {dtype}, {mask}", H_q=n_heads,
                    H_kv=n_kv, T=T, T_k=T_k, dtype=dtype, mask=padded if masked else "mask=None")
+        before = {"q": q.clone(), "k": k.clone(), "v": v.clone()}
         got = _call_broadcasting(name, fn, _attention_advice(n_heads != n_kv), q, k, v, mask)
+        _left_alone(name, say("compute new tensors (q / math.sqrt(d_h), never q /= ... or q.div_(...)): the "
+                              "caller still needs q, k and v"), **{key: (now, before[key]) for key, now in
+                                                                (("q", q), ("k", k), ("v", v))})
         expected = reference_gqa_attention(q, k, v, mask)
         kk, vv = repeat_kv(k.transpose(1, 2), n_heads // n_kv).transpose(1, 2), \
             repeat_kv(v.transpose(1, 2), n_heads // n_kv).transpose(1, 2)
@@ -403,6 +407,10 @@ def _check_swiglu(cls: Any, g: torch.Generator) -> None:
         ref = MLP(dim, hidden)
         for key in ("w1", "w2", "w3"):
             layer = getattr(mine, key, None)
+            if layer is None:
+                missing = say("it has no attribute self.{key}: name the three layers w1 (gate), w2 (down) "
+                              "and w3 (up), the names tinyk's checkpoints load by", key=key)
+                raise PartError(name, missing)
             if not isinstance(layer, nn.Linear) or layer.bias is not None:
                 raise PartError(name, say("self.{key} must be an nn.Linear(..., bias=False)", key=key))
         try:
@@ -428,7 +436,11 @@ def _check_swiglu(cls: Any, g: torch.Generator) -> None:
 
 
 def _linear_advice(error: str) -> str | None:
-    """05.5.2's advice for a ``RuntimeError``: x @ weight without the transpose."""
+    """05.5.2's advice for a ``RuntimeError``: the two branches multiplied with @, or x @ weight
+    without the transpose."""
+    if "batch2" in error:  # w1(x) @ w3(x): two B×T×m tensors
+        return say("the two branches are multiplied entry by entry, silu(w1(x)) * w3(x), not with @ (a "
+                   "matrix product)")
     if "cannot be multiplied" in error:
         return say("an nn.Linear weight is out×in, x @ weight needs its transpose; call the layer, "
                    "self.w1(x)")
@@ -474,7 +486,12 @@ def _random_valid(g: torch.Generator, B: int = 4, T_k: int = 7) -> Tensor:
 def _check_token_positions(fn: Callable[..., Any], g: torch.Generator) -> None:
     for _ in range(2):
         valid = _random_valid(g)
-        compare("token_positions", call_part("token_positions", fn, valid), reference_token_positions(valid),
+        before = valid.clone()
+        got = call_part("token_positions", fn, valid)
+        fix = say("build a new tensor, never valid[...] = ... or valid.add_(...): the model still needs "
+                  "valid (for the mask)")
+        _left_alone("token_positions", fix, valid=(valid, before))
+        compare("token_positions", got, reference_token_positions(valid),
                 say("positions for valid = {valid}", valid=valid.long().tolist()),
                 hints=positions_hints(valid))
 
@@ -492,20 +509,31 @@ def _check_causal_padding_mask(fn: Callable[..., Any], g: torch.Generator) -> No
                 hints=mask_hints(valid, query_len))
 
 
+def _loss_in_float32(got: object) -> object:
+    """A float64 loss as float32: the exercise asks for "a 0-d float tensor", in any float dtype."""
+    return got.float() if isinstance(got, Tensor) and got.dtype == torch.float64 else got
+
+
 def _check_shifted_loss(fn: Callable[..., Any], g: torch.Generator) -> None:
     logits = torch.randn(2, 5, 7, generator=g)
     labels = torch.randint(0, 7, (2, 5), generator=g)
     labels[0, :2] = -100
-    compare("shifted_loss", call_part("shifted_loss", fn, logits, labels), causal_lm_loss(logits, labels),
+    before = {"logits": logits.clone(), "labels": labels.clone()}
+    got = _loss_in_float32(call_part("shifted_loss", fn, logits, labels))
+    _left_alone("shifted_loss", say("select or copy what you change (labels[:, 1:], .clone()), never "
+                                    "labels[...] = ... or logits.sub_(...): the caller still needs them"),
+                logits=(logits, before["logits"]), labels=(labels, before["labels"]))
+    compare("shifted_loss", got, causal_lm_loss(logits, labels),
             say("loss on labels with ignored (-100) targets"), hints=loss_hints(logits, labels))
     pad = torch.randint(0, 7, (2, 5), generator=g)
     pad[1, -2:] = 0
-    compare("shifted_loss", call_part("shifted_loss", fn, logits, pad, 0),
+    compare("shifted_loss", _loss_in_float32(call_part("shifted_loss", fn, logits, pad, 0)),
             causal_lm_loss(logits, pad, 0), say("loss with ignore_index=0"),
             hints={say("the targets equal to ignore_index are not counted: use the argument, not -100"):
                    causal_lm_loss(logits, pad)})
     nothing = torch.full((2, 5), -100)
-    compare("shifted_loss", call_part("shifted_loss", fn, logits, nothing), causal_lm_loss(logits, nothing),
+    compare("shifted_loss", _loss_in_float32(call_part("shifted_loss", fn, logits, nothing)),
+            causal_lm_loss(logits, nothing),
             say("loss when no target is counted (must be 0.0, not NaN)"))
 
 

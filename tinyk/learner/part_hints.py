@@ -41,7 +41,7 @@ def attention_hints(q: Tensor, kk: Tensor, vv: Tensor, mask: Tensor | None) -> d
     hints = {say("an inverted mask: True = may attend, so fill the scores where the mask is False (~mask)"):
              _attend(q, kk, vv, ~allowed)}
     if mask is None and T > 1:
-        hints[say("query t may see keys 0..t only (the causal mask)")] = \
+        hints[say("no causal mask: query t may see keys 0..t only")] = \
             _attend(q, kk, vv, torch.ones(T, T_k, dtype=torch.bool, device=q.device))
     if mask is None and T > 1:
         upper = torch.ones(T, T_k, dtype=torch.bool, device=q.device).triu(T_k - T)
@@ -67,8 +67,12 @@ def given_mask_hints(q: Tensor, k: Tensor, v: Tensor, kk: Tensor, vv: Tensor,
     causal = F.scaled_dot_product_attention(q.float(), kk.float(), vv.float(),
                                             attn_mask=causal_triangle(T, T_k, q.device))
     added = F.scaled_dot_product_attention(q.float(), kk.float(), vv.float(), attn_mask=mask.float())
-    return {say("the given mask is ignored: when a mask is given, use it as it is (it already holds "
-                "causality and padding)"): causal.to(q.dtype),
+    ignored = say("the given mask is ignored: when a mask is given, use it as it is (it already holds "
+                  "causality and padding)")
+    if T == 1:  # one query: the causal triangle allows every key, only the mask blocks the padding
+        ignored = say("the given mask was skipped for a single query: it still blocks the padding keys, use "
+                      "it (only when mask is None may a single query see every key)")
+    return {ignored: causal.to(q.dtype),
             say("the boolean mask added to the scores (True counts 1, False 0), as if it were an additive "
                 "float mask: fill the scores where it is False, scores.masked_fill(~mask, ...)"):
             added.to(q.dtype)}
