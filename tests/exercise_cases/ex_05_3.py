@@ -357,3 +357,27 @@ MISTAKES["ex_05_3_4_solution"] += [
         "cos[start_pos - 1 : start_pos + T - 1], sin[start_pos - 1 : start_pos + T - 1]")),
     ("05.3.4:sin-rows-differ", _ROPE_AFTER_CACHE.replace("sin[start_pos : start_pos + T]", "sin[:T]")),
 ]
+
+# 05.3.2 after a learner's pass: a pair read in the wrong order, cos in both terms, the columns reversed
+# (each used to get another message or none), and a rotation computed in float32 for float64 inputs (it
+# used to pass the visible test and fail the hidden one).
+MISTAKES["ex_05_3_2_solution"] += [
+    ("05.3.2:pair-order-flipped", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos, sin")
+                                                  .replace("a, b = x.reshape", "b, a = x.reshape")),
+    ("05.3.2:cos-in-both-terms", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos, sin")
+                                                 .replace("[a * c - b * s, a * s + b * c]",
+                                                          "[a * c - b * c, a * s + b * s]")),
+    ("05.3.2:columns-reversed",
+     _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos.flip(-1), sin.flip(-1)")),
+    # the complex-number route of Meta's reference code, x.float(): float64 rotated in float32
+    ("05.3.2:float64-in-float32", """
+import torch
+def apply_rope(xq, xk, cos, sin):
+    def rotate(x):
+        pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2).contiguous())
+        turns = torch.complex(cos.float(), sin.float())
+        turns = turns[None, :, None, :] if turns.ndim == 2 else turns[:, :, None, :]
+        return torch.view_as_real(pairs * turns).flatten(3).type_as(x)
+    return rotate(xq), rotate(xk)
+"""),
+]
