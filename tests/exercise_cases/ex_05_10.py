@@ -572,3 +572,13 @@ def repeat_kv(x, n_rep):
     return x[:, :, :, None, :].expand(B, T, H_kv, 2, d_h).reshape(B, T, H_kv * 2, d_h)
 """)),
 ]
+
+# 05.10.1 after a learner's pass: three nibble mistakes that shared one generic message.
+MISTAKES["ex_05_10_1_solution"] += [
+    ("05.10.1:high-nibble-shifted-by-8",
+     _Q4_1.replace("packed >> 4", "packed >> 8").format(weights="d * q + m")),
+    ("05.10.1:interleaved-high-first", _Q4_1.replace(
+        "np.concatenate([packed & 0x0F, packed >> 4])",
+        "np.stack([packed >> 4, packed & 0x0F], axis=1).reshape(-1)").format(weights="d * q + m")),
+    ("05.10.1:packed-from-byte-2", _Q4_1.replace("block[4:20]", "block[2:18]").format(weights="d * q + m")),
+]
