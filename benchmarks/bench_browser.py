@@ -8,11 +8,15 @@ models run in the page's engine (a Web Worker, ``tinyk-engine.js``) on the page'
 (a first visit, before the book's service worker makes the site's pages cross-origin isolated)
 and on 2 threads (a later visit, cross-origin isolated, the page opened with ``?threads=2``):
 
-1. decode speed of the 05.7 model (after one untimed decode on each side): greedy tokens per
-   second with the KV cache, one token per call, in the engine (ONNX Runtime Web, WebAssembly,
-   the prompt's call included, as in PyTorch's) on 1 and 2 threads, and in PyTorch
-   (``tinyk.generate``, one thread), the same prompt and the same tokens (checked); the ratios
-   browser / PyTorch;
+1. decode speed of the 05.7 model: greedy tokens per second with the KV cache, one token per
+   call, in the engine (ONNX Runtime Web, WebAssembly, the prompt's call included, as in PyTorch's)
+   on 1 and 2 threads, once the page's own warm-up is done (``warmTiny`` in
+   ``tinyk-playground.js``: the page's decode calls that let the browser optimise the runtime's
+   WebAssembly; their number and the engine's time of them are printed), and, the page before that
+   warm-up, a page opened with ``?warm=0`` in a browser of its own, measured as this script did
+   before it (one untimed decode first); in PyTorch (``tinyk.generate``, one thread, after one
+   untimed decode), the same prompt and the same tokens (checked); the ratios browser / PyTorch,
+   and the share of each decode's time spent in ONNX Runtime's ``session.run``;
 2. time to first token with the model cached by the browser: a reload of the page until its
    first prompt has run, then Run on a 40-token prompt until its next-token table is shown;
 3. bytes the page downloads: the runtime (loader, module, WebAssembly) and the model;
@@ -48,10 +52,27 @@ PROMPT_40 = "1+2=2+1\n3+4=4+3\n5+6=6+5\n7+8=8+7\n9+0=0+9\n"  # 40 tokens
 # One greedy decode of n tokens in the page's engine, with the cache, timed by the engine's clock.
 DECODE = """async ([text, n]) => {
   const p = document.querySelector('.tinyk-playground').tinykPlayground;
+  await p.ready;
   const ids = [...text].map((c) => p.vocab.indexOf(c));
   return p.engine.call("greedy", { model: "tiny", config: p.config, ids, n });
 }"""
 # The page's long tasks from now on (the Long Tasks API): window.tinykLongest is the longest, in ms.
+# The page's warm-up of the 05.7 model, once it is done: {calls, seconds} (none with ?warm=0: 0 calls).
+WARMED = """async () => {
+  const p = document.querySelector('.tinyk-playground').tinykPlayground;
+  await p.ready;
+  return p.warmed;
+}"""
+READY = "document.querySelector('.tinyk-playground').dataset.state === 'ready'"
+
+
+def wait_ready(page, timeout: float = 120_000) -> None:
+    """Bring the playground into view, as a reader scrolls to it (it loads its runtime and model only
+    when it nears the screen: tinyk-live.js), and wait until its first prompt has run."""
+    page.locator(".tinyk-playground").scroll_into_view_if_needed()
+    page.wait_for_function(READY, timeout=timeout)
+
+
 WATCH = """() => {
   window.tinykLongest = 0;
   new PerformanceObserver((list) => {
@@ -124,25 +145,30 @@ def main(argv: list[str] | None = None) -> int:
 
         page.on("response", measure)
         page.goto(url, wait_until="networkidle")
-        page.wait_for_function("document.querySelector('.tinyk-playground').dataset.state === 'ready'",
-                               timeout=120_000)
+        wait_ready(page)
         page.remove_listener("response", measure)
         runtime = sum(v for k, v in sizes.items() if "/_static/ort/" in k)
         # The engine (a Web Worker) fetches the graph: the page's response events do not show it.
         weights = (HTML / "_static" / "models" / "tiny.onnx").stat().st_size
         later = later_visit(browser.new_context(), f"{url}?threads=2")  # the page the service worker serves
-        later.wait_for_function("document.querySelector('.tinyk-playground').dataset.state === 'ready'",
-                                timeout=120_000)
-        decode_pages = [page, later]
-        browser_times: list[list[float]] = [[] for _ in decode_pages]
-        torch_times = []
-        # One untimed decode on each side first, so that no side's timing holds its first call's
-        # one-off costs (the browser compiles WebAssembly in tiers as it runs it). The 05.7 model's
-        # calls are short and its rate in a page varies widely on a busy machine: in separate runs
-        # here, a page alone decoded the same 32 tokens at 140 to 1,600 tokens/s.
-        for p_ in decode_pages:
-            p_.evaluate(DECODE, [prompt, args.tokens])
+        wait_ready(later)
+        # The page without its warm-up, one thread, in a browser of its own: a browser shares a
+        # module's optimised WebAssembly between the engines of its pages (a page alone beside the
+        # others decoded as fast as they once they had warmed up).
+        cold = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        before = cold.new_context(service_workers="block").new_page()
+        before.goto(f"{url}?warm=0", wait_until="load")
+        wait_ready(before)
+        decode_pages = [before, page, later]
+        # Each page's warm-up, as a reader's page does it before the reader asks (none for
+        # `before`); then one untimed decode on PyTorch's side and on `before`'s, as this script did
+        # before the page warmed up: so the first row is the measure of the page without it.
+        warmed = [p_.evaluate(WARMED) for p_ in decode_pages]
+        before.evaluate(DECODE, [prompt, args.tokens])
         pytorch_decode(model, ids, args.tokens)
+        browser_times: list[list[float]] = [[] for _ in decode_pages]
+        run_shares: list[list[float]] = [[] for _ in decode_pages]
+        torch_times = []
         for _ in range(args.rounds):
             got = [p_.evaluate(DECODE, [prompt, args.tokens]) for p_ in decode_pages]
             tokens, seconds = pytorch_decode(model, ids, args.tokens)
@@ -152,12 +178,14 @@ def main(argv: list[str] | None = None) -> int:
                           file=sys.stderr)
                     return 1
                 browser_times[i].append(g["seconds"])
+                run_shares[i].append(g["runSeconds"] / g["seconds"])
             torch_times.append(seconds)
+        cold.close()
         ttft = []
         for _ in range(args.rounds):
             start = time.perf_counter()
             page.reload(wait_until="load")
-            page.wait_for_function("document.querySelector('.tinyk-playground').dataset.state === 'ready'")
+            wait_ready(page)
             loaded = time.perf_counter() - start
             page.fill(".tinyk-pg-prompt", PROMPT_40)
             start = time.perf_counter()
@@ -170,12 +198,16 @@ def main(argv: list[str] | None = None) -> int:
     server.shutdown()
     t = statistics.median(torch_times)
     print(f"1. decode, 05.7 model, {args.tokens} greedy tokens with the KV cache, median of {args.rounds}:")
-    print(f"   {'PyTorch (tinyk.generate), one thread:':<45}{args.tokens / t:8.0f} tokens/s")
-    for threads, times in zip((1, 2), browser_times, strict=True):
+    print(f"   {'PyTorch (tinyk.generate), one thread:':<64}{args.tokens / t:8.0f} tokens/s")
+    labels = ["1 thread, without the page's warm-up (?warm=0):", "1 thread, after the page's warm-up:",
+              "2 threads, after the page's warm-up:"]
+    for label, times, shares, warm in zip(labels, browser_times, run_shares, warmed, strict=True):
         b = statistics.median(times)
-        label = f"Chromium (ONNX Runtime Web), {threads} thread{'s' if threads > 1 else ''}:"
-        print(f"   {label:<45}{args.tokens / b:8.0f} tokens/s, {t / b:.2f} of PyTorch's (same tokens: "
-              "checked)")
+        label = f"Chromium (ONNX Runtime Web), {label}"
+        said = f"; the warm-up: {warm['calls']} calls, {warm['seconds']:.1f} s" if warm["calls"] else ""
+        print(f"   {label:<64}{args.tokens / b:8.0f} tokens/s, {t / b:.2f} of PyTorch's, "
+              f"{statistics.median(shares):.0%} in session.run{said}")
+    print("   (same tokens on every side: checked)")
     load, run = statistics.median(x[0] for x in ttft), statistics.median(x[1] for x in ttft)
     print(f"2. time to first token, model cached by the browser: page reload to the first prompt's "
           f"run {load:.2f} s; Run on a {len(PROMPT_40)}-token prompt {run:.3f} s")

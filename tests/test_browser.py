@@ -465,6 +465,54 @@ def test_the_service_worker_gives_the_next_page_threads_and_the_same_numbers(pag
     assert page.external_requests == [] and page.console_errors == []
 
 
+# The page's warm-up of the 05.7 model, in calls of its graph (tinyk-playground.js says why).
+WARM_CALLS = int(re.search(r"const WARM_CALLS = (\d+);", (ROOT / "book" / "_static" / "tinyk-playground.js")
+                           .read_text(encoding="utf-8"))[1])
+# A reader's call of the 05.7 model's graph through the page's engine, made once the page has
+# started its warm-up: [whether the warm-up was still under way when the call came back, its logits].
+CALL_DURING_WARM_UP = """async () => {
+  const p = document.querySelector('.tinyk-playground').tinykPlayground;
+  await p.ready;
+  let over = false;
+  p.warmed.then(() => { over = true; });
+  const out = await p.engine.call("run", { model: "tiny", config: p.config, ids: p.promptIds, past: null,
+                                          keep: null, want: ["logits"] });
+  return [!over, Array.from(out.logits.data)];
+}"""
+
+
+def test_the_playground_warms_the_runtime_up_in_pieces_that_a_readers_call_does_not_wait_out(page, site_url):
+    """After its first prompt the page runs WARM_CALLS decode calls of the 05.7 model in its engine,
+    a piece at a time: a reader's call made meanwhile comes back while the warm-up is still under
+    way (it waits for one piece, not for all of them), with the logits of the same call made after
+    it, which are ONNX Runtime's (Python) to 1e-4. A page opened with ?warm=0 (the benchmark's
+    page without it) runs none."""
+    import numpy as np
+
+    from tinyk.web.playground import run_graph
+
+    assert WARM_CALLS == 960
+    page.goto(f"{site_url}/book/playground.html", wait_until="networkidle")
+    _playground_ready(page)
+    during, logits = page.evaluate(CALL_DURING_WARM_UP)
+    assert during
+    warmed = page.evaluate("document.querySelector('.tinyk-playground').tinykPlayground.warmed")
+    assert warmed["calls"] == WARM_CALLS and warmed["seconds"] > 0
+    during, after = page.evaluate(CALL_DURING_WARM_UP)
+    assert not during and after == logits
+    session, manifest = _graph()
+    ids = page.evaluate("document.querySelector('.tinyk-playground').tinykPlayground.promptIds")
+    assert len(logits) == len(ids) * manifest["config"]["vocab_size"]
+    expected = run_graph(session, manifest, ids)["logits"][0]
+    assert np.abs(np.array(logits).reshape(expected.shape) - expected).max() <= 1e-4
+    page.goto(f"{site_url}/book/playground.html?warm=0", wait_until="networkidle")
+    _playground_ready(page)
+    assert page.evaluate("document.querySelector('.tinyk-playground').tinykPlayground.ready.then("
+                         "() => document.querySelector('.tinyk-playground').tinykPlayground.warmed)") == {
+        "calls": 0, "seconds": 0}
+    assert page.external_requests == [] and page.console_errors == []
+
+
 def test_without_webassembly_the_playground_shows_the_build_run(browser, site_url):
     """No WebAssembly: the runtime is never fetched; the panels show the example computed at
     build time, the typing controls are off, the layer and head still change the figure."""

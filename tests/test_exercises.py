@@ -35,10 +35,12 @@ from tinyk.learner.part_compare import PartError
 # package's catalogue (tinyk.learner.mistakes: its words, and no other mistake of the exercise).
 GUESSES: dict[str, str] = {}
 MISTAKES: dict[str, list[tuple[str, str]]] = {}
+RIGHT: dict[str, list[str]] = {}  # right answers in other honest styles, which must pass
 for _case in sorted((Path(__file__).parent / "exercise_cases").glob("ex_*.py")):
     _module = importlib.import_module(f"tests.exercise_cases.{_case.stem}")
     GUESSES.update(_module.GUESSES)
     MISTAKES.update(_module.MISTAKES)
+    RIGHT.update(getattr(_module, "RIGHT", {}))
 
 
 def _exercises():
@@ -128,6 +130,25 @@ def test_hard_coded_guess_passes_visible_but_fails_hidden_tests(path, solution, 
         _run(guess, _without_markers(test))  # ...the hidden ones are not
 
 
+RIGHT_CASES = [
+    pytest.param(solution, test, source, id=f"{nbgrader(solution)['grade_id']}-right-{n}")
+    for _, solution, test in (p.values for p in EXERCISES)
+    for n, source in enumerate(RIGHT.get(nbgrader(solution)["grade_id"], []))
+]
+
+
+@pytest.mark.parametrize("solution,test,right", RIGHT_CASES)
+def test_a_right_answer_in_another_style_passes_the_visible_and_the_hidden_tests(solution, test, right):
+    """Honest learners first: an answer right in another style than the solution's (NumPy, a
+    float32 computation, another formula for the same numbers) earns the points."""
+    _run(right, _without_markers(test))
+
+
+def test_the_right_answers_name_real_exercises():
+    exercises = {nbgrader(p.values[1])["grade_id"] for p in EXERCISES}
+    assert len(RIGHT_CASES) == sum(map(len, RIGHT.values())) >= 3
+    assert set(RIGHT) <= exercises, sorted(set(RIGHT) - exercises)
+
 MISTAKE_CASES = [
     pytest.param(path, solution, test, source, mistake_id,
                  id=f"{nbgrader(solution)['grade_id']}-{mistake_id}-{n}")
@@ -161,7 +182,7 @@ def test_every_catalogued_mistake_has_a_wrong_answer_and_a_unique_id():
     grader can name is made by a wrong answer above, and every exercise it names exists."""
     made = {mistake_id for cases in MISTAKES.values() for mistake_id, _ in cases}
     ids = [m.id for m in mistakes.CATALOGUE]
-    assert len(ids) == len(set(ids)) == 342  # the number the instructors' page states
+    assert len(ids) == len(set(ids)) == 367  # the number the instructors' page states
     assert sorted(set(ids) - made) == []
     assert sorted(made - set(ids)) == []
     exercises = {mistakes.exercise_of(nbgrader(p.values[1])["grade_id"]) for p in EXERCISES}

@@ -266,10 +266,20 @@ def test_the_map_links_each_block_to_its_section_and_to_panels_on_the_page(page,
     repeat = page.locator(".tinyk-map-repeat").inner_text()
     assert (tiny["n_layers"], smol["n_layers"]) == (2, 30) and "2" in repeat and "30" in repeat
     anchors = page.locator(".tinyk-map a[href^='#']").evaluate_all("as => as.map(a => a.hash.slice(1))")
-    assert len(anchors) == (1 + 4 + 2) + (1 + 3 + 2)  # the 05.7 model's panels, then the chat's
+    assert len(anchors) == (1 + 5 + 2) + (1 + 3 + 2)  # the 05.7 model's panels, then the chat's
     missing = page.evaluate(
         "ids => ids.filter(id => !document.getElementById(id)?.matches('.tinyk-pg-panel'))", anchors)
     assert missing == []
+    # Every panel of the playground and of the chat is reachable from its place on the map: the
+    # residual stream's norm from the residual that ends a layer, after which the panel measures it.
+    panels = page.locator(".tinyk-playground .tinyk-pg-panel, .tinyk-chat .tinyk-pg-panel").evaluate_all(
+        "ps => ps.map(p => p.id)")
+    assert len(panels) == 8 + 6 and set(panels) == set(anchors), sorted(set(panels) ^ set(anchors))
+    residual = page.locator(".tinyk-map li.tinyk-map-layers li.tinyk-map-block").nth(5)
+    assert residual.locator("a[href='#tinyk-pg-1-residual']").count() == 1
+    assert residual.locator("a[href^='#tinyk-chat-']").count() == 0  # the chat has no such panel
+    said = residual.locator(".tinyk-map-links").inner_text().replace("\u2019", "'")  # the site's typography
+    assert said.endswith(("The residual stream's norm.", "残差流的范数。")), said
     sections = page.locator(".tinyk-map a:not([href^='#'])").evaluate_all("as => as.map(a => a.href)")
     assert len(sections) == 10 and all(f"/{edition}notebooks/05_" in s for s in sections), sections
     for url in set(sections):

@@ -23,7 +23,21 @@ CASES = [
      "the mean over the last axis keeps that axis (keepdim=True): …×1 broadcasts against …×d"),
     (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:not-mean-of-squares", "RMSNorm",
      "r is the root of the mean of the squares, sqrt(mean(x²) + eps), not of the mean of x or of |x|, the "
-     "sum of the squares or the variance"),
+     "sum of the squares (over d or d - 1) or the variance"),
+    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:fixed-cast-dtype", "RMSNorm",
+     "the normalised vector cast to float16 (.half()), a fixed dtype: cast it back to x.dtype, the input's"),
+    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:weight-no-grad", "RMSNorm",
+     "the weight gets no gradient: multiply by self.weight itself, kept in the graph (no .detach(), .data or "
+     "torch.no_grad() around it)"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:positive-exponent", "rope_tables",
+     "a positive exponent, theta^(2i/d_h); ω_i = theta^(-2i/d_h) falls with i"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:unbracketed-exponent", "rope_tables",
+     "ω_i = theta^(-2i) / d_h: the division by head_dim came after the power; bracket the exponent, "
+     "theta ** (-(2i) / head_dim)"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:exponent-over-d-h-minus-2", "rope_tables",
+     "the exponent over d_h - 2; ω_i = theta^(-2i/d_h)"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:degrees", "rope_tables",
+     "the angles turned into degrees (times 180 / π); torch.cos and torch.sin take radians"),
     (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:eps-ignored", "RMSNorm",
      "the eps argument ignored (eps = 1e-5 and 0.5 give the same output): add self.eps, the eps given to the "
      "constructor"),
@@ -231,3 +245,14 @@ def test_the_parts_check_gives_token_positions_a_right_padded_row():
         return (valid.long().cumsum(-1) - 1).clamp(min=0)
 
     assert check_parts(token_positions=token_positions) == ["token_positions"]
+
+
+def test_rmsnorm_writing_into_its_input_is_named_without_a_wrong_cause(monkeypatch):
+    """x.to(float32) is x itself for a float32 input: ``*=`` on it writes into the caller's tensor.
+    The check says so, and the diagnosis, run on a copy, adds no cause the part does not have."""
+    part = _part(ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:in-place", "RMSNorm")
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    with pytest.raises(PartError) as caught:
+        check_parts(RMSNorm=part)
+    assert "RMSNorm changed its input x in place" in str(caught.value)
+    assert "likely cause" not in str(caught.value)

@@ -7,7 +7,8 @@ stylesheet draws as a diagram (``.tinyk-map`` in ``book/_static/tinyk.css``): a 
 reads it as the lists it is. Each block links to the course section that teaches it (a ``doc``
 reference, so each edition links its own page) and to the panels of the page's playground
 (``#tinyk-pg-1-…``) and SmolLM2's chat (``#tinyk-chat-1-…``) that show it, by the panels' ids
-(``tinyk_playground``). The words are :data:`WORDS`, written in Chinese in the Chinese edition
+(``tinyk_playground``): every panel of the playground is linked from its block (a test checks
+it). The words are :data:`WORDS`, written in Chinese in the Chinese edition
 from ``locale/zh_CN/interface.po``, as the playground's are.
 """
 
@@ -36,7 +37,9 @@ LAYER = [
      ["notebooks/05_2_rmsnorm"], [], []),
     ("SwiGLU feed-forward", "a gated MLP, applied to each token on its own",
      ["notebooks/05_5_swiglu_layer"], [], []),
-    ("Residual", "adds the feed-forward's output to its input", ["notebooks/05_5_swiglu_layer"], [], []),
+    # The residual stream's norm panel shows the stream after each layer: after this addition.
+    ("Residual", "adds the feed-forward's output to its input", ["notebooks/05_5_swiglu_layer"], ["residual"],
+     []),
 ]
 AFTER = [
     ("RMSNorm", "the final norm, before the head", ["notebooks/05_2_rmsnorm"], [], []),
@@ -106,12 +109,13 @@ class ModelMapDirective(SphinxDirective):
             ref["refdoc"] = self.env.docname
             links += ref
         links += nodes.Text(mark["stop"])
-        if tiny or chat:
+        if tiny:
             links += nodes.Text(_spaced(words[MAP_WORDS["tiny"]]))
             self._panels(links, [(f"tinyk-pg-1-{part}", LABELS[part]) for part in tiny], words, mark["list"])
-            links += nodes.Text(mark["next"] + _spaced(words[MAP_WORDS["chat"]]))
-            self._panels(links, [(f"tinyk-chat-1-{part}", CHAT_PANELS[part]) for part in chat], words,
-                         mark["list"])
+            if chat:  # a panel only the 05.7 model has (the residual stream's) ends the sentence here
+                links += nodes.Text(mark["next"] + _spaced(words[MAP_WORDS["chat"]]))
+                self._panels(links, [(f"tinyk-chat-1-{part}", CHAT_PANELS[part]) for part in chat], words,
+                             mark["list"])
             links += nodes.Text(mark["end"])
         item += links
         return item

@@ -20,9 +20,12 @@
   // processors with other processes busy (a load average of 11), decoded SmolLM2 at 1.33 times
   // PyTorch's speed on one thread and at 0.48 times on two, and the 05.7 model at 0.41 and 0.27
   // times; again with idle threads that no longer spin (load average 11 to 13): SmolLM2 at 1.01 and
-  // 0.66 times, the 05.7 model at 0.25 and 0.26 times. A token's call is too small for a second
-  // thread to pay for their synchronisation, and a second thread takes a processor from the page. A page opened with ?threads=N (the
-  // benchmark's) asks for N, which ONNX Runtime grants only where the page is cross-origin isolated.
+  // 0.66 times, the 05.7 model at 0.25 and 0.26 times (measures of the runtime's baseline code: see
+  // WARM_CALLS). Once the page warms the runtime up (load average 1 to 3): the 05.7 model at 4.49
+  // times on one thread and 1.77 on two, SmolLM2 at 0.74 and 0.43. A token's call is too small for a
+  // second thread to pay for their synchronisation, and a second thread takes a processor from the
+  // page. A page opened with ?threads=N (the benchmark's) asks for N, which ONNX Runtime grants only
+  // where the page is cross-origin isolated.
   const THREADS = Math.max(1, Math.min(4, Number(new URLSearchParams(location.search).get("threads")) || 1));
   // The book's service worker (tinyk-sw.js, at the edition's root: STATIC's parent) makes the
   // pages the reader opens next cross-origin isolated, which threads need; where it cannot be
@@ -83,6 +86,45 @@
       });
     }
     return tinyLoaded;
+  }
+
+  // The 05.7 model's warm-up: once per page, after its first prompt has run, WARM_CALLS decode calls
+  // in the engine whose tokens nobody reads, asked for WARM_PIECE at a time (a reader's click waits
+  // at most for one piece). Why: the browser compiles ONNX Runtime's WebAssembly first with its
+  // quick baseline compiler (V8's Liftoff), and again, optimised (TurboFan), a function at a time,
+  // in the background, only once that function has run enough. The 05.7 model's calls are tiny
+  // (0.12 ms per token in ONNX Runtime in Python here), so a token's time is the runtime's own code
+  // around the graph, much of which runs once per call: it stays baseline code for hundreds of
+  // calls. On a busy machine of two processors (load average 5 to 6), a fresh page's engine took
+  // 8.5 ms per call over its first 160 calls, 3.9 over the next 160, 1.1 by 640 and 0.3 to 1.4
+  // from 800 calls on (about 3.5 s); with Chromium's baseline compiler switched off
+  // (--js-flags=--no-liftoff, which a page cannot ask for) its 48-token decodes ran at 2,100 to
+  // 3,000 tokens/s from the second on. Fetching the panels' outputs on each call or not changed it by
+  // less than that noise (as did a graph without them, in Python: 0.119 ms), and creating a call's
+  // inputs and reading its logits took 0.01 ms: the time is in session.run. So benchmarks/bench_browser.py's decode (one untimed decode, then three
+  // timed) measured mostly baseline code, 0.23 times PyTorch's speed, and a reader's first answers
+  // were as slow. With the warm-up, the optimised code is there by the time the reader has read
+  // the first prompt's panels. A page opened with ?warm=0 (the benchmark's "before") skips it, and
+  // SmolLM2's Load ends it (the calls of the warm-up so far come back in its count).
+  const WARM = new URLSearchParams(location.search).get("warm") !== "0";
+  const WARM_CALLS = 960;
+  const WARM_PIECE = 16;
+  let tinyWarm = null;
+  let warmStopped = false; // SmolLM2's Load ends the warm-up: its calls are the reader's now
+
+  // The warm-up (above), from the prompt `ids`; the promise of its calls and their engine time.
+  function warmTiny(config, ids) {
+    if (tinyWarm === null) {
+      tinyWarm = (async () => {
+        let ms = 0;
+        let calls = 0;
+        for (; WARM && !warmStopped && calls < WARM_CALLS; calls += WARM_PIECE) {
+          ms += await getEngine().call("warm", { model: "tiny", config, ids, calls: WARM_PIECE });
+        }
+        return { calls, seconds: ms / 1000 };
+      })();
+    }
+    return tinyWarm;
   }
 
   const fill = (text, values) => text.replace(/\{(\w+)\}/g, (all, name) => (name in values ? values[name] : all));
@@ -533,6 +575,7 @@
       this.engine = null;
       this.stopping = false;
       this.calls = 0;
+      this.warmed = null; // the page's warm-up of the 05.7 model, once the first prompt has run (warmTiny)
       this.fillSelects();
       this.listen();
       root.tinykPlayground = this;
@@ -613,7 +656,10 @@
       }
       this.root.dataset.state = "busy"; // no click starts a second run meanwhile
       try {
-        await this.run();
+        if (await this.run()) {
+          // The warm-up's failure (the engine stopped, say) is the reader's next call's to report.
+          this.warmed = warmTiny(this.config, this.promptIds).catch(() => null);
+        }
       } catch (error) {
         this.engine = null;
         this.showExample("failed", { error: error.message || String(error) });
@@ -1106,6 +1152,7 @@
         return;
       }
       this.root.dataset.state = "loading";
+      warmStopped = true; // the warm-up (warmTiny) leaves the processor to SmolLM2, whose calls warm it
       this.q(".tinyk-chat-stop").disabled = false;
       const started = performance.now();
       try {

@@ -6,7 +6,9 @@ GUESSES = {
     "ex_05_2_1_solution": """
 import math
 def rms(x, eps=0.0):
-    return math.sqrt(12.5 + eps)
+    visible = {(3.0, 4.0, 0.0): math.sqrt(12.5), (0.0, 0.0, 0.0): 0.0, (3.0, 4.0, 2.0): math.sqrt(14.5),
+               (1.0, 2.0, 2.0, 0.0): math.sqrt(3.0)}
+    return visible.get((*x, eps), 1.0)
 """,
     # right for the visible inputs' at most three axes: a fourth axis comes back unnormalised
     "ex_05_2_2_solution": """
@@ -37,6 +39,118 @@ def rmsnorm_jacobian(x, gamma, eps):
     r = torch.sqrt(x.pow(2).mean() + eps)
     return gamma[:, None] * (torch.eye(d, dtype=x.dtype) / r - torch.outer(x, x) / (d * r**3))
 """,
+}
+
+
+# Right answers in other honest styles, keyed like GUESSES: each passes the visible and the
+# hidden tests (a NumPy float64 is a float; a float32 computation is right within its precision).
+RIGHT: dict[str, list[str]] = {
+    "ex_05_2_1_solution": [
+        """
+import numpy as np
+def rms(x, eps=0.0):
+    return np.sqrt(np.mean(np.square(x)) + eps)
+""",
+        """
+import torch
+def rms(x, eps=0.0):
+    return float(torch.tensor(x).pow(2).mean().add(eps).sqrt())
+""",
+        """
+import math
+import statistics
+def rms(x, eps=0.0):
+    return math.sqrt(statistics.fmean(v * v for v in x) + eps)
+""",
+    ],
+    "ex_05_2_2_solution": [
+        # float64 for a float64 input, else float32; a division by the root
+        """
+import torch
+from torch import nn
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        xf = x.double() if x.dtype == torch.float64 else x.float()
+        r = torch.sqrt((xf * xf).mean(dim=-1, keepdim=True) + self.eps)
+        return (xf / r).type_as(x) * self.weight
+""",
+        # the mean of the squares from the vector norm, in a helper
+        """
+import torch
+from torch import nn
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.dim = dim
+        self.eps = float(eps)
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def _norm(self, x):
+        mean_square = torch.linalg.vector_norm(x, dim=-1, keepdim=True) ** 2 / x.shape[-1]
+        return x / torch.sqrt(mean_square + self.eps)
+
+    def forward(self, x):
+        return self._norm(x.to(torch.promote_types(x.dtype, torch.float32))).to(x.dtype) * self.weight
+""",
+        # einsum for the mean of the squares
+        """
+import torch
+from torch import nn
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        xf = x.to(torch.promote_types(x.dtype, torch.float32))
+        mean_square = torch.einsum("...d,...d->...", xf, xf).unsqueeze(-1) / xf.shape[-1]
+        return (xf * (mean_square + self.eps).rsqrt()).to(dtype=x.dtype) * self.weight
+""",
+    ],
+    "ex_05_2_3_solution": [
+        # a double loop over Python floats
+        """
+import math
+import torch
+def rmsnorm_jacobian(x, gamma, eps):
+    d = len(x)
+    r = math.sqrt(sum(float(v) ** 2 for v in x) / d + eps)
+    out = torch.zeros(d, d, dtype=torch.float64)
+    for i in range(d):
+        for j in range(d):
+            out[i, j] = gamma[i] * ((1.0 if i == j else 0.0) / r - x[i] * x[j] / (d * r ** 3))
+    return out
+""",
+        # diag(gamma) times the bracket, with rsqrt and einsum
+        """
+import torch
+def rmsnorm_jacobian(x, gamma, eps):
+    d = x.numel()
+    inv_r = torch.rsqrt((x * x).sum() / d + eps)
+    bracket = torch.eye(d, dtype=torch.float64) * inv_r - torch.einsum("i,j->ij", x, x) * inv_r**3 / d
+    return torch.diag(gamma) @ bracket
+""",
+        # autograd through the learner's own forward
+        """
+import torch
+def rmsnorm_jacobian(x, gamma, eps):
+    def forward(v):
+        return gamma * v / torch.sqrt(v.pow(2).mean() + eps)
+    return torch.autograd.functional.jacobian(forward, x)
+""",
+    ],
 }
 
 
@@ -152,6 +266,44 @@ import math
 def rms(x, eps=0.0):
     return math.sqrt((sum(v * v for v in x) + eps) / len(x))
 """),
+        ("05.2.1:root-then-divide", """
+import math
+def rms(x, eps=0.0):
+    return math.sqrt(sum(v * v for v in x) + eps) / len(x)
+"""),
+        ("05.2.1:reciprocal", """
+import math
+def rms(x, eps=0.0):
+    return 1 / math.sqrt(sum(v * v for v in x) / len(x) + eps)
+"""),
+        # the population standard deviation: the mean subtracted first
+        ("05.2.1:subtracts-mean", """
+import math
+import statistics
+def rms(x, eps=0.0):
+    return math.sqrt(statistics.pvariance(x) + eps)
+"""),
+        # the module's default, 1e-5, where the exercise's is 0.0
+        ("05.2.1:default-eps", """
+import math
+def rms(x, eps=1e-5):
+    return math.sqrt(sum(v * v for v in x) / len(x) + eps)
+"""),
+        ("05.2.1:eps-squared", """
+import math
+def rms(x, eps=0.0):
+    return math.sqrt(sum(v * v for v in x) / len(x) + eps**2)
+"""),
+        ("05.2.1:eps-times-mean", """
+import math
+def rms(x, eps=0.0):
+    return math.sqrt(sum(v * v for v in x) / len(x) * (1 + eps))
+"""),
+        ("05.2.1:fixed-d", """
+import math
+def rms(x, eps=0.0):
+    return math.sqrt(sum(v * v for v in x) / 2 + eps)
+"""),
     ],
     "ex_05_2_2_solution": [
         ("05.2.2:subtracts-mean", _rmsnorm(f"""
@@ -214,6 +366,49 @@ def rms(x, eps=0.0):
         {_WIDE}
         return (x32 * torch.rsqrt(x32.pow(2).mean(0, keepdim=True) + self.eps)).to(x.dtype) * self.weight
 """)),
+        # the sum of the squares over d - 1: the sum itself when d = 2
+        ("05.2.2:not-mean-of-squares", _rmsnorm(f"""
+        {_WIDE}
+        mean_square = x32.pow(2).sum(-1, keepdim=True) / (x32.shape[-1] - 1)
+        return (x32 * torch.rsqrt(mean_square + self.eps)).to(x.dtype) * self.weight
+""")),
+        ("05.2.2:weight-dtype", _rmsnorm(f"""
+        {_WIDE}
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+""").replace("torch.ones(dim)", "torch.ones(dim, dtype=torch.float64)")),
+        ("05.2.2:fixed-cast-dtype", _rmsnorm(f"""
+        {_WIDE}
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).half() * self.weight
+""")),
+        # x.to(float32) is x itself for a float32 input: *= writes into the caller's tensor
+        ("05.2.2:in-place", _rmsnorm(f"""
+        {_WIDE}
+        x32 *= torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return x32.to(x.dtype) * self.weight
+""")),
+        ("05.2.2:weight-cast-to-input-dtype", _rmsnorm(f"""
+        {_WIDE}
+        normalised = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return normalised.to(x.dtype) * self.weight.to(x.dtype)
+""")),
+        ("05.2.2:weight-cast-to-input-dtype", _rmsnorm(f"""
+        {_WIDE}
+        normalised = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (normalised.to(x.dtype) * self.weight).to(x.dtype)
+""")),
+        ("05.2.2:eps-float32", _rmsnorm(f"""
+        {_WIDE}
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+""").replace("self.eps = eps", "self.eps = torch.tensor(eps)")),
+        ("05.2.2:weight-no-grad", _rmsnorm(f"""
+        {_WIDE}
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+""").replace("nn.Parameter(torch.ones(dim))", "nn.Parameter(torch.ones(dim), requires_grad=False)")),
+        ("05.2.2:weight-no-grad", _rmsnorm(f"""
+        {_WIDE}
+        inv_r = torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (x32 * inv_r).to(x.dtype) * self.weight.data
+""")),
         # borrowed: tinyk's own module, or PyTorch's fused rms_norm
         # subclasses_tinyk_rmsnorm
         ("05.2.2:borrowed", """
@@ -245,6 +440,19 @@ def rmsnorm_jacobian(x, gamma, eps):
         norm.weight.copy_(gamma)
     return torch.autograd.functional.jacobian(norm, x)
 """),
+        ("05.2.3:gains-not-per-row", _JACOBIAN.replace("GAINS", "torch.outer(gamma, gamma)")),
+        # float32: x cast down, torch.eye in its default dtype
+        ("05.2.3:float32",
+         _JACOBIAN.replace("    d = x.shape[0]", "    x, gamma = x.float(), gamma.float()\n    d = len(x)")
+                  .replace("torch.eye(d, dtype=x.dtype)", "torch.eye(d)").replace("GAINS", "gamma[:, None]")),
+        ("05.2.3:sign-flipped", _JACOBIAN.replace("GAINS", "-gamma[:, None]")),
+        ("05.2.3:over-r-squared",
+         _JACOBIAN.replace("(d * r**3)", "(d * r**2)").replace("GAINS", "gamma[:, None]")),
+        ("05.2.3:r-from-sum",
+         _JACOBIAN.replace("x.pow(2).mean()", "x.pow(2).sum()").replace("GAINS", "gamma[:, None]")),
+        ("05.2.3:r-from-mean-squared",
+         _JACOBIAN.replace("x.pow(2).mean()", "x.mean() ** 2").replace("GAINS", "gamma[:, None]")),
+        ("05.2.3:fixed-d", _JACOBIAN.replace("d = x.shape[0]", "d = 2").replace("GAINS", "gamma[:, None]")),
         ("05.2.3:outer-term-without-1-over-d",
          _JACOBIAN.replace("(d * r**3)", "r**3").replace("GAINS", "gamma[:, None]")),
         # the right matrix for gains at one, transposed: the gains land on the columns

@@ -116,6 +116,46 @@ def rope_after_cache(xq, xk, cos, sin, start_pos):
     ],
 }
 
+# Right answers in other honest styles, keyed like GUESSES: each passes the visible and the
+# hidden tests (tests/test_exercises.py).
+RIGHT: dict[str, list[str]] = {
+    "ex_05_3_1_solution": [
+        # float64 angles, cast to float32 at the end; broadcasting instead of torch.outer
+        """
+import torch
+def rope_tables(head_dim, end, theta=10000.0):
+    if head_dim <= 0 or head_dim % 2:
+        raise ValueError(f"head_dim must be even and positive, got {head_dim}")
+    i = torch.arange(head_dim // 2, dtype=torch.float64)
+    omega = theta ** (-2 * i / head_dim)
+    angles = torch.arange(end, dtype=torch.float64)[:, None] * omega[None, :]
+    return angles.cos().float(), angles.sin().float()
+""",
+        # exp of a log, integer positions
+        """
+import math
+import torch
+def rope_tables(head_dim, end, theta=10000.0):
+    if not head_dim > 0 or head_dim % 2 != 0:
+        raise ValueError("bad head_dim " + str(head_dim))
+    omega = torch.exp(-math.log(theta) * torch.arange(0, head_dim, 2).float() / head_dim)
+    angles = torch.outer(torch.arange(end), omega)
+    return (torch.cos(angles), torch.sin(angles))
+""",
+        # the unit complex numbers of torch.polar, split into real and imaginary parts
+        """
+import torch
+def rope_tables(head_dim, end, theta=10000.0):
+    if head_dim <= 0 or head_dim % 2:
+        raise ValueError(head_dim)
+    omega = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+    angles = torch.outer(torch.arange(end, dtype=torch.float32), omega)
+    z = torch.polar(torch.ones(end, head_dim // 2), angles)
+    return z.real.contiguous(), z.imag.contiguous()
+""",
+    ],
+}
+
 # Solutions with one classic mistake each, which must lose the exercise's points, visibly.
 # Keyed by the solution cell's grade_id; each value is a list of (mistake id, source): the
 # mistake of tinyk.learner.mistakes that the visible test's message must name.
@@ -144,6 +184,23 @@ def rope_tables(head_dim, end, theta=10000.0):
     angles = torch.outer(torch.arange(end, dtype=torch.float32), omega.float())
     return torch.cos(angles), torch.sin(angles)
 """),
+        ("05.3.1:not-a-pair", _ROPE_TABLES.replace(
+            "return torch.cos(angles), torch.sin(angles)",
+            "return torch.stack([torch.cos(angles), torch.sin(angles)])")),
+        ("05.3.1:wrong-exception", _ROPE_TABLES.replace(
+            "    if head_dim <= 0 or head_dim % 2:\n        raise ValueError(head_dim)\n",
+            "    assert head_dim > 0 and head_dim % 2 == 0, head_dim\n")),
+        ("05.3.1:wrong-exception",
+         _ROPE_TABLES.replace("raise ValueError(head_dim)", "raise TypeError(head_dim)")),
+        ("05.3.1:positive-exponent",
+         _ROPE_TABLES.replace("theta ** (-torch.arange", "theta ** (torch.arange")),
+        # 1.0 / theta ** arange / head_dim: the power first, then the division
+        ("05.3.1:unbracketed-exponent", _ROPE_TABLES.replace(
+            "theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)",
+            "1.0 / theta ** torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim")),
+        ("05.3.1:exponent-over-d-h-minus-2", _ROPE_TABLES.replace("/ head_dim)", "/ (head_dim - 2))")),
+        ("05.3.1:degrees",
+         _ROPE_TABLES.replace("angles = torch.outer", "angles = 180 / 3.141592653589793 * torch.outer")),
         ("05.3.1:borrowed", """
 import tinyk
 def rope_tables(head_dim, end, theta=10000.0):

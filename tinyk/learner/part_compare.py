@@ -155,8 +155,12 @@ def _diagnose_rmsnorm(cls: Any) -> str | None:
     """05.2.2: the mean of the squares over another axis than the last, eps ignored, or r not the
     root of the mean of the squares."""
     x = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(0)) * 2 + 0.5
-    # the part is given copies: one that writes into its input must not change x, the reference
-    got = call_part("RMSNorm", call_part("RMSNorm", cls, 8, eps=1e-5), x.clone())
+    got = call_part("RMSNorm", call_part("RMSNorm", cls, 8, eps=1e-5), x.clone())  # a copy: a part may write
+    right = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)
+    if (isinstance(got, Tensor) and got.dtype == torch.float32 and torch.equal(got, got.half().float())
+            and torch.allclose(got, right, atol=1e-2) and not torch.equal(right, right.half().float())):
+        return say("the normalised vector cast to float16 (.half()), a fixed dtype: cast it back to x.dtype, "
+                   "the input's")
     for axis in (0, 1):
         if _same(got, x * torch.rsqrt(x.pow(2).mean(axis, keepdim=True) + 1e-5)):
             return say("the mean of the squares taken over axis {axis} of a {shape} input; normalise over "
@@ -164,15 +168,16 @@ def _diagnose_rmsnorm(cls: Any) -> str | None:
     if _same(got, x * torch.rsqrt(x.pow(2).mean() + 1e-5)):
         return say("the mean of the squares taken over every entry of x; normalise over the last axis (the d "
                    "features of one position)")
-    if _same(got, call_part("RMSNorm", call_part("RMSNorm", cls, 8, eps=0.5), x.clone())):
+    if _same(got, call_part("RMSNorm", call_part("RMSNorm", cls, 8, eps=0.5), x)):
         return say("the eps argument ignored (eps = 1e-5 and 0.5 give the same output): add self.eps, the "
                    "eps given to the constructor")
     x = x.abs() + 0.5  # positive: the mean of x has a root
     got = call_part("RMSNorm", call_part("RMSNorm", cls, 8, eps=1e-5), x.clone())
-    for r in (x.mean(-1, keepdim=True), x.pow(2).sum(-1, keepdim=True), x.var(-1, keepdim=True)):
+    for r in (x.mean(-1, keepdim=True), x.pow(2).sum(-1, keepdim=True), x.pow(2).sum(-1, keepdim=True) / 7,
+              x.var(-1, keepdim=True)):
         if _same(got, x * torch.rsqrt(r + 1e-5)) or _same(got, x / (r + 1e-5)):
             return say("r is the root of the mean of the squares, sqrt(mean(x²) + eps), not of the mean of x "
-                       "or of |x|, the sum of the squares or the variance")
+                       "or of |x|, the sum of the squares (over d or d - 1) or the variance")
     return None
 
 
@@ -229,8 +234,15 @@ def _diagnose_rope_tables(fn: Callable[..., Any]) -> str | None:
     doubled = say("the exponent -4i/d_h (2i over d_h/2); ω_i = theta^(-2i/d_h)")
     integer = say("every pair turning by 1 radian per position: the exponent -2i/d_h came out 0; integer "
                   "division (//) rounds it down, use / (a float)")
-    for exponent, cause in ((two_i / 8, positive), (-2 * two_i / 8, doubled), (0 * two_i, integer)):
-        angles = torch.outer(torch.arange(4, dtype=torch.float64), 4.0 ** exponent)
+    unbracketed = say("ω_i = theta^(-2i) / d_h: the division by head_dim came after the power; bracket the "
+                      "exponent, theta ** (-(2i) / head_dim)")
+    minus_2 = say("the exponent over d_h - 2; ω_i = theta^(-2i/d_h)")
+    degrees = say("the angles turned into degrees (times 180 / π); torch.cos and torch.sin take radians")
+    positions = torch.arange(4, dtype=torch.float64)
+    for omega, cause in ((4.0 ** (two_i / 8), positive), (4.0 ** (-2 * two_i / 8), doubled),
+                         (4.0 ** (0 * two_i), integer), (4.0 ** -two_i / 8, unbracketed),
+                         (4.0 ** (-two_i / 6), minus_2), (4.0 ** (-two_i / 8) * 180 / math.pi, degrees)):
+        angles = torch.outer(positions, omega)
         if _same(got[0], angles.cos()) and _same(got[1], angles.sin()):
             return cause
     return None
