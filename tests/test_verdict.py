@@ -545,7 +545,7 @@ def test_the_capstone_runs_the_learners_model_over_there_in_a_few_calls(sandboxe
     result = _judge(sandboxed, "05_10", "ex_05_10_3_test", None)
     assert result.passed, result.detail
     assert asked.count("assemble") == 1 and asked.count("cache") == 2, asked  # generate's, the hidden test's
-    assert len(asked) < 300, len(asked)
+    assert len(asked) < 320, len(asked)  # check_parts's calls (about 300), never one per part and layer
 
 
 # The capstone with parts that pass when checked one by one, but whose repeat_kv tiles the

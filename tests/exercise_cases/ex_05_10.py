@@ -517,3 +517,68 @@ MISTAKES["ex_05_10_2_solution"] += [
     return ids, ids.masked_fill(torch.arange(T) >= lengths[:, None] - 1, -100)
 """),
 ]
+
+# The capstone after a learner's pass: an RMSNorm that writes into its input (named alone, no
+# "likely cause" of another mistake), eps typed in, a part called twice, and sizes typed in for the
+# small model of the checks (check_parts tries a second head width and other n_rep).
+_RMSNORM_WITH = """
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        x32 = x.to(torch.promote_types(x.dtype, torch.float32))
+{body}
+"""
+MISTAKES["ex_05_10_3_solution"] += [
+    ("05.10.3:rmsnorm-in-place", _with("RMSNorm", _RMSNORM_WITH.format(body="""
+        x32 *= torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return x32.to(x.dtype) * self.weight"""))),
+    ("05.10.3:rmsnorm-eps-ignored", _with("RMSNorm", _RMSNORM_WITH.format(body="""
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-5)
+        return normed.to(x.dtype) * self.weight"""))),
+    ("05.10.3:block-calls-twice", _with("decoder_block", _BLOCK_WITH.format(body="""
+    attention(attention_norm(x))  # a look at the output, then the real call
+    h = x + attention(attention_norm(x))
+    return h + feed_forward(ffn_norm(h))
+"""))),
+    ("05.10.3:gqa-n-rep-hard-coded", _with("gqa_attention", _GQA_HEAD.replace(
+        "n_rep = q.shape[1] // k.shape[1]", "n_rep = 2") + """
+    scores = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return (scores.softmax(-1).masked_fill(~mask, 0.0) @ v.float()).to(q.dtype)
+""")),
+    ("05.10.3:gqa-scale-hard-coded", _gqa_with("""
+    scores = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(8)
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return (scores.softmax(-1).masked_fill(~mask, 0.0) @ v.float()).to(q.dtype)
+""")),
+    ("05.10.3:rope-pairs-hard-coded", _with("apply_rope", """
+def apply_rope(xq, xk, cos, sin):
+    c = cos[None, :, None, :] if cos.ndim == 2 else cos[:, :, None, :]
+    s = sin[None, :, None, :] if sin.ndim == 2 else sin[:, :, None, :]
+
+    def rotate(x):
+        x0, x1 = x.float().reshape(*x.shape[:-1], 4, 2).unbind(-1)
+        return torch.stack([x0 * c - x1 * s, x0 * s + x1 * c], dim=-1).flatten(-2).to(x.dtype)
+
+    return rotate(xq), rotate(xk)
+""")),
+    ("05.10.3:repeat-kv-copies-hard-coded", _with("repeat_kv", """
+def repeat_kv(x, n_rep):
+    B, T, H_kv, d_h = x.shape
+    return x[:, :, :, None, :].expand(B, T, H_kv, 2, d_h).reshape(B, T, H_kv * 2, d_h)
+""")),
+]
+
+# 05.10.1 after a learner's pass: three nibble mistakes that shared one generic message.
+MISTAKES["ex_05_10_1_solution"] += [
+    ("05.10.1:high-nibble-shifted-by-8",
+     _Q4_1.replace("packed >> 4", "packed >> 8").format(weights="d * q + m")),
+    ("05.10.1:interleaved-high-first", _Q4_1.replace(
+        "np.concatenate([packed & 0x0F, packed >> 4])",
+        "np.stack([packed >> 4, packed & 0x0F], axis=1).reshape(-1)").format(weights="d * q + m")),
+    ("05.10.1:packed-from-byte-2", _Q4_1.replace("block[4:20]", "block[2:18]").format(weights="d * q + m")),
+]

@@ -379,3 +379,62 @@ MISTAKES["ex_05_3_1_solution"] += [
     ("05.3.1:rows-short", _ROPE_TABLES.replace("torch.arange(end, dtype=torch.float32)",
                                                "torch.arange(end - 1, dtype=torch.float32)")),
 ]
+
+# 05.3.3 and 05.3.4 after a learner's pass: mistakes that used to get another mistake's message.
+_ROPE_AFTER_CACHE = """
+from tinyk import apply_rotary_emb
+def rope_after_cache(xq, xk, cos, sin, start_pos):
+    T = xq.shape[1]
+    if start_pos + T > cos.shape[0]:
+        raise ValueError(start_pos + T)
+    return apply_rotary_emb(xq, xk, cos[start_pos : start_pos + T], sin[start_pos : start_pos + T])
+"""
+MISTAKES["ex_05_3_3_solution"] += [
+    # q and k in float32: the score rounded to float32, though the tables are float64
+    ("05.3.3:float32-score",
+     _ROPE_SCORE.replace("    cos, sin =", "    q, k = q.float(), k.float()\n    cos, sin =")),
+    # cos[m] is 1-D: apply_rotary_emb refuses it (it used to be told "max(m, n) + 1 rows")
+    ("05.3.3:one-d-row", _ROPE_SCORE.replace("cos[m : m + 1], sin[m : m + 1]", "cos[m], sin[m]")
+                                    .replace("cos[n : n + 1], sin[n : n + 1]", "cos[n], sin[n]")),
+    ("05.3.3:tables-wrong-width", _ROPE_SCORE.replace("precompute_freqs_cis(q.shape[0],",
+                                                      "precompute_freqs_cis(q.shape[0] // 2,")),
+    # a negative score made positive (it used to be told "q rotated to n and k to m")
+    ("05.3.3:absolute-value", _ROPE_SCORE.replace("return float((q_m * k_n).sum())",
+                                                  "return abs(float((q_m * k_n).sum()))")),
+]
+MISTAKES["ex_05_3_4_solution"] += [
+    # only the rotated queries (it used to be told "your T counts the heads")
+    ("05.3.4:returns-one-tensor", _ROPE_AFTER_CACHE.replace("sin[start_pos : start_pos + T])\n",
+                                                            "sin[start_pos : start_pos + T])[0]\n")),
+    ("05.3.4:t-from-batch-axis", _ROPE_AFTER_CACHE.replace("T = xq.shape[1]", "T = xq.shape[0]")),
+    # the check reads the columns (it used to be told "T new tokens take T rows")
+    ("05.3.4:check-wrong-axis", _ROPE_AFTER_CACHE.replace("> cos.shape[0]", "> cos.shape[1]")),
+    ("05.3.4:one-too-early", _ROPE_AFTER_CACHE.replace(
+        "cos[start_pos : start_pos + T], sin[start_pos : start_pos + T]",
+        "cos[start_pos - 1 : start_pos + T - 1], sin[start_pos - 1 : start_pos + T - 1]")),
+    ("05.3.4:sin-rows-differ", _ROPE_AFTER_CACHE.replace("sin[start_pos : start_pos + T]", "sin[:T]")),
+]
+
+# 05.3.2 after a learner's pass: a pair read in the wrong order, cos in both terms, the columns reversed
+# (each used to get another message or none), and a rotation computed in float32 for float64 inputs (it
+# used to pass the visible test and fail the hidden one).
+MISTAKES["ex_05_3_2_solution"] += [
+    ("05.3.2:pair-order-flipped", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos, sin")
+                                                  .replace("a, b = x.reshape", "b, a = x.reshape")),
+    ("05.3.2:cos-in-both-terms", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos, sin")
+                                                 .replace("[a * c - b * s, a * s + b * c]",
+                                                          "[a * c - b * c, a * s + b * s]")),
+    ("05.3.2:columns-reversed",
+     _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos.flip(-1), sin.flip(-1)")),
+    # the complex-number route of Meta's reference code, x.float(): float64 rotated in float32
+    ("05.3.2:float64-in-float32", """
+import torch
+def apply_rope(xq, xk, cos, sin):
+    def rotate(x):
+        pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2).contiguous())
+        turns = torch.complex(cos.float(), sin.float())
+        turns = turns[None, :, None, :] if turns.ndim == 2 else turns[:, :, None, :]
+        return torch.view_as_real(pairs * turns).flatten(3).type_as(x)
+    return rotate(xq), rotate(xk)
+"""),
+]

@@ -115,6 +115,9 @@ def _attention_advice(grouped: bool) -> Callable[[str], str | None]:
         if grouped:
             return say("copy each K/V head n_rep = H_q // H_kv times along the head axis, dim=1 of "
                        "B×H_kv×T_k×d_h (not the time axis, dim=2)")
+        if "size of tensor" in error and "dimension 1" in error:
+            return say("the K/V heads were copied although H_q = H_kv here, so n_rep = H_q // H_kv = 1: a "
+                       "size is hard-coded; read n_rep from the shapes, q.shape[1] // k.shape[1]")
         return None
     return advice
 
@@ -158,6 +161,12 @@ def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
                                              "shape (4, 8)"),
                 hints={say("a default eps other than 1e-5: write eps: float = 1e-5 in the signature"):
                        RMSNorm(8, eps=1e-6)(x)})
+        # an eps other than the default: the one given to the constructor, never a number typed in forward
+        other = call_part(name, call_part(name, cls, 8, eps=0.1), x)
+        compare(name, other, RMSNorm(8, eps=0.1)(x),
+                say("output of RMSNorm(8, eps=0.1) on a small x of shape (4, 8)"),
+                hints={say("eps fixed at 1e-5 whatever eps is given: add self.eps, the eps given to the "
+                           "constructor"): expected})
 
 
 def _check_rmsnorm_outputs(cls: Any, g: torch.Generator, cases: tuple) -> None:
@@ -275,10 +284,12 @@ def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
 
 def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
     name = "apply_rope"
-    B, T, d_h = 2, 5, 8
-    cos_all, sin_all = precompute_freqs_cis(d_h, 32)
-    for n_heads, n_kv, dtype, per_row in ((4, 2, torch.float32, False), (4, 4, torch.float32, True),
-                                          (6, 3, torch.bfloat16, False)):
+    B, T = 2, 5
+    for n_heads, n_kv, dtype, per_row, d_h in ((4, 2, torch.float32, False, 8),
+                                               (4, 4, torch.float32, True, 8),
+                                               (2, 1, torch.float32, False, 16),  # no size typed in
+                                               (6, 3, torch.bfloat16, False, 8)):
+        cos_all, sin_all = precompute_freqs_cis(d_h, 32)
         xq = torch.randn(B, T, n_heads, d_h, generator=g).to(dtype)
         xk = torch.randn(B, T, n_kv, d_h, generator=g).to(dtype)
         if per_row:  # left padding: each row its own positions
@@ -288,10 +299,17 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
         else:  # after a cache of 3 tokens: rows 3..7
             cos, sin, what = cos_all[3:3 + T], sin_all[3:3 + T], say("T×d_h/2 tables, rows 3..7")
         before = xq.clone(), xk.clone()
-        got = _call_broadcasting(name, fn, say("a B×T×d_h/2 table has a batch axis first: line it up as "
-                                               "B×T×1×d_h/2 (batch, position, head, pair)") if per_row
-                                 else say("a T×d_h/2 table lines up as 1×T×1×d_h/2 (batch, position, head, "
-                                          "pair)"), xq, xk, cos, sin)
+        lined_up = say("a B×T×d_h/2 table has a batch axis first: line it up as B×T×1×d_h/2 (batch, "
+                       "position, head, pair)") if per_row else \
+            say("a T×d_h/2 table lines up as 1×T×1×d_h/2 (batch, position, head, pair)")
+        typed = say("heads of width {d_h} hold {pairs} pairs: a size is hard-coded; read the sizes from the "
+                    "shapes (x.shape[-1] // 2, or reshape(..., -1, 2))", d_h=d_h, pairs=d_h // 2)
+        # "shape [...] is invalid for input of size N": N the size of q or k (the pairs' count typed in), or
+        # of a table (lined up wrongly)
+        inputs = {f"input of size {x.numel()}" for x in (xq, xk)}
+        got = _call_broadcasting(name, fn, lambda error, lined_up=lined_up, typed=typed, inputs=inputs: typed
+                                 if any(error.endswith(size) for size in inputs) else lined_up,
+                                 xq, xk, cos, sin)
         _left_alone(name, say("build new tensors for the rotated pairs (torch.stack, torch.empty), never "
                               "write into xq or xk; x.float() of a float32 x is x itself"),
                     xq=(xq, before[0]), xk=(xk, before[1]))
@@ -335,6 +353,16 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
 
 
 def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
+    x = torch.randn(2, 3, 2, 4, generator=torch.Generator().manual_seed(1))  # g left for the checks below
+    try:  # the same shape whatever n_rep is, more heads than x has: the copies typed in
+        shapes = {n_rep: tuple(getattr(call_part("repeat_kv", fn, x, n_rep), "shape", ()))
+                  for n_rep in (1, 3)}
+    except PartError:  # the checks below say why
+        shapes = {}
+    if shapes and shapes[1] == shapes[3] and len(shapes[1]) == 4 and shapes[1][2] > 2:
+        raise PartError("repeat_kv", say("{heads} heads for n_rep = 1 and for n_rep = 3 (x has H_kv = 2): a "
+                                         "size is hard-coded; read the number of copies from the argument "
+                                         "n_rep", heads=shapes[1][2]))
     for n_rep, dtype in ((1, torch.float32), (2, torch.float32), (4, torch.float32), (2, torch.bfloat16)):
         x = torch.randn(2, 3, 2, 4, generator=g).to(dtype)
         got = _call_broadcasting("repeat_kv", fn, _copies_advice, x, n_rep)
@@ -363,13 +391,15 @@ def _copies_advice(error: str) -> str | None:
 
 def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
     name = "gqa_attention"
-    B, d_h = 2, 8
+    B = 2
     valid = torch.tensor([[False, False, True, True, True, True], [True, True, True, True, True, True]])
-    for n_heads, n_kv, T, T_k, masked, dtype in (
-            (4, 4, 6, 6, False, torch.float32), (4, 2, 6, 6, False, torch.float32),
-            (8, 2, 2, 6, False, torch.float32), (4, 1, 1, 6, False, torch.float32),
-            (4, 2, 6, 6, True, torch.float32), (8, 2, 3, 6, True, torch.float32),
-            (4, 2, 6, 6, True, torch.bfloat16), (4, 2, 1, 6, True, torch.float32)):
+    for n_heads, n_kv, T, T_k, masked, dtype, d_h in (
+            (4, 4, 6, 6, False, torch.float32, 8), (4, 2, 6, 6, False, torch.float32, 8),
+            (8, 2, 2, 6, False, torch.float32, 8), (4, 1, 1, 6, False, torch.float32, 8),
+            (4, 2, 6, 6, True, torch.float32, 8), (8, 2, 3, 6, True, torch.float32, 8),
+            (4, 2, 6, 6, True, torch.float32, 16),  # another head width: no size typed in
+            (4, 2, 6, 6, True, torch.bfloat16, 8),
+            (4, 2, 1, 6, True, torch.float32, 8)):  # one query with a padded batch's mask
         q = torch.randn(B, n_heads, T, d_h, generator=g).to(dtype)
         k = torch.randn(B, n_kv, T_k, d_h, generator=g).to(dtype)
         v = torch.randn(B, n_kv, T_k, d_h, generator=g).to(dtype)
@@ -392,6 +422,10 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
                  **given_mask_hints(q, k, v, kk, vv, mask)}
         if n_heads // n_kv > 1 and n_kv > 1:
             hints[say("the [0, 1, 0, 1] grouping; query head h reads K/V head h // n_rep")] = tiled
+        if d_h != 8:
+            hints[say("the scores scaled by 1/sqrt(8) on heads of width {d_h}: a size is hard-coded; read "
+                      "d_h from the shapes, q.shape[-1]", d_h=d_h)] = \
+                reference_gqa_attention(q * math.sqrt(d_h / 8), kk, vv, mask)
         got_t = as_tensor(name, got, what)
         if masked and got_t.shape == expected.shape and torch.isnan(got_t).any():
             raise PartError(name, say("{what}: a query row with no allowed key gives NaN; it must give zeros "
@@ -464,14 +498,29 @@ def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:
              say("the second sum adding x instead of h"): x + feed_forward(ffn_norm(h)),
              **block_hints(x, attention, feed_forward, attention_norm, ffn_norm)}
     before = x.clone()
-    got = call_part("decoder_block", fn, x, trusted(attention), trusted(feed_forward),
-                    trusted(attention_norm), trusted(ffn_norm))
+    calls = {"attention": 0, "feed_forward": 0, "attention_norm": 0, "ffn_norm": 0}
+
+    def counted(label: str, part: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+        def run(y: Tensor) -> Tensor:
+            calls[label] += 1
+            return part(y)
+        return trusted(run)
+
+    got = call_part("decoder_block", fn, x, counted("attention", attention),
+                    counted("feed_forward", feed_forward), counted("attention_norm", attention_norm),
+                    counted("ffn_norm", ffn_norm))
     if not torch.equal(x, before):
         raise PartError("decoder_block", say("decoder_block changed x in place: write h = x + ..., not "
                                              "x += ..."))
     expected = reference_decoder_block(x, attention, feed_forward, attention_norm, ffn_norm)
     compare("decoder_block", got, expected, say("output with made-up attention, feed-forward and norms"),
             hints=hints)
+    again = {label: n for label, n in calls.items() if n != 1}
+    if again:  # the right output, yet a part run twice: a model's attention costs twice as much
+        runs = ", ".join(f"{label} ×{n}" for label, n in again.items())
+        raise PartError("decoder_block", say("decoder_block ran {runs} (calls of each part): call each part "
+                                             "exactly once, h = x + attention(attention_norm(x)), then "
+                                             "h + feed_forward(ffn_norm(h))", runs=runs))
 
 
 def _random_valid(g: torch.Generator, B: int = 4, T_k: int = 7) -> Tensor:
