@@ -101,9 +101,9 @@
   // (--js-flags=--no-liftoff, which a page cannot ask for) its 48-token decodes ran at 2,100 to
   // 3,000 tokens/s from the second on. Fetching the panels' outputs on each call or not changed it by
   // less than that noise (as did a graph without them, in Python: 0.119 ms), and creating a call's
-  // inputs and reading its logits took 0.01 ms: the time is in session.run. So benchmarks/bench_browser.py's decode (one untimed decode, then three
-  // timed) measured mostly baseline code, 0.23 times PyTorch's speed, and a reader's first answers
-  // were as slow. With the warm-up, the optimised code is there by the time the reader has read
+  // inputs and reading its logits took 0.01 ms: the time is in session.run. So the decode of
+  // benchmarks/bench_browser.py (one untimed decode, then three timed) measured mostly baseline
+  // code, 0.23 times PyTorch's speed, and a reader's first answers were as slow. With the warm-up, the optimised code is there by the time the reader has read
   // the first prompt's panels. A page opened with ?warm=0 (the benchmark's "before") skips it, and
   // SmolLM2's Load ends it (the calls of the warm-up so far come back in its count).
   const WARM = new URLSearchParams(location.search).get("warm") !== "0";
