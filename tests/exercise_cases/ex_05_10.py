@@ -582,3 +582,35 @@ MISTAKES["ex_05_10_1_solution"] += [
         "np.stack([packed >> 4, packed & 0x0F], axis=1).reshape(-1)").format(weights="d * q + m")),
     ("05.10.1:packed-from-byte-2", _Q4_1.replace("block[4:20]", "block[2:18]").format(weights="d * q + m")),
 ]
+
+# 05.10.2 after a learner's pass: labels that are input_ids itself, the pair swapped, the mask one
+# position late, and padding found by id with each row's last token put back.
+MISTAKES["ex_05_10_2_solution"] += [
+    ("05.10.2:labels-alias-ids", _PADDED + """
+    lengths = torch.tensor([len(s) for s in sequences])
+    labels = ids
+    labels[torch.arange(T) >= lengths[:, None]] = -100
+    return ids, labels
+"""),
+    ("05.10.2:pair-swapped", _PADDED + """
+    lengths = torch.tensor([len(s) for s in sequences])
+    return ids.masked_fill(torch.arange(T) >= lengths[:, None], -100), ids
+"""),
+    ("05.10.2:mask-one-late", _PADDED + """
+    lengths = torch.tensor([len(s) for s in sequences])
+    return ids, ids.masked_fill(torch.arange(T) > lengths[:, None], -100)
+"""),
+    ("05.10.2:by-id-last-kept", _PADDED + """
+    labels = ids.masked_fill(ids == pad_id, -100)
+    for row, s in enumerate(sequences):
+        labels[row, len(s) - 1] = s[-1]
+    return ids, labels
+"""),
+]
+
+# 05.10.1: d read as one float32 from the four bytes of d and m (m then left out).
+MISTAKES["ex_05_10_1_solution"] += [
+    ("05.10.1:d-read-as-float32", _Q4_1.replace(
+        "d, m = np.frombuffer(block[:4], dtype=np.float16).astype(np.float32)",
+        "d, m = float(np.frombuffer(block[:4], dtype=np.float32)[0]), 0.0").format(weights="d * q + m")),
+]
