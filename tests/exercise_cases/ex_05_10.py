@@ -614,3 +614,12 @@ MISTAKES["ex_05_10_1_solution"] += [
         "d, m = np.frombuffer(block[:4], dtype=np.float16).astype(np.float32)",
         "d, m = float(np.frombuffer(block[:4], dtype=np.float32)[0]), 0.0").format(weights="d * q + m")),
 ]
+
+# The capstone's positions counted from each row's first real token (negative at left padding).
+MISTAKES["ex_05_10_3_solution"] += [
+    ("05.10.3:positions-from-first-real", _with("token_positions", """
+def token_positions(valid):
+    first = valid.long().argmax(-1, keepdim=True)
+    return torch.arange(valid.shape[1])[None, :] - first
+""")),
+]
