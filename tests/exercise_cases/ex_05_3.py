@@ -440,12 +440,17 @@ def apply_rope(xq, xk, cos, sin):
 ]
 
 # 05.3.2's tables lined up on the heads axis, and 05.3.3's score as np.dot of float32 arrays.
+_NP_DOT = "import numpy as np\n    return np.dot(q_m.flatten().numpy(), k_n.flatten().numpy())"
 MISTAKES["ex_05_3_2_solution"] += [
     ("05.3.2:tables-on-heads-axis", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos, sin")
      .replace("(1, T, 1, d_h // 2) if", "(1, 1, T, d_h // 2) if")),
 ]
 MISTAKES["ex_05_3_3_solution"] += [
-    ("05.3.3:numpy-float32", _ROPE_SCORE.replace("    cos, sin =", "    q, k = q.float(), k.float()\n    cos, sin =")
-     .replace("return float((q_m * k_n).sum())",
-              "import numpy as np\n    return np.dot(q_m.flatten().numpy(), k_n.flatten().numpy())")),
+    ("05.3.3:numpy-float32", _ROPE_SCORE
+     .replace("    cos, sin =", "    q, k = q.float(), k.float()\n    cos, sin =")
+     .replace("return float((q_m * k_n).sum())", _NP_DOT)),
 ]
+
+# 05.3.3 with np.dot of the float64 arrays (NumPy's float64 is a Python float): right.
+RIGHT["ex_05_3_3_solution"] = [*RIGHT.get("ex_05_3_3_solution", []),
+                               _ROPE_SCORE.replace("return float((q_m * k_n).sum())", _NP_DOT)]
