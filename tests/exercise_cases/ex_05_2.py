@@ -472,3 +472,17 @@ def rmsnorm_jacobian(x, gamma, eps):
 }
 for _grade_id, _cases in HIDDEN_RULES.items():
     MISTAKES[_grade_id] = MISTAKES.get(_grade_id, []) + _cases
+
+# 05.2.1: the square of the mean and the mean of the roots, both 3.5 for (3, 4) like the mean of |x|.
+MISTAKES["ex_05_2_1_solution"] += [
+    ("05.2.1:square-of-mean", """
+import math
+def rms(x, eps=0.0):
+    return math.sqrt((sum(x) / len(x)) ** 2 + eps)
+"""),
+    ("05.2.1:mean-of-roots", """
+import math
+def rms(x, eps=0.0):
+    return sum(math.sqrt(v * v + eps) for v in x) / len(x)
+"""),
+]
