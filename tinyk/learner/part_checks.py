@@ -540,9 +540,9 @@ def _check_token_positions(fn: Callable[..., Any], g: torch.Generator) -> None:
         fix = say("build a new tensor, never valid[...] = ... or valid.add_(...): the model still needs "
                   "valid (for the mask)")
         _left_alone("token_positions", fix, valid=(valid, before))
-        from_first = say("positions counted from each row's first real token, arange(T) minus its index: the "
-                         "padding before it gets negative positions, the padding after the last keeps counting; "
-                         "count the real tokens, valid.cumsum(-1) - 1, raised to 0")
+        from_first = say("positions counted from each row's first real token, arange(T) minus its index: "
+                         "the padding before it gets negative positions, the padding after the last keeps "
+                         "counting; count the real tokens, valid.cumsum(-1) - 1, raised to 0")
         first_real = valid.long().argmax(-1, keepdim=True)  # each row's first real token
         compare("token_positions", got, reference_token_positions(valid),
                 say("positions for valid = {valid}", valid=valid.long().tolist()),
