@@ -331,3 +331,13 @@ MISTAKES["ex_05_4_4_solution"] += [
     ("05.4.4:weights-not-softmax", _gqa_with(("torch.softmax(scores, dim=-1)",
                                               "torch.log_softmax(scores, dim=-1)"))),
 ]
+
+# The expanded B×T×H_kv×n_rep×d_h view returned without its reshape, and the diagonal blocked
+# (tril(T_k - T - 1)): the visible tests name both (they gave only the shape or "not log_softmax").
+MISTAKES["ex_05_4_3_solution"] += [
+    ("05.4.3:expanded-view-returned", _REPEAT_KV.format(
+        body="x[:, :, :, None, :].expand(B, T, n_kv_heads, n_rep, head_dim)")),
+]
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:diagonal-blocked", _gqa_with(("tril(T_k - T)", "tril(T_k - T - 1)"))),
+]

@@ -280,3 +280,20 @@ def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):
 MISTAKES["ex_05_5_2_solution"] += [
     ("05.5.2:branches-matmul", _swiglu(forward="self.w2(F.silu(self.w1(x)) @ self.w3(x))")),
 ]
+
+# Neither norm called, a norm on the block's output, and the second sum adding x: the visible test
+# names each (it gave only the calls' count, or "return y = h + ...", before).
+MISTAKES["ex_05_5_3_solution"] += [
+    ("05.5.3:no-norms", _block("""
+h = x + attention(x)
+return h + feed_forward(h)
+""")),
+    ("05.5.3:norm-on-output", _block("""
+h = x + attention(attention_norm(x))
+return ffn_norm(h + feed_forward(ffn_norm(h)))
+""")),
+    ("05.5.3:second-sum-adds-x", _block("""
+h = x + attention(attention_norm(x))
+return x + feed_forward(ffn_norm(h))
+""")),
+]

@@ -553,3 +553,37 @@ def shifted_loss(logits, labels, ignore_index=-100):
                       ignore_index=ignore_index)
 """),
 ]
+
+# Positions from the running count of the padding, abs() for the clamp, and the exclusive running count
+# (cumsum - valid); a T×T triangle, query_len ignored, and the triangle shifted the wrong way: the
+# visible tests name each (they gave only the numbers or the shape before).
+MISTAKES["ex_05_6_2_solution"] += [
+    ("05.6.2:padding-counted", """
+def token_positions(valid):
+    return ((~valid).long().cumsum(-1) - 1).clamp(min=0)
+"""),
+    ("05.6.2:abs-not-clamp", """
+def token_positions(valid):
+    return (valid.long().cumsum(-1) - 1).abs()
+"""),
+    ("05.6.2:exclusive-cumsum", """
+def token_positions(valid):
+    return valid.long().cumsum(-1) - valid.long()
+"""),
+]
+MISTAKES["ex_05_6_3_solution"] += [
+    ("05.6.3:square-triangle", """
+import torch
+def causal_padding_mask(valid, query_len):
+    causal = torch.ones(query_len, query_len, dtype=torch.bool).tril()
+    return causal[None, None] & valid[:, None, None, -query_len:]
+"""),
+    ("05.6.3:query-len-ignored", """
+import torch
+def causal_padding_mask(valid, query_len):
+    T_k = valid.shape[1]
+    causal = torch.ones(T_k, T_k, dtype=torch.bool).tril()
+    return causal[None, None] & valid[:, None, None, :]
+"""),
+    ("05.6.3:shift-flipped", _MASK.format(triangle="tril(query_len - T_k)", mask=_KEYS)),
+]
