@@ -174,6 +174,14 @@ def loss_unflattened(logits, labels, ignore_index=-100):
     return total / (targets != ignore_index).sum().clamp(min=1)
 
 
+def loss_rolled(logits, labels, ignore_index=-100):
+    """The labels shifted with roll(-1): the first label wraps round to the last position."""
+    targets = labels.roll(-1, dims=1)
+    total = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                            ignore_index=ignore_index, reduction="sum")
+    return total / (targets != ignore_index).sum().clamp(min=1)
+
+
 def repeat_kv_view(x, n_rep):
     return x[:, :, :, None, :].expand(*x.shape[:3], n_rep, x.shape[3])
 
@@ -199,6 +207,7 @@ WRONG_LATE = [
     ("causal_padding_mask", mask_square, "it matches a T×T triangle"),
     ("causal_padding_mask", mask_query_len_ignored, "it matches query_len ignored"),
     ("shifted_loss", loss_unflattened, "F.cross_entropy takes the classes on dim 1, so flatten"),
+    ("shifted_loss", loss_rolled, "it matches labels.roll(-1) wraps labels[:, 0] round to the last position"),
     ("gqa_attention", mask_skipped_for_one_query,
      "the given mask was skipped for a single query: it still blocks the padding keys"),
     ("gqa_attention", scales_q_in_place, "gqa_attention changed its input q in place"),

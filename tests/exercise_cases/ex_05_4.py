@@ -341,3 +341,16 @@ MISTAKES["ex_05_4_3_solution"] += [
 MISTAKES["ex_05_4_4_solution"] += [
     ("05.4.4:diagonal-blocked", _gqa_with(("tril(T_k - T)", "tril(T_k - T - 1)"))),
 ]
+
+# The K/V heads counted from 1, and the query heads shifted by one ((h + 1) // group): the visible
+# test names both (it said only "K/V head 2 does not exist" before).
+MISTAKES["ex_05_4_1_solution"] += [
+    ("05.4.1:kv-heads-from-1", """
+def kv_head_for_each_query_head(n_heads, n_kv_heads):
+    return [h // (n_heads // n_kv_heads) + 1 for h in range(n_heads)]
+"""),
+    ("05.4.1:off-by-one", """
+def kv_head_for_each_query_head(n_heads, n_kv_heads):
+    return [h // (n_heads // n_kv_heads) for h in range(1, n_heads + 1)]
+"""),
+]

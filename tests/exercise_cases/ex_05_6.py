@@ -587,3 +587,16 @@ def causal_padding_mask(valid, query_len):
 """),
     ("05.6.3:shift-flipped", _MASK.format(triangle="tril(query_len - T_k)", mask=_KEYS)),
 ]
+
+# The labels shifted with roll(-1), the wrapped first label left as the last position's target: the
+# visible test and check_parts name it.
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:roll-wraps", """
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    targets = labels.roll(-1, dims=1)
+    total = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                            ignore_index=ignore_index, reduction="sum")
+    return total / (targets != ignore_index).sum().clamp(min=1)
+"""),
+]

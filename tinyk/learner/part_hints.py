@@ -235,4 +235,7 @@ def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
             F.cross_entropy(logits[:, :-1].reshape(-1, V), as_class_0),
             say("the ignored targets counted as class 0 (their loss added to the sum): a target equal to "
                 "ignore_index adds no loss; pass ignore_index to F.cross_entropy"):
-            F.cross_entropy(logits[:, :-1].reshape(-1, V), as_class_0, reduction="sum") / counted.sum()}
+            F.cross_entropy(logits[:, :-1].reshape(-1, V), as_class_0, reduction="sum") / counted.sum(),
+            say("labels.roll(-1) wraps labels[:, 0] round to the last position, which predicts nothing: drop "
+                "that position, logits[:, :-1] against labels[:, 1:]"):
+            F.cross_entropy(logits.reshape(-1, V), labels.roll(-1, 1).reshape(-1))}
