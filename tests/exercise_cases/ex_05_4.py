@@ -354,3 +354,10 @@ def kv_head_for_each_query_head(n_heads, n_kv_heads):
     return [h // (n_heads // n_kv_heads) for h in range(1, n_heads + 1)]
 """),
 ]
+MISTAKES["ex_05_4_1_solution"] += [  # H_kv // H_q = 0 raised to 1: each query head its own K/V head
+    ("05.4.1:group-size-inverted", """
+def kv_head_for_each_query_head(n_heads, n_kv_heads):
+    group = max(n_kv_heads // n_heads, 1)
+    return [h // group for h in range(n_heads)]
+"""),
+]

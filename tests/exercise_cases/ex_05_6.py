@@ -600,3 +600,31 @@ def shifted_loss(logits, labels, ignore_index=-100):
     return total / (targets != ignore_index).sum().clamp(min=1)
 """),
 ]
+
+# The two norms of each layer forgotten, the norms counted with hidden_dim, biases counted, hidden_dim
+# ignored; eos and pad swapped, NumPy integers for the tokens: the visible tests name each.
+MISTAKES["ex_05_6_1_solution"] += [
+    ("05.6.1:layer-norms-forgotten", _COUNT.format(
+        mlp="3 * dim * hidden_dim", total="vocab_size * dim + n_layers * (attention + mlp) + dim")),
+    ("05.6.1:norm-width-hidden", _COUNT.format(
+        mlp="3 * dim * hidden_dim",
+        total="vocab_size * dim + n_layers * (attention + mlp + 2 * hidden_dim) + dim")),
+    ("05.6.1:biases-counted", _COUNT.format(  # wq, wk, wv, wo, then w1, w2, w3 with a bias each
+        mlp="3 * dim * hidden_dim + 2 * hidden_dim + dim",
+        total="vocab_size * dim + n_layers * (attention + 2 * dim + 2 * n_kv_heads * head_dim + mlp "
+              "+ 2 * dim) + dim")),
+    ("05.6.1:hidden-dim-ignored", _COUNT.format(mlp="3 * dim * (8 * dim // 3)", total=_RIGHT)),
+]
+MISTAKES["ex_05_6_5_solution"] += [
+    ("05.6.5:ids-swapped", """
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = [eos if done else token for done, token in zip(finished, next_tokens)]
+    return tokens, [done or token == pad for done, token in zip(finished, tokens)]
+"""),
+    ("05.6.5:numpy-ints", """
+import numpy as np
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = np.where(np.array(finished), pad, np.array(next_tokens))
+    return list(tokens), [bool(done) or bool(token == eos) for done, token in zip(finished, tokens)]
+"""),
+]
