@@ -361,3 +361,13 @@ def kv_head_for_each_query_head(n_heads, n_kv_heads):
     return [h // group for h in range(n_heads)]
 """),
 ]
+
+# max_tokens one less than the floor division, capped at config.max_seq_len, or counted in whole blocks
+# of n_tokens tokens: the visible test names each (it gave only the number before).
+MISTAKES["ex_05_4_2_solution"] += [
+    ("05.4.2:minus-one", _plan_with(("budget_bytes // per_token", "budget_bytes // per_token - 1"))),
+    ("05.4.2:capped-at-max-seq-len", _plan_with(("budget_bytes // per_token",
+                                                 "min(budget_bytes // per_token, config.max_seq_len)"))),
+    ("05.4.2:whole-blocks", _plan_with(("budget_bytes // per_token",
+                                        "budget_bytes // gqa_bytes * n_tokens"))),
+]
