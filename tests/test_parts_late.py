@@ -1,5 +1,6 @@
 """check_parts on the parts of 05.4 to 05.6 (tinyk.learner.part_checks): wrong answers that an output
-alone once let through or misnamed, each named now, and right answers in another honest style accepted."""
+alone once let through or misnamed, or named only by their shape or a raw error, each named now in the words
+of the exercise's own test, and right answers in another honest style accepted."""
 
 from __future__ import annotations
 
@@ -80,7 +81,133 @@ class BranchesMatmul(torch.nn.Module):
         return self.w2(F.silu(self.w1(x)) @ self.w3(x))
 
 
+def attention_by(allowed_of, fill=None, log=False):
+    """right_attention with one piece swapped: the causal triangle (``allowed_of(T, T_k)``), the value the
+    blocked scores are filled with, or the log-softmax for the softmax."""
+    def attention(q, k, v, mask=None):
+        n_rep = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(n_rep, 1), v.repeat_interleave(n_rep, 1)
+        if mask is None:
+            mask = allowed_of(q.shape[2], k.shape[2])
+        scores = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
+        scores = scores * mask if fill == 0 else scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        weights = scores.log_softmax(-1) if log else scores.softmax(-1)
+        return (weights.masked_fill(~mask, 0.0) @ v.float()).to(q.dtype)
+    return attention
+
+
+def diagonal_blocked(q, k, v, mask=None):
+    return attention_by(lambda T, T_k: torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T - 1))(q, k, v, mask)
+
+
+CAUSAL = lambda T, T_k: torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)
+scores_times_mask = attention_by(CAUSAL, fill=0)
+log_softmax_weights = attention_by(CAUSAL, log=True)
+
+
+def swiglu(forward=None, width=None):
+    """A SwiGLU class, right but for its width (``width(dim)`` typed in) or its ``forward``."""
+    class Wrong(torch.nn.Module):
+        def __init__(self, dim, hidden_dim):
+            super().__init__()
+            m = hidden_dim if width is None else width(dim)
+            self.w1 = torch.nn.Linear(dim, m, bias=False)
+            self.w2 = torch.nn.Linear(m, dim, bias=False)
+            self.w3 = torch.nn.Linear(dim, m, bias=False)
+
+        def forward(self, x):
+            if forward is not None:
+                return forward(self, x)
+            return self.w2(F.silu(self.w1(x)) * self.w3(x))
+    return Wrong
+
+
+def _three_d_only(self, x):
+    B, T, d = x.shape
+    x = x.reshape(B * T, d)
+    return self.w2(F.silu(self.w1(x)) * self.w3(x)).reshape(B, T, d)
+
+
+SwiGLUFourDim = swiglu(width=lambda dim: 4 * dim)
+SwiGLUDropout = swiglu(forward=lambda self, x: F.dropout(self.w2(F.silu(self.w1(x)) * self.w3(x)), 0.1,
+                                                         training=True))
+SwiGLUThreeDOnly = swiglu(forward=_three_d_only)
+SwiGLUFlattened = swiglu(forward=lambda self, x: self.w2(F.silu(self.w1(x.reshape(-1, x.shape[-1])))
+                                                          * self.w3(x.reshape(-1, x.shape[-1]))))
+
+
+def residual_once_at_the_end(x, attention, feed_forward, attention_norm, ffn_norm):
+    h = attention(attention_norm(x))
+    return x + feed_forward(ffn_norm(h))
+
+
+def no_norms(x, attention, feed_forward, attention_norm, ffn_norm):
+    h = x + attention(x)
+    return h + feed_forward(h)
+
+
+def norm_on_the_output(x, attention, feed_forward, attention_norm, ffn_norm):
+    h = x + attention(attention_norm(x))
+    return ffn_norm(h + feed_forward(ffn_norm(h)))
+
+
+def arange_minus_pads(valid):
+    return (torch.arange(valid.shape[1]) - (~valid).sum(-1, keepdim=True)).clamp(min=0)
+
+
+def mask_of(causal):
+    """A causal_padding_mask with its own triangle ``causal(T, T_k)``, the padding of the keys it spans."""
+    def causal_padding_mask(valid, query_len):
+        triangle = causal(query_len, valid.shape[1])
+        return triangle[None, None] & valid[:, None, None, -triangle.shape[1]:]
+    return causal_padding_mask
+
+
+mask_shift_flipped = mask_of(lambda T, T_k: torch.ones(T, T_k, dtype=torch.bool).tril(T - T_k))
+mask_square = mask_of(lambda T, T_k: torch.ones(T, T, dtype=torch.bool).tril())
+mask_query_len_ignored = mask_of(lambda T, T_k: torch.ones(T_k, T_k, dtype=torch.bool).tril())
+
+
+def loss_unflattened(logits, labels, ignore_index=-100):
+    targets = labels[:, 1:]
+    total = F.cross_entropy(logits[:, :-1], targets, ignore_index=ignore_index, reduction="sum")
+    return total / (targets != ignore_index).sum().clamp(min=1)
+
+
+def loss_rolled(logits, labels, ignore_index=-100):
+    """The labels shifted with roll(-1): the first label wraps round to the last position."""
+    targets = labels.roll(-1, dims=1)
+    total = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                            ignore_index=ignore_index, reduction="sum")
+    return total / (targets != ignore_index).sum().clamp(min=1)
+
+
+def repeat_kv_view(x, n_rep):
+    return x[:, :, :, None, :].expand(*x.shape[:3], n_rep, x.shape[3])
+
+
 WRONG_LATE = [
+    ("gqa_attention", diagonal_blocked, "it matches the diagonal is blocked (tril(T_k - T - 1))"),
+    ("gqa_attention", scores_times_mask, "it matches the blocked scores set to 0 (scores * mask)"),
+    ("gqa_attention", log_softmax_weights, "it matches log_softmax instead of softmax"),
+    ("repeat_kv", repeat_kv_view, "it matches the expanded B×T×H_kv×n_rep×d_h view returned as it is"),
+    ("SwiGLU", SwiGLUFourDim, "SwiGLU(8, 24) has m = 32 features: w1 and w3 map d = 8 -> m = 24, use the "
+                              "hidden_dim argument"),
+    ("SwiGLU", SwiGLUDropout, "two calls on the same input give different outputs"),
+    ("SwiGLU", SwiGLUThreeDOnly, "an input of shape (5, 8) raised ValueError"),
+    ("SwiGLU", SwiGLUFlattened, "it matches the output flattened to (B·T)×d"),
+    ("decoder_block", residual_once_at_the_end, "it matches ffn_norm reads attention(attention_norm(x)) "
+                                                "without x"),
+    ("decoder_block", no_norms, "it matches neither norm is called"),
+    ("decoder_block", norm_on_the_output, "it matches a norm applied to the block's output"),
+    ("token_positions", arange_minus_pads, "it matches a position counts the real tokens before it along "
+                                           "the row, it is not 0..T-1 shifted"),
+    ("causal_padding_mask", mask_shift_flipped, "it matches the triangle shifted the wrong way (tril(T - "
+                                                "T_k))"),
+    ("causal_padding_mask", mask_square, "it matches a T×T triangle"),
+    ("causal_padding_mask", mask_query_len_ignored, "it matches query_len ignored"),
+    ("shifted_loss", loss_unflattened, "F.cross_entropy takes the classes on dim 1, so flatten"),
+    ("shifted_loss", loss_rolled, "it matches labels.roll(-1) wraps labels[:, 0] round to the last position"),
     ("gqa_attention", mask_skipped_for_one_query,
      "the given mask was skipped for a single query: it still blocks the padding keys"),
     ("gqa_attention", scales_q_in_place, "gqa_attention changed its input q in place"),
@@ -89,6 +216,12 @@ WRONG_LATE = [
     ("SwiGLU", NamedGateUpDown, "it has no attribute self.w1: name the three layers w1 (gate)"),
     ("SwiGLU", BranchesMatmul, "the two branches are multiplied entry by entry"),
 ]
+
+
+for _name in ("scores_times_mask", "log_softmax_weights", "SwiGLUFourDim", "SwiGLUDropout",
+              "SwiGLUThreeDOnly", "SwiGLUFlattened", "mask_shift_flipped", "mask_square",
+              "mask_query_len_ignored"):
+    globals()[_name].__name__ = _name  # the test's id
 
 
 @pytest.mark.parametrize("name,wrong,words", WRONG_LATE, ids=[w[1].__name__ for w in WRONG_LATE])

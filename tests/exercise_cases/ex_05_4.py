@@ -331,3 +331,43 @@ MISTAKES["ex_05_4_4_solution"] += [
     ("05.4.4:weights-not-softmax", _gqa_with(("torch.softmax(scores, dim=-1)",
                                               "torch.log_softmax(scores, dim=-1)"))),
 ]
+
+# The expanded B×T×H_kv×n_rep×d_h view returned without its reshape, and the diagonal blocked
+# (tril(T_k - T - 1)): the visible tests name both (they gave only the shape or "not log_softmax").
+MISTAKES["ex_05_4_3_solution"] += [
+    ("05.4.3:expanded-view-returned", _REPEAT_KV.format(
+        body="x[:, :, :, None, :].expand(B, T, n_kv_heads, n_rep, head_dim)")),
+]
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:diagonal-blocked", _gqa_with(("tril(T_k - T)", "tril(T_k - T - 1)"))),
+]
+
+# The K/V heads counted from 1, and the query heads shifted by one ((h + 1) // group): the visible
+# test names both (it said only "K/V head 2 does not exist" before).
+MISTAKES["ex_05_4_1_solution"] += [
+    ("05.4.1:kv-heads-from-1", """
+def kv_head_for_each_query_head(n_heads, n_kv_heads):
+    return [h // (n_heads // n_kv_heads) + 1 for h in range(n_heads)]
+"""),
+    ("05.4.1:off-by-one", """
+def kv_head_for_each_query_head(n_heads, n_kv_heads):
+    return [h // (n_heads // n_kv_heads) for h in range(1, n_heads + 1)]
+"""),
+]
+MISTAKES["ex_05_4_1_solution"] += [  # H_kv // H_q = 0 raised to 1: each query head its own K/V head
+    ("05.4.1:group-size-inverted", """
+def kv_head_for_each_query_head(n_heads, n_kv_heads):
+    group = max(n_kv_heads // n_heads, 1)
+    return [h // group for h in range(n_heads)]
+"""),
+]
+
+# max_tokens one less than the floor division, capped at config.max_seq_len, or counted in whole blocks
+# of n_tokens tokens: the visible test names each (it gave only the number before).
+MISTAKES["ex_05_4_2_solution"] += [
+    ("05.4.2:minus-one", _plan_with(("budget_bytes // per_token", "budget_bytes // per_token - 1"))),
+    ("05.4.2:capped-at-max-seq-len", _plan_with(("budget_bytes // per_token",
+                                                 "min(budget_bytes // per_token, config.max_seq_len)"))),
+    ("05.4.2:whole-blocks", _plan_with(("budget_bytes // per_token",
+                                        "budget_bytes // gqa_bytes * n_tokens"))),
+]

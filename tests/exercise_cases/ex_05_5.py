@@ -280,3 +280,46 @@ def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):
 MISTAKES["ex_05_5_2_solution"] += [
     ("05.5.2:branches-matmul", _swiglu(forward="self.w2(F.silu(self.w1(x)) @ self.w3(x))")),
 ]
+
+# Neither norm called, a norm on the block's output, and the second sum adding x: the visible test
+# names each (it gave only the calls' count, or "return y = h + ...", before).
+MISTAKES["ex_05_5_3_solution"] += [
+    ("05.5.3:no-norms", _block("""
+h = x + attention(x)
+return h + feed_forward(h)
+""")),
+    ("05.5.3:norm-on-output", _block("""
+h = x + attention(attention_norm(x))
+return ffn_norm(h + feed_forward(ffn_norm(h)))
+""")),
+    ("05.5.3:second-sum-adds-x", _block("""
+h = x + attention(attention_norm(x))
+return x + feed_forward(ffn_norm(h))
+""")),
+]
+
+# The width rounded to a multiple of 64 whatever multiple_of is, and the output flattened to (B·T)×d:
+# the visible tests name both.
+MISTAKES["ex_05_5_1_solution"] += [
+    ("05.5.1:fixed-64", """
+def swiglu_width(dim, multiple_of):
+    m = int(8 * dim / 3)
+    return -(-m // 64) * 64
+"""),
+]
+MISTAKES["ex_05_5_2_solution"] += [
+    ("05.5.2:flattened-output", """
+import torch.nn.functional as F
+from torch import nn
+class SwiGLU(nn.Module):
+    def __init__(self, dim, hidden_dim):
+        super().__init__()
+        self.w1 = nn.Linear(dim, hidden_dim, bias=False)
+        self.w2 = nn.Linear(hidden_dim, dim, bias=False)
+        self.w3 = nn.Linear(dim, hidden_dim, bias=False)
+
+    def forward(self, x):
+        x = x.reshape(-1, x.shape[-1])
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+"""),
+]

@@ -553,3 +553,78 @@ def shifted_loss(logits, labels, ignore_index=-100):
                       ignore_index=ignore_index)
 """),
 ]
+
+# Positions from the running count of the padding, abs() for the clamp, and the exclusive running count
+# (cumsum - valid); a T×T triangle, query_len ignored, and the triangle shifted the wrong way: the
+# visible tests name each (they gave only the numbers or the shape before).
+MISTAKES["ex_05_6_2_solution"] += [
+    ("05.6.2:padding-counted", """
+def token_positions(valid):
+    return ((~valid).long().cumsum(-1) - 1).clamp(min=0)
+"""),
+    ("05.6.2:abs-not-clamp", """
+def token_positions(valid):
+    return (valid.long().cumsum(-1) - 1).abs()
+"""),
+    ("05.6.2:exclusive-cumsum", """
+def token_positions(valid):
+    return valid.long().cumsum(-1) - valid.long()
+"""),
+]
+MISTAKES["ex_05_6_3_solution"] += [
+    ("05.6.3:square-triangle", """
+import torch
+def causal_padding_mask(valid, query_len):
+    causal = torch.ones(query_len, query_len, dtype=torch.bool).tril()
+    return causal[None, None] & valid[:, None, None, -query_len:]
+"""),
+    ("05.6.3:query-len-ignored", """
+import torch
+def causal_padding_mask(valid, query_len):
+    T_k = valid.shape[1]
+    causal = torch.ones(T_k, T_k, dtype=torch.bool).tril()
+    return causal[None, None] & valid[:, None, None, :]
+"""),
+    ("05.6.3:shift-flipped", _MASK.format(triangle="tril(query_len - T_k)", mask=_KEYS)),
+]
+
+# The labels shifted with roll(-1), the wrapped first label left as the last position's target: the
+# visible test and check_parts name it.
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:roll-wraps", """
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    targets = labels.roll(-1, dims=1)
+    total = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                            ignore_index=ignore_index, reduction="sum")
+    return total / (targets != ignore_index).sum().clamp(min=1)
+"""),
+]
+
+# The two norms of each layer forgotten, the norms counted with hidden_dim, biases counted, hidden_dim
+# ignored; eos and pad swapped, NumPy integers for the tokens: the visible tests name each.
+MISTAKES["ex_05_6_1_solution"] += [
+    ("05.6.1:layer-norms-forgotten", _COUNT.format(
+        mlp="3 * dim * hidden_dim", total="vocab_size * dim + n_layers * (attention + mlp) + dim")),
+    ("05.6.1:norm-width-hidden", _COUNT.format(
+        mlp="3 * dim * hidden_dim",
+        total="vocab_size * dim + n_layers * (attention + mlp + 2 * hidden_dim) + dim")),
+    ("05.6.1:biases-counted", _COUNT.format(  # wq, wk, wv, wo, then w1, w2, w3 with a bias each
+        mlp="3 * dim * hidden_dim + 2 * hidden_dim + dim",
+        total="vocab_size * dim + n_layers * (attention + 2 * dim + 2 * n_kv_heads * head_dim + mlp "
+              "+ 2 * dim) + dim")),
+    ("05.6.1:hidden-dim-ignored", _COUNT.format(mlp="3 * dim * (8 * dim // 3)", total=_RIGHT)),
+]
+MISTAKES["ex_05_6_5_solution"] += [
+    ("05.6.5:ids-swapped", """
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = [eos if done else token for done, token in zip(finished, next_tokens)]
+    return tokens, [done or token == pad for done, token in zip(finished, tokens)]
+"""),
+    ("05.6.5:numpy-ints", """
+import numpy as np
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = np.where(np.array(finished), pad, np.array(next_tokens))
+    return list(tokens), [bool(done) or bool(token == eos) for done, token in zip(finished, tokens)]
+"""),
+]

@@ -375,7 +375,10 @@ def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
                        say("copies made along d_h (the last axis): the heads are dim=2 of "
                            "B×T×H_kv×d_h"): x.repeat_interleave(n_rep, -1),
                        say("n_rep is the number of copies of each K/V head, not the number of query heads"):
-                       x.repeat_interleave(n_rep // x.shape[2], 2)})
+                       x.repeat_interleave(n_rep // x.shape[2], 2),
+                       say("the expanded B×T×H_kv×n_rep×d_h view returned as it is: reshape it to "
+                           "B×T×(H_kv·n_rep)×d_h"):
+                       x[:, :, :, None, :].expand(*x.shape[:3], n_rep, x.shape[3])})
 
 
 def _copies_advice(error: str) -> str | None:
@@ -447,6 +450,11 @@ def _check_swiglu(cls: Any, g: torch.Generator) -> None:
                 raise PartError(name, missing)
             if not isinstance(layer, nn.Linear) or layer.bias is not None:
                 raise PartError(name, say("self.{key} must be an nn.Linear(..., bias=False)", key=key))
+        widths = {mine.w1.out_features, mine.w3.out_features, mine.w2.in_features}
+        if len(widths) == 1 and hidden not in widths and mine.w1.in_features == dim:  # a width typed in
+            raise PartError(name, say("SwiGLU({dim}, {hidden}) has m = {m} features: w1 and w3 map d = "
+                                      "{dim} -> m = {hidden}, use the hidden_dim argument", dim=dim,
+                                      hidden=hidden, m=mine.w1.out_features))
         try:
             mine.load_state_dict(ref.state_dict())
         except RuntimeError as err:
@@ -463,10 +471,31 @@ def _check_swiglu(cls: Any, g: torch.Generator) -> None:
                         raise
                     raise PartError(name, say("{error}, on a bfloat16 input with bfloat16 weights: compute "
                                               "in x's dtype (no .float())", error=err.detail)) from None
-                compare(name, got, ref(x),
-                        say("output for dim={dim}, hidden_dim={hidden}, {dtype}", dim=dim, hidden=hidden,
-                            dtype=dtype),
-                        atol=1e-5 if dtype == torch.float32 else 2e-2, hints=swiglu_hints(ref, x))
+                what = say("output for dim={dim}, hidden_dim={hidden}, {dtype}", dim=dim, hidden=hidden,
+                           dtype=dtype)
+                flattened = say("the output flattened to (B·T)×d: forward takes any leading shape and keeps "
+                                "it, …×d -> …×d")
+                again = call_part(name, mine, x)
+                if isinstance(got, Tensor) and isinstance(again, Tensor) and got.shape == again.shape \
+                        and not torch.equal(got, again):
+                    raise PartError(name, say("two calls on the same input give different outputs: the "
+                                              "SwiGLU has no dropout or other randomness"))
+                compare(name, got, ref(x), what, atol=1e-5 if dtype == torch.float32 else 2e-2,
+                        hints={**swiglu_hints(ref, x), flattened: ref(x).reshape(-1, dim)})
+        lead_g = torch.Generator().manual_seed(2)  # g left as it was for the parts checked after
+        for lead in ((5,), (2, 2, 3)):  # any leading shape: nn.Linear acts on the last axis
+            x = torch.randn(*lead, dim, generator=lead_g).to(dtype)
+            try:
+                with torch.no_grad():
+                    got = call_part(name, mine, x)
+            except PartError as err:
+                if not isinstance(err.__cause__, Exception):
+                    raise
+                raise PartError(name, say("an input of shape {shape} raised {error} ({text}): forward takes "
+                                          "any leading shape, …×d -> …×d", shape=tuple(x.shape),
+                                          error=type(err.__cause__).__name__, text=err.__cause__)) from None
+            compare(name, got, ref(x), say("output on an input of shape {shape}: forward takes any leading "
+                                           "shape, …×d -> …×d", shape=tuple(x.shape)), atol=2e-2)
 
 
 def _linear_advice(error: str) -> str | None:
@@ -567,12 +596,20 @@ def _loss_in_float32(got: object) -> object:
     return got.float() if isinstance(got, Tensor) and got.dtype == torch.float64 else got
 
 
+def _loss_advice(error: str) -> str | None:
+    """05.6.4's advice for a ``RuntimeError``: B×(T-1)×V logits given to F.cross_entropy as they are."""
+    if "Expected target size" in error:
+        return say("F.cross_entropy takes the classes on dim 1, so flatten B×(T-1)×V logits to (B·(T-1))×V "
+                   "and the labels to B·(T-1)")
+    return None
+
+
 def _check_shifted_loss(fn: Callable[..., Any], g: torch.Generator) -> None:
     logits = torch.randn(2, 5, 7, generator=g)
     labels = torch.randint(0, 7, (2, 5), generator=g)
     labels[0, :2] = -100
     before = {"logits": logits.clone(), "labels": labels.clone()}
-    got = _loss_in_float32(call_part("shifted_loss", fn, logits, labels))
+    got = _loss_in_float32(_call_broadcasting("shifted_loss", fn, _loss_advice, logits, labels))
     _left_alone("shifted_loss", say("select or copy what you change (labels[:, 1:], .clone()), never "
                                     "labels[...] = ... or logits.sub_(...): the caller still needs them"),
                 logits=(logits, before["logits"]), labels=(labels, before["labels"]))

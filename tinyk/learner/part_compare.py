@@ -82,7 +82,7 @@ def as_tensor(name: str, got: object, what: str) -> Tensor:
 
 
 def compare(name: str, got: object, expected: Tensor, what: str, atol: float = 1e-5,
-            hints: Mapping[str, Tensor] | None = None, half_exact: bool = False) -> None:
+            hints: Mapping[str, Tensor | tuple[Tensor, ...]] | None = None, half_exact: bool = False) -> None:
     """Raise :class:`PartError` unless ``got`` matches ``expected``; name a matching hint.
 
     float32/float64: within ``atol`` (absolute and relative). bfloat16/float16: within
@@ -122,11 +122,14 @@ def compare(name: str, got: object, expected: Tensor, what: str, atol: float = 1
                               detail=detail + _matching(got, hints)))
 
 
-def _matching(got: Tensor, hints: Mapping[str, Tensor] | None) -> str:
-    """"; it matches <hint>" for the first hint whose output ``got`` is, or ''."""
+def _matching(got: Tensor, hints: Mapping[str, Tensor | tuple[Tensor, ...]] | None) -> str:
+    """"; it matches <hint>" for the first hint whose output ``got`` is, or ''; a hint's output may
+    be a tuple of outputs, one for each way of writing the mistake."""
     for hint, value in (hints or {}).items():
-        if value.shape == got.shape and torch.allclose(got.double(), value.double(), atol=1e-5, rtol=1e-4):
-            return say("; it matches {hint}", hint=hint)
+        for wrong in value if isinstance(value, tuple) else (value,):
+            if wrong.shape == got.shape and torch.allclose(got.double(), wrong.double(), atol=1e-5,
+                                                           rtol=1e-4):
+                return say("; it matches {hint}", hint=hint)
     return ""
 
 

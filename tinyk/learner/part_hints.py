@@ -22,20 +22,24 @@ __all__ = ["attention_hints", "block_hints", "given_mask_hints", "loss_hints", "
            "positions_hints", "swiglu_hints"]
 
 
-def _attend(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, zeroed: bool = True) -> Tensor:
+def _attend(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, zeroed: bool = True,
+            fill: float | None = None, log: bool = False) -> Tensor:
     """Attention in float32 of K/V already expanded to the query heads, with the boolean mask
-    ``allowed``; a row with no allowed key gives zeros only when ``zeroed``."""
+    ``allowed``; a row with no allowed key gives zeros only when ``zeroed``. The blocked scores are
+    filled with ``fill`` (the lowest float when None); ``log`` takes the log-softmax for the softmax."""
     scores = q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.shape[-1])
-    scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
-    weights = scores.softmax(-1)
+    scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min if fill is None else fill)
+    weights = scores.log_softmax(-1) if log else scores.softmax(-1)
     if zeroed:
         weights = weights.masked_fill(~allowed, 0.0)
     return (weights @ v.float()).to(q.dtype)
 
 
-def attention_hints(q: Tensor, kk: Tensor, vv: Tensor, mask: Tensor | None) -> dict[str, Tensor]:
+def attention_hints(q: Tensor, kk: Tensor, vv: Tensor,
+                    mask: Tensor | None) -> dict[str, Tensor | tuple[Tensor, ...]]:
     """05.4.4: an inverted mask, a causal triangle from the first key, fully masked rows not zeroed
-    (``kk``, ``vv``: K/V expanded to the query heads)."""
+    (``kk``, ``vv``: K/V expanded to the query heads), the diagonal blocked, the blocked scores set to 0,
+    a log-softmax."""
     T, T_k = q.shape[-2], kk.shape[-2]
     allowed = causal_triangle(T, T_k, q.device) if mask is None else mask
     hints = {say("an inverted mask: True = may attend, so fill the scores where the mask is False (~mask)"):
@@ -47,6 +51,16 @@ def attention_hints(q: Tensor, kk: Tensor, vv: Tensor, mask: Tensor | None) -> d
         upper = torch.ones(T, T_k, dtype=torch.bool, device=q.device).triu(T_k - T)
         hints[say("the upper triangle (triu): query t sees keys t..T_k - 1 instead of 0..t, "
                   "tril(T_k - T)")] = _attend(q, kk, vv, upper)
+    if mask is None and T > 1:
+        hints[say("the diagonal is blocked (tril(T_k - T - 1)): query i sees key i too, tril(T_k - T)")] = \
+            _attend(q, kk, vv, torch.ones(T, T_k, dtype=torch.bool, device=q.device).tril(T_k - T - 1))
+    blocked_zero = say("the blocked scores set to 0 (scores * mask): a score of 0 still gets a weight; fill "
+                       "them with a very negative number, scores.masked_fill(~mask, ...)")
+    if not bool(allowed.all()):  # the blocked weights zeroed after the softmax, or not
+        hints[blocked_zero] = tuple(_attend(q, kk, vv, allowed, zeroed=zeroed, fill=0.0)
+                                    for zeroed in (True, False))
+    hints[say("log_softmax instead of softmax: the weights are the softmax of the scores, each query's "
+              "summing to 1")] = _attend(q, kk, vv, allowed, log=True)
     if mask is None and T < T_k:
         first = torch.ones(T, T_k, dtype=torch.bool, device=q.device).tril()
         hints[say("a causal triangle aligned to the FIRST T keys; the queries are the LAST T keys: "
@@ -134,7 +148,14 @@ def block_hints(x: Tensor, attention: Part, feed_forward: Part, attention_norm: 
             say("attention_norm is never called: the attention half is pre-norm, h = x + "
                 "attention(attention_norm(x))"): unnormed + feed_forward(ffn_norm(unnormed)),
             say("feed_forward reads h itself, the norm after it: the MLP half is pre-norm too, "
-                "h + feed_forward(ffn_norm(h))"): h + ffn_norm(feed_forward(h))}
+                "h + feed_forward(ffn_norm(h))"): h + ffn_norm(feed_forward(h)),
+            say("ffn_norm reads attention(attention_norm(x)) without x: the first half's residual is "
+                "missing, h = x + attention(attention_norm(x))"): x + feed_forward(ffn_norm(a)),
+            say("neither norm is called: the block is pre-norm, h = x + attention(attention_norm(x)), then "
+                "h + feed_forward(ffn_norm(h))"): unnormed + feed_forward(unnormed),
+            say("a norm applied to the block's output: return h + feed_forward(ffn_norm(h)) as it is (the "
+                "model's last norm comes after the last block)"):
+            ffn_norm(h + feed_forward(ffn_norm(h)))}
 
 
 def positions_hints(valid: Tensor) -> dict[str, Tensor]:
@@ -150,7 +171,10 @@ def positions_hints(valid: Tensor) -> dict[str, Tensor]:
             say("the padding set to 0: padding after the real tokens keeps the last real position, the "
                 "running count minus 1 raised to 0"): torch.where(valid, running - 1, 0),
             say("the running count taken over the batch axis (cumsum(0)); count along each row, cumsum(-1)"):
-            (valid.long().cumsum(0) - 1).clamp(min=0)}
+            (valid.long().cumsum(0) - 1).clamp(min=0),
+            say("a position counts the real tokens before it along the row, it is not 0..T-1 shifted by the "
+                "number of padding tokens"): (torch.arange(valid.shape[1]) - (~valid).sum(-1, keepdim=True))
+            .clamp(min=0)}
 
 
 def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
@@ -176,7 +200,15 @@ def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
             say("every key allowed: a key must be both causal AND real, causal & valid (not |)"):
             causal | keys,
             say("no head axis: the mask is B×1×T×T_k, causal[None, None] & valid[:, None, None, :]"):
-            (causal & keys)[:, 0]}
+            (causal & keys)[:, 0],
+            say("the triangle shifted the wrong way (tril(T - T_k)): the queries are the last T keys, so "
+                "query i sees keys 0..i + T_k - T, tril(T_k - T)"):
+            ones.tril(query_len - T_k)[None, None] & keys,
+            say("a T×T triangle: the mask has one column per key, cached keys included, T×T_k, "
+                "tril(T_k - T)"):
+            torch.ones(query_len, query_len, dtype=torch.bool).tril()[None, None] & keys[..., -query_len:],
+            say("query_len ignored: the mask has one row per query, B×1×query_len×T_k, the triangle "
+                "tril(T_k - query_len)"): torch.ones(T_k, T_k, dtype=torch.bool).tril()[None, None] & keys}
 
 
 def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
@@ -203,4 +235,7 @@ def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
             F.cross_entropy(logits[:, :-1].reshape(-1, V), as_class_0),
             say("the ignored targets counted as class 0 (their loss added to the sum): a target equal to "
                 "ignore_index adds no loss; pass ignore_index to F.cross_entropy"):
-            F.cross_entropy(logits[:, :-1].reshape(-1, V), as_class_0, reduction="sum") / counted.sum()}
+            F.cross_entropy(logits[:, :-1].reshape(-1, V), as_class_0, reduction="sum") / counted.sum(),
+            say("labels.roll(-1) wraps labels[:, 0] round to the last position, which predicts nothing: drop "
+                "that position, logits[:, :-1] against labels[:, 1:]"):
+            F.cross_entropy(logits.reshape(-1, V), labels.roll(-1, 1).reshape(-1))}
