@@ -371,3 +371,19 @@ MISTAKES["ex_05_4_2_solution"] += [
     ("05.4.2:whole-blocks", _plan_with(("budget_bytes // per_token",
                                         "budget_bytes // gqa_bytes * n_tokens"))),
 ]
+
+# Three answers that all let query t see every key when the scores are equal, told apart by the visible
+# test on two more inputs: no causal mask (above), the blocked scores filled with 0 (with or without the
+# blocked weights zeroed after the softmax), and the scores multiplied by the mask (a key of inf gives NaN).
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:blocked-scores-zero", _gqa_with(("scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
+                                              "scores.masked_fill(~mask, 0.0)"))),
+    ("05.4.4:blocked-scores-zero", _gqa_with(("scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
+                                              "torch.where(mask, scores, 0.0)"),
+                                             (".masked_fill(~mask, 0.0)", ""))),
+    ("05.4.4:scores-times-mask", _gqa_with(("scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
+                                            "scores * mask"))),
+    ("05.4.4:scores-times-mask", _gqa_with(("scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
+                                            "scores * mask.float()"),
+                                           (".masked_fill(~mask, 0.0)", ""))),
+]

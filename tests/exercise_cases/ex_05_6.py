@@ -628,3 +628,22 @@ def step_rows(finished, next_tokens, eos, pad):
     return list(tokens), [bool(done) or bool(token == eos) for done, token in zip(finished, tokens)]
 """),
 ]
+
+# The RoPE tables counted as parameters, whatever max_seq_len the learner takes (64, the tiny
+# experiment's, as an argument; 512, ModelConfig's default; both tables, or one at full width), and
+# with the final norm forgotten as well: the visible test tells them by heads twice as wide (tables
+# twice as wide, the weights the same).
+_ROPE_COUNTED = """
+def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim, max_seq_len={M}):
+    head_dim = dim // n_heads
+    attention = 2 * dim * n_heads * head_dim + 2 * dim * n_kv_heads * head_dim
+    rope = {rope}
+    return vocab_size * dim + n_layers * (attention + 3 * dim * hidden_dim + 2 * dim) + {final}rope
+"""
+MISTAKES["ex_05_6_1_solution"] += [
+    ("05.6.1:rope-tables-counted", _ROPE_COUNTED.format(M=64, rope="2 * max_seq_len * (head_dim // 2)",
+                                                        final="dim + ")),
+    ("05.6.1:rope-tables-counted", _ROPE_COUNTED.format(M=512, rope="max_seq_len * head_dim",
+                                                        final="dim + ")),
+    ("05.6.1:two-mistakes", _ROPE_COUNTED.format(M=64, rope="2 * max_seq_len * (head_dim // 2)", final="")),
+]

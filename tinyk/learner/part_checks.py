@@ -217,7 +217,8 @@ def _check_rmsnorm_outputs(cls: Any, g: torch.Generator, cases: tuple) -> None:
 
 
 def _check_rmsnorm_float64_and_gradient(cls: Any, g: torch.Generator, name: str = "RMSNorm") -> None:
-    """A float64 input computed in float64, and the gradient of every step (05.2.2)."""
+    """A float64 input computed in float64 (eps a Python float, not rounded to float32), and the gradient
+    of every step (05.2.2)."""
     with torch.no_grad():
         x = torch.randn(3, 16, generator=g, dtype=torch.float64)
         expected, before = RMSNorm(16, eps=1e-5).double()(x), x.clone()
@@ -226,6 +227,18 @@ def _check_rmsnorm_float64_and_gradient(cls: Any, g: torch.Generator, name: str 
         compare(name, got, expected, say("output on a float64 x of shape (3, 16)"),
                 atol=1e-12, hints={say("the norm computed in float32; compute in promote_types(x.dtype, "
                                        "float32), float64 here, never downcast"): _normalised(x).double()})
+        # where eps matters (a mean square near it), an eps rounded to float32 (torch.tensor(1e-5), off by
+        # 2.5e-13) moves the output by about 1e-9, not within float64's rounding: named, as 05.2.2's test
+        # names it, when the output is the one of that eps to 1e-15
+        x = x * 1e-3
+        expected, rounded = RMSNorm(16, eps=1e-5).double()(x), torch.tensor(1e-5).item()
+        got = call_part(name, call_part(name, cls, 16, eps=1e-5).double(), x)
+        rounded_output = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + rounded)
+        float32_eps = isinstance(got, Tensor) and got.shape == x.shape and bool(
+            (got.double() - rounded_output).abs().max() < 1e-15)
+        named = say("eps rounded to float32 (a tensor, torch.tensor(eps)): keep self.eps a Python float")
+        compare(name, got, expected, say("output on a small float64 x of shape (3, 16), where eps matters"),
+                atol=1e-12, hints={named: rounded_output} if float32_eps else None)
     x, upstream = torch.randn(3, 16, generator=g), torch.randn(3, 16, generator=g)
     grads, weight_grads = [], []
     for mine, module in ((True, call_part(name, cls, 16, eps=1e-5)), (False, RMSNorm(16, eps=1e-5))):
