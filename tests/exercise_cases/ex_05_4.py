@@ -387,3 +387,16 @@ MISTAKES["ex_05_4_4_solution"] += [
                                             "scores * mask.float()"),
                                            (".masked_fill(~mask, 0.0)", ""))),
 ]
+
+# The weights returned without @ v, a T×T mask (a raw error once keys are cached), the triangle shifted
+# the wrong way (tril(T - T_k)) or one key too far (tril(T_k - T + 1)), and the softmax over the heads:
+# the visible test names each (it gave a shape, a raw RuntimeError or only the numbers before).
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:weights-returned", _gqa_with(("return (probs @ v.float()).to(q.dtype)",
+                                           "return probs.to(q.dtype)"))),
+    ("05.4.4:square-mask", _gqa_with(("torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)",
+                                      "torch.ones(T, T, dtype=torch.bool).tril()"))),
+    ("05.4.4:triangle-shift-flipped", _gqa_with((".tril(T_k - T)", ".tril(T - T_k)"))),
+    ("05.4.4:one-key-too-many", _gqa_with((".tril(T_k - T)", ".tril(T_k - T + 1)"))),
+    ("05.4.4:softmax-over-length-1-axis", _gqa_with(("softmax(scores, dim=-1)", "softmax(scores, dim=1)"))),
+]

@@ -647,3 +647,49 @@ MISTAKES["ex_05_6_1_solution"] += [
                                                         final="dim + ")),
     ("05.6.1:two-mistakes", _ROPE_COUNTED.format(M=64, rope="2 * max_seq_len * (head_dim // 2)", final="")),
 ]
+
+# 05.6.1 with a bias β counted for each RMSNorm (as LayerNorm has), each norm's eps counted, and the MLP's
+# width typed in as 4·dim (hidden_dim ignored; a wider hidden_dim given leaves the count as it is): the
+# visible test names each (it gave only the number before).
+MISTAKES["ex_05_6_1_solution"] += [
+    ("05.6.1:norm-bias-counted", _COUNT.format(
+        mlp="3 * dim * hidden_dim",
+        total="vocab_size * dim + n_layers * (attention + mlp + 4 * dim) + 2 * dim")),
+    ("05.6.1:eps-counted", _COUNT.format(
+        mlp="3 * dim * hidden_dim",
+        total="vocab_size * dim + n_layers * (attention + mlp + 2 * dim + 2) + dim + 1")),
+    ("05.6.1:hidden-dim-ignored", _COUNT.format(mlp="3 * dim * 4 * dim", total=_RIGHT)),
+]
+
+# 05.6.2 one count per row (valid.sum(-1)) and the slot's index kept for the real tokens; 05.6.3 the causal
+# triangle alone (shape 1×1×T×T_k, the padding forgotten) and valid inverted; 05.6.4 the logits not cut at
+# the last position (a raw ValueError before) and both cut at the start; 05.6.5 a finished row left out:
+# the visible tests name each (they gave a shape, a raw error or only the numbers before).
+MISTAKES["ex_05_6_2_solution"] += [
+    ("05.6.2:count-per-row", """
+def token_positions(valid):
+    return valid.long().sum(-1)
+"""),
+    ("05.6.2:slot-index-kept", """
+import torch
+def token_positions(valid):
+    return torch.where(valid, torch.arange(valid.shape[1]), 0)
+"""),
+]
+MISTAKES["ex_05_6_3_solution"] += [
+    ("05.6.3:padding-forgotten", _MASK.format(triangle="tril(T_k - query_len)", mask="causal[None, None]")),
+    ("05.6.3:valid-inverted", _MASK.format(triangle="tril(T_k - query_len)",
+                                           mask="causal[None, None] & ~valid[:, None, None, :]")),
+]
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:logits-not-cut", _LOSS.format(pairs="logits, labels[:, 1:]", logits="logits", count=_COUNTED)),
+    ("05.6.4:both-cut-at-start", _LOSS.format(pairs="logits[:, 1:], labels[:, 1:]", logits="logits",
+                                              count=_COUNTED)),
+]
+MISTAKES["ex_05_6_5_solution"] += [
+    ("05.6.5:finished-row-skipped", """
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = [token for done, token in zip(finished, next_tokens) if not done]
+    return tokens, [done or token == eos for done, token in zip(finished, next_tokens)]
+"""),
+]
