@@ -87,8 +87,7 @@ def test_smollm2_answers_in_the_page_as_tinyk_does(page, site_url):  # noqa: F81
     progress = page.locator(".tinyk-chat-progress")
     assert progress.get_attribute("max") == str(total) and progress.evaluate("p => p.value") == total
     created = page.evaluate(f"{STATE}.sessionOptions")  # as the engine gave them to ONNX Runtime
-    web = {"session": {"disable_quant_qdq": "1", "disable_prepacking": "1",  # web_session_config
-                       "intra_op.allow_spinning": "0"}}
+    web = {"session": {"disable_quant_qdq": "1", "intra_op.allow_spinning": "0"}}  # web_session_config
     assert created == {"level": "basic", "extra": web, "external": True}  # and web_graph_optimization
 
     page.locator(".tinyk-chat-answer").click()

@@ -1304,7 +1304,7 @@
       const threads = this.threads;
       this.stats = { ids, answer, sampled, temperature: settings.temperature, topK: settings.topK,
         topP: settings.topP, draws, prefillSeconds, decodeSeconds, decodeCalls: calls, loadSeconds: this.loadSeconds,
-        threads, stopped };
+        threads, stopped, seconds }; // seconds: the answer's whole time, the page's drawing of each token in it
       await nextTask(); // each panel in a task of its own: the page answers the reader between them
       await this.drawAttention();
       await nextTask();
