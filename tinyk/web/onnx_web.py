@@ -63,15 +63,16 @@ NAME = "smollm2"  # the files' stem
 # spinning and 4.5 without (2 processors, load average 13 to 15), and the 05.7 model's two-thread page
 # at 68 and 91 tokens/s.
 # Prepacking stays on (ONNX Runtime's default): when the session is created, each MatMul copies its
-# constant weight once into MLAS's packed layout and the unpacked copy is freed. A decode step
+# constant weight once into the layout of MLAS, its matrix library, and multiplies from it. A decode step
 # multiplies one row by every weight, and in WebAssembly that is much slower from an unpacked
 # matrix, most of all from the tied head, which is stored V×D and read transposed. Measured in
 # Chromium, one thread, alternating, load average 4 to 5 on 2 processors: a chain of 60 of
 # SmolLM2's linears (212 MB, too large for the caches) took 18 ms a call unpacked against 10 ms
 # prepacked; the head 18 to 29 ms against 5 to 9 ms; SmolLM2's chat decoded at 13.6 tokens/s with
 # prepacking off (as this config once had it) and 24.0 with it on, PyTorch at 16.5 on one thread.
-# It costs memory: the tab held about 240 MB more once SmolLM2 was loaded (the packed copies are
-# allocated while the unpacked ones are still there, and WebAssembly's memory does not shrink).
+# It costs memory: Chromium's processes held 985 to 1,107 MB once SmolLM2 was loaded without
+# prepacking and 1,318 to 1,432 MB with it (unique memory, several runs); the chat's "about 1 GB" is
+# tests/test_live_page.py's measure of the tab after a Load and an answer (1.18 GB with prepacking).
 WEB_SESSION_CONFIG = {**SESSION_CONFIG, "session.intra_op.allow_spinning": "0"}
 # The page's session optimises the graph at ONNX Runtime's "basic" level: constant folding (which
 # turns each DequantizeLinear of the file's blocks into a float32 matrix) and the removal of
