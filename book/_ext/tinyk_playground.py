@@ -262,7 +262,8 @@ def chat_html(cid: str, words: dict[str, str], manifest: dict) -> str:
 
     total = sum(f["bytes"] for f in manifest.get("files", []))
     keys = ("onnx", "external_data", "files", "web_session_config", "web_graph_optimization", "config",
-            "eos_token_id", "attention_layers", "layer_input", "default_layer", "tokenizer", "stamp")
+            "bos_token_id", "eos_token_id", "attention_layers", "layer_input", "default_layer", "tokenizer",
+            "stamp")
     data = json.dumps({k: manifest[k] for k in keys if k in manifest}
                       | {"question": CHAT_QUESTION, "max_prompt": CHAT_MAX_PROMPT},
                       ensure_ascii=False).replace("</", "<\\/")
