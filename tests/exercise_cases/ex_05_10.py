@@ -623,3 +623,15 @@ def token_positions(valid):
     return torch.arange(valid.shape[1])[None, :] - first
 """)),
 ]
+
+# 05.10.2 after a learner's pass: lists instead of tensors (said what came back), and labels that are
+# input_ids unchanged, no -100 at all (said so, not as if the end of turn had been hidden).
+MISTAKES["ex_05_10_2_solution"] += [
+    ("05.10.2:not-tensors", _PADDED + """
+    lengths = torch.tensor([len(s) for s in sequences])
+    return list(ids), list(ids.masked_fill(torch.arange(T) >= lengths[:, None], -100))
+"""),
+    ("05.10.2:padding-labelled-pad-id", _PADDED + """
+    return ids, ids.clone()
+"""),
+]

@@ -337,10 +337,28 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
                       "were; rotate every pair, i = 0..d_h/2 - 1", k=k, pairs=d_h // 2)] = \
                 [torch.cat([e[..., : 2 * k], x[..., 2 * k :]], -1)
                  for e, x in zip(expected, (xq, xk), strict=True)]
+        if dtype == torch.bfloat16:  # the tables rounded to bfloat16 before the rotation
+            hints[say("the rotation rounded to bfloat16 along the way (the tables cast to x.dtype before "
+                      "it); rotate with the float32 tables and cast once at the end, .to(x.dtype)")] = \
+                apply_rotary_emb(xq, xk, cos.to(dtype), sin.to(dtype))
         for i, label in enumerate((say("rotated q"), say("rotated k"))):
             rotated = say("{label} ({dtype}, {what})", label=label, dtype=dtype, what=what)
             compare(name, got[i], expected[i], rotated, atol=1e-5 if dtype == torch.float32 else 1e-2,
-                    hints={hint: tables[i] for hint, tables in hints.items()})
+                    hints={hint: tables[i] for hint, tables in hints.items()},
+                    half_exact=dtype == torch.bfloat16)
+    # float64 values that float32 cannot hold, and float64 tables: a float64 rotation
+    xq = torch.randn(B, T, 4, 8, generator=g, dtype=torch.float64)
+    xk = torch.randn(B, T, 2, 8, generator=g, dtype=torch.float64)
+    cos, sin = precompute_freqs_cis(8, T, dtype=torch.float64)
+    got = call_part(name, fn, xq, xk, cos, sin)
+    if not (isinstance(got, tuple | list) and len(got) == 2):
+        raise PartError(name, say("must return a tuple (xq_rotated, xk_rotated)"))
+    expected = apply_rotary_emb(xq, xk, cos, sin)
+    in_float32 = [e.double() for e in apply_rotary_emb(xq.float(), xk.float(), cos.float(), sin.float())]
+    for i, label in enumerate((say("rotated q"), say("rotated k"))):
+        compare(name, got[i], expected[i], say("{label} (float64, float64 tables)", label=label), atol=1e-9,
+                hints={say("a rotation computed in float32: keep x's dtype (x.float() turns float64 into "
+                           "float32)"): in_float32[i]})
     try:  # tables built from d = 32 instead of d_h = 8
         call_part(name, fn, xq.float(), xk.float(), *precompute_freqs_cis(4 * d_h, T))
     except PartError as err:
@@ -350,6 +368,15 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
         raise PartError(name, say("a {rows}×{pairs} table (built from d = {d}) was used on heads of width "
                                   "{d_h} without an error: raise one, never crop the table to fit", rows=T,
                                   pairs=2 * d_h, d=4 * d_h, d_h=d_h))
+    try:  # one row more than the T tokens: cos[:T] would crop it to fit
+        call_part(name, fn, xq, xk, *precompute_freqs_cis(8, T + 1, dtype=torch.float64))
+    except PartError as err:
+        if not isinstance(err.__cause__, ValueError | RuntimeError | IndexError):
+            raise
+    else:
+        raise PartError(name, say("{rows}×4 tables for T = {T} tokens were used without an error: the "
+                                  "tables hold one row per token; raise one, never slice the rows to fit",
+                                  rows=T + 1, T=T))
 
 
 def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
