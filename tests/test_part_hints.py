@@ -109,7 +109,9 @@ CASES = [
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:k-not-transposed", "gqa_attention",
      "the scores are q @ k.transpose(-2, -1), T×d_h times d_h×T_k"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:n-rep-inverted", "gqa_attention",
-     "n_rep = H_kv // H_q rounds to 0: copy each K/V head n_rep = H_q // H_kv times"),
+     "n_rep came out 0, so K and V were copied 0 times: copy each K/V head n_rep = H_q // H_kv times, "
+     "q.shape[1] // k.shape[1] (n_rep = H_kv // H_q rounds to 0, and so does H_q // T_k, k.shape[2], when "
+     "T_k > H_q)"),
     (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:mlp-half-missing", "decoder_block",
      "the MLP half is missing: after h = x + attention(attention_norm(x)), return "
      "h + feed_forward(ffn_norm(h))"),

@@ -10,6 +10,7 @@ compared, and :class:`PartError`: :mod:`tinyk.learner.part_compare`), in the lea
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -111,7 +112,9 @@ def _attention_advice(grouped: bool) -> Callable[[str], str | None]:
         if "batch2" in error or "cannot be multiplied" in error:
             return say("the scores are q @ k.transpose(-2, -1), T×d_h times d_h×T_k")
         if "size of tensor b (0)" in error:
-            return say("n_rep = H_kv // H_q rounds to 0: copy each K/V head n_rep = H_q // H_kv times")
+            return say("n_rep came out 0, so K and V were copied 0 times: copy each K/V head n_rep = "
+                       "H_q // H_kv times, q.shape[1] // k.shape[1] (n_rep = H_kv // H_q rounds to 0, and so "
+                       "does H_q // T_k, k.shape[2], when T_k > H_q)")
         if grouped:
             return say("copy each K/V head n_rep = H_q // H_kv times along the head axis, dim=1 of "
                        "B×H_kv×T_k×d_h (not the time axis, dim=2)")
@@ -138,6 +141,14 @@ def _rmsnorm_untouched(x: Tensor, before: Tensor) -> None:
 
 def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
     name = "RMSNorm"
+    try:  # the model builds its norms as RMSNorm(dim, eps=...): the keyword must be eps
+        call_part(name, cls, 8, eps=1e-5)
+    except PartError as err:
+        if isinstance(err.__cause__, TypeError) and "'eps'" in str(err.__cause__):
+            raise PartError(name, say("{detail}: the model builds its norms as RMSNorm(dim, eps=...); name "
+                                      "the constructor's argument eps, def __init__(self, dim, eps=1e-5)",
+                                      detail=err.detail)) from None
+        raise
     _check_rmsnorm_outputs(cls, g, ((16, (2, 3, 16), torch.float32, torch.float32),
                                     (8, (5, 8), torch.float32, torch.float32),
                                     (64, (2, 7, 64), torch.bfloat16, torch.bfloat16)))
@@ -448,7 +459,11 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         unscaled = reference_gqa_attention(q * math.sqrt(d_h), kk, vv, mask)
         tiled = reference_gqa_attention(q, k.repeat(1, n_heads // n_kv, 1, 1),
                                          v.repeat(1, n_heads // n_kv, 1, 1), mask)
-        hints = {say("attention without the 1/sqrt(d_h) scale"): unscaled, **attention_hints(q, kk, vv, mask),
+        hints = {say("attention without the 1/sqrt(d_h) scale"): unscaled,
+                 say("the scores scaled by 1/sqrt(T_k), the number of keys: scale them by 1/sqrt(d_h), the "
+                     "head width, q.shape[-1]"): reference_gqa_attention(q * math.sqrt(d_h / T_k), kk, vv,
+                                                                         mask),
+                 **attention_hints(q, kk, vv, mask),
                  **given_mask_hints(q, k, v, kk, vv, mask)}
         if n_heads // n_kv > 1 and n_kv > 1:
             hints[say("the [0, 1, 0, 1] grouping; query head h reads K/V head h // n_rep")] = tiled
@@ -636,7 +651,20 @@ def _check_shifted_loss(fn: Callable[..., Any], g: torch.Generator) -> None:
     labels = torch.randint(0, 7, (2, 5), generator=g)
     labels[0, :2] = -100
     before = {"logits": logits.clone(), "labels": labels.clone()}
-    got = _loss_in_float32(_call_broadcasting("shifted_loss", fn, _loss_advice, logits, labels))
+    try:
+        got = _loss_in_float32(_call_broadcasting("shifted_loss", fn, _loss_advice, logits, labels))
+    except PartError as err:
+        sizes = re.search(r"input batch_size \((\d+)\) to match target batch_size \((\d+)\)",
+                          str(err.__cause__))
+        if not isinstance(err.__cause__, ValueError) or sizes is None:
+            raise
+        shifted, whole = 2 * 4, 2 * 5  # B·(T-1) and B·T positions of the 2×5 labels
+        which = {(shifted, whole): say("the logits were shifted, the labels not"),
+                 (whole, shifted): say("the labels were shifted, the logits not")}.get(
+                     (int(sizes.group(1)), int(sizes.group(2))),
+                     say("logits and labels cover different positions"))
+        raise PartError("shifted_loss", say("{detail}; {which}: shift both, logits[:, :-1] against "
+                                            "labels[:, 1:]", detail=err.detail, which=which)) from None
     _left_alone("shifted_loss", say("select or copy what you change (labels[:, 1:], .clone()), never "
                                     "labels[...] = ... or logits.sub_(...): the caller still needs them"),
                 logits=(logits, before["logits"]), labels=(labels, before["labels"]))
