@@ -194,9 +194,15 @@ def _check_rmsnorm_outputs(cls: Any, g: torch.Generator, cases: tuple) -> None:
         if tuple(mine.weight.shape) != (dim,) or not torch.equal(mine.weight.detach(), torch.ones(dim)):
             raise PartError(name, say("self.weight must start as ones of shape ({dim},), got shape {shape}",
                                       dim=dim, shape=tuple(mine.weight.shape)))
-        if list(mine.state_dict()) != ["weight"]:
+        extra = [key for key in mine.state_dict() if key != "weight"]
+        if extra == ["eps"]:
             raise PartError(name, say("its state dict holds {keys}, not one entry, weight: keep eps a plain "
                                       "attribute", keys=list(mine.state_dict())))
+        if extra:
+            raise PartError(name, say("its state dict holds {keys}, not one entry, weight: {extra} is saved "
+                                      "too; keep one tensor, self.weight (a second name for it, self.gamma = "
+                                      "..., adds an entry)", keys=list(mine.state_dict()),
+                                      extra=", ".join(extra)))
         with torch.no_grad():
             mine.load_state_dict({"weight": weight}, strict=False)  # works where the module lives elsewhere
             ref.weight.copy_(weight)
@@ -212,7 +218,13 @@ def _check_rmsnorm_outputs(cls: Any, g: torch.Generator, cases: tuple) -> None:
             hints = {say("a norm that subtracts the mean (LayerNorm): RMSNorm does not"):
                      (_normalised(x32 - x32.mean(-1, keepdim=True)) * weight).to(dtype),
                      say("the gains applied to x before normalising; normalise first, then multiply by "
-                         "the weight"): _normalised(x32 * weight.float()).to(dtype)}
+                         "the weight"): _normalised(x32 * weight.float()).to(dtype),
+                     say("x over its standard deviation (x.var or x.std): the variance takes the mean out "
+                         "first; r = sqrt(x.pow(2).mean(-1, keepdim=True) + eps) squares x itself"):
+                     tuple((x32 / torch.sqrt(x32.var(-1, keepdim=True, correction=c) + 1e-5) * weight)
+                           .to(dtype) for c in (0, 1)),
+                     say("x times r: divide by r, x / r, or multiply by torch.rsqrt(...)"):
+                     (x32 * torch.sqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-5) * weight).to(dtype)}
             if dtype != torch.float32:
                 hints[say("the norm computed in the input dtype; compute it in float32")] = \
                     (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)) * weight
@@ -241,7 +253,16 @@ def _check_rmsnorm_float64_and_gradient(cls: Any, g: torch.Generator, name: str 
     grads, weight_grads = [], []
     for mine, module in ((True, call_part(name, cls, 16, eps=1e-5)), (False, RMSNorm(16, eps=1e-5))):
         xi = x.clone().requires_grad_()
-        ((call_part(name, module, xi) if mine else module(xi)) * upstream).sum().backward()  # tinyk's bare
+        try:
+            out = call_part(name, module, xi) if mine else module(xi)  # tinyk's bare
+            (out * upstream).sum().backward()
+        except RuntimeError as err:
+            if "inplace operation" not in str(err):
+                raise
+            raise PartError(name, say("backward raised RuntimeError ({err}): an in-place write in forward "
+                                      "(mul_, *=, xf[...] = ...) changed a tensor autograd saved for the "
+                                      "gradient; autograd needs the values it saved: write xf * r instead of "
+                                      "xf.mul_(r)", err=err)) from None
         grads.append(torch.zeros_like(x) if xi.grad is None else xi.grad)
         weight_grads.append(module.weight.grad)
     compare(name, grads[0], grads[1], say("the gradient with respect to x of shape (3, 16)"), hints={
@@ -291,6 +312,19 @@ def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
         raise PartError("rope_tables", say("head_dim={head_dim} {raised}: check head_dim first and raise "
                                            "ValueError when it is odd (no whole pairs) or not positive",
                                            head_dim=head_dim, raised=raised))
+
+
+def _turned(xq: Tensor, xk: Tensor, cos: Tensor, sin: Tensor,
+            turn: Callable[[Tensor, Tensor, Tensor, Tensor], tuple[Tensor, Tensor]]) -> list[Tensor]:
+    """q and k with each adjacent pair (a, b) turned to ``turn(a, b, cos, sin)``: a wrong rotation to name."""
+    out = []
+    for x in (xq, xk):
+        c = cos[None, :, None, :] if cos.ndim == 2 else cos[:, :, None, :]
+        s = sin[None, :, None, :] if sin.ndim == 2 else sin[:, :, None, :]
+        wide = x.to(torch.promote_types(x.dtype, c.dtype))
+        first, second = turn(wide[..., 0::2], wide[..., 1::2], c, s)
+        out.append(torch.stack([first, second], dim=-1).flatten(3).to(x.dtype))
+    return out
 
 
 def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
@@ -348,6 +382,14 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
                       "were; rotate every pair, i = 0..d_h/2 - 1", k=k, pairs=d_h // 2)] = \
                 [torch.cat([e[..., : 2 * k], x[..., 2 * k :]], -1)
                  for e, x in zip(expected, (xq, xk), strict=True)]
+        hints[say("the minus of a cos - b sin left out: (a, b) -> (a cos - b sin, a sin + b cos)")] = \
+            _turned(xq, xk, cos, sin, lambda a, b, c, s: (a * c + b * s, a * s + b * c))
+        hints[say("cos where sin belongs in a term: (a, b) -> (a cos - b sin, a sin + b cos)")] = [
+            tuple(pair) for pair in zip(
+                _turned(xq, xk, cos, sin, lambda a, b, c, s: (a * c - b * c, a * s + b * c)),
+                _turned(xq, xk, cos, sin, lambda a, b, c, s: (a * c - b * c, a * s + b * s)), strict=True)]
+        hints[say("the tables' columns reversed: pair i takes column i, in order")] = \
+            apply_rotary_emb(xq, xk, cos.flip(-1), sin.flip(-1))
         if dtype == torch.bfloat16:  # the tables rounded to bfloat16 before the rotation
             hints[say("the rotation rounded to bfloat16 along the way (the tables cast to x.dtype before "
                       "it); rotate with the float32 tables and cast once at the end, .to(x.dtype)")] = \
