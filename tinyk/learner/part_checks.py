@@ -704,6 +704,10 @@ def _loss_advice(error: str) -> str | None:
     if "Expected target size" in error:
         return say("F.cross_entropy takes the classes on dim 1, so flatten B×(T-1)×V logits to (B·(T-1))×V "
                    "and the labels to B·(T-1)")
+    sizes = re.search(r"input batch_size \((\d+)\) to match target batch_size \((\d+)\)", error)
+    if sizes is not None and int(sizes.group(1)) < int(sizes.group(2)):  # fewer logits than labels
+        return say("the logits were shifted, the labels not: shift both, logits[:, :-1] against "
+                   "labels[:, 1:]")
     if "batch_size" in error:
         return say("the logits and the targets do not pair up; position t predicts labels[:, t+1], so the "
                    "last position predicts nothing and the first label is never a target: logits[:, :-1] "
@@ -716,20 +720,7 @@ def _check_shifted_loss(fn: Callable[..., Any], g: torch.Generator) -> None:
     labels = torch.randint(0, 7, (2, 5), generator=g)
     labels[0, :2] = -100
     before = {"logits": logits.clone(), "labels": labels.clone()}
-    try:
-        got = _loss_in_float32(_call_broadcasting("shifted_loss", fn, _loss_advice, logits, labels))
-    except PartError as err:
-        sizes = re.search(r"input batch_size \((\d+)\) to match target batch_size \((\d+)\)",
-                          str(err.__cause__))
-        if not isinstance(err.__cause__, ValueError) or sizes is None:
-            raise
-        shifted, whole = 2 * 4, 2 * 5  # B·(T-1) and B·T positions of the 2×5 labels
-        which = {(shifted, whole): say("the logits were shifted, the labels not"),
-                 (whole, shifted): say("the labels were shifted, the logits not")}.get(
-                     (int(sizes.group(1)), int(sizes.group(2))),
-                     say("logits and labels cover different positions"))
-        raise PartError("shifted_loss", say("{detail}; {which}: shift both, logits[:, :-1] against "
-                                            "labels[:, 1:]", detail=err.detail, which=which)) from None
+    got = _loss_in_float32(_call_broadcasting("shifted_loss", fn, _loss_advice, logits, labels))
     _left_alone("shifted_loss", say("select or copy what you change (labels[:, 1:], .clone()), never "
                                     "labels[...] = ... or logits.sub_(...): the caller still needs them"),
                 logits=(logits, before["logits"]), labels=(labels, before["labels"]))
