@@ -800,7 +800,7 @@ def test_an_eps_rounded_to_float32_is_named_and_every_right_rmsnorm_passes():
                                         r"torch\.tensor\(eps\)\): keep self\.eps a Python float"):
         check_parts(RMSNorm=_rmsnorm_of("05.2.2:eps-float32"))
     right = _right_rmsnorms()
-    assert len(right) == 7
+    assert len(right) == 8
     for source in right:
         namespace: dict = {}
         exec(compile(source, "<right answer>", "exec"), namespace)
