@@ -433,6 +433,7 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
     name = "gqa_attention"
     B = 2
     valid = torch.tensor([[False, False, True, True, True, True], [True, True, True, True, True, True]])
+    first = True
     for n_heads, n_kv, T, T_k, masked, dtype, d_h in (
             (4, 4, 6, 6, False, torch.float32, 8), (4, 2, 6, 6, False, torch.float32, 8),
             (8, 2, 2, 6, False, torch.float32, 8), (4, 1, 1, 6, False, torch.float32, 8),
@@ -482,7 +483,8 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
                       "d_h from the shapes, q.shape[-1]", d_h=d_h)] = \
                 reference_gqa_attention(q * math.sqrt(d_h / 8), kk, vv, mask)
         got_t = as_tensor(name, got, what)
-        again = call_part(name, fn, q, k, v, mask)
+        again = call_part(name, fn, q, k, v, mask) if first else got  # once: dropout draws anew each call
+        first = False
         if isinstance(again, Tensor) and again.shape == got_t.shape and not torch.allclose(
                 again, got_t, rtol=0, atol=0, equal_nan=True):
             raise PartError(name, say("two calls on the same input gave different outputs: something random "
