@@ -730,3 +730,13 @@ def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim
     print("per layer", per_layer)
     return vocab_size * dim + n_layers * per_layer + dim
 """]}
+
+# Wrong counts that no catalogued mistake, alone or two at once, gives on every config the visible test
+# tries: a vocabulary of V + 1, 64 more whatever the config, and the RoPE tables' share grown with
+# head_dim², not head_dim. The test says how far off the count is and guesses no cause.
+UNNAMED = {"ex_05_6_1_solution": [
+    _COUNT.format(mlp="3 * dim * hidden_dim",
+                  total=_RIGHT.replace("vocab_size * dim", "(vocab_size + 1) * dim")),
+    _COUNT.format(mlp="3 * dim * hidden_dim", total=_RIGHT + " + 64"),
+    _COUNT.format(mlp="3 * dim * hidden_dim", total=_RIGHT + " + head_dim * head_dim"),
+]}
