@@ -182,7 +182,7 @@ def test_every_catalogued_mistake_has_a_wrong_answer_and_a_unique_id():
     grader can name is made by a wrong answer above, and every exercise it names exists."""
     made = {mistake_id for cases in MISTAKES.values() for mistake_id, _ in cases}
     ids = [m.id for m in mistakes.CATALOGUE]
-    assert len(ids) == len(set(ids)) == 464  # the number the instructors' page states
+    assert len(ids) == len(set(ids)) == 472  # the number the instructors' page states
     assert sorted(set(ids) - made) == []
     assert sorted(made - set(ids)) == []
     exercises = {mistakes.exercise_of(nbgrader(p.values[1])["grade_id"]) for p in EXERCISES}
@@ -204,3 +204,27 @@ def test_an_object_equal_to_everything_does_not_pass():
         with pytest.raises((AssertionError, TypeError, ValueError)):
             _run(cheat, _without_markers(test))
     assert Liar() == 1
+
+
+UNNAMED: dict[str, list[str]] = {}  # wrong answers whose cause the visible test cannot tell
+for _case in sorted((Path(__file__).parent / "exercise_cases").glob("ex_*.py")):
+    UNNAMED.update(getattr(importlib.import_module(f"tests.exercise_cases.{_case.stem}"), "UNNAMED", {}))
+UNNAMED_CASES = [
+    pytest.param(test, source, id=f"{nbgrader(solution)['grade_id']}-unnamed-{n}")
+    for _, solution, test in (p.values for p in EXERCISES)
+    for n, source in enumerate(UNNAMED.get(nbgrader(solution)["grade_id"], []))
+]
+
+
+def test_the_unnamed_wrong_answers_name_real_exercises():
+    assert len(UNNAMED_CASES) == sum(map(len, UNNAMED.values())) >= 3
+
+
+@pytest.mark.parametrize("test,wrong", UNNAMED_CASES)
+def test_a_wrong_answer_no_mistake_explains_fails_without_a_guessed_cause(test, wrong):
+    """Never a false diagnosis: where no catalogued mistake (or pair of them) fits every config the
+    visible test tries, its message says what is wrong in the output and names no cause."""
+    with pytest.raises(AssertionError) as caught:
+        _run(wrong, _visible_only(test))
+    assert "likely" not in str(caught.value), str(caught.value)
+    assert mistakes.match(nbgrader(test)["grade_id"], str(caught.value)) is None, str(caught.value)

@@ -182,7 +182,43 @@ CASES = [
      "minus 1 raised to 0"),
     (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:cumsum-over-batch", "token_positions",
      "the running count taken over the batch axis (cumsum(0)); count along each row, cumsum(-1)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:scale-from-t", "gqa_attention",
+     "the scale read from q.shape[2], the number of queries T: d_h is q's last axis, q.shape[-1]; divide the "
+     "scores by its square root"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:dropout", "gqa_attention",
+     "two calls on the same input gave different outputs: something random ran, such as dropout on the "
+     "weights; attention here draws nothing at random"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:keys-tiled-values-grouped", "gqa_attention",
+     "the keys tiled [0, 1, 0, 1] (repeat) and the values grouped: query head h reads K/V head h // n_rep "
+     "for its keys too: copy k as you copied v, repeat_interleave(n_rep, dim=1)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:heads-after-positions", "gqa_attention",
+     "the output returned as B×T×H_q×d_h, the positions before the heads: return the heads first, "
+     "B×H_q×T×d_h, as q has them"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:float-mask-inverted", "gqa_attention",
+     "~ takes a boolean tensor, and torch.ones(T, T_k).tril(...) is a float one; build the causal mask with "
+     "dtype=torch.bool, so that ~mask is True where it was False"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:mask-truth-value", "gqa_attention",
+     "`if mask:` or `if not mask:` asks a tensor of many entries for one truth value; test for a missing "
+     "mask with `if mask is None:`"),
 ]
+
+# k.T on a 4-D tensor: named from the sizes that do not line up, which the message gives.
+KT_HINT = ("k's axes came out of order: the batch axes of q @ k do not line up (H_q = {a} against T_k = "
+           "{b}); swap its last two axes only, k.transpose(-2, -1) or k.mT (k.T on a 4-D tensor reverses all "
+           "four, B×H×T_k×d_h -> d_h×T_k×H×B)")
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_k_dot_t_on_a_4d_tensor_is_named_not_a_hard_coded_size(monkeypatch, language):
+    part = _part(ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:k-dot-t", "gqa_attention")
+    monkeypatch.setenv("TINYK_LANGUAGE", language)
+    with pytest.raises(PartError) as caught:
+        check_parts(gqa_attention=part)
+    assert caught.value.part == "gqa_attention"
+    assert say(KT_HINT, a=4, b=6) in str(caught.value)
+    assert say("the K/V heads were copied although H_q = H_kv here, so n_rep = H_q // H_kv = 1: a size is "
+               "hard-coded; read n_rep from the shapes, q.shape[1] // k.shape[1]") not in str(caught.value)
+    assert (say(KT_HINT, a=4, b=6) == KT_HINT.format(a=4, b=6)) == (language == "en")
 
 
 def _part(cases: list[tuple[str, str]], mistake_id: str, name: str) -> object:

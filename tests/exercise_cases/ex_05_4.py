@@ -400,3 +400,68 @@ MISTAKES["ex_05_4_4_solution"] += [
     ("05.4.4:one-key-too-many", _gqa_with((".tril(T_k - T)", ".tril(T_k - T + 1)"))),
     ("05.4.4:softmax-over-length-1-axis", _gqa_with(("softmax(scores, dim=-1)", "softmax(scores, dim=1)"))),
 ]
+
+# d_h read from q.shape[2] (T, the number of queries), dropout on the weights, the keys tiled while the values
+# are grouped, k.T on a 4-D tensor, ~ on a float causal mask, `if not mask:` for `if mask is None:`, and the
+# boolean causal mask added to the scores: the visible test names each (it named the missing scale, gave a
+# catch-all, blamed the scale and the causal mask, or let a raw TypeError or RuntimeError through before).
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:scale-from-t", _gqa_with(("T, d_h = q.shape[-2], q.shape[-1]",
+                                       "T, d_h = q.shape[-2], q.shape[2]"))),
+    ("05.4.4:dropout", "import torch.nn.functional as F\n" + _gqa_with(
+        ("return (probs @ v.float())", "return (F.dropout(probs, p=0.1) @ v.float())"))),
+    ("05.4.4:keys-tiled-values-grouped", _gqa_with(("k = k.repeat_interleave(n_rep, dim=1)",
+                                                    "k = k.repeat(1, n_rep, 1, 1)"))),
+    ("05.4.4:k-dot-t", _gqa_with(("k.float().transpose(-2, -1)", "k.float().T"))),
+    ("05.4.4:float-mask-inverted", _gqa_with(("torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)",
+                                              "torch.ones(T, T_k).tril(T_k - T)"))),
+    ("05.4.4:mask-truth-value", _gqa_with(("if mask is None:", "if not mask:"))),
+    ("05.4.4:heads-after-positions", _gqa_with(("return (probs @ v.float()).to(q.dtype)",
+                                                "return (probs @ v.float()).transpose(1, 2).to(q.dtype)"))),
+    ("05.4.4:bool-mask-added", _gqa_with(("scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
+                                          "scores = scores + mask.float()"),
+                                         (".masked_fill(~mask, 0.0)", ""))),
+]
+
+# Right answers in other honest styles, which must pass the visible and the hidden tests: -inf then
+# nan_to_num, einsum with torch.where and -1e9, and a loop over the heads in q's dtype.
+RIGHT = {"ex_05_4_4_solution": [
+    _gqa_with(('torch.finfo(scores.dtype).min', 'float("-inf")'),
+              ("torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)",
+               "torch.softmax(scores, dim=-1).nan_to_num(0.0)")),
+    """
+import torch
+def gqa_attention(q, k, v, mask=None):
+    B, H_q, T, d_h = q.shape
+    H_kv, T_k = k.shape[1], k.shape[2]
+    g = H_q // H_kv
+    kk = k[:, :, None].expand(B, H_kv, g, T_k, d_h).reshape(B, H_q, T_k, d_h)
+    vv = v[:, :, None].expand(B, H_kv, g, T_k, d_h).reshape(B, H_q, T_k, d_h)
+    if mask is None:
+        i = torch.arange(T)[:, None]
+        j = torch.arange(T_k)[None, :]
+        mask = j <= i + (T_k - T)
+    s = torch.einsum("bhtd,bhsd->bhts", q.float(), kk.float()) * d_h ** -0.5
+    s = torch.where(mask, s, torch.tensor(-1e9))
+    p = s.softmax(-1) * mask
+    print("attention", tuple(q.shape), tuple(k.shape))
+    return torch.einsum("bhts,bhsd->bhtd", p, vv.float()).type_as(q)
+""",
+    """
+import math
+import torch
+def gqa_attention(q, k, v, mask=None):
+    B, H_q, T, d_h = q.shape
+    H_kv, T_k = k.shape[1], k.shape[2]
+    rep = H_q // H_kv
+    m = torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T) if mask is None else mask
+    outs = []
+    for h in range(H_q):
+        kh, vh = k[:, h // rep], v[:, h // rep]
+        s = q[:, h] @ kh.transpose(-1, -2) / math.sqrt(d_h)
+        mh = m if m.dim() == 2 else m[:, 0]
+        s = s.masked_fill(~mh, torch.finfo(s.dtype).min)
+        p = torch.softmax(s.float(), dim=-1).to(q.dtype) * mh
+        outs.append(p @ vh)
+    return torch.stack(outs, dim=1)
+"""]}

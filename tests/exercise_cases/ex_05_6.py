@@ -5,7 +5,7 @@
 GUESSES = {
     "ex_05_6_1_solution": """
 def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim):
-    return 19_008 if dim == 32 else 11_712
+    return 19_008 if dim == 32 else 11_712 if dim == 48 else 11_520
 """,
     "ex_05_6_2_solution": """
 import torch
@@ -693,3 +693,50 @@ def step_rows(finished, next_tokens, eos, pad):
     return tokens, [done or token == eos for done, token in zip(finished, next_tokens)]
 """),
 ]
+
+# 05.6.1: n_layers + 1 layers, the MLP multiplied by n_layers twice, every norm (the final one too) at
+# hidden_dim, and two mistakes whose sum in the tiny experiment is another pair's (the two norms of each layer
+# forgotten and biases counted, 384 too many like the tied head counted twice and the final norm forgotten):
+# the visible test names each, the pair by a third config on which the two pairs differ.
+MISTAKES["ex_05_6_1_solution"] += [
+    ("05.6.1:layers-plus-one", _COUNT.format(
+        mlp="3 * dim * hidden_dim",
+        total="vocab_size * dim + (n_layers + 1) * (attention + mlp + 2 * dim) + dim")),
+    ("05.6.1:mlp-times-layers-twice", _COUNT.format(mlp="3 * dim * hidden_dim * n_layers", total=_RIGHT)),
+    ("05.6.1:norm-width-hidden", _COUNT.format(
+        mlp="3 * dim * hidden_dim",
+        total="vocab_size * dim + n_layers * (attention + mlp + 2 * hidden_dim) + hidden_dim")),
+    ("05.6.1:two-mistakes", _COUNT.format(  # each layer's norms forgotten, a bias for every linear layer
+        mlp="3 * dim * hidden_dim + 2 * hidden_dim + dim",
+        total="vocab_size * dim + n_layers * (attention + 2 * dim + 2 * n_kv_heads * head_dim + mlp) + dim")),
+]
+
+# Right answers in another honest style, which must pass the visible and the hidden tests: wq and wo as
+# dim × dim, wk and wv by the ratio, and a table of shapes with a print.
+RIGHT = {"ex_05_6_1_solution": [
+    """
+def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim):
+    attention = 2 * dim * dim + 2 * dim * dim * n_kv_heads // n_heads
+    return vocab_size * dim + n_layers * (attention + 3 * dim * hidden_dim + 2 * dim) + dim
+""",
+    """
+import math
+def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim):
+    hd = dim // n_heads
+    shapes = {"wq": (n_heads * hd, dim), "wk": (n_kv_heads * hd, dim), "wv": (n_kv_heads * hd, dim),
+              "wo": (dim, n_heads * hd), "w1": (hidden_dim, dim), "w2": (dim, hidden_dim),
+              "w3": (hidden_dim, dim), "attention_norm": (dim,), "ffn_norm": (dim,)}
+    per_layer = sum(math.prod(shape) for shape in shapes.values())
+    print("per layer", per_layer)
+    return vocab_size * dim + n_layers * per_layer + dim
+"""]}
+
+# Wrong counts that no catalogued mistake, alone or two at once, gives on every config the visible test
+# tries: a vocabulary of V + 1, 64 more whatever the config, and the RoPE tables' share grown with
+# head_dim², not head_dim. The test says how far off the count is and guesses no cause.
+UNNAMED = {"ex_05_6_1_solution": [
+    _COUNT.format(mlp="3 * dim * hidden_dim",
+                  total=_RIGHT.replace("vocab_size * dim", "(vocab_size + 1) * dim")),
+    _COUNT.format(mlp="3 * dim * hidden_dim", total=_RIGHT + " + 64"),
+    _COUNT.format(mlp="3 * dim * hidden_dim", total=_RIGHT + " + head_dim * head_dim"),
+]}

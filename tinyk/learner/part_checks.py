@@ -90,16 +90,17 @@ def _normalised(x: Tensor) -> Tensor:
 
 
 def _call_broadcasting(name: str, fn: Callable[..., Any], advice: str | Callable[[str], str | None],
-                       *args: Any) -> Any:
+                       *args: Any, also: tuple[type[Exception], ...] = ()) -> Any:
     """:func:`call_part`, with ``advice`` added when the part failed on shapes that do not
-    broadcast (a ``RuntimeError``): which axis to keep or add. ``advice`` may be a function of the
-    error's text, giving the advice or None (the error as it is)."""
+    broadcast (a ``RuntimeError``, or one of the exceptions ``also`` names): which axis to keep or
+    add. ``advice`` may be a function of the error's text, giving the advice or None (the error as
+    it is)."""
     try:
         return call_part(name, fn, *args)
     except PartError as err:
         # a ValueError only where the advice reads the error (F.cross_entropy's batch sizes, 05.6.4)
-        if isinstance(err.__cause__, RuntimeError) or (callable(advice) and isinstance(err.__cause__,
-                                                                                        ValueError)):
+        if isinstance(err.__cause__, (RuntimeError, *also)) or (callable(advice) and isinstance(
+                err.__cause__, ValueError)):
             said = advice(str(err.__cause__)) if callable(advice) else advice
             if said is None:
                 raise
@@ -107,11 +108,27 @@ def _call_broadcasting(name: str, fn: Callable[..., Any], advice: str | Callable
         raise
 
 
-def _attention_advice(grouped: bool, cached: bool = False) -> Callable[[str], str | None]:
-    """05.4.4's advice for a ``RuntimeError``: k not transposed, n_rep = H_kv // H_q (empty K/V), a
-    T×T mask (with cached keys, T < T_k: the scores' last axis is T_k), or (with fewer K/V heads than
-    query heads) the K/V heads copied along another axis."""
+def _attention_advice(grouped: bool, cached: bool = False, n_kv: int = 1,
+                      T_k: int = 0) -> Callable[[str], str | None]:
+    """05.4.4's advice for a ``RuntimeError`` (or a ``TypeError``): a mask tested with ``if mask:``,
+    ``~`` on a float mask, k's axes out of order (``k.T`` on a 4-D tensor: q @ k's batch axes meet
+    T_k), k not transposed, n_rep = H_kv // H_q (empty K/V), a T×T mask (with cached keys, T < T_k:
+    the scores' last axis is T_k), or the K/V heads copied along another axis (fewer K/V heads than
+    query heads) or although there are as many (a multiple of H_kv heads)."""
     def advice(error: str) -> str | None:
+        if "Boolean value of Tensor" in error:
+            return say("`if mask:` or `if not mask:` asks a tensor of many entries for one truth value; test "
+                       "for a missing mask with `if mask is None:`")
+        if "invert" in error:
+            return say("~ takes a boolean tensor, and torch.ones(T, T_k).tril(...) is a float one; build the "
+                       "causal mask with dtype=torch.bool, so that ~mask is True where it was False")
+        sizes = re.search(r"tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
+                          r"dimension 1", error)
+        if sizes and int(sizes.group(2)) == T_k and T_k % n_kv:
+            return say("k's axes came out of order: the batch axes of q @ k do not line up (H_q = {a} "
+                       "against T_k = {b}); swap its last two axes only, k.transpose(-2, -1) or k.mT (k.T "
+                       "on a 4-D tensor reverses all four, B×H×T_k×d_h -> d_h×T_k×H×B)", a=sizes.group(1),
+                       b=sizes.group(2))
         if "batch2" in error or "cannot be multiplied" in error:
             return say("the scores are q @ k.transpose(-2, -1), T×d_h times d_h×T_k")
         if "size of tensor b (0)" in error:
@@ -124,7 +141,7 @@ def _attention_advice(grouped: bool, cached: bool = False) -> Callable[[str], st
         if grouped:
             return say("copy each K/V head n_rep = H_q // H_kv times along the head axis, dim=1 of "
                        "B×H_kv×T_k×d_h (not the time axis, dim=2)")
-        if "size of tensor" in error and "dimension 1" in error:
+        if sizes and int(sizes.group(2)) % n_kv == 0:
             return say("the K/V heads were copied although H_q = H_kv here, so n_rep = H_q // H_kv = 1: a "
                        "size is hard-coded; read n_rep from the shapes, q.shape[1] // k.shape[1]")
         return None
@@ -495,6 +512,7 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
     name = "gqa_attention"
     B = 2
     valid = torch.tensor([[False, False, True, True, True, True], [True, True, True, True, True, True]])
+    first = True
     for n_heads, n_kv, T, T_k, masked, dtype, d_h in (
             (4, 4, 6, 6, False, torch.float32, 8), (4, 2, 6, 6, False, torch.float32, 8),
             (8, 2, 2, 6, False, torch.float32, 8), (4, 1, 1, 6, False, torch.float32, 8),
@@ -510,7 +528,8 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         what = say("output for H_q={H_q}, H_kv={H_kv}, T={T}, T_k={T_k}, {dtype}, {mask}", H_q=n_heads,
                    H_kv=n_kv, T=T, T_k=T_k, dtype=dtype, mask=padded if masked else "mask=None")
         before = {"q": q.clone(), "k": k.clone(), "v": v.clone()}
-        got = _call_broadcasting(name, fn, _attention_advice(n_heads != n_kv, T != T_k), q, k, v, mask)
+        got = _call_broadcasting(name, fn, _attention_advice(n_heads != n_kv, T != T_k, n_kv, T_k), q, k, v,
+                                 mask, also=(TypeError,))
         _left_alone(name, say("compute new tensors (q / math.sqrt(d_h), never q /= ... or q.div_(...)): the "
                               "caller still needs q, k and v"), **{key: (now, before[key]) for key, now in
                                                                 (("q", q), ("k", k), ("v", v))})
@@ -525,14 +544,35 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
                      "head width, q.shape[-1]"): reference_gqa_attention(q * math.sqrt(d_h / T_k), kk, vv,
                                                                          mask),
                  **attention_hints(q, kk, vv, mask),
-                 **given_mask_hints(q, k, v, kk, vv, mask)}
+                 **given_mask_hints(q, k, v, kk, vv, mask),
+                 say("the output returned as B×T×H_q×d_h, the positions before the heads: return the heads "
+                     "first, B×H_q×T×d_h, as q has them"): expected.transpose(1, 2)}
+        if T not in (1, d_h):
+            hints[say("the scale read from q.shape[2], the number of queries T: d_h is q's last axis, "
+                      "q.shape[-1]; divide the scores by its square root")] = \
+                reference_gqa_attention(q * math.sqrt(d_h / T), kk, vv, mask)
         if n_heads // n_kv > 1 and n_kv > 1:
             hints[say("the [0, 1, 0, 1] grouping; query head h reads K/V head h // n_rep")] = tiled
+            keys_tiled = say("the keys tiled [0, 1, 0, 1] (repeat) and the values grouped: query head h "
+                             "reads K/V head h // n_rep for its keys too: copy k as you copied v, "
+                             "repeat_interleave(n_rep, dim=1)")
+            values_tiled = say("the values tiled [0, 1, 0, 1] (repeat) and the keys grouped: query head h "
+                               "reads K/V head h // n_rep for its values too: copy v as you copied k, "
+                               "repeat_interleave(n_rep, dim=1)")
+            hints[keys_tiled] = reference_gqa_attention(q, k.repeat(1, n_heads // n_kv, 1, 1), vv, mask)
+            hints[values_tiled] = reference_gqa_attention(q, kk, v.repeat(1, n_heads // n_kv, 1, 1), mask)
         if d_h != 8:
             hints[say("the scores scaled by 1/sqrt(8) on heads of width {d_h}: a size is hard-coded; read "
                       "d_h from the shapes, q.shape[-1]", d_h=d_h)] = \
                 reference_gqa_attention(q * math.sqrt(d_h / 8), kk, vv, mask)
         got_t = as_tensor(name, got, what)
+        again = call_part(name, fn, q, k, v, mask) if first else got  # once: dropout draws anew each call
+        first = False
+        if isinstance(again, Tensor) and again.shape == got_t.shape and not torch.allclose(
+                again, got_t, rtol=0, atol=0, equal_nan=True):
+            raise PartError(name, say("two calls on the same input gave different outputs: something random "
+                                      "ran, such as dropout on the weights; attention here draws nothing at "
+                                      "random"))
         if masked and got_t.shape == expected.shape and torch.isnan(got_t).any():
             raise PartError(name, say("{what}: a query row with no allowed key gives NaN; it must give zeros "
                                       "(-inf everywhere in a row softmaxes to 0/0: fill the blocked scores "
