@@ -183,8 +183,8 @@ CASES = [
     (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:cumsum-over-batch", "token_positions",
      "the running count taken over the batch axis (cumsum(0)); count along each row, cumsum(-1)"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:scale-from-t", "gqa_attention",
-     "the scale read from q.shape[2], the number of queries T: d_h is q's last axis, q.shape[-1]; divide the "
-     "scores by its square root"),
+     "the scores scaled by 1/sqrt(T_k), the number of keys, or by 1/sqrt(T), q.shape[2], the number of "
+     "queries T (the same number here): scale them by 1/sqrt(d_h), the head width, q.shape[-1]"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:dropout", "gqa_attention",
      "two calls on the same input gave different outputs: something random ran, such as dropout on the "
      "weights; attention here draws nothing at random"),

@@ -540,14 +540,21 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         tiled = reference_gqa_attention(q, k.repeat(1, n_heads // n_kv, 1, 1),
                                          v.repeat(1, n_heads // n_kv, 1, 1), mask)
         hints = {say("attention without the 1/sqrt(d_h) scale"): unscaled,
-                 say("the scores scaled by 1/sqrt(T_k), the number of keys: scale them by 1/sqrt(d_h), the "
-                     "head width, q.shape[-1]"): reference_gqa_attention(q * math.sqrt(d_h / T_k), kk, vv,
-                                                                         mask),
                  **attention_hints(q, kk, vv, mask),
                  **given_mask_hints(q, k, v, kk, vv, mask),
                  say("the output returned as B×T×H_q×d_h, the positions before the heads: return the heads "
                      "first, B×H_q×T×d_h, as q has them"): expected.transpose(1, 2)}
-        if T not in (1, d_h):
+        # Scaled by the number of keys or of queries: the same output when T = T_k, so one message then.
+        if T == T_k and T not in (1, d_h):
+            hints[say("the scores scaled by 1/sqrt(T_k), the number of keys, or by 1/sqrt(T), q.shape[2], "
+                      "the number of queries T (the same number here): scale them by 1/sqrt(d_h), the "
+                      "head width, q.shape[-1]")] = reference_gqa_attention(q * math.sqrt(d_h / T), kk, vv,
+                                                                             mask)
+        if T != T_k and T_k != d_h:
+            hints[say("the scores scaled by 1/sqrt(T_k), the number of keys: scale them by 1/sqrt(d_h), the "
+                      "head width, q.shape[-1]")] = reference_gqa_attention(q * math.sqrt(d_h / T_k), kk,
+                                                                            vv, mask)
+        if T != T_k and T not in (1, d_h):
             hints[say("the scale read from q.shape[2], the number of queries T: d_h is q's last axis, "
                       "q.shape[-1]; divide the scores by its square root")] = \
                 reference_gqa_attention(q * math.sqrt(d_h / T), kk, vv, mask)
