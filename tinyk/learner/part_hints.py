@@ -174,7 +174,15 @@ def positions_hints(valid: Tensor) -> dict[str, Tensor]:
             (valid.long().cumsum(0) - 1).clamp(min=0),
             say("a position counts the real tokens before it along the row, it is not 0..T-1 shifted by the "
                 "number of padding tokens"): (torch.arange(valid.shape[1]) - (~valid).sum(-1, keepdim=True))
-            .clamp(min=0)}
+            .clamp(min=0),
+            say("the padding counted (the running count of ~valid): count the real tokens, "
+                "valid.long().cumsum(-1)"): ((~valid).long().cumsum(-1) - 1).clamp(min=0),
+            say("abs() turns the padding's -1 into 1: raise it to 0, clamp(min=0)"): (running - 1).abs(),
+            say("cumsum - valid moves the padding after the real tokens on by one: the running count minus "
+                "1, raised to 0"): running - valid.long(),
+            say("the running count ran on from row to row (a cumsum over the flattened batch): count along "
+                "each row, cumsum(-1)"):
+            (valid.long().flatten().cumsum(0) - 1).clamp(min=0).view(valid.shape)}
 
 
 def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
@@ -208,7 +216,9 @@ def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
                 "tril(T_k - T)"):
             torch.ones(query_len, query_len, dtype=torch.bool).tril()[None, None] & keys[..., -query_len:],
             say("query_len ignored: the mask has one row per query, B×1×query_len×T_k, the triangle "
-                "tril(T_k - query_len)"): torch.ones(T_k, T_k, dtype=torch.bool).tril()[None, None] & keys}
+                "tril(T_k - query_len)"): torch.ones(T_k, T_k, dtype=torch.bool).tril()[None, None] & keys,
+            say("valid is B×T_k: put its batch axis first, valid[:, None, None, :], so that it broadcasts "
+                "over the queries"): padding_to_attention(valid, query_len).transpose(0, 1)}
 
 
 def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
@@ -238,4 +248,9 @@ def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
             F.cross_entropy(logits[:, :-1].reshape(-1, V), as_class_0, reduction="sum") / counted.sum(),
             say("labels.roll(-1) wraps labels[:, 0] round to the last position, which predicts nothing: drop "
                 "that position, logits[:, :-1] against labels[:, 1:]"):
-            F.cross_entropy(logits.reshape(-1, V), labels.roll(-1, 1).reshape(-1))}
+            F.cross_entropy(logits.reshape(-1, V), labels.roll(-1, 1).reshape(-1)),
+            say("logits[:, 1:] against labels[:, 1:]: position t predicts labels[:, t + 1], so drop the last "
+                "position's logits, logits[:, :-1] against labels[:, 1:]"):
+            F.cross_entropy(logits[:, 1:].reshape(-1, V), labels[:, 1:].reshape(-1)),
+            say("F.nll_loss was given the raw logits: it takes log-probabilities, F.cross_entropy takes the "
+                "logits"): F.nll_loss(logits[:, :-1].reshape(-1, V), labels[:, 1:].reshape(-1))}
