@@ -371,3 +371,37 @@ MISTAKES["ex_05_4_2_solution"] += [
     ("05.4.2:whole-blocks", _plan_with(("budget_bytes // per_token",
                                         "budget_bytes // gqa_bytes * n_tokens"))),
 ]
+
+# A learner's pass: the group index rounded to the nearest (told from h + 1 by a second call, 8 heads over 2)
+# or up, every head on K/V head 0, NumPy integers, the tiled order named as repeat/tile, a head width from
+# n_kv_heads (the heads right, the width doubled: gqa_bytes cannot tell it from H_q heads, and says both),
+# max_tokens without bytes_per_element, mha_bytes as gqa_bytes times H_q, and the copies' axis after d_h.
+_KV_HEADS = "def kv_head_for_each_query_head(n_heads, n_kv_heads):\n    group = n_heads // n_kv_heads\n"
+MISTAKES["ex_05_4_1_solution"] += [
+    ("05.4.1:rounds-to-nearest", _KV_HEADS + "    return [round(h / group) for h in range(n_heads)]\n"),
+    ("05.4.1:rounds-to-nearest", _KV_HEADS + "    return [int(h / group + 0.5) for h in range(n_heads)]\n"),
+    ("05.4.1:off-by-one", _KV_HEADS + "    return [h // group for h in range(1, n_heads + 1)]\n"),
+    ("05.4.1:rounds-up", "import math\n" + _KV_HEADS
+     + "    return [math.ceil(h / group) for h in range(n_heads)]\n"),
+    ("05.4.1:divides-by-h-q", _KV_HEADS + "    return [h // n_heads for h in range(n_heads)]\n"),
+    ("05.4.1:numpy-ints", "import numpy as np\n" + _KV_HEADS
+     + "    return list(np.repeat(np.arange(n_kv_heads), group))\n"),
+    ("05.4.1:tiled-order", _KV_HEADS + "    return list(range(n_kv_heads)) * group\n"),
+]
+MISTAKES["ex_05_4_2_solution"] += [
+    ("05.4.2:expanded-heads", _plan_with(("config.n_kv_heads * config.head_dim",
+                                          "config.n_kv_heads * (config.dim // config.n_kv_heads)"))),
+    ("05.4.2:max-tokens-numbers", _plan_with(("budget_bytes // per_token",
+                                              "budget_bytes // (per_token // bytes_per_element)"))),
+    ("05.4.2:mha-times-h-q", _plan_with(("ratio * gqa_bytes, ratio", "config.n_heads * gqa_bytes, ratio"))),
+]
+MISTAKES["ex_05_4_3_solution"] += [
+    ("05.4.3:axis-after-d-h", _REPEAT_KV.format(
+        body="x[..., None].expand(B, T, n_kv_heads, head_dim, n_rep)"
+             ".reshape(B, T, n_kv_heads * n_rep, head_dim)")),
+    ("05.4.3:axis-after-d-h", _REPEAT_KV.format(
+        body="x.unsqueeze(-1).repeat(1, 1, 1, 1, n_rep).reshape(B, T, n_kv_heads * n_rep, head_dim)")),
+    ("05.4.3:tiled-groups", "import torch\n" + _REPEAT_KV.format(body="torch.cat([x] * n_rep, dim=2)")),
+    ("05.4.3:tiled-groups", _REPEAT_KV.format(
+        body="x.expand(B, T, n_kv_heads, n_rep, head_dim).reshape(B, T, n_kv_heads * n_rep, head_dim)")),
+]

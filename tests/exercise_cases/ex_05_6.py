@@ -628,3 +628,49 @@ def step_rows(finished, next_tokens, eos, pad):
     return list(tokens), [bool(done) or bool(token == eos) for done, token in zip(finished, tokens)]
 """),
 ]
+
+# A learner's pass: the running count over the flattened batch, arithmetic on the bool valid (a raw
+# RuntimeError before), float masks given to & and ~ (torch's NotImplementedError, once taken for a stub, and
+# a TypeError), logits[:, 1:] against labels[:, 1:], an int64 zero when nothing is counted, and step_rows
+# returning a dict or the tokens alone.
+_POSITIONS = "import torch\ndef token_positions(valid):\n"
+MISTAKES["ex_05_6_2_solution"] += [
+    ("05.6.2:count-across-rows", _POSITIONS
+     + "    return (valid.long().flatten().cumsum(0) - 1).clamp(min=0).view(valid.shape)\n"),
+    ("05.6.2:bool-arithmetic", _POSITIONS + "    return (valid - 1).cumsum(-1).clamp(min=0)\n"),
+]
+_MASK_START = "import torch\ndef causal_padding_mask(valid, query_len):\n    T_k = valid.shape[1]\n"
+MISTAKES["ex_05_6_3_solution"] += [
+    ("05.6.3:float-and", _MASK_START + "    causal = torch.ones(query_len, T_k).tril(T_k - query_len)\n"
+     "    return causal[None, None] & valid[:, None, None, :]\n"),
+    ("05.6.3:float-and", _MASK_START
+     + "    causal = torch.ones(query_len, T_k, dtype=torch.bool).tril(T_k - query_len)\n"
+     "    return causal[None, None] & valid.float()[:, None, None, :]\n"),
+    ("05.6.3:float-invert", _MASK_START
+     + "    blocked = torch.ones(query_len, T_k).triu(T_k - query_len + 1)\n"
+     "    return ~blocked[None, None] & valid[:, None, None, :]\n"),
+]
+_SUMMED_LOSS = """
+import torch
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    V = logits.shape[-1]
+    lg, tg = {pairs}
+    total = F.cross_entropy(lg.reshape(-1, V), tg.reshape(-1), ignore_index=ignore_index, reduction="sum")
+    count = (tg != ignore_index).sum()
+{end}"""
+_DIVIDED = "    return total / count.clamp(min=1)\n"
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:both-shifted", _SUMMED_LOSS.format(pairs="logits[:, 1:], labels[:, 1:]", end=_DIVIDED)),
+    ("05.6.4:integer-zero", _SUMMED_LOSS.format(
+        pairs="logits[:, :-1], labels[:, 1:]",
+        end="    if count == 0:\n        return torch.tensor(0)\n    return total / count\n")),
+]
+_STEP_START = "def step_rows(finished, next_tokens, eos, pad):\n"
+MISTAKES["ex_05_6_5_solution"] += [
+    ("05.6.5:returns-dict", _STEP_START
+     + "    tokens = [pad if f else t for f, t in zip(finished, next_tokens)]\n"
+     "    return {'tokens': tokens, 'finished': [f or t == eos for f, t in zip(finished, tokens)]}\n"),
+    ("05.6.5:tokens-only", _STEP_START
+     + "    return [pad if f else t for f, t in zip(finished, next_tokens)]\n"),
+]
