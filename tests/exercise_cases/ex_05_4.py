@@ -405,3 +405,22 @@ MISTAKES["ex_05_4_3_solution"] += [
     ("05.4.3:tiled-groups", _REPEAT_KV.format(
         body="x.expand(B, T, n_kv_heads, n_rep, head_dim).reshape(B, T, n_kv_heads * n_rep, head_dim)")),
 ]
+
+# Right answers in other honest styles, from the same pass: none may be taken for a mistake named above (the
+# rounding probe calls the answer once more, on 8 heads over 2).
+RIGHT = {
+    "ex_05_4_1_solution": [
+        _KV_HEADS + "    return [int(h / group) for h in range(n_heads)]\n",
+        "def kv_head_for_each_query_head(n_heads, n_kv_heads):\n"
+        "    return [h * n_kv_heads // n_heads for h in range(n_heads)]\n",
+        "import torch\ndef kv_head_for_each_query_head(n_heads, n_kv_heads):\n"
+        "    out = torch.arange(n_kv_heads).repeat_interleave(n_heads // n_kv_heads).tolist()\n"
+        "    print('map', out)\n    return out\n",
+    ],
+    "ex_05_4_2_solution": [_plan_with(("budget_bytes // per_token", "divmod(budget_bytes, per_token)[0]"))],
+    "ex_05_4_3_solution": [
+        "import torch\n" + _REPEAT_KV.format(
+            body="x.index_select(2, torch.arange(n_kv_heads * n_rep, device=x.device) // n_rep)"),
+        "import torch\n" + _REPEAT_KV.format(body="torch.stack([x] * n_rep, dim=3).flatten(2, 3)"),
+    ],
+}

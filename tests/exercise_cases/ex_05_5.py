@@ -356,3 +356,19 @@ MISTAKES["ex_05_5_3_solution"] += [
     ("05.5.3:part-given-more-than-x", _BLOCK_START + "    h = x + attention(attention_norm(x), None, None)\n"
      "    return h + feed_forward(ffn_norm(h))\n"),
 ]
+
+# Right answers in other honest styles, from the same pass.
+RIGHT = {
+    "ex_05_5_2_solution": [_SWIGLU_PARTS.format(
+        init=_LINEARS + "\n        self.act = nn.SiLU()",
+        forward="        g = self.w1(x)\n        g = g * torch.sigmoid(g)\n"
+                "        print('swiglu', tuple(x.shape))\n"
+                "        return self.w2(g * self.w3(x))")],
+    "ex_05_5_3_solution": [
+        _BLOCK_START + "    x = x + attention(attention_norm(x))\n    x = x + feed_forward(ffn_norm(x))\n"
+        "    return x\n",
+        "import torch\ndef half(state, part, norm):\n    return torch.add(state, part(norm(state)))\n"
+        + _BLOCK_START + "    h = half(x, attention, attention_norm)\n"
+        "    return half(h, feed_forward, ffn_norm)\n",
+    ],
+}

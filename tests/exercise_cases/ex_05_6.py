@@ -674,3 +674,33 @@ MISTAKES["ex_05_6_5_solution"] += [
     ("05.6.5:tokens-only", _STEP_START
      + "    return [pad if f else t for f, t in zip(finished, next_tokens)]\n"),
 ]
+
+# Right answers in other honest styles, from the same pass.
+RIGHT = {
+    "ex_05_6_2_solution": [
+        _POSITIONS + "    c = valid.cumsum(dim=1)\n"
+        "    return torch.where(c > 0, c - 1, torch.zeros_like(c))\n",
+        _POSITIONS + "    return (valid.int().cumsum(-1) - 1).clamp(min=0).long()\n",
+        _POSITIONS + "    rows = []\n    for row in valid.tolist():\n        n, out = 0, []\n"
+        "        for ok in row:\n            n += ok\n            out.append(max(n - 1, 0))\n"
+        "        rows.append(out)\n    return torch.tensor(rows, dtype=torch.long)\n",
+    ],
+    "ex_05_6_3_solution": [
+        _MASK_START + "    causal = torch.tril(torch.ones(query_len, T_k), diagonal=T_k - query_len).bool()\n"
+        "    B = valid.shape[0]\n"
+        "    return torch.logical_and(causal.expand(B, 1, query_len, T_k), valid[:, None, None, :])\n",
+    ],
+    "ex_05_6_4_solution": [
+        _SUMMED_LOSS.format(pairs="logits[:, :-1].double(), labels[:, 1:]", end=_DIVIDED),
+        "import torch\ndef shifted_loss(logits, labels, ignore_index=-100):\n"
+        "    lp = logits[:, :-1].float().log_softmax(-1)\n    tg = labels[:, 1:]\n"
+        "    keep = tg != ignore_index\n"
+        "    picked = lp.gather(-1, tg.clamp(min=0).unsqueeze(-1)).squeeze(-1)\n"
+        "    return -(picked * keep).sum() / keep.sum().clamp(min=1)\n",
+    ],
+    "ex_05_6_5_solution": [
+        "import numpy as np\n" + _STEP_START + "    f = np.array(finished, dtype=bool)\n"
+        "    toks = np.where(f, pad, np.array(next_tokens))\n"
+        "    return toks.tolist(), (f | (toks == eos)).tolist()\n",
+    ],
+}
