@@ -31,6 +31,13 @@ the call and the part.
 Callables the test itself hands to the part (e.g. the attention and MLP of a decoder
 block) are wrapped with :func:`trusted` and may run anything.
 
+A part whose body is written may still fail inside torch on a tensor of the wrong kind: a
+float mask given to ``&`` (torch's own ``NotImplementedError``, ``"bitwise_and_cpu" not
+implemented for 'Float'``, which is no stub: :func:`is_stub` tells the student version's
+``raise NotImplementedError()`` from it), ``~`` on a float mask, ``-`` on booleans, a tensor
+used as a truth value (``if not mask:``). The watch names these as :class:`DtypeSlip`, an
+``AssertionError``, so that a test cell fails with what to write instead of a traceback.
+
 What this cannot see: code of ``tinyk`` copied as text into the answer and changed on the way
 (another docstring, another name for an import: the bytecode then differs), or copied from a
 function no longer in memory (in the grader's run, the parts the notebook asks for are withheld
