@@ -764,3 +764,44 @@ def test_a_flaw_the_output_hides_is_named(name, wrong, words):
 
 def test_hidden_flaws_are_five():
     assert len(HIDDEN_FLAWS) == 5
+
+
+# --- an eps rounded to float32: 05.2.2's test names it, and check_parts by the same signal ----------------
+
+_RMSNORM_STYLES = [  # right RMSNorms in other honest styles, beside the RIGHT table of 05.2.2's test cases
+    "self.eps = eps\n        self.weight = nn.Parameter(torch.ones(dim))",
+    "self.eps = float(eps)\n        self.weight = nn.Parameter(torch.ones(dim))",
+]
+_RMSNORM_FORWARDS = [
+    "x32 = x.to(torch.promote_types(x.dtype, torch.float32))\n"
+    "        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)\n"
+    "        return normed.to(x.dtype) * self.weight",
+    "x32 = x.double() if x.dtype == torch.float64 else x.float()\n"
+    "        return (x32 / (x32 * x32).mean(-1, keepdim=True).add(self.eps).sqrt()).type_as(x) * self.weight",
+]
+
+
+def _right_rmsnorms() -> list[str]:
+    from .exercise_cases import ex_05_2
+
+    written = [f"import torch\nfrom torch import nn\n\n\nclass RMSNorm(nn.Module):\n"
+               f"    def __init__(self, dim, eps=1e-5):\n        super().__init__()\n        {init}\n\n"
+               f"    def forward(self, x):\n        {forward}\n"
+               for init in _RMSNORM_STYLES for forward in _RMSNORM_FORWARDS]
+    return written + ex_05_2.RIGHT["ex_05_2_2_solution"]
+
+
+def test_an_eps_rounded_to_float32_is_named_and_every_right_rmsnorm_passes():
+    """torch.tensor(1e-5) is float32's 1e-5, 2.5e-13 off: on a float64 x whose mean square is near eps the
+    output moves by about 1e-9, named (it stayed within the float64 check's 1e-12 on x of mean square 1);
+    right answers, a Python float eps, rsqrt or a division, x.pow(2) or x * x, float64 kept, still pass."""
+    with pytest.raises(PartError, match=r"small float64 x .*it matches eps rounded to float32 \(a tensor, "
+                                        r"torch\.tensor\(eps\)\): keep self\.eps a Python float"):
+        check_parts(RMSNorm=_rmsnorm_of("05.2.2:eps-float32"))
+    right = _right_rmsnorms()
+    assert len(right) == 7
+    for source in right:
+        namespace: dict = {}
+        exec(compile(source, "<right answer>", "exec"), namespace)
+        assert check_parts(RMSNorm=namespace["RMSNorm"]) == ["RMSNorm"], source
+    assert check_parts(RMSNorm=RMSNorm) == ["RMSNorm"]

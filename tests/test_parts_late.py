@@ -240,6 +240,97 @@ def test_the_right_attention_here_is_accepted():
     assert check_parts(gqa_attention=right_attention) == ["gqa_attention"]
 
 
+# The mistakes a learner's try of 05.4.4 and 05.6.2-05.6.4 left generic, a raw error or misnamed (a T×T
+# mask was told to copy the K/V heads along the head axis): check_parts names each in its visible test's
+# words.
+def weights_returned(q, k, v, mask=None):
+    n_rep = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(n_rep, 1)
+    if mask is None:
+        mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool).tril(k.shape[2] - q.shape[2])
+    scores = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return scores.softmax(-1).masked_fill(~mask, 0.0).to(q.dtype)
+
+
+def softmax_over_heads(q, k, v, mask=None):
+    n_rep = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(n_rep, 1), v.repeat_interleave(n_rep, 1)
+    if mask is None:
+        mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool).tril(k.shape[2] - q.shape[2])
+    scores = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return (scores.softmax(1).masked_fill(~mask, 0.0) @ v.float()).to(q.dtype)
+
+
+square_mask = attention_by(lambda T, T_k: torch.ones(T, T, dtype=torch.bool).tril())
+triangle_shift_flipped = attention_by(lambda T, T_k: torch.ones(T, T_k, dtype=torch.bool).tril(T - T_k))
+one_key_too_many = attention_by(lambda T, T_k: torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T + 1))
+
+
+def positions_per_row(valid):
+    return valid.long().sum(-1)
+
+
+def positions_slot_index(valid):
+    return torch.where(valid, torch.arange(valid.shape[1]), 0)
+
+
+def mask_triangle_alone(valid, query_len):  # the triangle, without the padding
+    T_k = valid.shape[1]
+    return torch.ones(query_len, T_k, dtype=torch.bool).tril(T_k - query_len)[None, None]
+
+
+def mask_valid_inverted(valid, query_len):
+    T_k = valid.shape[1]
+    causal = torch.ones(query_len, T_k, dtype=torch.bool).tril(T_k - query_len)
+    return causal[None, None] & ~valid[:, None, None, :]
+
+
+def loss_logits_not_cut(logits, labels, ignore_index=-100):
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
+                           ignore_index=ignore_index)
+
+
+def loss_both_cut_at_start(logits, labels, ignore_index=-100):
+    targets = labels[:, 1:]
+    total = F.cross_entropy(logits[:, 1:].reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                            ignore_index=ignore_index, reduction="sum")
+    return total / (targets != ignore_index).sum().clamp(min=1)
+
+
+for _name in ("square_mask", "triangle_shift_flipped", "one_key_too_many"):
+    globals()[_name].__name__ = _name  # the test's id
+
+TRIED = [
+    ("gqa_attention", weights_returned,
+     "it matches the attention weights returned (B×H_q×T×T_k): return them multiplied by v"),
+    ("gqa_attention", square_mask, "the causal mask has one column per key, cached keys included, T×T_k"),
+    ("gqa_attention", triangle_shift_flipped,
+     "it matches the triangle shifted the wrong way (tril(T - T_k))"),
+    ("gqa_attention", one_key_too_many, "it matches query t also sees key t + 1"),
+    ("gqa_attention", softmax_over_heads, "it matches the softmax over the heads (dim=1)"),
+    ("token_positions", positions_per_row, "it matches one number per row, as valid.sum(-1) gives"),
+    ("token_positions", positions_slot_index,
+     "it matches the slot's index (arange) kept for the real tokens"),
+    ("causal_padding_mask", mask_triangle_alone,
+     "it matches the causal triangle alone, the padding is forgotten"),
+    ("causal_padding_mask", mask_valid_inverted, "it matches valid inverted (~valid)"),
+    ("shifted_loss", loss_logits_not_cut,
+     "raised ValueError: Expected input batch_size (10) to match target batch_size (8).; the logits and the "
+     "targets do not pair up"),
+    ("shifted_loss", loss_both_cut_at_start,
+     "it matches logits[:, 1:] against labels[:, 1:]: each position is scored on its own token"),
+]
+
+
+@pytest.mark.parametrize("name,wrong,words", TRIED, ids=[w[1].__name__ for w in TRIED])
+def test_each_wrong_part_a_learner_tried_is_named(name, wrong, words):
+    with pytest.raises(PartError) as err:
+        check_parts(**{name: wrong})
+    assert words in str(err.value), str(err.value)
+    assert err.value.part == name
+
 # A learner's pass (05.4-05.6): wrong parts that check_parts left generic, raised as a raw error or took for a
 # stub, each named now in the words of the exercise's visible test.
 def repeat_kv_axis_after_d_h(x, n_rep):

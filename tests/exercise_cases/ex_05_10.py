@@ -623,3 +623,12 @@ def token_positions(valid):
     return torch.arange(valid.shape[1])[None, :] - first
 """)),
 ]
+
+# RMSNorm's eps kept as a float32 tensor (torch.tensor(eps)): off by about 1e-9 on a small float64 x, where
+# eps matters; check_parts names it, as 05.2.2's test does.
+MISTAKES["ex_05_10_3_solution"] += [
+    ("05.10.3:rmsnorm-eps-float32", _with("RMSNorm", _RMSNORM_WITH.replace(
+        "self.eps = eps", "self.eps = torch.tensor(eps)").format(body="""
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return normed.to(x.dtype) * self.weight"""))),
+]

@@ -372,6 +372,35 @@ MISTAKES["ex_05_4_2_solution"] += [
                                         "budget_bytes // gqa_bytes * n_tokens"))),
 ]
 
+# Three answers that all let query t see every key when the scores are equal, told apart by the visible
+# test on two more inputs: no causal mask (above), the blocked scores filled with 0 (with or without the
+# blocked weights zeroed after the softmax), and the scores multiplied by the mask (a key of inf gives NaN).
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:blocked-scores-zero", _gqa_with(("scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
+                                              "scores.masked_fill(~mask, 0.0)"))),
+    ("05.4.4:blocked-scores-zero", _gqa_with(("scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
+                                              "torch.where(mask, scores, 0.0)"),
+                                             (".masked_fill(~mask, 0.0)", ""))),
+    ("05.4.4:scores-times-mask", _gqa_with(("scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
+                                            "scores * mask"))),
+    ("05.4.4:scores-times-mask", _gqa_with(("scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
+                                            "scores * mask.float()"),
+                                           (".masked_fill(~mask, 0.0)", ""))),
+]
+
+# The weights returned without @ v, a T×T mask (a raw error once keys are cached), the triangle shifted
+# the wrong way (tril(T - T_k)) or one key too far (tril(T_k - T + 1)), and the softmax over the heads:
+# the visible test names each (it gave a shape, a raw RuntimeError or only the numbers before).
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:weights-returned", _gqa_with(("return (probs @ v.float()).to(q.dtype)",
+                                           "return probs.to(q.dtype)"))),
+    ("05.4.4:square-mask", _gqa_with(("torch.ones(T, T_k, dtype=torch.bool).tril(T_k - T)",
+                                      "torch.ones(T, T, dtype=torch.bool).tril()"))),
+    ("05.4.4:triangle-shift-flipped", _gqa_with((".tril(T_k - T)", ".tril(T - T_k)"))),
+    ("05.4.4:one-key-too-many", _gqa_with((".tril(T_k - T)", ".tril(T_k - T + 1)"))),
+    ("05.4.4:softmax-over-length-1-axis", _gqa_with(("softmax(scores, dim=-1)", "softmax(scores, dim=1)"))),
+]
+
 # A learner's pass: the group index rounded to the nearest (told from h + 1 by a second call, 8 heads over 2)
 # or up, every head on K/V head 0, NumPy integers, the tiled order named as repeat/tile, a head width from
 # n_kv_heads (the heads right, the width doubled: gqa_bytes cannot tell it from H_q heads, and says both),

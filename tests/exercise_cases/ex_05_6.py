@@ -629,9 +629,74 @@ def step_rows(finished, next_tokens, eos, pad):
 """),
 ]
 
+# The RoPE tables counted as parameters, whatever max_seq_len the learner takes (64, the tiny
+# experiment's, as an argument; 512, ModelConfig's default; both tables, or one at full width), and
+# with the final norm forgotten as well: the visible test tells them by heads twice as wide (tables
+# twice as wide, the weights the same).
+_ROPE_COUNTED = """
+def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim, max_seq_len={M}):
+    head_dim = dim // n_heads
+    attention = 2 * dim * n_heads * head_dim + 2 * dim * n_kv_heads * head_dim
+    rope = {rope}
+    return vocab_size * dim + n_layers * (attention + 3 * dim * hidden_dim + 2 * dim) + {final}rope
+"""
+MISTAKES["ex_05_6_1_solution"] += [
+    ("05.6.1:rope-tables-counted", _ROPE_COUNTED.format(M=64, rope="2 * max_seq_len * (head_dim // 2)",
+                                                        final="dim + ")),
+    ("05.6.1:rope-tables-counted", _ROPE_COUNTED.format(M=512, rope="max_seq_len * head_dim",
+                                                        final="dim + ")),
+    ("05.6.1:two-mistakes", _ROPE_COUNTED.format(M=64, rope="2 * max_seq_len * (head_dim // 2)", final="")),
+]
+
+# 05.6.1 with a bias β counted for each RMSNorm (as LayerNorm has), each norm's eps counted, and the MLP's
+# width typed in as 4·dim (hidden_dim ignored; a wider hidden_dim given leaves the count as it is): the
+# visible test names each (it gave only the number before).
+MISTAKES["ex_05_6_1_solution"] += [
+    ("05.6.1:norm-bias-counted", _COUNT.format(
+        mlp="3 * dim * hidden_dim",
+        total="vocab_size * dim + n_layers * (attention + mlp + 4 * dim) + 2 * dim")),
+    ("05.6.1:eps-counted", _COUNT.format(
+        mlp="3 * dim * hidden_dim",
+        total="vocab_size * dim + n_layers * (attention + mlp + 2 * dim + 2) + dim + 1")),
+    ("05.6.1:hidden-dim-ignored", _COUNT.format(mlp="3 * dim * 4 * dim", total=_RIGHT)),
+]
+
+# 05.6.2 one count per row (valid.sum(-1)) and the slot's index kept for the real tokens; 05.6.3 the causal
+# triangle alone (shape 1×1×T×T_k, the padding forgotten) and valid inverted; 05.6.4 the logits not cut at
+# the last position (a raw ValueError before) and both cut at the start; 05.6.5 a finished row left out:
+# the visible tests name each (they gave a shape, a raw error or only the numbers before).
+MISTAKES["ex_05_6_2_solution"] += [
+    ("05.6.2:count-per-row", """
+def token_positions(valid):
+    return valid.long().sum(-1)
+"""),
+    ("05.6.2:slot-index-kept", """
+import torch
+def token_positions(valid):
+    return torch.where(valid, torch.arange(valid.shape[1]), 0)
+"""),
+]
+MISTAKES["ex_05_6_3_solution"] += [
+    ("05.6.3:padding-forgotten", _MASK.format(triangle="tril(T_k - query_len)", mask="causal[None, None]")),
+    ("05.6.3:valid-inverted", _MASK.format(triangle="tril(T_k - query_len)",
+                                           mask="causal[None, None] & ~valid[:, None, None, :]")),
+]
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:logits-not-cut", _LOSS.format(pairs="logits, labels[:, 1:]", logits="logits", count=_COUNTED)),
+    ("05.6.4:both-cut-at-start", _LOSS.format(pairs="logits[:, 1:], labels[:, 1:]", logits="logits",
+                                              count=_COUNTED)),
+]
+MISTAKES["ex_05_6_5_solution"] += [
+    ("05.6.5:finished-row-skipped", """
+def step_rows(finished, next_tokens, eos, pad):
+    tokens = [token for done, token in zip(finished, next_tokens) if not done]
+    return tokens, [done or token == eos for done, token in zip(finished, next_tokens)]
+"""),
+]
+
 # A learner's pass: the running count over the flattened batch, arithmetic on the bool valid (a raw
 # RuntimeError before), float masks given to & and ~ (torch's NotImplementedError, once taken for a stub, and
-# a TypeError), logits[:, 1:] against labels[:, 1:], an int64 zero when nothing is counted, and step_rows
+# a TypeError), an int64 zero when nothing is counted, and step_rows
 # returning a dict or the tokens alone.
 _POSITIONS = "import torch\ndef token_positions(valid):\n"
 MISTAKES["ex_05_6_2_solution"] += [
@@ -661,7 +726,6 @@ def shifted_loss(logits, labels, ignore_index=-100):
 {end}"""
 _DIVIDED = "    return total / count.clamp(min=1)\n"
 MISTAKES["ex_05_6_4_solution"] += [
-    ("05.6.4:both-shifted", _SUMMED_LOSS.format(pairs="logits[:, 1:], labels[:, 1:]", end=_DIVIDED)),
     ("05.6.4:integer-zero", _SUMMED_LOSS.format(
         pairs="logits[:, :-1], labels[:, 1:]",
         end="    if count == 0:\n        return torch.tensor(0)\n    return total / count\n")),

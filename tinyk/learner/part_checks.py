@@ -96,7 +96,9 @@ def _call_broadcasting(name: str, fn: Callable[..., Any], advice: str | Callable
     try:
         return call_part(name, fn, *args)
     except PartError as err:
-        if isinstance(err.__cause__, RuntimeError):
+        # a ValueError only where the advice reads the error (F.cross_entropy's batch sizes, 05.6.4)
+        if isinstance(err.__cause__, RuntimeError) or (callable(advice) and isinstance(err.__cause__,
+                                                                                        ValueError)):
             said = advice(str(err.__cause__)) if callable(advice) else advice
             if said is None:
                 raise
@@ -104,14 +106,18 @@ def _call_broadcasting(name: str, fn: Callable[..., Any], advice: str | Callable
         raise
 
 
-def _attention_advice(grouped: bool) -> Callable[[str], str | None]:
-    """05.4.4's advice for a ``RuntimeError``: k not transposed, n_rep = H_kv // H_q (empty K/V), or
-    (with fewer K/V heads than query heads) the K/V heads copied along another axis."""
+def _attention_advice(grouped: bool, cached: bool = False) -> Callable[[str], str | None]:
+    """05.4.4's advice for a ``RuntimeError``: k not transposed, n_rep = H_kv // H_q (empty K/V), a
+    T×T mask (with cached keys, T < T_k: the scores' last axis is T_k), or (with fewer K/V heads than
+    query heads) the K/V heads copied along another axis."""
     def advice(error: str) -> str | None:
         if "batch2" in error or "cannot be multiplied" in error:
             return say("the scores are q @ k.transpose(-2, -1), T×d_h times d_h×T_k")
         if "size of tensor b (0)" in error:
             return say("n_rep = H_kv // H_q rounds to 0: copy each K/V head n_rep = H_q // H_kv times")
+        if cached and "dimension 3" in error:
+            return say("the causal mask has one column per key, cached keys included, T×T_k, "
+                       "torch.ones(T, T_k).tril(T_k - T), not a T×T triangle")
         if grouped:
             return say("copy each K/V head n_rep = H_q // H_kv times along the head axis, dim=1 of "
                        "B×H_kv×T_k×d_h (not the time axis, dim=2)")
@@ -217,7 +223,8 @@ def _check_rmsnorm_outputs(cls: Any, g: torch.Generator, cases: tuple) -> None:
 
 
 def _check_rmsnorm_float64_and_gradient(cls: Any, g: torch.Generator, name: str = "RMSNorm") -> None:
-    """A float64 input computed in float64, and the gradient of every step (05.2.2)."""
+    """A float64 input computed in float64 (eps a Python float, not rounded to float32), and the gradient
+    of every step (05.2.2)."""
     with torch.no_grad():
         x = torch.randn(3, 16, generator=g, dtype=torch.float64)
         expected, before = RMSNorm(16, eps=1e-5).double()(x), x.clone()
@@ -226,6 +233,18 @@ def _check_rmsnorm_float64_and_gradient(cls: Any, g: torch.Generator, name: str 
         compare(name, got, expected, say("output on a float64 x of shape (3, 16)"),
                 atol=1e-12, hints={say("the norm computed in float32; compute in promote_types(x.dtype, "
                                        "float32), float64 here, never downcast"): _normalised(x).double()})
+        # where eps matters (a mean square near it), an eps rounded to float32 (torch.tensor(1e-5), off by
+        # 2.5e-13) moves the output by about 1e-9, not within float64's rounding: named, as 05.2.2's test
+        # names it, when the output is the one of that eps to 1e-15
+        x = x * 1e-3
+        expected, rounded = RMSNorm(16, eps=1e-5).double()(x), torch.tensor(1e-5).item()
+        got = call_part(name, call_part(name, cls, 16, eps=1e-5).double(), x)
+        rounded_output = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + rounded)
+        float32_eps = isinstance(got, Tensor) and got.shape == x.shape and bool(
+            (got.double() - rounded_output).abs().max() < 1e-15)
+        named = say("eps rounded to float32 (a tensor, torch.tensor(eps)): keep self.eps a Python float")
+        compare(name, got, expected, say("output on a small float64 x of shape (3, 16), where eps matters"),
+                atol=1e-12, hints={named: rounded_output} if float32_eps else None)
     x, upstream = torch.randn(3, 16, generator=g), torch.randn(3, 16, generator=g)
     grads, weight_grads = [], []
     for mine, module in ((True, call_part(name, cls, 16, eps=1e-5)), (False, RMSNorm(16, eps=1e-5))):
@@ -414,7 +433,7 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         what = say("output for H_q={H_q}, H_kv={H_kv}, T={T}, T_k={T_k}, {dtype}, {mask}", H_q=n_heads,
                    H_kv=n_kv, T=T, T_k=T_k, dtype=dtype, mask=padded if masked else "mask=None")
         before = {"q": q.clone(), "k": k.clone(), "v": v.clone()}
-        got = _call_broadcasting(name, fn, _attention_advice(n_heads != n_kv), q, k, v, mask)
+        got = _call_broadcasting(name, fn, _attention_advice(n_heads != n_kv, T != T_k), q, k, v, mask)
         _left_alone(name, say("compute new tensors (q / math.sqrt(d_h), never q /= ... or q.div_(...)): the "
                               "caller still needs q, k and v"), **{key: (now, before[key]) for key, now in
                                                                 (("q", q), ("k", k), ("v", v))})
@@ -626,6 +645,10 @@ def _loss_advice(error: str) -> str | None:
     if "Expected target size" in error:
         return say("F.cross_entropy takes the classes on dim 1, so flatten B×(T-1)×V logits to (B·(T-1))×V "
                    "and the labels to B·(T-1)")
+    if "batch_size" in error:
+        return say("the logits and the targets do not pair up; position t predicts labels[:, t+1], so the "
+                   "last position predicts nothing and the first label is never a target: logits[:, :-1] "
+                   "against labels[:, 1:]")
     return None
 
 

@@ -39,7 +39,8 @@ def attention_hints(q: Tensor, kk: Tensor, vv: Tensor,
                     mask: Tensor | None) -> dict[str, Tensor | tuple[Tensor, ...]]:
     """05.4.4: an inverted mask, a causal triangle from the first key, fully masked rows not zeroed
     (``kk``, ``vv``: K/V expanded to the query heads), the diagonal blocked, the blocked scores set to 0,
-    a log-softmax."""
+    a log-softmax, the triangle shifted the wrong way or one key too far, the weights returned without
+    ``@ v``, the softmax over the heads."""
     T, T_k = q.shape[-2], kk.shape[-2]
     allowed = causal_triangle(T, T_k, q.device) if mask is None else mask
     hints = {say("an inverted mask: True = may attend, so fill the scores where the mask is False (~mask)"):
@@ -68,6 +69,22 @@ def attention_hints(q: Tensor, kk: Tensor, vv: Tensor,
     if mask is not None and not bool(mask.any(-1).all()):
         hints[say("a softmax over a row whose scores are all masked averages every value: give that row's "
                   "weights 0")] = _attend(q, kk, vv, allowed, zeroed=False)
+    ones = torch.ones(T, T_k, dtype=torch.bool, device=q.device)
+    if mask is None and T < T_k:
+        hints[say("the triangle shifted the wrong way (tril(T - T_k)): the queries are the last T keys, so "
+                  "query i sees keys 0..i + T_k - T, tril(T_k - T)")] = tuple(
+            _attend(q, kk, vv, ones.tril(T - T_k), zeroed=zeroed) for zeroed in (True, False))
+    if mask is None and T > 1:
+        hints[say("query t also sees key t + 1, a later key (tril(T_k - T + 1)): query t sees keys 0..t, "
+                  "tril(T_k - T)")] = _attend(q, kk, vv, ones.tril(T_k - T + 1))
+    scores = (q.float() @ kk.float().transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(
+        ~allowed, torch.finfo(torch.float32).min)
+    weights = scores.softmax(-1).masked_fill(~allowed, 0.0)
+    hints[say("the attention weights returned (B×H_q×T×T_k): return them multiplied by v, weights @ v")] = \
+        weights.to(q.dtype)
+    if q.shape[1] > 1:
+        hints[say("the softmax over the heads (dim=1); it runs over the keys, dim=-1")] = \
+            (scores.softmax(1).masked_fill(~allowed, 0.0) @ vv.float()).to(q.dtype)
     return hints
 
 
@@ -159,8 +176,8 @@ def block_hints(x: Tensor, attention: Part, feed_forward: Part, attention_norm: 
 
 
 def positions_hints(valid: Tensor) -> dict[str, Tensor]:
-    """05.6.2: positions that ignore the padding, counted from 1, -1 or 0 at the padding, or counted
-    over the batch."""
+    """05.6.2: positions that ignore the padding, counted from 1, -1 or 0 at the padding, counted
+    over the batch, one count per row, or the slot's index kept for the real tokens."""
     running = valid.long().cumsum(-1)
     return {say("positions 0..T-1 whatever the padding; a row's positions count its real tokens only"):
             torch.arange(valid.shape[1]).expand_as(valid),
@@ -182,11 +199,15 @@ def positions_hints(valid: Tensor) -> dict[str, Tensor]:
                 "1, raised to 0"): running - valid.long(),
             say("the running count ran on from row to row (a cumsum over the flattened batch): count along "
                 "each row, cumsum(-1)"):
-            (valid.long().flatten().cumsum(0) - 1).clamp(min=0).view(valid.shape)}
+            (valid.long().flatten().cumsum(0) - 1).clamp(min=0).view(valid.shape),
+            say("one number per row, as valid.sum(-1) gives: a running count, cumsum(-1), gives one per "
+                "slot"): valid.long().sum(-1),
+            say("the slot's index (arange) kept for the real tokens: a real token's position counts the real "
+                "tokens before it, not the slots"): torch.where(valid, torch.arange(valid.shape[1]), 0)}
 
 
 def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
-    """05.6.3: the classic wrong triangles and wrong placements of the padding."""
+    """05.6.3: the classic wrong triangles and wrong placements of the padding (or none, or ~valid)."""
     T_k = valid.shape[1]
     ones = torch.ones(query_len, T_k, dtype=torch.bool)
     causal = ones.tril(T_k - query_len)[None, None]
@@ -218,12 +239,16 @@ def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
             say("query_len ignored: the mask has one row per query, B×1×query_len×T_k, the triangle "
                 "tril(T_k - query_len)"): torch.ones(T_k, T_k, dtype=torch.bool).tril()[None, None] & keys,
             say("valid is B×T_k: put its batch axis first, valid[:, None, None, :], so that it broadcasts "
-                "over the queries"): padding_to_attention(valid, query_len).transpose(0, 1)}
+                "over the queries"): padding_to_attention(valid, query_len).transpose(0, 1),
+            say("the causal triangle alone, the padding is forgotten: combine it with valid, "
+                "causal[None, None] & valid[:, None, None, :], one mask per row"): causal,
+            say("valid inverted (~valid): True in valid marks a real token, the keys that may be seen"):
+            causal & ~keys}
 
 
 def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
-    """05.6.4 (targets ignored at -100): a wrong shift, a softmax first, the mean of row means, the
-    ignored targets counted as class 0."""
+    """05.6.4 (targets ignored at -100): a wrong shift (reversed, by two, rolled, or both cut at the
+    start), a softmax first, the mean of row means, the ignored targets counted as class 0."""
     V = logits.shape[-1]
     each = F.cross_entropy(logits[:, :-1].reshape(-1, V), labels[:, 1:].reshape(-1),
                            reduction="none").view(labels.shape[0], -1)
@@ -249,8 +274,8 @@ def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
             say("labels.roll(-1) wraps labels[:, 0] round to the last position, which predicts nothing: drop "
                 "that position, logits[:, :-1] against labels[:, 1:]"):
             F.cross_entropy(logits.reshape(-1, V), labels.roll(-1, 1).reshape(-1)),
-            say("logits[:, 1:] against labels[:, 1:]: position t predicts labels[:, t + 1], so drop the last "
-                "position's logits, logits[:, :-1] against labels[:, 1:]"):
+            say("logits[:, 1:] against labels[:, 1:]: each position is scored on its own token, not the "
+                "next; the logits lose their last position, logits[:, :-1]"):
             F.cross_entropy(logits[:, 1:].reshape(-1, V), labels[:, 1:].reshape(-1)),
             say("F.nll_loss was given the raw logits: it takes log-probabilities, F.cross_entropy takes the "
                 "logits"): F.nll_loss(logits[:, :-1].reshape(-1, V), labels[:, 1:].reshape(-1))}
