@@ -22,8 +22,11 @@ and on 2 threads (a later visit, cross-origin isolated, the page opened with ``?
 3. bytes the page downloads: the runtime (loader, module, WebAssembly) and the model;
 4. SmolLM2 (05.10) in the page's chat: decode tokens per second of its greedy answer (the page's
    own count: the engine's time of each call after the prompt's) against ``tinyk.generate`` on
-   the same prompt ids, the same tokens (checked), on 1 and 2 threads; PyTorch on one; and the
-   page's longest task (the Long Tasks API) while it answered;
+   the same prompt ids, the same tokens (checked), on 1 and 2 threads; PyTorch on one; the share
+   of the answer's time (the prompt's call, the decode and the page's drawing of each token) spent
+   in ``session.run``; and the page's longest task (the Long Tasks API) while it answered; all
+   once the page's warm-up after Load (``SMOLLM2_WARM_CALLS`` in ``tinyk-playground.js``) is done
+   (its calls and time printed);
 5. SmolLM2's time to first token once the browser has its files, on each of those pages: after
    a reload, Load (the files from the browser's cache, the runtime, the session), then the
    prompt's call of a 40-token chat prompt, both timed by the page's clock, and their sum;
@@ -270,9 +273,14 @@ def smollm2_lines(pages: list, rounds: int, tokens: int) -> list[str]:
     downloaded = sum(sizes.values())
     for p in pages[1:]:
         smollm2_load(p)
+    # Each page's warm-up after Load, as a reader's page does it while the reader types (the
+    # first answer would end it): {calls, seconds}.
+    warmed = [p.evaluate(f"async () => (await {CHAT}.tinykChat.warming) ?? {{calls: 0, seconds: 0}}")
+              for p in pages]
     for p in pages:
         p.evaluate(WATCH)
     rates: list[list[float]] = [[] for _ in pages]
+    shares: list[list[float]] = [[] for _ in pages]  # of the answer's time (drawing included), in session.run
     torch_rates, lengths, threads = [], [], []
     for _ in range(rounds):
         answers = [smollm2_answer(p, SMOLLM2_MESSAGE, tokens) for p in pages]
@@ -290,6 +298,7 @@ def smollm2_lines(pages: list, rounds: int, tokens: int) -> list[str]:
                 raise SystemExit(f"SmolLM2's tokens in page {i} ({threads[i]} threads) differ from tinyk's: "
                                  f"{got['answer']} vs {out}")
             rates[i].append(got["decodeCalls"] / got["decodeSeconds"])
+            shares[i].append((got["prefillSeconds"] + got["decodeSeconds"]) / got["seconds"])
         torch_rates.append((n - 1) / seconds)  # after the first token, as the page counts
     longest = [p.evaluate("window.tinykLongest") for p in pages]  # before the reloads below
     firsts: list[list[tuple[float, float]]] = [[] for _ in pages]
@@ -306,11 +315,13 @@ def smollm2_lines(pages: list, rounds: int, tokens: int) -> list[str]:
              f"   {'PyTorch (tinyk.generate), one thread:':<59}{t:8.1f} tokens/s"]
     said = ["one thread" if n == 1 else f"{n} threads" for n in threads]
     labels = [f"{said[0]}, first visit", f"{said[1]}, later visits (?threads=2)"]
-    for label, r, task in zip(labels, rates, longest, strict=True):
+    for label, r, share, task, warm in zip(labels, rates, shares, longest, warmed, strict=True):
         b = statistics.median(r)
         label = f"Chromium, {label}:"
-        lines.append(f"   {label:<59}{b:8.1f} tokens/s, {b / t:.2f} of PyTorch's; the page's longest task "
-                     f"{task:.0f} ms")
+        ran = statistics.median(share)
+        lines.append(f"   {label:<59}{b:8.1f} tokens/s, {b / t:.2f} of PyTorch's, {ran:.0%} of the answer in "
+                     f"session.run; the page's longest task {task:.0f} ms; the warm-up: {warm['calls']} "
+                     f"calls, {warm['seconds']:.1f} s")
     lines.append(f"5. SmolLM2, files cached by the browser, after a reload: Load, then the first token of a "
                  f"{prompt_length}-token chat prompt (the prompt's call), median of {rounds}:")
     for label, f in zip(labels, firsts, strict=True):

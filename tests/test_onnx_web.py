@@ -130,8 +130,7 @@ def test_the_files_are_small_and_the_manifest_names_them(exported, tiny):
     assert manifest["files"] == [{"path": p.name, "bytes": p.stat().st_size} for p in files[:-1]]
     assert manifest["external_data"] == [p.name for p in data]
     assert manifest["web_session_config"] == WEB_SESSION_CONFIG == {
-        "session.disable_quant_qdq": "1", "session.disable_prepacking": "1",
-        "session.intra_op.allow_spinning": "0"}
+        "session.disable_quant_qdq": "1", "session.intra_op.allow_spinning": "0"}
     assert manifest["web_graph_optimization"] == WEB_GRAPH_OPTIMIZATION == "basic"
     assert manifest["session_config"] == {"session.disable_quant_qdq": "1"}
     assert manifest["inputs"] == [*input_names(5), "attention_layer"]

@@ -15,6 +15,23 @@ from .exercise_cases import ex_05_2, ex_05_3, ex_05_4, ex_05_5, ex_05_6
 
 # (the exercise's wrong answers, mistake id (its first answer is the part), part, the hint)
 CASES = [
+    # 05.2.2 and 05.3.2 after a learner's pass: the exercise's own diagnosis in check_parts too
+    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:variance", "RMSNorm",
+     "x over its standard deviation (x.var or x.std): the variance takes the mean out first; "
+     "r = sqrt(x.pow(2).mean(-1, keepdim=True) + eps) squares x itself"),
+    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:times-r", "RMSNorm",
+     "x times r: divide by r, x / r, or multiply by torch.rsqrt(...)"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:minus-forgotten", "apply_rope",
+     "the minus of a cos - b sin left out: (a, b) -> (a cos - b sin, a sin + b cos)"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:cos-in-both-terms", "apply_rope",
+     "cos where sin belongs in a term: (a, b) -> (a cos - b sin, a sin + b cos)"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:columns-reversed", "apply_rope",
+     "the tables' columns reversed: pair i takes column i, in order"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:bfloat16-tables", "apply_rope",
+     "the rotation rounded to bfloat16 along the way (the tables cast to x.dtype before it); rotate with the "
+     "float32 tables and cast once at the end, .to(x.dtype)"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:float64-in-float32", "apply_rope",
+     "a rotation computed in float32: keep x's dtype (x.float() turns float64 into float32)"),
     (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:weight-before-normalising", "RMSNorm",
      "the gains applied to x before normalising; normalise first, then multiply by the weight"),
     (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:weight-before-cast", "RMSNorm",
@@ -109,7 +126,9 @@ CASES = [
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:k-not-transposed", "gqa_attention",
      "the scores are q @ k.transpose(-2, -1), T×d_h times d_h×T_k"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:n-rep-inverted", "gqa_attention",
-     "n_rep = H_kv // H_q rounds to 0: copy each K/V head n_rep = H_q // H_kv times"),
+     "n_rep came out 0, so K and V were copied 0 times: copy each K/V head n_rep = H_q // H_kv times, "
+     "q.shape[1] // k.shape[1] (n_rep = H_kv // H_q rounds to 0, and so does H_q // T_k, k.shape[2], when "
+     "T_k > H_q)"),
     (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:mlp-half-missing", "decoder_block",
      "the MLP half is missing: after h = x + attention(attention_norm(x)), return "
      "h + feed_forward(ffn_norm(h))"),
@@ -256,3 +275,18 @@ def test_rmsnorm_writing_into_its_input_is_named_without_a_wrong_cause(monkeypat
         check_parts(RMSNorm=part)
     assert "RMSNorm changed its input x in place" in str(caught.value)
     assert "likely cause" not in str(caught.value)
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_an_in_place_step_that_breaks_backward_is_named_not_raised(monkeypatch, language):
+    """05.2.2's own words in check_parts: xf.mul_ after pow saved xf is no raw autograd error."""
+    part = _part(ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:in-place-breaks-backward", "RMSNorm")
+    monkeypatch.setenv("TINYK_LANGUAGE", language)
+    with pytest.raises(PartError) as caught:
+        check_parts({"RMSNorm": part})
+    assert caught.value.part == "RMSNorm"
+    said = say("backward raised RuntimeError ({err}): an in-place write in forward (mul_, *=, xf[...] = ...) "
+               "changed a tensor autograd saved for the gradient; autograd needs the values it saved: write "
+               "xf * r instead of xf.mul_(r)", err="ERR").split("ERR")[1]
+    assert said in str(caught.value)
+    assert ("autograd needs the values it saved" in said) == (language == "en")

@@ -47,8 +47,9 @@ def apply_rope(xq, xk, cos, sin):
     def rotate(x):
         c = cos[:, None, :] if cos.ndim == 2 else cos[:, :, None, :]  # T×1×d_h/2 or B×T×1×d_h/2
         s = sin[:, None, :] if sin.ndim == 2 else sin[:, :, None, :]
-        even, odd = x[..., 0::2].float(), x[..., 1::2].float()
-        out = torch.empty(x.shape, dtype=torch.float32)
+        wide = torch.promote_types(x.dtype, c.dtype)  # float32 for bfloat16, float64 kept
+        even, odd = x[..., 0::2].to(wide), x[..., 1::2].to(wide)
+        out = torch.empty(x.shape, dtype=wide)
         out[..., 0::2] = even * c - odd * s
         out[..., 1::2] = even * s + odd * c
         return out.to(x.dtype)

@@ -22,10 +22,12 @@
   // times; again with idle threads that no longer spin (load average 11 to 13): SmolLM2 at 1.01 and
   // 0.66 times, the 05.7 model at 0.25 and 0.26 times (measures of the runtime's baseline code: see
   // WARM_CALLS). Once the page warms the runtime up (load average 1 to 3): the 05.7 model at 4.49
-  // times on one thread and 1.77 on two, SmolLM2 at 0.74 and 0.43. A token's call is too small for a
-  // second thread to pay for their synchronisation, and a second thread takes a processor from the
-  // page. A page opened with ?threads=N (the benchmark's) asks for N, which ONNX Runtime grants only
-  // where the page is cross-origin isolated.
+  // times on one thread and 1.77 on two, SmolLM2 at 0.74 and 0.43. Once SmolLM2's weights were
+  // prepacked (tinyk.web.onnx_web's WEB_SESSION_CONFIG says why; load average 3.3 to 3.6): the 05.7
+  // model at 1.96 and 1.19 times, SmolLM2 at 1.61 and 1.70. The 05.7 model's calls are too small for a
+  // second thread to pay for their synchronisation, SmolLM2 gains little from it, and a second thread
+  // takes a processor from the page. A page opened with ?threads=N (the benchmark's) asks for N,
+  // which ONNX Runtime grants only where the page is cross-origin isolated.
   const THREADS = Math.max(1, Math.min(4, Number(new URLSearchParams(location.search).get("threads")) || 1));
   // The book's service worker (tinyk-sw.js, at the edition's root: STATIC's parent) makes the
   // pages the reader opens next cross-origin isolated, which threads need; where it cannot be
@@ -111,6 +113,18 @@
   const WARM_PIECE = 16;
   let tinyWarm = null;
   let warmStopped = false; // SmolLM2's Load ends the warm-up: its calls are the reader's now
+  // SmolLM2's warm-up, for the same reason, though its calls are large: the runtime's code that a
+  // token of SmolLM2 runs is baseline code at first too. Measured in Chromium, one thread, several
+  // pages side by side (load average about 4 on 2 processors): a page's first 32-token answer decoded
+  // at 11.3 tokens/s and its next ones at 22.5 to 25.9, while a page whose baseline compiler was off
+  // (--js-flags=--no-liftoff) decoded its first at 25.2. So once SmolLM2 is loaded, the engine decodes
+  // SMOLLM2_WARM_CALLS tokens nobody reads, SMOLLM2_WARM_PIECE calls at a time, until the reader asks
+  // for anything (a reader's call waits for one piece at the most); ?warm=0 turns it off too. Fresh
+  // browsers, one page each, alternating (load average 8 to 10): first answers at 13.8, 22.0 and
+  // 18.7 tokens/s after the warm-up (32 calls, 3.2 to 4.7 s of the engine's time), 13.3, 7.0 and
+  // 9.6 without it.
+  const SMOLLM2_WARM_CALLS = 32;
+  const SMOLLM2_WARM_PIECE = 2;
 
   // The warm-up (above), from the prompt `ids`; the promise of its calls and their engine time.
   function warmTiny(config, ids) {
@@ -1035,6 +1049,9 @@
       this.special = new Set();
       this.stats = null; // the last answer: its ids and timings (the site's tests and benchmark read them)
       this.stopping = false;
+      this.warming = null; // SmolLM2's warm-up after Load (warm), and what it did: {calls, seconds}
+      this.warmed = null;
+      this.asked = false; // the reader's first answer or layer ends the warm-up
       this.q(".tinyk-chat-load").addEventListener("click", () => this.load());
       this.q(".tinyk-chat-stop").addEventListener("click", () => this.stop());
       this.rows = null; // per query head, the attention rows of every token that went through the model
@@ -1097,6 +1114,7 @@
       }
       const layer = this.layer();
       const ids = this.textIds.slice(0, this.rows[0].length);
+      this.asked = true;
       this.root.dataset.state = "busy";
       this.form(false);
       this.q(".tinyk-chat-stop").disabled = true; // one call: nothing to stop between
@@ -1188,6 +1206,20 @@
       this.root.dataset.state = "ready";
       this.say("chat-ready");
       this.message.focus(); // the button that had the focus is gone
+      this.warming = this.warm().catch(() => null);
+    }
+
+    // SmolLM2's warm-up (SMOLLM2_WARM_CALLS): greedy decode calls from the start token, whose tokens
+    // nobody reads, a piece at a time, until the reader asks. Its calls and engine time.
+    async warm() {
+      let ms = 0;
+      let calls = 0;
+      for (; WARM && !this.asked && calls < SMOLLM2_WARM_CALLS; calls += SMOLLM2_WARM_PIECE) {
+        ms += await this.engine.call("warm", { model: "smollm2", config: this.config, ids: [this.data.bos_token_id],
+          calls: SMOLLM2_WARM_PIECE });
+      }
+      this.warmed = { calls, seconds: ms / 1000 };
+      return this.warmed;
     }
 
     sampled() {
@@ -1210,6 +1242,7 @@
       }
       this.root.dataset.state = "busy";
       this.stopping = false;
+      this.asked = true;
       this.form(false); // the message and the settings are the answer's until it ends
       try {
         await this.reply(message, this.limit());
@@ -1304,7 +1337,7 @@
       const threads = this.threads;
       this.stats = { ids, answer, sampled, temperature: settings.temperature, topK: settings.topK,
         topP: settings.topP, draws, prefillSeconds, decodeSeconds, decodeCalls: calls, loadSeconds: this.loadSeconds,
-        threads, stopped };
+        threads, stopped, seconds }; // seconds: the answer's whole time, the page's drawing of each token in it
       await nextTask(); // each panel in a task of its own: the page answers the reader between them
       await this.drawAttention();
       await nextTask();

@@ -632,3 +632,43 @@ MISTAKES["ex_05_10_3_solution"] += [
         normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
         return normed.to(x.dtype) * self.weight"""))),
 ]
+
+# 05.10.2 after a learner's pass: lists instead of tensors (said what came back), and labels that are
+# input_ids unchanged, no -100 at all (said so, not as if the end of turn had been hidden).
+MISTAKES["ex_05_10_2_solution"] += [
+    ("05.10.2:not-tensors", _PADDED + """
+    lengths = torch.tensor([len(s) for s in sequences])
+    return list(ids), list(ids.masked_fill(torch.arange(T) >= lengths[:, None], -100))
+"""),
+    ("05.10.2:padding-labelled-pad-id", _PADDED + """
+    return ids, ids.clone()
+"""),
+]
+
+# The capstone after a learner's pass: check_parts names each instead of "differs by X", a raw error or
+# another mistake's text (a float64 input rotated in float32, rows cropped to fit, bfloat16 tables, the
+# scores over sqrt(T_k), n_rep over T_k, eps under another keyword, the labels left unshifted).
+_ROTATED = "torch.stack([x0 * c - x1 * s, x0 * s + x1 * c], dim=-1)"
+MISTAKES["ex_05_10_3_solution"] += [
+    ("05.10.3:rope-in-float32", _capstone().replace("wide = x.to(torch.promote_types(x.dtype, c.dtype))",
+                                                    "wide = x.float()")),
+    ("05.10.3:rope-rows-cropped", _capstone().replace(
+        "c = cos[None, :, None, :] if cos.ndim == 2 else cos[:, :, None, :]",
+        "c = cos[None, : xq.shape[1], None, :] if cos.ndim == 2 else cos[:, : xq.shape[1], None, :]").replace(
+        "s = sin[None, :, None, :] if sin.ndim == 2 else sin[:, :, None, :]",
+        "s = sin[None, : xq.shape[1], None, :] if sin.ndim == 2 else sin[:, : xq.shape[1], None, :]")),
+    ("05.10.3:rope-bfloat16-tables", _capstone().replace(
+        "wide = x.to(torch.promote_types(x.dtype, c.dtype))", "wide = x").replace(
+        _ROTATED, "torch.stack([x0 * c.to(x.dtype) - x1 * s.to(x.dtype), "
+                  "x0 * s.to(x.dtype) + x1 * c.to(x.dtype)], dim=-1)")),
+    ("05.10.3:scale-by-t-k", _capstone().replace("/ math.sqrt(q.shape[-1])", "/ math.sqrt(k.shape[2])")),
+    ("05.10.3:n-rep-zero", _capstone().replace("n_rep = q.shape[1] // k.shape[1]",
+                                               "n_rep = q.shape[1] // k.shape[2]")),
+    ("05.10.3:rmsnorm-eps-keyword", _capstone().replace(
+        "def __init__(self, dim: int, eps: float = 1e-5) -> None:\n        super().__init__()\n"
+        "        self.eps = eps",
+        "def __init__(self, dim: int, epsilon: float = 1e-5) -> None:\n        super().__init__()\n"
+        "        self.eps = epsilon")),
+    ("05.10.3:labels-not-shifted", _capstone().replace("targets = labels[:, 1:].reshape(-1)",
+                                                       "targets = labels.reshape(-1)")),
+]

@@ -142,14 +142,6 @@ def rmsnorm_jacobian(x, gamma, eps):
     bracket = torch.eye(d, dtype=torch.float64) * inv_r - torch.einsum("i,j->ij", x, x) * inv_r**3 / d
     return torch.diag(gamma) @ bracket
 """,
-        # autograd through the learner's own forward
-        """
-import torch
-def rmsnorm_jacobian(x, gamma, eps):
-    def forward(v):
-        return gamma * v / torch.sqrt(v.pow(2).mean() + eps)
-    return torch.autograd.functional.jacobian(forward, x)
-""",
     ],
 }
 
@@ -486,3 +478,93 @@ def rms(x, eps=0.0):
     return sum(math.sqrt(v * v + eps) for v in x) / len(x)
 """),
 ]
+
+# After a learner's pass: mistakes that got another mistake's message, a generic one or a raw error,
+# and a copier's route (autograd's Jacobian of a hand-written RMSNorm) that passed.
+_RMS = """
+import math
+def rms(x, eps=0.0):
+    return BODY
+"""
+MISTAKES["ex_05_2_1_solution"] += [
+    ("05.2.1:numpy-float32", """
+import numpy as np
+def rms(x, eps=0.0):
+    a = np.asarray(x, dtype=np.float32)
+    return np.sqrt(np.mean(a**2) + eps)
+"""),
+    ("05.2.1:not-a-float", """
+import torch
+def rms(x, eps=0.0):
+    t = torch.tensor(x)
+    return torch.sqrt(t.pow(2).mean() + eps)
+"""),
+    ("05.2.1:floor-division", _RMS.replace("BODY", "math.sqrt(sum(v * v for v in x) // len(x) + eps)")),
+    ("05.2.1:entries-left-out", _RMS.replace("BODY", "math.sqrt((x[0] ** 2 + x[1] ** 2) / len(x) + eps)")),
+]
+
+_NORM = """
+import torch
+from torch import nn
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+    def forward(self, x):
+        xf = x.to(torch.promote_types(x.dtype, torch.float32))
+        n = NORMALISED
+        return n.to(x.dtype) * self.weight
+"""
+MISTAKES["ex_05_2_2_solution"] += [
+    # the mean square taken of xf, then xf scaled in place: autograd's saved xf is changed
+    ("05.2.2:in-place-breaks-backward", _NORM.replace(
+        "n = NORMALISED",
+        "xf = xf.clone()\n        n = xf.mul_(torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps))")),
+    ("05.2.2:variance", _NORM.replace("NORMALISED", "xf / torch.sqrt(xf.var(-1, keepdim=True) + self.eps)")),
+    ("05.2.2:times-r",
+     _NORM.replace("NORMALISED", "xf * torch.sqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)")),
+    ("05.2.2:eps-squared",
+     _NORM.replace("NORMALISED", "xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps**2)")),
+    ("05.2.2:eps-times-mean",
+     _NORM.replace("NORMALISED", "xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) * (1 + self.eps))")),
+    # the weight saved under a second name (it used to be told "keep eps a plain attribute")
+    ("05.2.2:extra-state", _NORM.replace("self.weight = nn.Parameter(torch.ones(dim))",
+                                         "self.gamma = nn.Parameter(torch.ones(dim))\n"
+                                         "        self.weight = self.gamma")
+     .replace("NORMALISED", "xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)")),
+]
+
+_JACOBIAN_WITH = """
+import torch
+def rmsnorm_jacobian(x, gamma, eps):
+    d = x.shape[0]
+    r = torch.sqrt(x.pow(2).mean() + eps)
+    return BODY
+"""
+MISTAKES["ex_05_2_3_solution"] += [
+    ("05.2.3:borrowed", """
+import torch
+def rmsnorm_jacobian(x, gamma, eps):
+    return torch.autograd.functional.jacobian(lambda v: gamma * v / torch.sqrt(v.pow(2).mean() + eps), x)
+"""),
+    ("05.2.3:borrowed", """
+import torch
+def rmsnorm_jacobian(x, gamma, eps):
+    return torch.func.jacrev(lambda v: gamma * v / torch.sqrt(v.pow(2).mean() + eps))(x)
+"""),
+    ("05.2.3:float32-step", _JACOBIAN_WITH.replace(
+        "BODY", "gamma[:, None] * (torch.eye(d) / r - torch.outer(x, x) / (d * r**3))")),
+    ("05.2.3:elementwise-not-outer", _JACOBIAN_WITH.replace(
+        "BODY", "gamma[:, None] * (torch.eye(d, dtype=x.dtype) / r - (x * x) / (d * r**3))")),
+    ("05.2.3:no-square-root", _JACOBIAN_WITH
+     .replace("torch.sqrt(x.pow(2).mean() + eps)", "x.pow(2).mean() + eps")
+     .replace("BODY", "gamma[:, None] * (torch.eye(d, dtype=x.dtype) / r - torch.outer(x, x) / (d * r**3))")),
+    ("05.2.3:unbracketed-denominator", _JACOBIAN_WITH.replace(
+        "BODY", "gamma[:, None] * (torch.eye(d, dtype=x.dtype) / r - torch.outer(x, x) / d * r**3)")),
+]
+
+# in place on a clone, out of autograd's way (the scaling is not saved by pow): right
+RIGHT["ex_05_2_2_solution"] = [*RIGHT.get("ex_05_2_2_solution", []), _NORM.replace(
+    "n = NORMALISED", "n = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).clone()\n"
+    "        n.mul_(1.0)")]

@@ -454,3 +454,77 @@ MISTAKES["ex_05_3_3_solution"] += [
 # 05.3.3 with np.dot of the float64 arrays (NumPy's float64 is a Python float): right.
 RIGHT["ex_05_3_3_solution"] = [*RIGHT.get("ex_05_3_3_solution", []),
                                _ROPE_SCORE.replace("return float((q_m * k_n).sum())", _NP_DOT)]
+
+# After a learner's pass: wrong answers that passed (a float64 input rotated in float32, rows cropped to
+# fit, bfloat16 tables, a turn by |n - m|), raw errors and misdiagnoses, each now named.
+_ROTATE_PLAIN = """
+import torch
+def apply_rope(xq, xk, cos, sin):
+    def rotate(x):
+        T = x.shape[1]
+        c = cos.view(1, T, 1, -1) if cos.ndim == 2 else cos.unsqueeze(2)
+        s = sin.view(1, T, 1, -1) if sin.ndim == 2 else sin.unsqueeze(2)
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.stack([a * c - b * s, a * s + b * c], dim=-1).flatten(3).to(x.dtype)
+    return rotate(xq), rotate(xk)
+"""
+MISTAKES["ex_05_3_1_solution"] += [
+    ("05.3.1:double-angle", _ROPE_TABLES.replace("angles = torch.outer", "angles = 2 * torch.outer")),
+    ("05.3.1:columns-reversed", _ROPE_TABLES.replace("    return torch.cos",
+                                                     "    angles = angles.flip(-1)\n    return torch.cos")),
+]
+MISTAKES["ex_05_3_2_solution"] += [
+    # x.float(): the float64 probe holds values float32 cannot, so the rounding shows
+    ("05.3.2:float64-in-float32", _ROTATE_PLAIN.replace("a, b = x[..., 0::2], x[..., 1::2]",
+                                                        "a, b = x.float()[..., 0::2], x.float()[..., 1::2]")),
+    ("05.3.2:crops-rows", _ROTATE_PLAIN.replace("        T = x.shape[1]\n",
+                                                "        T = x.shape[1]\n        cos_, sin_ = cos, sin\n")
+     .replace("c = cos.view(1, T, 1, -1) if cos.ndim == 2 else cos.unsqueeze(2)",
+              "c = cos[:T].view(1, T, 1, -1) if cos.ndim == 2 else cos[:, :T].unsqueeze(2)")
+     .replace("s = sin.view(1, T, 1, -1) if sin.ndim == 2 else sin.unsqueeze(2)",
+              "s = sin[:T].view(1, T, 1, -1) if sin.ndim == 2 else sin[:, :T].unsqueeze(2)")),
+    ("05.3.2:bfloat16-tables", _ROTATE_PLAIN.replace("        a, b = x[..., 0::2]",
+                                                     "        c, s = c.to(x.dtype), s.to(x.dtype)\n"
+                                                     "        a, b = x[..., 0::2]")),
+    ("05.3.2:returns-one-tensor",
+     _ROTATE_PLAIN.replace("return rotate(xq), rotate(xk)", "return rotate(xq)")),
+    ("05.3.2:tables-not-lined-up", _ROTATE_PLAIN.replace(
+        "c = cos.view(1, T, 1, -1) if cos.ndim == 2 else cos.unsqueeze(2)", "c = cos.T[None, None]").replace(
+        "s = sin.view(1, T, 1, -1) if sin.ndim == 2 else sin.unsqueeze(2)", "s = sin.T[None, None]")),
+    # the pairs as reshape(..., 2, 2): right for d_h = 4 only
+    ("05.3.2:fixed-head-width", _ROTATE_PLAIN.replace("a, b = x[..., 0::2], x[..., 1::2]",
+                                                      "a, b = x.reshape(*x.shape[:-1], 2, 2).unbind(-1)")),
+    ("05.3.2:minus-forgotten", _ROTATE_PLAIN.replace("[a * c - b * s, a * s + b * c]",
+                                                     "[a * c + b * s, a * s + b * c]")),
+    ("05.3.2:cos-in-both-terms", _ROTATE_PLAIN.replace("[a * c - b * s, a * s + b * c]",
+                                                       "[a * c - b * c, a * s + b * c]")),
+]
+MISTAKES["ex_05_3_3_solution"] += [
+    # q turned by |m - n|, k left as it is: right while the query comes after the key
+    ("05.3.3:offset-sign-lost", """
+import torch
+from tinyk import apply_rotary_emb, precompute_freqs_cis
+def rope_score(q, k, m, n, theta=10000.0):
+    off = abs(m - n)
+    cos, sin = precompute_freqs_cis(q.shape[0], off + 1, theta, dtype=torch.float64)
+    q4 = q.view(1, 1, 1, -1)
+    q_m, _ = apply_rotary_emb(q4, q4, cos[off : off + 1], sin[off : off + 1])
+    return float((q_m.flatten() * k).sum())
+"""),
+    ("05.3.3:many-rows", _ROPE_SCORE.replace("cos[m : m + 1], sin[m : m + 1]", "cos[: m + 1], sin[: m + 1]")
+                                    .replace("cos[n : n + 1], sin[n : n + 1]", "cos[: n + 1], sin[: n + 1]")),
+    ("05.3.3:half-split-pairing", _ROPE_SCORE.replace(
+        "from tinyk import apply_rotary_emb,",
+        "from tinyk import apply_rotary_emb_half as apply_rotary_emb,")),
+]
+MISTAKES["ex_05_3_4_solution"] += [
+    ("05.3.4:pair-swapped", _ROPE_AFTER_CACHE.replace(
+        "    return apply_rotary_emb(xq, xk, cos[start_pos : start_pos + T], sin[start_pos : start_pos + T])",
+        "    q, k = apply_rotary_emb(xq, xk, cos[start_pos : start_pos + T],\n"
+        "                            sin[start_pos : start_pos + T])\n"
+        "    return k, q")),
+    # the row of start_pos for every new token (it used to be told "off by 1.73")
+    ("05.3.4:one-row", _ROPE_AFTER_CACHE.replace(
+        "cos[start_pos : start_pos + T], sin[start_pos : start_pos + T]",
+        "cos[start_pos : start_pos + 1].expand(T, -1), sin[start_pos : start_pos + 1].expand(T, -1)")),
+]

@@ -292,6 +292,10 @@ class _Watch:
     def __init__(self, part: str, forbid: tuple[Callable[..., Any], ...] = ()) -> None:
         self.part = part
         self.forbid = {fn: f"{fn.__module__}.{fn.__name__}" for fn in forbid}
+        # a forbidden Python function (torch.autograd.functional.jacobian), seen by its code when
+        # called from outside torch: the torch function mode does not see it
+        self.forbid_code = {fn.__code__: name for fn, name in self.forbid.items()
+                            if isinstance(getattr(fn, "__code__", None), types.CodeType)}
         self.trusted_depth = 0
         self.seen: list[tuple[str, str]] = []
         self.libraries = _library_roots()
@@ -315,6 +319,11 @@ class _Watch:
         if code is _TRUSTED_CODE:
             self.trusted_depth += 1
             return self.trusted_frame  # to see that call's return
+        if self.trusted_depth == 0 and code in self.forbid_code:
+            caller = frame.f_back
+            if caller is None or not caller.f_code.co_filename.startswith(_TORCH):
+                self.flag(self.forbid_code[code], _ASKED)
+            return None
         if self.trusted_depth == 0 and code.co_flags & inspect.CO_NEWLOCALS:
             filename = code.co_filename  # a function's (a module or class body runs on import)
             if filename.startswith(_TINYK) and not _transport(frame.f_globals):

@@ -10,6 +10,7 @@ compared, and :class:`PartError`: :mod:`tinyk.learner.part_compare`), in the lea
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -114,7 +115,9 @@ def _attention_advice(grouped: bool, cached: bool = False) -> Callable[[str], st
         if "batch2" in error or "cannot be multiplied" in error:
             return say("the scores are q @ k.transpose(-2, -1), T×d_h times d_h×T_k")
         if "size of tensor b (0)" in error:
-            return say("n_rep = H_kv // H_q rounds to 0: copy each K/V head n_rep = H_q // H_kv times")
+            return say("n_rep came out 0, so K and V were copied 0 times: copy each K/V head n_rep = "
+                       "H_q // H_kv times, q.shape[1] // k.shape[1] (n_rep = H_kv // H_q rounds to 0, and so "
+                       "does H_q // T_k, k.shape[2], when T_k > H_q)")
         if cached and "dimension 3" in error:
             return say("the causal mask has one column per key, cached keys included, T×T_k, "
                        "torch.ones(T, T_k).tril(T_k - T), not a T×T triangle")
@@ -144,6 +147,14 @@ def _rmsnorm_untouched(x: Tensor, before: Tensor) -> None:
 
 def _check_rmsnorm(cls: Any, g: torch.Generator) -> None:
     name = "RMSNorm"
+    try:  # the model builds its norms as RMSNorm(dim, eps=...): the keyword must be eps
+        call_part(name, cls, 8, eps=1e-5)
+    except PartError as err:
+        if isinstance(err.__cause__, TypeError) and "'eps'" in str(err.__cause__):
+            raise PartError(name, say("{detail}: the model builds its norms as RMSNorm(dim, eps=...); name "
+                                      "the constructor's argument eps, def __init__(self, dim, eps=1e-5)",
+                                      detail=err.detail)) from None
+        raise
     _check_rmsnorm_outputs(cls, g, ((16, (2, 3, 16), torch.float32, torch.float32),
                                     (8, (5, 8), torch.float32, torch.float32),
                                     (64, (2, 7, 64), torch.bfloat16, torch.bfloat16)))
@@ -189,9 +200,15 @@ def _check_rmsnorm_outputs(cls: Any, g: torch.Generator, cases: tuple) -> None:
         if tuple(mine.weight.shape) != (dim,) or not torch.equal(mine.weight.detach(), torch.ones(dim)):
             raise PartError(name, say("self.weight must start as ones of shape ({dim},), got shape {shape}",
                                       dim=dim, shape=tuple(mine.weight.shape)))
-        if list(mine.state_dict()) != ["weight"]:
+        extra = [key for key in mine.state_dict() if key != "weight"]
+        if extra == ["eps"]:
             raise PartError(name, say("its state dict holds {keys}, not one entry, weight: keep eps a plain "
                                       "attribute", keys=list(mine.state_dict())))
+        if extra:
+            raise PartError(name, say("its state dict holds {keys}, not one entry, weight: {extra} is saved "
+                                      "too; keep one tensor, self.weight (a second name for it, self.gamma = "
+                                      "..., adds an entry)", keys=list(mine.state_dict()),
+                                      extra=", ".join(extra)))
         with torch.no_grad():
             mine.load_state_dict({"weight": weight}, strict=False)  # works where the module lives elsewhere
             ref.weight.copy_(weight)
@@ -207,7 +224,13 @@ def _check_rmsnorm_outputs(cls: Any, g: torch.Generator, cases: tuple) -> None:
             hints = {say("a norm that subtracts the mean (LayerNorm): RMSNorm does not"):
                      (_normalised(x32 - x32.mean(-1, keepdim=True)) * weight).to(dtype),
                      say("the gains applied to x before normalising; normalise first, then multiply by "
-                         "the weight"): _normalised(x32 * weight.float()).to(dtype)}
+                         "the weight"): _normalised(x32 * weight.float()).to(dtype),
+                     say("x over its standard deviation (x.var or x.std): the variance takes the mean out "
+                         "first; r = sqrt(x.pow(2).mean(-1, keepdim=True) + eps) squares x itself"):
+                     tuple((x32 / torch.sqrt(x32.var(-1, keepdim=True, correction=c) + 1e-5) * weight)
+                           .to(dtype) for c in (0, 1)),
+                     say("x times r: divide by r, x / r, or multiply by torch.rsqrt(...)"):
+                     (x32 * torch.sqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-5) * weight).to(dtype)}
             if dtype != torch.float32:
                 hints[say("the norm computed in the input dtype; compute it in float32")] = \
                     (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)) * weight
@@ -249,7 +272,16 @@ def _check_rmsnorm_float64_and_gradient(cls: Any, g: torch.Generator, name: str 
     grads, weight_grads = [], []
     for mine, module in ((True, call_part(name, cls, 16, eps=1e-5)), (False, RMSNorm(16, eps=1e-5))):
         xi = x.clone().requires_grad_()
-        ((call_part(name, module, xi) if mine else module(xi)) * upstream).sum().backward()  # tinyk's bare
+        try:
+            out = call_part(name, module, xi) if mine else module(xi)  # tinyk's bare
+            (out * upstream).sum().backward()
+        except RuntimeError as err:
+            if "inplace operation" not in str(err):
+                raise
+            raise PartError(name, say("backward raised RuntimeError ({err}): an in-place write in forward "
+                                      "(mul_, *=, xf[...] = ...) changed a tensor autograd saved for the "
+                                      "gradient; autograd needs the values it saved: write xf * r instead of "
+                                      "xf.mul_(r)", err=err)) from None
         grads.append(torch.zeros_like(x) if xi.grad is None else xi.grad)
         weight_grads.append(module.weight.grad)
     compare(name, grads[0], grads[1], say("the gradient with respect to x of shape (3, 16)"), hints={
@@ -299,6 +331,19 @@ def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
         raise PartError("rope_tables", say("head_dim={head_dim} {raised}: check head_dim first and raise "
                                            "ValueError when it is odd (no whole pairs) or not positive",
                                            head_dim=head_dim, raised=raised))
+
+
+def _turned(xq: Tensor, xk: Tensor, cos: Tensor, sin: Tensor,
+            turn: Callable[[Tensor, Tensor, Tensor, Tensor], tuple[Tensor, Tensor]]) -> list[Tensor]:
+    """q and k with each adjacent pair (a, b) turned to ``turn(a, b, cos, sin)``: a wrong rotation to name."""
+    out = []
+    for x in (xq, xk):
+        c = cos[None, :, None, :] if cos.ndim == 2 else cos[:, :, None, :]
+        s = sin[None, :, None, :] if sin.ndim == 2 else sin[:, :, None, :]
+        wide = x.to(torch.promote_types(x.dtype, c.dtype))
+        first, second = turn(wide[..., 0::2], wide[..., 1::2], c, s)
+        out.append(torch.stack([first, second], dim=-1).flatten(3).to(x.dtype))
+    return out
 
 
 def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
@@ -356,10 +401,36 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
                       "were; rotate every pair, i = 0..d_h/2 - 1", k=k, pairs=d_h // 2)] = \
                 [torch.cat([e[..., : 2 * k], x[..., 2 * k :]], -1)
                  for e, x in zip(expected, (xq, xk), strict=True)]
+        hints[say("the minus of a cos - b sin left out: (a, b) -> (a cos - b sin, a sin + b cos)")] = \
+            _turned(xq, xk, cos, sin, lambda a, b, c, s: (a * c + b * s, a * s + b * c))
+        hints[say("cos where sin belongs in a term: (a, b) -> (a cos - b sin, a sin + b cos)")] = [
+            tuple(pair) for pair in zip(
+                _turned(xq, xk, cos, sin, lambda a, b, c, s: (a * c - b * c, a * s + b * c)),
+                _turned(xq, xk, cos, sin, lambda a, b, c, s: (a * c - b * c, a * s + b * s)), strict=True)]
+        hints[say("the tables' columns reversed: pair i takes column i, in order")] = \
+            apply_rotary_emb(xq, xk, cos.flip(-1), sin.flip(-1))
+        if dtype == torch.bfloat16:  # the tables rounded to bfloat16 before the rotation
+            hints[say("the rotation rounded to bfloat16 along the way (the tables cast to x.dtype before "
+                      "it); rotate with the float32 tables and cast once at the end, .to(x.dtype)")] = \
+                apply_rotary_emb(xq, xk, cos.to(dtype), sin.to(dtype))
         for i, label in enumerate((say("rotated q"), say("rotated k"))):
             rotated = say("{label} ({dtype}, {what})", label=label, dtype=dtype, what=what)
             compare(name, got[i], expected[i], rotated, atol=1e-5 if dtype == torch.float32 else 1e-2,
-                    hints={hint: tables[i] for hint, tables in hints.items()})
+                    hints={hint: tables[i] for hint, tables in hints.items()},
+                    half_exact=dtype == torch.bfloat16)
+    # float64 values that float32 cannot hold, and float64 tables: a float64 rotation
+    xq = torch.randn(B, T, 4, 8, generator=g, dtype=torch.float64)
+    xk = torch.randn(B, T, 2, 8, generator=g, dtype=torch.float64)
+    cos, sin = precompute_freqs_cis(8, T, dtype=torch.float64)
+    got = call_part(name, fn, xq, xk, cos, sin)
+    if not (isinstance(got, tuple | list) and len(got) == 2):
+        raise PartError(name, say("must return a tuple (xq_rotated, xk_rotated)"))
+    expected = apply_rotary_emb(xq, xk, cos, sin)
+    in_float32 = [e.double() for e in apply_rotary_emb(xq.float(), xk.float(), cos.float(), sin.float())]
+    for i, label in enumerate((say("rotated q"), say("rotated k"))):
+        compare(name, got[i], expected[i], say("{label} (float64, float64 tables)", label=label), atol=1e-9,
+                hints={say("a rotation computed in float32: keep x's dtype (x.float() turns float64 into "
+                           "float32)"): in_float32[i]})
     try:  # tables built from d = 32 instead of d_h = 8
         call_part(name, fn, xq.float(), xk.float(), *precompute_freqs_cis(4 * d_h, T))
     except PartError as err:
@@ -369,6 +440,15 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
         raise PartError(name, say("a {rows}×{pairs} table (built from d = {d}) was used on heads of width "
                                   "{d_h} without an error: raise one, never crop the table to fit", rows=T,
                                   pairs=2 * d_h, d=4 * d_h, d_h=d_h))
+    try:  # one row more than the T tokens: cos[:T] would crop it to fit
+        call_part(name, fn, xq, xk, *precompute_freqs_cis(8, T + 1, dtype=torch.float64))
+    except PartError as err:
+        if not isinstance(err.__cause__, ValueError | RuntimeError | IndexError):
+            raise
+    else:
+        raise PartError(name, say("{rows}×4 tables for T = {T} tokens were used without an error: the "
+                                  "tables hold one row per token; raise one, never slice the rows to fit",
+                                  rows=T + 1, T=T))
 
 
 def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
@@ -443,7 +523,11 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         unscaled = reference_gqa_attention(q * math.sqrt(d_h), kk, vv, mask)
         tiled = reference_gqa_attention(q, k.repeat(1, n_heads // n_kv, 1, 1),
                                          v.repeat(1, n_heads // n_kv, 1, 1), mask)
-        hints = {say("attention without the 1/sqrt(d_h) scale"): unscaled, **attention_hints(q, kk, vv, mask),
+        hints = {say("attention without the 1/sqrt(d_h) scale"): unscaled,
+                 say("the scores scaled by 1/sqrt(T_k), the number of keys: scale them by 1/sqrt(d_h), the "
+                     "head width, q.shape[-1]"): reference_gqa_attention(q * math.sqrt(d_h / T_k), kk, vv,
+                                                                         mask),
+                 **attention_hints(q, kk, vv, mask),
                  **given_mask_hints(q, k, v, kk, vv, mask)}
         if n_heads // n_kv > 1 and n_kv > 1:
             hints[say("the [0, 1, 0, 1] grouping; query head h reads K/V head h // n_rep")] = tiled
@@ -645,6 +729,10 @@ def _loss_advice(error: str) -> str | None:
     if "Expected target size" in error:
         return say("F.cross_entropy takes the classes on dim 1, so flatten B×(T-1)×V logits to (B·(T-1))×V "
                    "and the labels to B·(T-1)")
+    sizes = re.search(r"input batch_size \((\d+)\) to match target batch_size \((\d+)\)", error)
+    if sizes is not None and int(sizes.group(1)) < int(sizes.group(2)):  # fewer logits than labels
+        return say("the logits were shifted, the labels not: shift both, logits[:, :-1] against "
+                   "labels[:, 1:]")
     if "batch_size" in error:
         return say("the logits and the targets do not pair up; position t predicts labels[:, t+1], so the "
                    "last position predicts nothing and the first label is never a target: logits[:, :-1] "

@@ -17,7 +17,7 @@ its weights split into files of at most ``max_file_bytes`` so that a page can fe
   (its own ``location``, ``offset`` and ``length``), offsets 64-aligned, filled in graph order;
 - ``smollm2.json``: the manifest: the files and their sizes, the session config entries the graph
   needs (``session_config`` for Python, ``web_session_config`` for onnxruntime-web, which also
-  turns off prepacking and idle threads' spinning), the graph optimisation level the page asks for
+  turns off idle threads' spinning), the graph optimisation level the page asks for
   (``web_graph_optimization``), the inputs of :func:`tinyk.web.onnx_export.input_names` and
   ``attention_layer`` (``layer_input``: an int64 scalar, the layer whose attention weights come
   back, any of the 30 at each call; the page starts at ``default_layer``, 15), the outputs of
@@ -57,14 +57,23 @@ __all__ = ["MARKER", "NAME", "WEB_GRAPH_OPTIMIZATION", "WEB_SESSION_CONFIG", "ch
            "export_web_model", "main", "save_split", "session", "web_model_stamp"]
 
 NAME = "smollm2"  # the files' stem
-# In WebAssembly, MatMul's prepacked copies of the weights cost about 300 MB and gained no speed.
 # With more than one thread, ONNX Runtime's idle threads spin between calls by default, taking processors
 # from the page and everything else: benchmarks/bench_browser.py, which keeps a one-thread and a
 # two-thread page open at once, measured PyTorch's own SmolLM2 decode beside them at 2.1 tokens/s with
 # spinning and 4.5 without (2 processors, load average 13 to 15), and the 05.7 model's two-thread page
 # at 68 and 91 tokens/s.
-WEB_SESSION_CONFIG = {**SESSION_CONFIG, "session.disable_prepacking": "1",
-                      "session.intra_op.allow_spinning": "0"}
+# Prepacking stays on (ONNX Runtime's default): when the session is created, each MatMul copies its
+# constant weight once into the layout of MLAS, its matrix library, and multiplies from it. A decode step
+# multiplies one row by every weight, and in WebAssembly that is much slower from an unpacked
+# matrix, most of all from the tied head, which is stored V×D and read transposed. Measured in
+# Chromium, one thread, alternating, load average 4 to 5 on 2 processors: a chain of 60 of
+# SmolLM2's linears (212 MB, too large for the caches) took 18 ms a call unpacked against 10 ms
+# prepacked; the head 18 to 29 ms against 5 to 9 ms; SmolLM2's chat decoded at 13.6 tokens/s with
+# prepacking off (as this config once had it) and 24.0 with it on, PyTorch at 16.5 on one thread.
+# It costs memory: Chromium's processes held 985 to 1,107 MB once SmolLM2 was loaded without
+# prepacking and 1,318 to 1,432 MB with it (unique memory, several runs); the chat's "about 1 GB" is
+# tests/test_live_page.py's measure of the tab after a Load and an answer (1.18 GB with prepacking).
+WEB_SESSION_CONFIG = {**SESSION_CONFIG, "session.intra_op.allow_spinning": "0"}
 # The page's session optimises the graph at ONNX Runtime's "basic" level: constant folding (which
 # turns each DequantizeLinear of the file's blocks into a float32 matrix) and the removal of
 # redundant nodes. The levels above it fuse a few nodes of each layer. In Chromium, four fresh
