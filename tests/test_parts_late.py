@@ -330,3 +330,144 @@ def test_each_wrong_part_a_learner_tried_is_named(name, wrong, words):
         check_parts(**{name: wrong})
     assert words in str(err.value), str(err.value)
     assert err.value.part == name
+
+# A learner's pass (05.4-05.6): wrong parts that check_parts left generic, raised as a raw error or took for a
+# stub, each named now in the words of the exercise's visible test.
+def repeat_kv_axis_after_d_h(x, n_rep):
+    B, T, H, D = x.shape
+    return x[..., None].expand(B, T, H, D, n_rep).reshape(B, T, H * n_rep, D)
+
+
+class SwiGLUNoReturn(torch.nn.Module):
+    def __init__(self, dim, hidden_dim):
+        super().__init__()
+        self.w1 = torch.nn.Linear(dim, hidden_dim, bias=False)
+        self.w2 = torch.nn.Linear(hidden_dim, dim, bias=False)
+        self.w3 = torch.nn.Linear(dim, hidden_dim, bias=False)
+
+    def forward(self, x):
+        self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+def block_second_half_normalised(x, attention, feed_forward, attention_norm, ffn_norm):
+    h = x + attention(attention_norm(x))
+    h = ffn_norm(h)
+    return h + feed_forward(h)
+
+
+def block_in_float32(x, attention, feed_forward, attention_norm, ffn_norm):
+    h = x.float() + attention(attention_norm(x)).float()
+    return h + feed_forward(ffn_norm(h.to(x.dtype))).float()
+
+
+def block_attention_with_cos_sin(x, attention, feed_forward, attention_norm, ffn_norm):
+    h = x + attention(attention_norm(x), None, None)
+    return h + feed_forward(ffn_norm(h))
+
+
+def positions_counting_padding(valid):
+    return ((~valid).long().cumsum(-1) - 1).clamp(min=0)
+
+
+def positions_abs(valid):
+    return (valid.long().cumsum(-1) - 1).abs()
+
+
+def positions_minus_valid(valid):
+    return valid.long().cumsum(-1) - valid.long()
+
+
+def positions_across_rows(valid):
+    return (valid.long().flatten().cumsum(0) - 1).clamp(min=0).view(valid.shape)
+
+
+def positions_bool_minus_one(valid):
+    return (valid - 1).cumsum(-1).clamp(min=0)
+
+
+def mask_batch_on_head_axis(valid, query_len):
+    causal = torch.ones(query_len, valid.shape[1], dtype=torch.bool).tril(valid.shape[1] - query_len)
+    return (causal[None] & valid[:, None, :])[None]
+
+
+def mask_float_triangle(valid, query_len):
+    causal = torch.ones(query_len, valid.shape[1]).tril(valid.shape[1] - query_len)
+    return causal[None, None] & valid[:, None, None, :]
+
+
+def mask_float_inverted(valid, query_len):
+    blocked = torch.ones(query_len, valid.shape[1]).triu(valid.shape[1] - query_len + 1)
+    return ~blocked[None, None] & valid[:, None, None, :]
+
+
+def _summed_loss(pairs, count_ignored=None):
+    def shifted_loss(logits, labels, ignore_index=-100):
+        lg, tg = pairs(logits, labels)
+        total = F.cross_entropy(lg.reshape(-1, logits.shape[-1]), tg.reshape(-1), ignore_index=ignore_index,
+                                reduction="sum")
+        counted = tg != (ignore_index if count_ignored is None else count_ignored)
+        return total / counted.sum().clamp(min=1)
+    return shifted_loss
+
+
+loss_both_shifted = _summed_loss(lambda logits, labels: (logits[:, 1:], labels[:, 1:]))
+loss_count_with_minus_100 = _summed_loss(lambda logits, labels: (logits[:, :-1], labels[:, 1:]), -100)
+
+
+def loss_nll_on_logits(logits, labels, ignore_index=-100):
+    return F.nll_loss(logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
+                      ignore_index=ignore_index)
+
+
+WRONG_PASS = [
+    ("repeat_kv", repeat_kv_axis_after_d_h, "it matches the new axis after d_h (x[..., None])"),
+    ("SwiGLU", SwiGLUNoReturn, "got None: the part returned nothing"),
+    ("decoder_block", block_second_half_normalised, "it matches y adds feed_forward's output to ffn_norm(h)"),
+    ("decoder_block", block_in_float32, "tensor to one of that shape and dtype, not torch.float32"),
+    ("decoder_block", block_attention_with_cos_sin, "the block's attention takes x alone"),
+    ("token_positions", positions_counting_padding, "it matches the padding counted (the running count of "
+                                                    "~valid)"),
+    ("token_positions", positions_abs, "it matches abs() turns the padding's -1 into 1"),
+    ("token_positions", positions_minus_valid, "it matches cumsum - valid moves the padding"),
+    ("token_positions", positions_across_rows, "it matches the running count ran on from row to row"),
+    ("token_positions", positions_bool_minus_one, "arithmetic on a bool tensor"),
+    ("causal_padding_mask", mask_batch_on_head_axis, "it matches valid is B×T_k: put its batch axis first"),
+    ("causal_padding_mask", mask_float_triangle, "& needs bool tensors"),
+    ("causal_padding_mask", mask_float_inverted, "~ needs a bool tensor"),
+    ("shifted_loss", loss_both_shifted, "it matches logits[:, 1:] against labels[:, 1:]"),
+    ("shifted_loss", loss_count_with_minus_100, "it matches the denominator counts the targets that are not "
+                                                "-100"),
+    ("shifted_loss", loss_nll_on_logits, "it matches F.nll_loss was given the raw logits"),
+]
+for _name in ("loss_both_shifted", "loss_count_with_minus_100"):
+    globals()[_name].__name__ = _name  # the test's id
+
+
+@pytest.mark.parametrize("name,wrong,words", WRONG_PASS, ids=[w[1].__name__ for w in WRONG_PASS])
+def test_each_wrong_part_of_the_learners_pass_is_named(name, wrong, words):
+    with pytest.raises(PartError) as err:
+        check_parts(**{name: wrong})
+    assert words in str(err.value), str(err.value)
+    assert "still a stub" not in str(err.value)
+    assert err.value.part == name
+
+
+def test_a_stub_is_still_a_stub_and_torchs_not_implemented_error_is_not():
+    """The release's stub raises NotImplementedError from the answer's own frame, with no message: still a
+    stub; torch's NotImplementedError for a dtype ("bitwise_and_cpu" not implemented for 'Float') is a
+    written body with a slip."""
+    from tinyk.learner.own_code import DtypeSlip, is_stub, watched
+
+    def stub(valid, query_len):
+        raise NotImplementedError()
+
+    with pytest.raises(PartError, match="still a stub"):
+        check_parts(causal_padding_mask=stub)
+    with pytest.raises(NotImplementedError) as raised:
+        watched("causal_padding_mask", stub)(torch.ones(1, 2, dtype=torch.bool), 2)
+    assert is_stub(raised.value)
+    with pytest.raises(NotImplementedError) as raised:
+        torch.ones(2) & torch.ones(2, dtype=torch.bool)
+    assert not is_stub(raised.value)
+    with pytest.raises(DtypeSlip, match="& needs bool tensors"):
+        watched("causal_padding_mask", mask_float_triangle)(torch.ones(1, 2, dtype=torch.bool), 2)

@@ -465,3 +465,56 @@ def gqa_attention(q, k, v, mask=None):
         outs.append(p @ vh)
     return torch.stack(outs, dim=1)
 """]}
+
+# A learner's pass: the group index rounded to the nearest (told from h + 1 by a second call, 8 heads over 2)
+# or up, every head on K/V head 0, NumPy integers, the tiled order named as repeat/tile, a head width from
+# n_kv_heads (the heads right, the width doubled: gqa_bytes cannot tell it from H_q heads, and says both),
+# max_tokens without bytes_per_element, mha_bytes as gqa_bytes times H_q, and the copies' axis after d_h.
+_KV_HEADS = "def kv_head_for_each_query_head(n_heads, n_kv_heads):\n    group = n_heads // n_kv_heads\n"
+MISTAKES["ex_05_4_1_solution"] += [
+    ("05.4.1:rounds-to-nearest", _KV_HEADS + "    return [round(h / group) for h in range(n_heads)]\n"),
+    ("05.4.1:rounds-to-nearest", _KV_HEADS + "    return [int(h / group + 0.5) for h in range(n_heads)]\n"),
+    ("05.4.1:off-by-one", _KV_HEADS + "    return [h // group for h in range(1, n_heads + 1)]\n"),
+    ("05.4.1:rounds-up", "import math\n" + _KV_HEADS
+     + "    return [math.ceil(h / group) for h in range(n_heads)]\n"),
+    ("05.4.1:divides-by-h-q", _KV_HEADS + "    return [h // n_heads for h in range(n_heads)]\n"),
+    ("05.4.1:numpy-ints", "import numpy as np\n" + _KV_HEADS
+     + "    return list(np.repeat(np.arange(n_kv_heads), group))\n"),
+    ("05.4.1:tiled-order", _KV_HEADS + "    return list(range(n_kv_heads)) * group\n"),
+]
+MISTAKES["ex_05_4_2_solution"] += [
+    ("05.4.2:expanded-heads", _plan_with(("config.n_kv_heads * config.head_dim",
+                                          "config.n_kv_heads * (config.dim // config.n_kv_heads)"))),
+    ("05.4.2:max-tokens-numbers", _plan_with(("budget_bytes // per_token",
+                                              "budget_bytes // (per_token // bytes_per_element)"))),
+    ("05.4.2:mha-times-h-q", _plan_with(("ratio * gqa_bytes, ratio", "config.n_heads * gqa_bytes, ratio"))),
+]
+MISTAKES["ex_05_4_3_solution"] += [
+    ("05.4.3:axis-after-d-h", _REPEAT_KV.format(
+        body="x[..., None].expand(B, T, n_kv_heads, head_dim, n_rep)"
+             ".reshape(B, T, n_kv_heads * n_rep, head_dim)")),
+    ("05.4.3:axis-after-d-h", _REPEAT_KV.format(
+        body="x.unsqueeze(-1).repeat(1, 1, 1, 1, n_rep).reshape(B, T, n_kv_heads * n_rep, head_dim)")),
+    ("05.4.3:tiled-groups", "import torch\n" + _REPEAT_KV.format(body="torch.cat([x] * n_rep, dim=2)")),
+    ("05.4.3:tiled-groups", _REPEAT_KV.format(
+        body="x.expand(B, T, n_kv_heads, n_rep, head_dim).reshape(B, T, n_kv_heads * n_rep, head_dim)")),
+]
+
+# Right answers in other honest styles, from the same pass: none may be taken for a mistake named above (the
+# rounding probe calls the answer once more, on 8 heads over 2).
+RIGHT |= {
+    "ex_05_4_1_solution": [
+        _KV_HEADS + "    return [int(h / group) for h in range(n_heads)]\n",
+        "def kv_head_for_each_query_head(n_heads, n_kv_heads):\n"
+        "    return [h * n_kv_heads // n_heads for h in range(n_heads)]\n",
+        "import torch\ndef kv_head_for_each_query_head(n_heads, n_kv_heads):\n"
+        "    out = torch.arange(n_kv_heads).repeat_interleave(n_heads // n_kv_heads).tolist()\n"
+        "    print('map', out)\n    return out\n",
+    ],
+    "ex_05_4_2_solution": [_plan_with(("budget_bytes // per_token", "divmod(budget_bytes, per_token)[0]"))],
+    "ex_05_4_3_solution": [
+        "import torch\n" + _REPEAT_KV.format(
+            body="x.index_select(2, torch.arange(n_kv_heads * n_rep, device=x.device) // n_rep)"),
+        "import torch\n" + _REPEAT_KV.format(body="torch.stack([x] * n_rep, dim=3).flatten(2, 3)"),
+    ],
+}

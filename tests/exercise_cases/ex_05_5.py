@@ -323,3 +323,52 @@ class SwiGLU(nn.Module):
         return self.w2(F.silu(self.w1(x)) * self.w3(x))
 """),
 ]
+
+# A learner's pass: bare nn.Parameter weights named w1, w2, w3, a forward without its return, the second
+# half's residual taken from ffn_norm(h), and attention called as the model's layer calls it.
+_SWIGLU_PARTS = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+class SwiGLU(nn.Module):
+    def __init__(self, dim, hidden_dim):
+        super().__init__()
+{init}
+    def forward(self, x):
+{forward}
+"""
+_LINEARS = ("        self.w1 = nn.Linear(dim, hidden_dim, bias=False)\n"
+            "        self.w2 = nn.Linear(hidden_dim, dim, bias=False)\n"
+            "        self.w3 = nn.Linear(dim, hidden_dim, bias=False)")
+MISTAKES["ex_05_5_2_solution"] += [
+    ("05.5.2:bare-parameters", _SWIGLU_PARTS.format(
+        init="        self.w1 = nn.Parameter(torch.randn(hidden_dim, dim))\n"
+             "        self.w2 = nn.Parameter(torch.randn(dim, hidden_dim))\n"
+             "        self.w3 = nn.Parameter(torch.randn(hidden_dim, dim))",
+        forward="        return (F.silu(x @ self.w1.T) * (x @ self.w3.T)) @ self.w2.T")),
+    ("05.5.2:no-return", _SWIGLU_PARTS.format(
+        init=_LINEARS, forward="        out = self.w2(F.silu(self.w1(x)) * self.w3(x))")),
+]
+_BLOCK_START = "def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):\n"
+MISTAKES["ex_05_5_3_solution"] += [
+    ("05.5.3:second-half-normalised", _BLOCK_START + "    h = x + attention(attention_norm(x))\n"
+     "    h = ffn_norm(h)\n    return h + feed_forward(h)\n"),
+    ("05.5.3:part-given-more-than-x", _BLOCK_START + "    h = x + attention(attention_norm(x), None, None)\n"
+     "    return h + feed_forward(ffn_norm(h))\n"),
+]
+
+# Right answers in other honest styles, from the same pass.
+RIGHT = {
+    "ex_05_5_2_solution": [_SWIGLU_PARTS.format(
+        init=_LINEARS + "\n        self.act = nn.SiLU()",
+        forward="        g = self.w1(x)\n        g = g * torch.sigmoid(g)\n"
+                "        print('swiglu', tuple(x.shape))\n"
+                "        return self.w2(g * self.w3(x))")],
+    "ex_05_5_3_solution": [
+        _BLOCK_START + "    x = x + attention(attention_norm(x))\n    x = x + feed_forward(ffn_norm(x))\n"
+        "    return x\n",
+        "import torch\ndef half(state, part, norm):\n    return torch.add(state, part(norm(state)))\n"
+        + _BLOCK_START + "    h = half(x, attention, attention_norm)\n"
+        "    return half(h, feed_forward, ffn_norm)\n",
+    ],
+}

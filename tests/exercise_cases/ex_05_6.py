@@ -740,3 +740,78 @@ UNNAMED = {"ex_05_6_1_solution": [
     _COUNT.format(mlp="3 * dim * hidden_dim", total=_RIGHT + " + 64"),
     _COUNT.format(mlp="3 * dim * hidden_dim", total=_RIGHT + " + head_dim * head_dim"),
 ]}
+
+# A learner's pass: the running count over the flattened batch, arithmetic on the bool valid (a raw
+# RuntimeError before), float masks given to & and ~ (torch's NotImplementedError, once taken for a stub, and
+# a TypeError), an int64 zero when nothing is counted, and step_rows
+# returning a dict or the tokens alone.
+_POSITIONS = "import torch\ndef token_positions(valid):\n"
+MISTAKES["ex_05_6_2_solution"] += [
+    ("05.6.2:count-across-rows", _POSITIONS
+     + "    return (valid.long().flatten().cumsum(0) - 1).clamp(min=0).view(valid.shape)\n"),
+    ("05.6.2:bool-arithmetic", _POSITIONS + "    return (valid - 1).cumsum(-1).clamp(min=0)\n"),
+]
+_MASK_START = "import torch\ndef causal_padding_mask(valid, query_len):\n    T_k = valid.shape[1]\n"
+MISTAKES["ex_05_6_3_solution"] += [
+    ("05.6.3:float-and", _MASK_START + "    causal = torch.ones(query_len, T_k).tril(T_k - query_len)\n"
+     "    return causal[None, None] & valid[:, None, None, :]\n"),
+    ("05.6.3:float-and", _MASK_START
+     + "    causal = torch.ones(query_len, T_k, dtype=torch.bool).tril(T_k - query_len)\n"
+     "    return causal[None, None] & valid.float()[:, None, None, :]\n"),
+    ("05.6.3:float-invert", _MASK_START
+     + "    blocked = torch.ones(query_len, T_k).triu(T_k - query_len + 1)\n"
+     "    return ~blocked[None, None] & valid[:, None, None, :]\n"),
+]
+_SUMMED_LOSS = """
+import torch
+import torch.nn.functional as F
+def shifted_loss(logits, labels, ignore_index=-100):
+    V = logits.shape[-1]
+    lg, tg = {pairs}
+    total = F.cross_entropy(lg.reshape(-1, V), tg.reshape(-1), ignore_index=ignore_index, reduction="sum")
+    count = (tg != ignore_index).sum()
+{end}"""
+_DIVIDED = "    return total / count.clamp(min=1)\n"
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:integer-zero", _SUMMED_LOSS.format(
+        pairs="logits[:, :-1], labels[:, 1:]",
+        end="    if count == 0:\n        return torch.tensor(0)\n    return total / count\n")),
+]
+_STEP_START = "def step_rows(finished, next_tokens, eos, pad):\n"
+MISTAKES["ex_05_6_5_solution"] += [
+    ("05.6.5:returns-dict", _STEP_START
+     + "    tokens = [pad if f else t for f, t in zip(finished, next_tokens)]\n"
+     "    return {'tokens': tokens, 'finished': [f or t == eos for f, t in zip(finished, tokens)]}\n"),
+    ("05.6.5:tokens-only", _STEP_START
+     + "    return [pad if f else t for f, t in zip(finished, next_tokens)]\n"),
+]
+
+# Right answers in other honest styles, from the same pass.
+RIGHT |= {
+    "ex_05_6_2_solution": [
+        _POSITIONS + "    c = valid.cumsum(dim=1)\n"
+        "    return torch.where(c > 0, c - 1, torch.zeros_like(c))\n",
+        _POSITIONS + "    return (valid.int().cumsum(-1) - 1).clamp(min=0).long()\n",
+        _POSITIONS + "    rows = []\n    for row in valid.tolist():\n        n, out = 0, []\n"
+        "        for ok in row:\n            n += ok\n            out.append(max(n - 1, 0))\n"
+        "        rows.append(out)\n    return torch.tensor(rows, dtype=torch.long)\n",
+    ],
+    "ex_05_6_3_solution": [
+        _MASK_START + "    causal = torch.tril(torch.ones(query_len, T_k), diagonal=T_k - query_len).bool()\n"
+        "    B = valid.shape[0]\n"
+        "    return torch.logical_and(causal.expand(B, 1, query_len, T_k), valid[:, None, None, :])\n",
+    ],
+    "ex_05_6_4_solution": [
+        _SUMMED_LOSS.format(pairs="logits[:, :-1].double(), labels[:, 1:]", end=_DIVIDED),
+        "import torch\ndef shifted_loss(logits, labels, ignore_index=-100):\n"
+        "    lp = logits[:, :-1].float().log_softmax(-1)\n    tg = labels[:, 1:]\n"
+        "    keep = tg != ignore_index\n"
+        "    picked = lp.gather(-1, tg.clamp(min=0).unsqueeze(-1)).squeeze(-1)\n"
+        "    return -(picked * keep).sum() / keep.sum().clamp(min=1)\n",
+    ],
+    "ex_05_6_5_solution": [
+        "import numpy as np\n" + _STEP_START + "    f = np.array(finished, dtype=bool)\n"
+        "    toks = np.where(f, pad, np.array(next_tokens))\n"
+        "    return toks.tolist(), (f | (toks == eos)).tolist()\n",
+    ],
+}

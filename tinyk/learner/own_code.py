@@ -31,6 +31,13 @@ the call and the part.
 Callables the test itself hands to the part (e.g. the attention and MLP of a decoder
 block) are wrapped with :func:`trusted` and may run anything.
 
+A part whose body is written may still fail inside torch on a tensor of the wrong kind: a
+float mask given to ``&`` (torch's own ``NotImplementedError``, ``"bitwise_and_cpu" not
+implemented for 'Float'``, which is no stub: :func:`is_stub` tells the student version's
+``raise NotImplementedError()`` from it), ``~`` on a float mask, ``-`` on booleans, a tensor
+used as a truth value (``if not mask:``). The watch names these as :class:`DtypeSlip`, an
+``AssertionError``, so that a test cell fails with what to write instead of a traceback.
+
 What this cannot see: code of ``tinyk`` copied as text into the answer and changed on the way
 (another docstring, another name for an import: the bytecode then differs), or copied from a
 function no longer in memory (in the grader's run, the parts the notebook asks for are withheld
@@ -58,7 +65,7 @@ from torch.overrides import TorchFunctionMode
 
 from tinyk.translations.package_catalogue import noted, say
 
-__all__ = ["BorrowedCall", "run_own", "trusted", "watched", "watching"]
+__all__ = ["BorrowedCall", "DtypeSlip", "is_stub", "run_own", "trusted", "watched", "watching"]
 
 _TINYK = str(Path(__file__).resolve().parents[1]) + "/"
 _TORCH = str(Path(torch.__file__).resolve().parent) + "/"
@@ -126,6 +133,58 @@ _PART_ADVICE = {
     "shifted_loss": noted("Shift the logits and the labels yourself, then use F.cross_entropy (plain "
                           "torch)"),
 }
+
+
+def is_stub(error: BaseException) -> bool:
+    """Whether ``error`` is an exercise not answered yet: a ``NotImplementedError`` raised by the
+    learner's own code (the student version's ``raise NotImplementedError()``), not one raised by
+    torch for an operation it lacks on these tensors (``"bitwise_and_cpu" not implemented for
+    'Float'``: a body written, with a dtype slip), whose last frame is torch's or the watch's."""
+    if not isinstance(error, NotImplementedError):
+        return False
+    if "not implemented for" in str(error):  # torch's words, wherever its C code raised them
+        return False
+    last = error.__traceback__
+    while last is not None and last.tb_next is not None:
+        last = last.tb_next
+    return last is None or not last.tb_frame.f_code.co_filename.startswith((_TINYK, _TORCH))
+
+
+class DtypeSlip(AssertionError):
+    """A part whose body is written failed on a tensor of the wrong kind (a float mask given to
+    ``&`` or ``~``, arithmetic on booleans, a tensor used as a truth value); ``detail``: what
+    went wrong and what to write, in the learner's language, without the part's name."""
+
+    def __init__(self, part: str, detail: str) -> None:
+        super().__init__(f"{part}: {detail}")
+        self.part, self.detail = part, detail
+
+
+def _slip(error: BaseException) -> str | None:
+    """What a torch error raised inside a written part says about the part (:class:`DtypeSlip`),
+    or None for an error that is not one of these slips (a stub's own error included)."""
+    text, kind = str(error), type(error).__name__
+    if isinstance(error, NotImplementedError):
+        if is_stub(error):
+            return None
+        if "bitwise_" in text:
+            return say("raised {error} ({text}): & needs bool tensors, and a float tensor came in: make the "
+                       "mask with dtype=torch.bool (or from a comparison), or convert it with .bool()",
+                       error=kind, text=text)
+        return say("raised {error} inside torch ({text}), not the stub's own: the body is written, but torch "
+                   "has no such operation for these tensors; check their dtype", error=kind, text=text)
+    if isinstance(error, TypeError) and "operator.invert" in text:
+        return say("raised {error} ({text}): ~ needs a bool tensor, and a float tensor came in: make the "
+                   "mask with dtype=torch.bool (or from a comparison), or convert it with .bool()",
+                   error=kind, text=text)
+    if isinstance(error, RuntimeError) and "Boolean value of Tensor" in text:
+        return say("raised {error} ({text}): a tensor was used as a truth value (if mask:, not mask, and, "
+                   "or); to ask whether an argument was given, write if mask is None:, and combine masks "
+                   "with & and |", error=kind, text=text)
+    if isinstance(error, RuntimeError) and "with a bool tensor is not supported" in text:
+        return say("raised {error} ({text}): arithmetic on a bool tensor; - is not defined on booleans: "
+                   "convert it to integers first, .long()", error=kind, text=text)
+    return None
 
 
 class BorrowedCall(AssertionError):
@@ -353,7 +412,8 @@ def trusted(fn: Callable[..., Any]) -> Callable[..., Any]:
 @contextmanager
 def watching(part: str, forbid: tuple[Callable[..., Any], ...] = ()) -> Iterator[_Watch]:
     """Watch everything that runs inside the ``with`` block; raise :class:`BorrowedCall` at
-    its end for a forbidden call seen (the last one), or if the watch was switched off inside.
+    its end for a forbidden call seen (the last one), or if the watch was switched off inside,
+    and :class:`DtypeSlip` for a torch error that a slip of the tensors' kind explains.
     ``forbid``: torch functions that are forbidden too, for this part only."""
     watch = _Watch(part, tuple(forbid))
     previous = sys.gettrace()
@@ -363,6 +423,12 @@ def watching(part: str, forbid: tuple[Callable[..., Any], ...] = ()) -> Iterator
             sys.settrace(watch.trace)
             try:
                 yield watch
+            except (NotImplementedError, TypeError, RuntimeError) as error:
+                sys.settrace(previous)  # the words below are the package's, not the part's
+                detail = _slip(error)
+                if detail is None:
+                    raise
+                raise DtypeSlip(part, detail) from None
             finally:
                 still_ours = sys.gettrace() == watch.trace
                 sys.settrace(previous)

@@ -494,7 +494,10 @@ def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
                        x.repeat_interleave(n_rep // x.shape[2], 2),
                        say("the expanded B×T×H_kv×n_rep×d_h view returned as it is: reshape it to "
                            "B×T×(H_kv·n_rep)×d_h"):
-                       x[:, :, :, None, :].expand(*x.shape[:3], n_rep, x.shape[3])})
+                       x[:, :, :, None, :].expand(*x.shape[:3], n_rep, x.shape[3]),
+                       say("the new axis after d_h (x[..., None]), which interleaves each head's coordinates "
+                           "with their copies: put it between the heads and d_h, x[:, :, :, None, :]"):
+                       x.repeat_interleave(n_rep, -1).reshape(repeat_kv(x, n_rep).shape)})
 
 
 def _copies_advice(error: str) -> str | None:
@@ -675,6 +678,8 @@ def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:
              say("an overwritten residual: the second sum must add h, the first sum's result"):
              attention(attention_norm(x)) + feed_forward(ffn_norm(h)),
              say("the second sum adding x instead of h"): x + feed_forward(ffn_norm(h)),
+             say("y adds feed_forward's output to ffn_norm(h), the normalised h: the second residual carries "
+                 "h itself, y = h + feed_forward(ffn_norm(h))"): ffn_norm(h) + feed_forward(ffn_norm(h)),
              **block_hints(x, attention, feed_forward, attention_norm, ffn_norm)}
     before = x.clone()
     calls = {"attention": 0, "feed_forward": 0, "attention_norm": 0, "ffn_norm": 0}
@@ -685,15 +690,35 @@ def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:
             return part(y)
         return trusted(run)
 
-    got = call_part("decoder_block", fn, x, counted("attention", attention),
-                    counted("feed_forward", feed_forward), counted("attention_norm", attention_norm),
-                    counted("ffn_norm", ffn_norm))
+    try:
+        got = call_part("decoder_block", fn, x, counted("attention", attention),
+                        counted("feed_forward", feed_forward), counted("attention_norm", attention_norm),
+                        counted("ffn_norm", ffn_norm))
+    except PartError as err:
+        if isinstance(err.__cause__, TypeError) and "positional argument" in str(err.__cause__):
+            raise PartError("decoder_block", say(
+                "decoder_block gave a part more than one tensor ({error}): each part here takes one, and "
+                "the block's attention takes x alone, attention(attention_norm(x)); the layer hands it cos, "
+                "sin and the mask itself", error=err.__cause__)) from None
+        raise
     if not torch.equal(x, before):
         raise PartError("decoder_block", say("decoder_block changed x in place: write h = x + ..., not "
                                              "x += ..."))
     expected = reference_decoder_block(x, attention, feed_forward, attention_norm, ffn_norm)
     compare("decoder_block", got, expected, say("output with made-up attention, feed-forward and norms"),
             hints=hints)
+    half = x.to(torch.bfloat16)  # the whole model in bfloat16: the block keeps x's dtype
+    got = call_part("decoder_block", fn, half, *(trusted(lambda y, part=part: part(y.float()).to(y.dtype))
+                                                 for part in (attention, feed_forward, attention_norm,
+                                                              ffn_norm)))
+    if isinstance(got, Tensor) and got.dtype != half.dtype:
+        raise PartError("decoder_block", say("decoder_block maps a {shape} {dtype} tensor to one of that "
+                                             "shape and dtype, not {got}: keep x's dtype (no .float())",
+                                             shape=tuple(half.shape), dtype=half.dtype, got=got.dtype))
+    compare("decoder_block", got, reference_decoder_block(half, *(
+        lambda y, part=part: part(y.float()).to(y.dtype) for part in (attention, feed_forward, attention_norm,
+                                                                      ffn_norm))),
+        say("output on a bfloat16 x with made-up parts that keep its dtype"), atol=2e-2)
     again = {label: n for label, n in calls.items() if n != 1}
     if again:  # the right output, yet a part run twice: a model's attention costs twice as much
         runs = ", ".join(f"{label} ×{n}" for label, n in again.items())
@@ -778,7 +803,11 @@ def _check_shifted_loss(fn: Callable[..., Any], g: torch.Generator) -> None:
     compare("shifted_loss", _loss_in_float32(call_part("shifted_loss", fn, logits, pad, 0)),
             causal_lm_loss(logits, pad, 0), say("loss with ignore_index=0"),
             hints={say("the targets equal to ignore_index are not counted: use the argument, not -100"):
-                   causal_lm_loss(logits, pad)})
+                   causal_lm_loss(logits, pad),
+                   say("the denominator counts the targets that are not -100, the loss those that are not "
+                       "ignore_index: count with the argument too, (labels[:, 1:] != ignore_index)"):
+                   F.cross_entropy(logits[:, :-1].reshape(-1, 7), pad[:, 1:].reshape(-1), ignore_index=0,
+                                   reduction="sum") / (pad[:, 1:] != -100).sum()})
     nothing = torch.full((2, 5), -100)
     compare("shifted_loss", _loss_in_float32(call_part("shifted_loss", fn, logits, nothing)),
             causal_lm_loss(logits, nothing),

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from tinyk.learner.own_code import BorrowedCall, run_own
+from tinyk.learner.own_code import BorrowedCall, DtypeSlip, run_own
 from tinyk.model import causal_triangle
 from tinyk.translations.package_catalogue import say
 
@@ -57,15 +57,16 @@ def reject_unknown(parts: Mapping[str, object]) -> None:
 
 
 def call_part(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run one part, watched (:mod:`tinyk.learner.own_code`): a stub, a crash or a call of a
-    reference implementation becomes a :class:`PartError` naming it."""
+    """Run one part, watched (:mod:`tinyk.learner.own_code`): a stub, a crash, a slip of the
+    tensors' kind (a float mask given to ``&``) or a call of a reference implementation becomes a
+    :class:`PartError` naming it."""
     try:
         return run_own(name, fn, *args, **kwargs)
     except PartError:
         raise
-    except BorrowedCall as err:
+    except (BorrowedCall, DtypeSlip) as err:
         raise PartError(name, err.detail) from None
-    except NotImplementedError:
+    except NotImplementedError:  # the stub's own (torch's is a DtypeSlip: tinyk.learner.own_code.is_stub)
         raise PartError(name, say("still a stub (it raises NotImplementedError): write its body in the "
                                   "notebook of section {section}", section=SECTIONS[name])) from None
     except Exception as err:
@@ -75,6 +76,9 @@ def call_part(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> A
 def as_tensor(name: str, got: object, what: str) -> Tensor:
     """``got``, when it is a tensor; else a :class:`PartError` naming the part, ``what`` it
     returned and its type (the build track, 05.2 to 05.6)."""
+    if got is None:  # a body with no return statement
+        raise PartError(name, say("{what} must be a torch.Tensor, got None: the part returned nothing; end "
+                                  "it with return ...", what=what))
     if not isinstance(got, Tensor):
         raise PartError(name, say("{what} must be a torch.Tensor, got {got}", what=what,
                                   got=type(got).__name__))

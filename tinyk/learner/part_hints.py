@@ -192,6 +192,14 @@ def positions_hints(valid: Tensor) -> dict[str, Tensor]:
             say("a position counts the real tokens before it along the row, it is not 0..T-1 shifted by the "
                 "number of padding tokens"): (torch.arange(valid.shape[1]) - (~valid).sum(-1, keepdim=True))
             .clamp(min=0),
+            say("the padding counted (the running count of ~valid): count the real tokens, "
+                "valid.long().cumsum(-1)"): ((~valid).long().cumsum(-1) - 1).clamp(min=0),
+            say("abs() turns the padding's -1 into 1: raise it to 0, clamp(min=0)"): (running - 1).abs(),
+            say("cumsum - valid moves the padding after the real tokens on by one: the running count minus "
+                "1, raised to 0"): running - valid.long(),
+            say("the running count ran on from row to row (a cumsum over the flattened batch): count along "
+                "each row, cumsum(-1)"):
+            (valid.long().flatten().cumsum(0) - 1).clamp(min=0).view(valid.shape),
             say("one number per row, as valid.sum(-1) gives: a running count, cumsum(-1), gives one per "
                 "slot"): valid.long().sum(-1),
             say("the slot's index (arange) kept for the real tokens: a real token's position counts the real "
@@ -230,6 +238,8 @@ def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
             torch.ones(query_len, query_len, dtype=torch.bool).tril()[None, None] & keys[..., -query_len:],
             say("query_len ignored: the mask has one row per query, B×1×query_len×T_k, the triangle "
                 "tril(T_k - query_len)"): torch.ones(T_k, T_k, dtype=torch.bool).tril()[None, None] & keys,
+            say("valid is B×T_k: put its batch axis first, valid[:, None, None, :], so that it broadcasts "
+                "over the queries"): padding_to_attention(valid, query_len).transpose(0, 1),
             say("the causal triangle alone, the padding is forgotten: combine it with valid, "
                 "causal[None, None] & valid[:, None, None, :], one mask per row"): causal,
             say("valid inverted (~valid): True in valid marks a real token, the keys that may be seen"):
@@ -266,4 +276,6 @@ def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
             F.cross_entropy(logits.reshape(-1, V), labels.roll(-1, 1).reshape(-1)),
             say("logits[:, 1:] against labels[:, 1:]: each position is scored on its own token, not the "
                 "next; the logits lose their last position, logits[:, :-1]"):
-            F.cross_entropy(logits[:, 1:].reshape(-1, V), labels[:, 1:].reshape(-1))}
+            F.cross_entropy(logits[:, 1:].reshape(-1, V), labels[:, 1:].reshape(-1)),
+            say("F.nll_loss was given the raw logits: it takes log-probabilities, F.cross_entropy takes the "
+                "logits"): F.nll_loss(logits[:, :-1].reshape(-1, V), labels[:, 1:].reshape(-1))}
