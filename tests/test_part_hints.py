@@ -195,11 +195,11 @@ CASES = [
      "the output returned as B×T×H_q×d_h, the positions before the heads: return the heads first, "
      "B×H_q×T×d_h, as q has them"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:float-mask-inverted", "gqa_attention",
-     "~ takes a boolean tensor, and torch.ones(T, T_k).tril(...) is a float one; build the causal mask with "
-     "dtype=torch.bool, so that ~mask is True where it was False"),
+     "~ needs a bool tensor, and a float tensor came in: make the mask with dtype=torch.bool (or from a "
+     "comparison), or convert it with .bool()"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:mask-truth-value", "gqa_attention",
-     "`if mask:` or `if not mask:` asks a tensor of many entries for one truth value; test for a missing "
-     "mask with `if mask is None:`"),
+     "a tensor was used as a truth value (if mask:, not mask, and, or); to ask whether an argument was "
+     "given, write if mask is None:, and combine masks with & and |"),
 ]
 
 # k.T on a 4-D tensor: named from the sizes that do not line up, which the message gives.

@@ -168,23 +168,28 @@ def _slip(error: BaseException) -> str | None:
         if is_stub(error):
             return None
         if "bitwise_" in text:
-            return say("raised {error} ({text}): & needs bool tensors, and a float tensor came in: make the "
-                       "mask with dtype=torch.bool (or from a comparison), or convert it with .bool()",
-                       error=kind, text=text)
+            return _raised(kind, text, say("& needs bool tensors, and a float tensor came in: make the mask "
+                                           "with dtype=torch.bool (or from a comparison), or convert it "
+                                           "with .bool()"))
         return say("raised {error} inside torch ({text}), not the stub's own: the body is written, but torch "
                    "has no such operation for these tensors; check their dtype", error=kind, text=text)
     if isinstance(error, TypeError) and "operator.invert" in text:
-        return say("raised {error} ({text}): ~ needs a bool tensor, and a float tensor came in: make the "
-                   "mask with dtype=torch.bool (or from a comparison), or convert it with .bool()",
-                   error=kind, text=text)
+        return _raised(kind, text, say("~ needs a bool tensor, and a float tensor came in: make the mask "
+                                       "with dtype=torch.bool (or from a comparison), or convert it with "
+                                       ".bool()"))
     if isinstance(error, RuntimeError) and "Boolean value of Tensor" in text:
-        return say("raised {error} ({text}): a tensor was used as a truth value (if mask:, not mask, and, "
-                   "or); to ask whether an argument was given, write if mask is None:, and combine masks "
-                   "with & and |", error=kind, text=text)
+        return _raised(kind, text, say("a tensor was used as a truth value (if mask:, not mask, and, or); to "
+                                       "ask whether an argument was given, write if mask is None:, and "
+                                       "combine masks with & and |"))
     if isinstance(error, RuntimeError) and "with a bool tensor is not supported" in text:
-        return say("raised {error} ({text}): arithmetic on a bool tensor; - is not defined on booleans: "
-                   "convert it to integers first, .long()", error=kind, text=text)
+        return _raised(kind, text, say("arithmetic on a bool tensor; - is not defined on booleans: convert "
+                                       "it to integers first, .long()"))
     return None
+
+
+def _raised(kind: str, text: str, advice: str) -> str:
+    """A :class:`DtypeSlip`'s detail: the error torch raised, then what to write instead."""
+    return say("raised {error} ({text}): {advice}", error=kind, text=text, advice=advice)
 
 
 class BorrowedCall(AssertionError):

@@ -110,18 +110,11 @@ def _call_broadcasting(name: str, fn: Callable[..., Any], advice: str | Callable
 
 def _attention_advice(grouped: bool, cached: bool = False, n_kv: int = 1,
                       T_k: int = 0) -> Callable[[str], str | None]:
-    """05.4.4's advice for a ``RuntimeError`` (or a ``TypeError``): a mask tested with ``if mask:``,
-    ``~`` on a float mask, k's axes out of order (``k.T`` on a 4-D tensor: q @ k's batch axes meet
-    T_k), k not transposed, n_rep = H_kv // H_q (empty K/V), a T×T mask (with cached keys, T < T_k:
-    the scores' last axis is T_k), or the K/V heads copied along another axis (fewer K/V heads than
-    query heads) or although there are as many (a multiple of H_kv heads)."""
+    """05.4.4's advice for a ``RuntimeError``: k's axes out of order (``k.T`` on a 4-D tensor: q @ k's
+    batch axes meet T_k), k not transposed, n_rep = H_kv // H_q (empty K/V), a T×T mask (with cached
+    keys, T < T_k: the scores' last axis is T_k), or the K/V heads copied along another axis (fewer
+    K/V heads than query heads) or although there are as many (a multiple of H_kv heads)."""
     def advice(error: str) -> str | None:
-        if "Boolean value of Tensor" in error:
-            return say("`if mask:` or `if not mask:` asks a tensor of many entries for one truth value; test "
-                       "for a missing mask with `if mask is None:`")
-        if "invert" in error:
-            return say("~ takes a boolean tensor, and torch.ones(T, T_k).tril(...) is a float one; build the "
-                       "causal mask with dtype=torch.bool, so that ~mask is True where it was False")
         sizes = re.search(r"tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
                           r"dimension 1", error)
         if sizes and int(sizes.group(2)) == T_k and T_k % n_kv:
