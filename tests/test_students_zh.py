@@ -202,8 +202,10 @@ def test_a_missing_code_translation_or_student_word_is_named(tmp_path):
     root = _copy_course(tmp_path)
     catalogue = root / "locale" / "zh_CN" / "LC_MESSAGES" / "code" / "05_2_rmsnorm.po"
     text = catalogue.read_text(encoding="utf-8")
-    catalogue.write_text(text.replace('msgid "return a float"\nmsgstr "应返回 float"',
-                                      'msgid "return a float"\nmsgstr ""'), encoding="utf-8")
+    entry = ('msgid "return a Python float, float(r), not {type(got).__name__}"\nmsgstr '
+             '"应返回 Python 的浮点数（float），即 float(r)，而不是 {type(got).__name__}"')
+    assert text.count(entry) == 1
+    catalogue.write_text(text.replace(entry, entry.split("msgstr ")[0] + 'msgstr ""'), encoding="utf-8")
     interface = interface_catalogue(root)
     text = interface.read_text(encoding="utf-8")
     assert text.count('msgid "Warning"\nmsgstr "警告"\n') == 1
@@ -213,12 +215,13 @@ def test_a_missing_code_translation_or_student_word_is_named(tmp_path):
     english = {checkout.student_path(p, root): checkout.student_path(p).read_text(encoding="utf-8")
                for p in SOURCES}
     chinese, missing = student_versions.chinese_student_notebooks(english, root)
-    assert missing == ["notebooks/05_2_rmsnorm.ipynb: cell 22: 'return a float': "
+    assert missing == ["notebooks/05_2_rmsnorm.ipynb: cell 22: 'return a Python float, float(r), not "
+                       "{type(got).__name__}': "
                        "no translation in locale/zh_CN/LC_MESSAGES/code/05_2_rmsnorm.po"] + [
         f"notebooks/{stem}.ipynb: 'Warning': no translation in locale/zh_CN/interface.po"
         for stem in ("05_4_gqa", "05_5_swiglu_layer", "05_6_head_protocol", "05_9_text_vs_file")]
     kept = chinese[root / checkout.STUDENTS / checkout.ZH / "05_2_rmsnorm.ipynb"]
-    assert '\\"return a float\\"' in kept
+    assert 'return a Python float, float(r), not {type(got).__name__}\\"' in kept
     assert interface_problems(root) == [
         "interface.po: 'Stuck? [The solution on the course site]({url}) waits behind': "
         "a placeholder ({url}, ...) differs from the English",
