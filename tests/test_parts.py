@@ -806,3 +806,17 @@ def test_an_eps_rounded_to_float32_is_named_and_every_right_rmsnorm_passes():
         exec(compile(source, "<right answer>", "exec"), namespace)
         assert check_parts(RMSNorm=namespace["RMSNorm"]) == ["RMSNorm"], source
     assert check_parts(RMSNorm=RMSNorm) == ["RMSNorm"]
+
+
+def test_an_apply_rope_lining_the_tables_up_with_tinyks_helper_passes():
+    """tinyk.reshape_for_broadcast only lines a table up with x (05.3 imports and shows it): allowed."""
+    from tinyk import reshape_for_broadcast
+
+    def apply_rope(xq, xk, cos, sin):
+        def rot(x):
+            a, b = x.reshape(*x.shape[:-1], -1, 2).unbind(-1)
+            c, s = reshape_for_broadcast(cos, a), reshape_for_broadcast(sin, a)
+            return torch.stack([a * c - b * s, a * s + b * c], -1).flatten(3).to(x.dtype)
+        return rot(xq), rot(xk)
+
+    assert check_parts({**REFERENCE, "apply_rope": apply_rope}) == list(PART_NAMES)

@@ -528,3 +528,16 @@ MISTAKES["ex_05_3_4_solution"] += [
         "cos[start_pos : start_pos + T], sin[start_pos : start_pos + T]",
         "cos[start_pos : start_pos + 1].expand(T, -1), sin[start_pos : start_pos + 1].expand(T, -1)")),
 ]
+
+# tinyk.reshape_for_broadcast, which the notebook imports and shows in its walk-through, only lines a
+# table up with x: an answer that calls it still rotates by itself, and is right.
+RIGHT["ex_05_3_2_solution"] = [*RIGHT.get("ex_05_3_2_solution", []), """
+import torch
+def apply_rope(xq, xk, cos, sin):
+    def rot(x):
+        a, b = x.reshape(*x.shape[:-1], -1, 2).unbind(-1)
+        from tinyk import reshape_for_broadcast
+        c, s = reshape_for_broadcast(cos, a), reshape_for_broadcast(sin, a)
+        return torch.stack([a * c - b * s, a * s + b * c], -1).flatten(3).to(x.dtype)
+    return rot(xq), rot(xk)
+"""]

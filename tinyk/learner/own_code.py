@@ -240,6 +240,11 @@ REFERENCES: dict[str, tuple[str, ...]] = {
     "causal_padding_mask": ("padding_to_attention",),
     "shifted_loss": ("causal_lm_loss",),
 }
+# Helpers of the package a part may call: they only line a table up with a tensor, and the notebook
+# that asks for the part imports them and shows them in its walk-through (the part still computes by itself).
+HELPERS: dict[str, tuple[str, ...]] = {
+    "apply_rope": ("reshape_for_broadcast",),
+}
 # Code objects with fewer bytes of bytecode than this are not compared by what they compute: a
 # few instructions (``return x``, unpacking a tuple) a learner may well write as the course does.
 _COMPARED_BYTES = 48
@@ -306,6 +311,7 @@ class _Watch:
         self.libraries = _library_roots()
         self.gguf = _gguf_quants()
         self.course = _course_code_for(part)
+        self.helpers = frozenset(HELPERS.get(part, ()))
 
     def copied(self, code: types.CodeType) -> str | None:
         """The course's function whose code ``code`` is, under whatever file name."""
@@ -331,6 +337,8 @@ class _Watch:
             return None
         if self.trusted_depth == 0 and code.co_flags & inspect.CO_NEWLOCALS:
             filename = code.co_filename  # a function's (a module or class body runs on import)
+            if filename.startswith(_TINYK) and code.co_name in self.helpers:
+                return None  # a helper the part may call (HELPERS)
             if filename.startswith(_TINYK) and not _transport(frame.f_globals):
                 # the function the learner called, not its helpers (padding_to_attention, not the
                 # causal_triangle it calls; count_parameters, not its generator expression)
