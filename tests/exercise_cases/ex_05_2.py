@@ -568,3 +568,20 @@ def rmsnorm_jacobian(x, gamma, eps):
 RIGHT["ex_05_2_2_solution"] = [*RIGHT.get("ex_05_2_2_solution", []), _NORM.replace(
     "n = NORMALISED", "n = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).clone()\n"
     "        n.mul_(1.0)")]
+
+# After a second learner's pass: a mistake whose message never fired, raw errors and a misdiagnosis.
+MISTAKES["ex_05_2_1_solution"] += [
+    # (3, 4) gives sqrt(9 / 2): the first check names it
+    ("05.2.1:entries-left-out", _RMS.replace("BODY", "math.sqrt(sum(v * v for v in x[:-1]) / len(x) + eps)")),
+]
+_RIGHT_NORMALISED = "xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)"
+MISTAKES["ex_05_2_2_solution"] += [
+    ("05.2.2:forward-misspelt",
+     _NORM.replace("def forward", "def foward").replace("NORMALISED", _RIGHT_NORMALISED)),
+    ("05.2.2:no-return", _NORM.replace("return n.to(x.dtype)", "n.to(x.dtype)")
+     .replace("NORMALISED", _RIGHT_NORMALISED)),
+    ("05.2.2:gain-not-weight", _NORM.replace("self.weight = nn.Parameter", "self.gamma = nn.Parameter")
+     .replace("* self.weight", "* self.gamma").replace("NORMALISED", _RIGHT_NORMALISED)),
+    ("05.2.2:divisor-first-axis", _NORM.replace(
+        "NORMALISED", "xf / torch.sqrt(xf.pow(2).sum(-1, keepdim=True) / x.shape[0] + self.eps)")),
+]

@@ -171,6 +171,9 @@ def _slip(error: BaseException) -> str | None:
             return _raised(kind, text, say("& needs bool tensors, and a float tensor came in: make the mask "
                                            "with dtype=torch.bool (or from a comparison), or convert it "
                                            "with .bool()"))
+        if 'missing the required "forward" function' in text:  # torch's nn.Module.forward
+            return _raised(kind, text, say("the module has no method named forward, which torch calls: the "
+                                           "method is misspelt (def foward) or missing; name it forward"))
         return say("raised {error} inside torch ({text}), not the stub's own: the body is written, but torch "
                    "has no such operation for these tensors; check their dtype", error=kind, text=text)
     if isinstance(error, TypeError) and "operator.invert" in text:
