@@ -541,3 +541,25 @@ def apply_rope(xq, xk, cos, sin):
         return torch.stack([a * c - b * s, a * s + b * c], -1).flatten(3).to(x.dtype)
     return rot(xq), rot(xk)
 """]
+
+# After a second learner's pass: a missing return, swapped tables and a turn by |n - m| applied to k,
+# each told something else or a raw error.
+MISTAKES["ex_05_3_2_solution"] += [
+    ("05.3.2:no-return", _ROTATE_PLAIN.replace("        return torch.stack(", "        torch.stack(")),
+    ("05.3.2:cos-sin-swapped", _ROTATE_PLAIN.replace("    def rotate(x):\n",
+                                                     "    def rotate(x, cos=sin, sin=cos):\n")),
+]
+MISTAKES["ex_05_3_3_solution"] += [
+    # q at row 0, k at row |n - m|: right while the key comes after the query
+    ("05.3.3:offset-sign-lost", """
+import torch
+from tinyk import apply_rotary_emb, precompute_freqs_cis
+def rope_score(q, k, m, n, theta=10000.0):
+    d = q.shape[0]
+    off = abs(n - m)
+    cos, sin = precompute_freqs_cis(d, off + 1, theta, dtype=torch.float64)
+    rq, _ = apply_rotary_emb(q.view(1, 1, 1, d), q.view(1, 1, 1, d), cos[0:1], sin[0:1])
+    _, rk = apply_rotary_emb(k.view(1, 1, 1, d), k.view(1, 1, 1, d), cos[off:off + 1], sin[off:off + 1])
+    return float((rq * rk).sum())
+"""),
+]
