@@ -820,3 +820,31 @@ def test_an_apply_rope_lining_the_tables_up_with_tinyks_helper_passes():
         return rot(xq), rot(xk)
 
     assert check_parts({**REFERENCE, "apply_rope": apply_rope}) == list(PART_NAMES)
+
+
+def tables_of_another_default_theta(head_dim, end, theta=100000.0):
+    return rope_tables(head_dim, end, theta)
+
+
+def rope_cast_to_q(xq, xk, cos, sin):
+    q, k = apply_rope(xq, xk, cos, sin)
+    return q.type_as(xq), k.type_as(xq)
+
+
+# Wrong only where the model never looks (it passes theta; its q and k share a dtype): 05.3.1's and
+# 05.3.2's tests look there, and so does the check.
+UNSEEN = [
+    ("rope_tables", tables_of_another_default_theta, "the default is theta=10000.0 in the signature"),
+    ("apply_rope", rope_cast_to_q, "rotated k came back as torch.float32 for a torch.float64 input"),
+]
+
+
+@pytest.mark.parametrize("name,wrong,words", UNSEEN, ids=[w[1].__name__ for w in UNSEEN])
+def test_a_flaw_the_model_never_meets_is_named(name, wrong, words):
+    with pytest.raises(PartError, match=rf"^{name} \(section 05\.\d\):") as err:
+        check_parts({**REFERENCE, name: wrong})
+    assert words in str(err.value)
+
+
+def test_unseen_flaws_are_two():
+    assert len(UNSEEN) == 2

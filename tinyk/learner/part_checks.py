@@ -327,6 +327,14 @@ def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
                                                         "theta={theta:g}", label=label, head_dim=head_dim,
                                                         end=end, theta=theta),
                     hints={hint: tables[i] for hint, tables in hints.items()})
+    got = call_part("rope_tables", fn, 8, 16)  # theta left at its default
+    if not (isinstance(got, tuple | list) and len(got) == 2):
+        raise PartError("rope_tables", say("must return a tuple (cos, sin)"))
+    if not all(isinstance(table, Tensor) and table.shape == expected.shape and torch.allclose(
+            table.double(), expected.double(), atol=1e-5) for table, expected in zip(
+            got, precompute_freqs_cis(8, 16), strict=True)):
+        raise PartError("rope_tables", say("with theta left out, the tables are not those of theta = 10000: "
+                                           "the default is theta=10000.0 in the signature"))
     for head_dim in (7, 0, -4):  # no whole pairs, or no width at all: a ValueError first
         try:
             call_part("rope_tables", fn, head_dim, 4)
@@ -441,6 +449,16 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
         compare(name, got[i], expected[i], say("{label} (float64, float64 tables)", label=label), atol=1e-9,
                 hints={say("a rotation computed in float32: keep x's dtype (x.float() turns float64 into "
                            "float32)"): in_float32[i]})
+    # q and k of two dtypes: each comes back in its own (.type_as(xq) on both gives k q's dtype)
+    got = call_part(name, fn, xq.float(), xk, cos.float(), sin.float())
+    if not (isinstance(got, tuple | list) and len(got) == 2):
+        raise PartError(name, say("must return a tuple (xq_rotated, xk_rotated)"))
+    for i, (x, label) in enumerate(zip((xq.float(), xk), (say("rotated q"), say("rotated k")), strict=True)):
+        if getattr(got[i], "dtype", None) != x.dtype:
+            raise PartError(name, say("{label} came back as {got} for a {dtype} input (float32 q, float64 "
+                                      "k): cast each result back to its own input's dtype, .type_as(xq) for "
+                                      "q and .type_as(xk) for k", label=label,
+                                      got=getattr(got[i], "dtype", None), dtype=x.dtype))
     try:  # tables built from d = 32 instead of d_h = 8
         call_part(name, fn, xq.float(), xk.float(), *precompute_freqs_cis(4 * d_h, T))
     except PartError as err:
