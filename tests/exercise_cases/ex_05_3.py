@@ -563,3 +563,7 @@ def rope_score(q, k, m, n, theta=10000.0):
     return float((rq * rk).sum())
 """),
 ]
+MISTAKES["ex_05_3_3_solution"] += [
+    # tables of a fixed length, 128 rows: right up to position 127 only
+    ("05.3.3:tables-too-short", _ROPE_SCORE.replace("max(m, n) + 1, theta", "128, theta")),
+]
