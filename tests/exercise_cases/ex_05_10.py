@@ -672,3 +672,20 @@ MISTAKES["ex_05_10_3_solution"] += [
     ("05.10.3:labels-not-shifted", _capstone().replace("targets = labels[:, 1:].reshape(-1)",
                                                        "targets = labels.reshape(-1)")),
 ]
+
+# After a second learner's pass: a missing return (a raw TypeError) and labels cut at the first pad id
+# in the row (told only the numbers), each named now.
+MISTAKES["ex_05_10_2_solution"] += [
+    ("05.10.2:no-return", _PADDED + """
+    lengths = torch.tensor([len(s) for s in sequences])
+    labels = ids.masked_fill(torch.arange(T) >= lengths[:, None], -100)
+"""),
+    ("05.10.2:cut-at-first-pad-id", _PADDED + """
+    labels = ids.clone()
+    for i in range(len(sequences)):
+        row = ids[i].tolist()
+        if pad_id in row:
+            labels[i, row.index(pad_id) + 1:] = -100
+    return ids, labels
+"""),
+]
