@@ -567,3 +567,14 @@ MISTAKES["ex_05_3_3_solution"] += [
     # tables of a fixed length, 128 rows: right up to position 127 only
     ("05.3.3:tables-too-short", _ROPE_SCORE.replace("max(m, n) + 1, theta", "128, theta")),
 ]
+MISTAKES["ex_05_3_4_solution"] += [
+    # the tables' last T rows, whatever start_pos
+    ("05.3.4:last-rows", """
+from tinyk import apply_rotary_emb
+def rope_after_cache(xq, xk, cos, sin, start_pos):
+    T = xq.shape[1]
+    if start_pos + T > cos.shape[0]:
+        raise ValueError(f"{start_pos + T} positions, {cos.shape[0]} rows")
+    return apply_rotary_emb(xq, xk, cos[-T:], sin[-T:])
+"""),
+]
