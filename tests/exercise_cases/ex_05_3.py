@@ -578,3 +578,8 @@ def rope_after_cache(xq, xk, cos, sin, start_pos):
     return apply_rotary_emb(xq, xk, cos[-T:], sin[-T:])
 """),
 ]
+MISTAKES["ex_05_3_1_solution"] += [
+    # radians taken for degrees: torch.deg2rad of angles that are radians already
+    ("05.3.1:deg2rad", _ROPE_TABLES.replace(
+        "    return torch.cos(angles)", "    angles = torch.deg2rad(angles)\n    return torch.cos(angles)")),
+]
