@@ -585,3 +585,7 @@ MISTAKES["ex_05_2_2_solution"] += [
     ("05.2.2:divisor-first-axis", _NORM.replace(
         "NORMALISED", "xf / torch.sqrt(xf.pow(2).sum(-1, keepdim=True) / x.shape[0] + self.eps)")),
 ]
+MISTAKES["ex_05_2_3_solution"] += [
+    ("05.2.3:identity-over-r-squared", _JACOBIAN_WITH.replace(
+        "BODY", "gamma[:, None] * (torch.eye(d, dtype=x.dtype) / r**2 - torch.outer(x, x) / (d * r**3))")),
+]
