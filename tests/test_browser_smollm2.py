@@ -408,7 +408,7 @@ def test_the_chinese_chat_speaks_chinese_before_it_loads(page, site_url):  # noq
                      "键值缓存", "RoPE 旋转角度"]
     assert page.locator(".tinyk-chat-size").inner_text() == (
         f"对网页来说，SmolLM2 的体量很大：加载需要下载 {total / 1e6:.0f} MB，"
-        "运行时这个标签页约占用 1 GB 内存。")
+        "运行时这个标签页约占用 1.2 GB 内存。")
     assert page.locator(".tinyk-chat .tinyk-pg-decoding option").all_inner_texts() == [
         "贪心解码：取最可能的 token", "按温度采样"]
     answer = page.locator(".tinyk-chat-answer")
