@@ -281,6 +281,8 @@ def test_a_table_cropped_to_fit_the_heads_fails_the_check(monkeypatch):
 DTYPE_CASES = [
     (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:dtype-lost", "repeat_kv",
      "dtype torch.float32, expected torch.bfloat16"),
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:n-rep-one-dtype", "repeat_kv",
+     "n_rep=1: dtype torch.float32, expected torch.bfloat16"),
     (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:casts-input-to-float32", "SwiGLU", "no .float()"),
 ]
 

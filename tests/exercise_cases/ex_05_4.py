@@ -518,3 +518,15 @@ RIGHT |= {
         "import torch\n" + _REPEAT_KV.format(body="torch.stack([x] * n_rep, dim=3).flatten(2, 3)"),
     ],
 }
+
+# 05.4.3 at n_rep = 1: nothing returned, or a float32 copy of a bfloat16 x (the n_rep = 2 case right)
+_N_REP_ONE = """
+def repeat_kv(x, n_rep):
+    if n_rep == 1:
+        return {one}
+    return x.repeat_interleave(n_rep, dim=2)
+"""
+MISTAKES["ex_05_4_3_solution"] += [
+    ("05.4.3:n-rep-one-none", _N_REP_ONE.format(one="")),
+    ("05.4.3:n-rep-one-dtype", _N_REP_ONE.format(one="x.float()")),
+]

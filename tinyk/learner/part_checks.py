@@ -472,7 +472,7 @@ def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
         raise PartError("repeat_kv", say("{heads} heads for n_rep = 1 and for n_rep = 3 (x has H_kv = 2): a "
                                          "size is hard-coded; read the number of copies from the argument "
                                          "n_rep", heads=shapes[1][2]))
-    for n_rep, dtype in ((1, torch.float32), (2, torch.float32), (4, torch.float32), (2, torch.bfloat16)):
+    for n_rep, dtype in ((1, torch.bfloat16), (2, torch.float32), (4, torch.float32), (2, torch.bfloat16)):
         x = torch.randn(2, 3, 2, 4, generator=g).to(dtype)
         got = _call_broadcasting("repeat_kv", fn, _copies_advice, x, n_rep)
         compare("repeat_kv", got, repeat_kv(x, n_rep),
