@@ -15,6 +15,15 @@ from .exercise_cases import ex_05_2, ex_05_3, ex_05_4, ex_05_5, ex_05_6
 
 # (the exercise's wrong answers, mistake id (its first answer is the part), part, the hint)
 CASES = [
+    # 05.4.4 after a learner's pass: the given mask's head axis dropped, q and k swapped, v not copied
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:mask-head-axis-dropped", "gqa_attention",
+     "use the given mask as it is; its head axis (dim=1, size 1) broadcasts over the H_q heads, and "
+     "mask[:, 0] or mask.squeeze(1) drops it, so the batch axis meets the heads"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:q-k-swapped", "gqa_attention",
+     "q and k swapped; the scores have one row per query, T×T_k, q times the transposed k; "
+     "k @ q.transpose(-2, -1) is their transpose"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:v-not-copied", "gqa_attention",
+     "k was copied for the groups and v was not: copy v the same way, v.repeat_interleave(n_rep, dim=1)"),
     # 05.2.2 and 05.3.2 after a learner's pass: the exercise's own diagnosis in check_parts too
     (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:variance", "RMSNorm",
      "x over its standard deviation (x.var or x.std): the variance takes the mean out first; "

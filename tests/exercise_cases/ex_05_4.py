@@ -530,3 +530,12 @@ MISTAKES["ex_05_4_3_solution"] += [
     ("05.4.3:n-rep-one-none", _N_REP_ONE.format(one="")),
     ("05.4.3:n-rep-one-dtype", _N_REP_ONE.format(one="x.float()")),
 ]
+
+# 05.4.4: the given mask's head axis dropped, q and k swapped, k copied for the groups and v not
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:mask-head-axis-dropped", _gqa_with(("tril(T_k - T)\n",
+                                                 "tril(T_k - T)\n    else:\n        mask = mask[:, 0]\n"))),
+    ("05.4.4:q-k-swapped", _gqa_with(("q.float() @ k.float().transpose(-2, -1)",
+                                      "k.float() @ q.float().transpose(-2, -1)"))),
+    ("05.4.4:v-not-copied", _gqa_with(("    v = v.repeat_interleave(n_rep, dim=1)\n", ""))),
+]
