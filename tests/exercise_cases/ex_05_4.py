@@ -539,3 +539,6 @@ MISTAKES["ex_05_4_4_solution"] += [
                                       "k.float() @ q.float().transpose(-2, -1)"))),
     ("05.4.4:v-not-copied", _gqa_with(("    v = v.repeat_interleave(n_rep, dim=1)\n", ""))),
 ]
+MISTAKES["ex_05_4_3_solution"] += [
+    ("05.4.3:copies-count-h-kv", _REPEAT_KV.format(body="x.repeat_interleave(n_kv_heads, dim=2)")),
+]
