@@ -337,3 +337,16 @@ def test_an_in_place_step_that_breaks_backward_is_named_not_raised(monkeypatch, 
                "xf * r instead of xf.mul_(r)", err="ERR").split("ERR")[1]
     assert said in str(caught.value)
     assert ("autograd needs the values it saved" in said) == (language == "en")
+
+
+def test_the_branches_multiplied_with_at_and_a_transpose_are_named(monkeypatch):
+    # w3(x) transposed to fit @: a B×T×T product reaches w2, which the check told from a Linear
+    # weight left untransposed
+    part = [src for found, src in ex_05_5.MISTAKES["ex_05_5_2_solution"] if found == "05.5.2:branches-matmul"]
+    assert len(part) == 2 and ".transpose(-1, -2)" in part[1]
+    namespace: dict = {}
+    exec(compile(part[1], "<wrong answer>", "exec"), namespace)
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    with pytest.raises(PartError, match="not with @ \\(a matrix product\\)"):
+        check_parts(SwiGLU=namespace["SwiGLU"])
+

@@ -672,9 +672,12 @@ def _check_swiglu(cls: Any, g: torch.Generator) -> None:
 
 
 def _linear_advice(error: str) -> str | None:
-    """05.5.2's advice for a ``RuntimeError``: the two branches multiplied with @, or x @ weight
-    without the transpose."""
-    if "batch2" in error:  # w1(x) @ w3(x): two B×T×m tensors
+    """05.5.2's advice for a ``RuntimeError``: the two branches multiplied with @ (w3(x) transposed
+    to fit: a product over T, whose width matches neither side of an nn.Linear weight), or x @ weight
+    without the transpose (x's width is the weight's in, its last axis)."""
+    shapes = re.search(r"\((\d+)x(\d+) and (\d+)x(\d+)\)", error)
+    # w1(x) @ w3(x): two B×T×m tensors; with w3(x) transposed, B×T×T reaches w2, whose T is no width
+    if "batch2" in error or (shapes and shapes.group(2) != shapes.group(4)):
         return say("the two branches are multiplied entry by entry, silu(w1(x)) * w3(x), not with @ (a "
                    "matrix product)")
     if "cannot be multiplied" in error:
