@@ -542,3 +542,11 @@ MISTAKES["ex_05_4_4_solution"] += [
 MISTAKES["ex_05_4_3_solution"] += [
     ("05.4.3:copies-count-h-kv", _REPEAT_KV.format(body="x.repeat_interleave(n_kv_heads, dim=2)")),
 ]
+
+# 05.4.1: each K/V head repeated H_kv times, not H_q // H_kv
+MISTAKES["ex_05_4_1_solution"] += [
+    ("05.4.1:group-size-h-kv", """
+def kv_head_for_each_query_head(n_heads, n_kv_heads):
+    return [kv for kv in range(n_kv_heads) for _ in range(n_kv_heads)]
+"""),
+]
