@@ -827,3 +827,9 @@ def shifted_loss(logits, labels, ignore_index=-100):
     return (nll * keep).sum() / keep.sum().clamp(min=1)
 """),
 ]
+MISTAKES["ex_05_6_2_solution"] += [
+    ("05.6.2:clamp-max", """
+def token_positions(valid):
+    return (valid.long().cumsum(-1) - 1).clamp(max=0)
+"""),
+]
