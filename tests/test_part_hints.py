@@ -15,6 +15,15 @@ from .exercise_cases import ex_05_2, ex_05_3, ex_05_4, ex_05_5, ex_05_6
 
 # (the exercise's wrong answers, mistake id (its first answer is the part), part, the hint)
 CASES = [
+    # 05.4.4 after a learner's pass: the given mask's head axis dropped, q and k swapped, v not copied
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:mask-head-axis-dropped", "gqa_attention",
+     "use the given mask as it is; its head axis (dim=1, size 1) broadcasts over the H_q heads, and "
+     "mask[:, 0] or mask.squeeze(1) drops it, so the batch axis meets the heads"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:q-k-swapped", "gqa_attention",
+     "q and k swapped; the scores have one row per query, T×T_k, q times the transposed k; "
+     "k @ q.transpose(-2, -1) is their transpose"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:v-not-copied", "gqa_attention",
+     "k was copied for the groups and v was not: copy v the same way, v.repeat_interleave(n_rep, dim=1)"),
     # 05.2.2 and 05.3.2 after a learner's pass: the exercise's own diagnosis in check_parts too
     (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:variance", "RMSNorm",
      "x over its standard deviation (x.var or x.std): the variance takes the mean out first; "
@@ -281,6 +290,8 @@ def test_a_table_cropped_to_fit_the_heads_fails_the_check(monkeypatch):
 DTYPE_CASES = [
     (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:dtype-lost", "repeat_kv",
      "dtype torch.float32, expected torch.bfloat16"),
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:n-rep-one-dtype", "repeat_kv",
+     "n_rep=1: dtype torch.float32, expected torch.bfloat16"),
     (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:casts-input-to-float32", "SwiGLU", "no .float()"),
 ]
 
@@ -326,3 +337,16 @@ def test_an_in_place_step_that_breaks_backward_is_named_not_raised(monkeypatch, 
                "xf * r instead of xf.mul_(r)", err="ERR").split("ERR")[1]
     assert said in str(caught.value)
     assert ("autograd needs the values it saved" in said) == (language == "en")
+
+
+def test_the_branches_multiplied_with_at_and_a_transpose_are_named(monkeypatch):
+    # w3(x) transposed to fit @: a B×T×T product reaches w2, which the check told from a Linear
+    # weight left untransposed
+    part = [src for found, src in ex_05_5.MISTAKES["ex_05_5_2_solution"] if found == "05.5.2:branches-matmul"]
+    assert len(part) == 2 and ".transpose(-1, -2)" in part[1]
+    namespace: dict = {}
+    exec(compile(part[1], "<wrong answer>", "exec"), namespace)
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    with pytest.raises(PartError, match="not with @ \\(a matrix product\\)"):
+        check_parts(SwiGLU=namespace["SwiGLU"])
+

@@ -518,3 +518,35 @@ RIGHT |= {
         "import torch\n" + _REPEAT_KV.format(body="torch.stack([x] * n_rep, dim=3).flatten(2, 3)"),
     ],
 }
+
+# 05.4.3 at n_rep = 1: nothing returned, or a float32 copy of a bfloat16 x (the n_rep = 2 case right)
+_N_REP_ONE = """
+def repeat_kv(x, n_rep):
+    if n_rep == 1:
+        return {one}
+    return x.repeat_interleave(n_rep, dim=2)
+"""
+MISTAKES["ex_05_4_3_solution"] += [
+    ("05.4.3:n-rep-one-none", _N_REP_ONE.format(one="")),
+    ("05.4.3:n-rep-one-dtype", _N_REP_ONE.format(one="x.float()")),
+]
+
+# 05.4.4: the given mask's head axis dropped, q and k swapped, k copied for the groups and v not
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:mask-head-axis-dropped", _gqa_with(("tril(T_k - T)\n",
+                                                 "tril(T_k - T)\n    else:\n        mask = mask[:, 0]\n"))),
+    ("05.4.4:q-k-swapped", _gqa_with(("q.float() @ k.float().transpose(-2, -1)",
+                                      "k.float() @ q.float().transpose(-2, -1)"))),
+    ("05.4.4:v-not-copied", _gqa_with(("    v = v.repeat_interleave(n_rep, dim=1)\n", ""))),
+]
+MISTAKES["ex_05_4_3_solution"] += [
+    ("05.4.3:copies-count-h-kv", _REPEAT_KV.format(body="x.repeat_interleave(n_kv_heads, dim=2)")),
+]
+
+# 05.4.1: each K/V head repeated H_kv times, not H_q // H_kv
+MISTAKES["ex_05_4_1_solution"] += [
+    ("05.4.1:group-size-h-kv", """
+def kv_head_for_each_query_head(n_heads, n_kv_heads):
+    return [kv for kv in range(n_kv_heads) for _ in range(n_kv_heads)]
+"""),
+]

@@ -372,3 +372,8 @@ RIGHT = {
         "    return half(h, feed_forward, ffn_norm)\n",
     ],
 }
+
+# 05.5.2: @ between the branches with w3(x) transposed, so B×T×T reaches w2
+MISTAKES["ex_05_5_2_solution"] += [
+    ("05.5.2:branches-matmul", _swiglu(forward="self.w2(F.silu(self.w1(x)) @ self.w3(x).transpose(-1, -2))")),
+]

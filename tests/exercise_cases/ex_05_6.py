@@ -815,3 +815,21 @@ RIGHT |= {
         "    return toks.tolist(), (f | (toks == eos)).tolist()\n",
     ],
 }
+
+# 05.6.4: a hand-written loss whose log-softmax runs over the batch axis
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:log-softmax-over-batch", """
+def shifted_loss(logits, labels, ignore_index=-100):
+    log_probs = logits[:, :-1].float().log_softmax(0)
+    targets = labels[:, 1:]
+    keep = targets != ignore_index
+    nll = -log_probs.gather(-1, targets.clamp(min=0)[..., None])[..., 0]
+    return (nll * keep).sum() / keep.sum().clamp(min=1)
+"""),
+]
+MISTAKES["ex_05_6_2_solution"] += [
+    ("05.6.2:clamp-max", """
+def token_positions(valid):
+    return (valid.long().cumsum(-1) - 1).clamp(max=0)
+"""),
+]

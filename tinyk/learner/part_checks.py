@@ -109,11 +109,13 @@ def _call_broadcasting(name: str, fn: Callable[..., Any], advice: str | Callable
 
 
 def _attention_advice(grouped: bool, cached: bool = False, n_kv: int = 1,
-                      T_k: int = 0) -> Callable[[str], str | None]:
+                      T_k: int = 0, masked: bool = False) -> Callable[[str], str | None]:
     """05.4.4's advice for a ``RuntimeError``: k's axes out of order (``k.T`` on a 4-D tensor: q @ k's
     batch axes meet T_k), k not transposed, n_rep = H_kv // H_q (empty K/V), a T×T mask (with cached
-    keys, T < T_k: the scores' last axis is T_k), or the K/V heads copied along another axis (fewer
-    K/V heads than query heads) or although there are as many (a multiple of H_kv heads)."""
+    keys, T < T_k: the scores' last axis is T_k), a given B×1×T×T_k mask with its head axis dropped
+    (its batch axis meets the heads; the unmasked calls before it passed), or the K/V heads copied
+    along another axis (fewer K/V heads than query heads) or although there are as many (a multiple
+    of H_kv heads)."""
     def advice(error: str) -> str | None:
         sizes = re.search(r"tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
                           r"dimension 1", error)
@@ -131,6 +133,9 @@ def _attention_advice(grouped: bool, cached: bool = False, n_kv: int = 1,
         if cached and "dimension 3" in error:
             return say("the causal mask has one column per key, cached keys included, T×T_k, "
                        "torch.ones(T, T_k).tril(T_k - T), not a T×T triangle")
+        if masked and "dimension 1" in error:
+            return say("use the given mask as it is; its head axis (dim=1, size 1) broadcasts over the H_q "
+                       "heads, and mask[:, 0] or mask.squeeze(1) drops it, so the batch axis meets the heads")
         if grouped:
             return say("copy each K/V head n_rep = H_q // H_kv times along the head axis, dim=1 of "
                        "B×H_kv×T_k×d_h (not the time axis, dim=2)")
@@ -490,7 +495,7 @@ def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
         raise PartError("repeat_kv", say("{heads} heads for n_rep = 1 and for n_rep = 3 (x has H_kv = 2): a "
                                          "size is hard-coded; read the number of copies from the argument "
                                          "n_rep", heads=shapes[1][2]))
-    for n_rep, dtype in ((1, torch.float32), (2, torch.float32), (4, torch.float32), (2, torch.bfloat16)):
+    for n_rep, dtype in ((1, torch.bfloat16), (2, torch.float32), (4, torch.float32), (2, torch.bfloat16)):
         x = torch.randn(2, 3, 2, 4, generator=g).to(dtype)
         got = _call_broadcasting("repeat_kv", fn, _copies_advice, x, n_rep)
         compare("repeat_kv", got, repeat_kv(x, n_rep),
@@ -542,8 +547,13 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         what = say("output for H_q={H_q}, H_kv={H_kv}, T={T}, T_k={T_k}, {dtype}, {mask}", H_q=n_heads,
                    H_kv=n_kv, T=T, T_k=T_k, dtype=dtype, mask=padded if masked else "mask=None")
         before = {"q": q.clone(), "k": k.clone(), "v": v.clone()}
-        got = _call_broadcasting(name, fn, _attention_advice(n_heads != n_kv, T != T_k, n_kv, T_k), q, k, v,
-                                 mask, also=(TypeError,))
+        try:
+            advice = _attention_advice(n_heads != n_kv, T != T_k, n_kv, T_k, masked)
+            got = _call_broadcasting(name, fn, advice, q, k, v, mask, also=(TypeError,))
+        except PartError:
+            if n_heads != n_kv:
+                _v_left_uncopied(fn, q, k, v, mask, n_heads // n_kv)
+            raise
         _left_alone(name, say("compute new tensors (q / math.sqrt(d_h), never q /= ... or q.div_(...)): the "
                               "caller still needs q, k and v"), **{key: (now, before[key]) for key, now in
                                                                 (("q", q), ("k", k), ("v", v))})
@@ -572,6 +582,10 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
             hints[say("the scale read from q.shape[2], the number of queries T: d_h is q's last axis, "
                       "q.shape[-1]; divide the scores by its square root")] = \
                 reference_gqa_attention(q * math.sqrt(d_h / T), kk, vv, mask)
+        if T == T_k:  # k @ qᵀ: the scores transposed
+            hints[say("q and k swapped; the scores have one row per query, T×T_k, q times the transposed k; "
+                      "k @ q.transpose(-2, -1) is their transpose")] = \
+                reference_gqa_attention(kk, q, vv, mask)
         if n_heads // n_kv > 1 and n_kv > 1:
             hints[say("the [0, 1, 0, 1] grouping; query head h reads K/V head h // n_rep")] = tiled
             keys_tiled = say("the keys tiled [0, 1, 0, 1] (repeat) and the values grouped: query head h "
@@ -599,6 +613,19 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
                                       "(-inf everywhere in a row softmaxes to 0/0: fill the blocked scores "
                                       "with a finite value, then zero the blocked weights)", what=what))
         compare(name, got_t, expected, what, atol=1e-5 if dtype == torch.float32 else 2e-2, hints=hints)
+
+
+def _v_left_uncopied(fn: Callable[..., Any], q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
+                     n_rep: int) -> None:
+    """Raise :class:`PartError` when attention that failed on H_kv < H_q runs once given v's copies
+    already made: it copied k for the groups and not v."""
+    try:
+        ran = tuple(fn(q, k, v.repeat_interleave(n_rep, dim=1), mask).shape) == tuple(q.shape)
+    except Exception:  # a probe: any failure means this is not the cause
+        ran = False
+    if ran:
+        raise PartError("gqa_attention", say("k was copied for the groups and v was not: copy v the same "
+                                             "way, v.repeat_interleave(n_rep, dim=1)"))
 
 
 def _check_swiglu(cls: Any, g: torch.Generator) -> None:
@@ -663,9 +690,12 @@ def _check_swiglu(cls: Any, g: torch.Generator) -> None:
 
 
 def _linear_advice(error: str) -> str | None:
-    """05.5.2's advice for a ``RuntimeError``: the two branches multiplied with @, or x @ weight
-    without the transpose."""
-    if "batch2" in error:  # w1(x) @ w3(x): two B×T×m tensors
+    """05.5.2's advice for a ``RuntimeError``: the two branches multiplied with @ (w3(x) transposed
+    to fit: a product over T, whose width matches neither side of an nn.Linear weight), or x @ weight
+    without the transpose (x's width is the weight's in, its last axis)."""
+    shapes = re.search(r"\((\d+)x(\d+) and (\d+)x(\d+)\)", error)
+    # w1(x) @ w3(x): two B×T×m tensors; with w3(x) transposed, B×T×T reaches w2, whose T is no width
+    if "batch2" in error or (shapes and shapes.group(2) != shapes.group(4)):
         return say("the two branches are multiplied entry by entry, silu(w1(x)) * w3(x), not with @ (a "
                    "matrix product)")
     if "cannot be multiplied" in error:
