@@ -71,8 +71,9 @@ NAME = "smollm2"  # the files' stem
 # prepacked; the head 18 to 29 ms against 5 to 9 ms; SmolLM2's chat decoded at 13.6 tokens/s with
 # prepacking off (as this config once had it) and 24.0 with it on, PyTorch at 16.5 on one thread.
 # It costs memory: Chromium's processes held 985 to 1,107 MB once SmolLM2 was loaded without
-# prepacking and 1,318 to 1,432 MB with it (unique memory, several runs); the chat's "about 1 GB" is
-# tests/test_live_page.py's measure of the tab after a Load and an answer (1.18 GB with prepacking).
+# prepacking and 1,318 to 1,432 MB with it (unique memory, several runs); the chat's "about 1.2 GB"
+# (CHAT_MEMORY_GB in book/_ext/tinyk_playground.py) is tests/test_live_page.py's measure of the tab
+# after a Load and an answer (1.18 GB with prepacking).
 WEB_SESSION_CONFIG = {**SESSION_CONFIG, "session.intra_op.allow_spinning": "0"}
 # The page's session optimises the graph at ONNX Runtime's "basic" level: constant folding (which
 # turns each DequantizeLinear of the file's blocks into a float32 matrix) and the removal of
