@@ -173,6 +173,17 @@ CASES = [
      "ignore_index adds no loss and is not counted; pass ignore_index to F.cross_entropy"),
     (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:cos-sin-swapped", "rope_tables",
      "cos and sin swapped; return (cos, sin) in that order"),
+    # 05.3.1 and 05.3.2 after a learner's pass: named in the capstone's check_parts with the exercises' words
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:deg2rad", "rope_tables",
+     "the angles are in radians already, as torch.cos takes them; no deg2rad (nor π / 180)"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:columns-reversed", "rope_tables",
+     "column i holds pair i's angle, in order (the columns came reversed)"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:cos-sin-swapped", "apply_rope",
+     "cos and sin were swapped (s, c = cos, sin, or sin where cos goes): (a, b) -> (a cos - b sin, a sin + b "
+     "cos), the tables in the order cos, sin"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:first-sequence-rows", "apply_rope",
+     "B×T×d_h/2 tables: sequence b takes its own rows cos[b], sin[b], not sequence 0's (cos[0]) for every "
+     "sequence"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:bool-mask-added", "gqa_attention",
      "the boolean mask added to the scores (True counts 1, False 0), as if it were an additive float mask: "
      "fill the scores where it is False, scores.masked_fill(~mask, ...)"),

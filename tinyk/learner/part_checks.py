@@ -432,6 +432,12 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
                 _turned(xq, xk, cos, sin, lambda a, b, c, s: (a * c - b * c, a * s + b * s)), strict=True)]
         hints[say("the tables' columns reversed: pair i takes column i, in order")] = \
             apply_rotary_emb(xq, xk, cos.flip(-1), sin.flip(-1))
+        hints[say("cos and sin were swapped (s, c = cos, sin, or sin where cos goes): (a, b) -> (a cos - b "
+                  "sin, a sin + b cos), the tables in the order cos, sin")] = \
+            apply_rotary_emb(xq, xk, sin, cos)
+        if per_row:  # every sequence given sequence 0's rows
+            hints[say("B×T×d_h/2 tables: sequence b takes its own rows cos[b], sin[b], not sequence 0's "
+                      "(cos[0]) for every sequence")] = apply_rotary_emb(xq, xk, cos[0], sin[0])
         if dtype == torch.bfloat16:  # the tables rounded to bfloat16 before the rotation
             hints[say("the rotation rounded to bfloat16 along the way (the tables cast to x.dtype before "
                       "it); rotate with the float32 tables and cast once at the end, .to(x.dtype)")] = \

@@ -232,7 +232,8 @@ def _diagnose_shifted_loss(fn: Callable[..., Any]) -> str | None:
 
 
 def _diagnose_rope_tables(fn: Callable[..., Any]) -> str | None:
-    """05.3.1: another exponent than -2i/d_h (or 0), on angles small enough for float32 (theta = 4)."""
+    """05.3.1: another exponent than -2i/d_h (or 0), degrees or radians turned again, or the columns
+    reversed, on angles small enough for float32 (theta = 4)."""
     got = call_part("rope_tables", fn, 8, 4, 4.0)
     if not (isinstance(got, tuple | list) and len(got) == 2):
         return None
@@ -245,10 +246,15 @@ def _diagnose_rope_tables(fn: Callable[..., Any]) -> str | None:
                       "exponent, theta ** (-(2i) / head_dim)")
     minus_2 = say("the exponent over d_h - 2; ω_i = theta^(-2i/d_h)")
     degrees = say("the angles turned into degrees (times 180 / π); torch.cos and torch.sin take radians")
+    radians_again = say("the angles are in radians already, as torch.cos takes them; no deg2rad (nor "
+                        "π / 180)")
+    reversed_columns = say("column i holds pair i's angle, in order (the columns came reversed)")
     positions = torch.arange(4, dtype=torch.float64)
     for omega, cause in ((4.0 ** (two_i / 8), positive), (4.0 ** (-2 * two_i / 8), doubled),
                          (4.0 ** (0 * two_i), integer), (4.0 ** -two_i / 8, unbracketed),
-                         (4.0 ** (-two_i / 6), minus_2), (4.0 ** (-two_i / 8) * 180 / math.pi, degrees)):
+                         (4.0 ** (-two_i / 6), minus_2), (4.0 ** (-two_i / 8) * 180 / math.pi, degrees),
+                         (4.0 ** (-two_i / 8) * math.pi / 180, radians_again),
+                         (4.0 ** (-two_i / 8).flip(0), reversed_columns)):
         angles = torch.outer(positions, omega)
         if _same(got[0], angles.cos()) and _same(got[1], angles.sin()):
             return cause
