@@ -583,3 +583,8 @@ MISTAKES["ex_05_3_1_solution"] += [
     ("05.3.1:deg2rad", _ROPE_TABLES.replace(
         "    return torch.cos(angles)", "    angles = torch.deg2rad(angles)\n    return torch.cos(angles)")),
 ]
+MISTAKES["ex_05_3_2_solution"] += [
+    # (xk, xq) returned: the pair swapped, told only "q keeps its H_q = 4 heads"
+    ("05.3.2:pair-swapped", _ROTATE_PLAIN.replace("    return rotate(xq), rotate(xk)",
+                                                  "    return rotate(xk), rotate(xq)")),
+]
