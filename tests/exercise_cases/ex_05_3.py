@@ -588,3 +588,10 @@ MISTAKES["ex_05_3_2_solution"] += [
     ("05.3.2:pair-swapped", _ROTATE_PLAIN.replace("    return rotate(xq), rotate(xk)",
                                                   "    return rotate(xk), rotate(xq)")),
 ]
+MISTAKES["ex_05_3_3_solution"] += [
+    # tables built from 2·d_h, or from a head width typed in: tinyk's raw "built from the model width" text
+    ("05.3.3:tables-wrong-width", _ROPE_SCORE.replace("precompute_freqs_cis(q.shape[0],",
+                                                      "precompute_freqs_cis(2 * q.shape[0],")),
+    ("05.3.3:tables-wrong-width", _ROPE_SCORE.replace("precompute_freqs_cis(q.shape[0],",
+                                                      "precompute_freqs_cis(64,")),
+]
