@@ -589,3 +589,7 @@ MISTAKES["ex_05_2_3_solution"] += [
     ("05.2.3:identity-over-r-squared", _JACOBIAN_WITH.replace(
         "BODY", "gamma[:, None] * (torch.eye(d, dtype=x.dtype) / r**2 - torch.outer(x, x) / (d * r**3))")),
 ]
+MISTAKES["ex_05_2_1_solution"] += [
+    # r rounded to 4 decimals: told only the generic recipe
+    ("05.2.1:rounded", _RMS.replace("BODY", "round(math.sqrt(sum(v * v for v in x) / len(x) + eps), 4)")),
+]
