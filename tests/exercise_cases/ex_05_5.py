@@ -385,4 +385,5 @@ MISTAKES["ex_05_5_2_solution"] += [
     ("05.5.2:down-on-gate-only", _swiglu(forward="self.w2(F.silu(self.w1(x))) * self.w3(x)")),
 ]
 RIGHT["ex_05_5_2_solution"].append(_SWIGLU_PARTS.format(
-    init=_LINEARS, forward="        g = F.silu(self.w1(x), inplace=True)\n        return self.w2(g * self.w3(x))"))
+    init=_LINEARS,
+    forward="        g = F.silu(self.w1(x), inplace=True)\n        return self.w2(g * self.w3(x))"))
