@@ -166,6 +166,13 @@ CASES = [
      "an nn.Linear weight is out×in, x @ weight needs its transpose; call the layer, self.w1(x)"),
     (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:no-down-projection", "SwiGLU",
      "w2 (down) is never applied: the output has m features, w2 maps them back to d"),
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:silu-on-input", "SwiGLU",
+     "F.silu on the input x: the gate is silu(w1(x)), not w1(silu(x))"),
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:silu-on-output", "SwiGLU",
+     "F.silu on the output: w2(...) is returned as it is, the SiLU goes on the gate w1(x)"),
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:down-on-gate-only", "SwiGLU",
+     "w2 maps the product back to d, w2(silu(w1(x)) * w3(x)); w2 applied to the gate alone gives d "
+     "features, which do not multiply w3(x)'s m"),
     (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:no-head-axis", "causal_padding_mask",
      "no head axis: the mask is B×1×T×T_k, causal[None, None] & valid[:, None, None, :]"),
     (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:ignored-as-class-0", "shifted_loss",

@@ -377,3 +377,13 @@ RIGHT = {
 MISTAKES["ex_05_5_2_solution"] += [
     ("05.5.2:branches-matmul", _swiglu(forward="self.w2(F.silu(self.w1(x)) @ self.w3(x).transpose(-1, -2))")),
 ]
+
+# 05.5.2: SiLU on the input x, SiLU on the output instead of the gate, w2 on the gate alone (a shape error)
+MISTAKES["ex_05_5_2_solution"] += [
+    ("05.5.2:silu-on-input", _swiglu(forward="self.w2(self.w1(F.silu(x)) * self.w3(x))")),
+    ("05.5.2:silu-on-output", _swiglu(forward="F.silu(self.w2(self.w1(x) * self.w3(x)))")),
+    ("05.5.2:down-on-gate-only", _swiglu(forward="self.w2(F.silu(self.w1(x))) * self.w3(x)")),
+]
+RIGHT["ex_05_5_2_solution"].append(_SWIGLU_PARTS.format(
+    init=_LINEARS,
+    forward="        g = F.silu(self.w1(x), inplace=True)\n        return self.w2(g * self.w3(x))"))

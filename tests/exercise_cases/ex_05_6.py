@@ -833,3 +833,20 @@ def token_positions(valid):
     return (valid.long().cumsum(-1) - 1).clamp(max=0)
 """),
 ]
+
+# 05.6.1: biases on the MLP's layers only, the final norm counted in every layer, the embedding counted
+# in every layer (in the tiny experiment as many as the tied embedding counted twice), wk and wv
+# without head_dim. The visible test names each.
+_PER_LAYER = """
+def unique_parameters(dim, n_layers, n_heads, n_kv_heads, vocab_size, hidden_dim):
+    head_dim = dim // n_heads
+    layer = 2 * dim * n_heads * head_dim + 2 * dim * n_kv_heads * head_dim + 3 * dim * hidden_dim + 2 * dim
+    return {total}
+"""
+MISTAKES["ex_05_6_1_solution"] += [
+    ("05.6.1:biases-counted", _UNIQUE.format(kv="dim * n_kv_heads * head_dim").replace(
+        "3 * dim * hidden_dim", "3 * dim * hidden_dim + 2 * hidden_dim + dim")),
+    ("05.6.1:final-norm-per-layer", _PER_LAYER.format(total="vocab_size * dim + n_layers * (layer + dim)")),
+    ("05.6.1:embedding-per-layer", _PER_LAYER.format(total="n_layers * (layer + vocab_size * dim) + dim")),
+    ("05.6.1:kv-without-head-dim", _UNIQUE.format(kv="dim * n_kv_heads")),
+]

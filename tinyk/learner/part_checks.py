@@ -704,6 +704,9 @@ def _linear_advice(error: str) -> str | None:
     if "batch2" in error or (shapes and shapes.group(2) != shapes.group(4)):
         return say("the two branches are multiplied entry by entry, silu(w1(x)) * w3(x), not with @ (a "
                    "matrix product)")
+    if "must match the size of tensor" in error:  # w2(silu(w1(x))) * w3(x): d features against m
+        return say("w2 maps the product back to d, w2(silu(w1(x)) * w3(x)); w2 applied to the gate alone "
+                   "gives d features, which do not multiply w3(x)'s m")
     if "cannot be multiplied" in error:
         return say("an nn.Linear weight is out×in, x @ weight needs its transpose; call the layer, "
                    "self.w1(x)")

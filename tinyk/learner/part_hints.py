@@ -126,7 +126,10 @@ def swiglu_hints(ref: nn.Module, x: Tensor) -> dict[str, Tensor]:
             say("a residual x + ...: the decoder block adds x, the SwiGLU returns w2(...) alone"):
             x + w2(F.silu(w1(x)) * w3(x)),
             say("w2 (down) is never applied: the output has m features, w2 maps them back to d"):
-            F.silu(w1(x)) * w3(x)}
+            F.silu(w1(x)) * w3(x),
+            say("F.silu on the input x: the gate is silu(w1(x)), not w1(silu(x))"): w2(w1(F.silu(x)) * w3(x)),
+            say("F.silu on the output: w2(...) is returned as it is, the SiLU goes on the gate w1(x)"):
+            F.silu(w2(w1(x) * w3(x)))}
 
 
 Part = Callable[[Tensor], Tensor]
