@@ -309,11 +309,17 @@ def _check_rmsnorm_float64_and_gradient(cls: Any, g: torch.Generator, name: str 
             say("the gradient with respect to the weight, of shape (16,)"))
 
 
+def _pair(name: str, got: object, returns: str) -> None:
+    """A :class:`PartError` saying what the part ``returns`` unless ``got`` is a pair (a tuple or a
+    list of two)."""
+    if not (isinstance(got, tuple | list) and len(got) == 2):
+        raise PartError(name, returns)
+
+
 def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
     for head_dim, end, theta in ((8, 16, 10000.0), (64, 40, 100000.0)):
         got = call_part("rope_tables", fn, head_dim, end, theta)
-        if not (isinstance(got, tuple | list) and len(got) == 2):
-            raise PartError("rope_tables", say("must return a tuple (cos, sin)"))
+        _pair("rope_tables", got, say("must return a tuple (cos, sin)"))
         if all(getattr(table, "shape", None) == (end, head_dim) for table in got):
             raise PartError("rope_tables", say("full-width tables, end × head_dim: one column per pair, "
                                                "end × head_dim/2"))
@@ -333,8 +339,7 @@ def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
                                                         end=end, theta=theta),
                     hints={hint: tables[i] for hint, tables in hints.items()})
     got = call_part("rope_tables", fn, 8, 16)  # theta left at its default
-    if not (isinstance(got, tuple | list) and len(got) == 2):
-        raise PartError("rope_tables", say("must return a tuple (cos, sin)"))
+    _pair("rope_tables", got, say("must return a tuple (cos, sin)"))
     if not all(isinstance(table, Tensor) and table.shape == expected.shape and torch.allclose(
             table.double(), expected.double(), atol=1e-5) for table, expected in zip(
             got, precompute_freqs_cis(8, 16), strict=True)):
@@ -400,8 +405,7 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
         _left_alone(name, say("build new tensors for the rotated pairs (torch.stack, torch.empty), never "
                               "write into xq or xk; x.float() of a float32 x is x itself"),
                     xq=(xq, before[0]), xk=(xk, before[1]))
-        if not (isinstance(got, tuple | list) and len(got) == 2):
-            raise PartError(name, say("must return a tuple (xq_rotated, xk_rotated)"))
+        _pair(name, got, say("must return a tuple (xq_rotated, xk_rotated)"))
         expected = apply_rotary_emb(xq, xk, cos, sin)
         half = apply_rotary_emb_half(xq, xk, cos, sin)
         backwards = apply_rotary_emb(xq, xk, cos, -sin)
@@ -452,8 +456,7 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
     xk = torch.randn(B, T, 2, 8, generator=g, dtype=torch.float64)
     cos, sin = precompute_freqs_cis(8, T, dtype=torch.float64)
     got = call_part(name, fn, xq, xk, cos, sin)
-    if not (isinstance(got, tuple | list) and len(got) == 2):
-        raise PartError(name, say("must return a tuple (xq_rotated, xk_rotated)"))
+    _pair(name, got, say("must return a tuple (xq_rotated, xk_rotated)"))
     expected = apply_rotary_emb(xq, xk, cos, sin)
     in_float32 = [e.double() for e in apply_rotary_emb(xq.float(), xk.float(), cos.float(), sin.float())]
     for i, label in enumerate((say("rotated q"), say("rotated k"))):
@@ -462,8 +465,7 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
                            "float32)"): in_float32[i]})
     # q and k of two dtypes: each comes back in its own (.type_as(xq) on both gives k q's dtype)
     got = call_part(name, fn, xq.float(), xk, cos.float(), sin.float())
-    if not (isinstance(got, tuple | list) and len(got) == 2):
-        raise PartError(name, say("must return a tuple (xq_rotated, xk_rotated)"))
+    _pair(name, got, say("must return a tuple (xq_rotated, xk_rotated)"))
     for i, (x, label) in enumerate(zip((xq.float(), xk), (say("rotated q"), say("rotated k")), strict=True)):
         if getattr(got[i], "dtype", None) != x.dtype:
             raise PartError(name, say("{label} came back as {got} for a {dtype} input (float32 q, float64 "
@@ -537,14 +539,13 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
     name = "gqa_attention"
     B = 2
     valid = torch.tensor([[False, False, True, True, True, True], [True, True, True, True, True, True]])
-    first = True
-    for n_heads, n_kv, T, T_k, masked, dtype, d_h in (
+    for case, (n_heads, n_kv, T, T_k, masked, dtype, d_h) in enumerate((
             (4, 4, 6, 6, False, torch.float32, 8), (4, 2, 6, 6, False, torch.float32, 8),
             (8, 2, 2, 6, False, torch.float32, 8), (4, 1, 1, 6, False, torch.float32, 8),
             (4, 2, 6, 6, True, torch.float32, 8), (8, 2, 3, 6, True, torch.float32, 8),
             (4, 2, 6, 6, True, torch.float32, 16),  # another head width: no size typed in
             (4, 2, 6, 6, True, torch.bfloat16, 8),
-            (4, 2, 1, 6, True, torch.float32, 8)):  # one query with a padded batch's mask
+            (4, 2, 1, 6, True, torch.float32, 8))):  # one query with a padded batch's mask
         q = torch.randn(B, n_heads, T, d_h, generator=g).to(dtype)
         k = torch.randn(B, n_kv, T_k, d_h, generator=g).to(dtype)
         v = torch.randn(B, n_kv, T_k, d_h, generator=g).to(dtype)
@@ -607,8 +608,7 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
                       "d_h from the shapes, q.shape[-1]", d_h=d_h)] = \
                 reference_gqa_attention(q * math.sqrt(d_h / 8), kk, vv, mask)
         got_t = as_tensor(name, got, what)
-        again = call_part(name, fn, q, k, v, mask) if first else got  # once: dropout draws anew each call
-        first = False
+        again = call_part(name, fn, q, k, v, mask) if case == 0 else got  # once: dropout draws anew each call
         if isinstance(again, Tensor) and again.shape == got_t.shape and not torch.allclose(
                 again, got_t, rtol=0, atol=0, equal_nan=True):
             raise PartError(name, say("two calls on the same input gave different outputs: something random "
@@ -758,17 +758,15 @@ def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:
     compare("decoder_block", got, expected, say("output with made-up attention, feed-forward and norms"),
             hints=hints)
     half = x.to(torch.bfloat16)  # the whole model in bfloat16: the block keeps x's dtype
-    got = call_part("decoder_block", fn, half, *(trusted(lambda y, part=part: part(y.float()).to(y.dtype))
-                                                 for part in (attention, feed_forward, attention_norm,
-                                                              ffn_norm)))
+    keeping = [lambda y, part=part: part(y.float()).to(y.dtype)  # made-up parts that keep y's dtype
+               for part in (attention, feed_forward, attention_norm, ffn_norm)]
+    got = call_part("decoder_block", fn, half, *(trusted(part) for part in keeping))
     if isinstance(got, Tensor) and got.dtype != half.dtype:
         raise PartError("decoder_block", say("decoder_block maps a {shape} {dtype} tensor to one of that "
                                              "shape and dtype, not {got}: keep x's dtype (no .float())",
                                              shape=tuple(half.shape), dtype=half.dtype, got=got.dtype))
-    compare("decoder_block", got, reference_decoder_block(half, *(
-        lambda y, part=part: part(y.float()).to(y.dtype) for part in (attention, feed_forward, attention_norm,
-                                                                      ffn_norm))),
-        say("output on a bfloat16 x with made-up parts that keep its dtype"), atol=2e-2)
+    compare("decoder_block", got, reference_decoder_block(half, *keeping),
+            say("output on a bfloat16 x with made-up parts that keep its dtype"), atol=2e-2)
     again = {label: n for label, n in calls.items() if n != 1}
     if again:  # the right output, yet a part run twice: a model's attention costs twice as much
         runs = ", ".join(f"{label} ×{n}" for label, n in again.items())

@@ -22,13 +22,19 @@ __all__ = ["attention_hints", "block_hints", "given_mask_hints", "loss_hints", "
            "positions_hints", "swiglu_hints"]
 
 
+def _scores(q: Tensor, k: Tensor, allowed: Tensor, fill: float | None = None) -> Tensor:
+    """The scaled scores q kᵀ / sqrt(d_h) in float32, the blocked ones (``allowed`` False) filled with
+    ``fill`` (the lowest float when None)."""
+    scores = q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return scores.masked_fill(~allowed, torch.finfo(scores.dtype).min if fill is None else fill)
+
+
 def _attend(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, zeroed: bool = True,
             fill: float | None = None, log: bool = False) -> Tensor:
     """Attention in float32 of K/V already expanded to the query heads, with the boolean mask
     ``allowed``; a row with no allowed key gives zeros only when ``zeroed``. The blocked scores are
     filled with ``fill`` (the lowest float when None); ``log`` takes the log-softmax for the softmax."""
-    scores = q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.shape[-1])
-    scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min if fill is None else fill)
+    scores = _scores(q, k, allowed, fill)
     weights = scores.log_softmax(-1) if log else scores.softmax(-1)
     if zeroed:
         weights = weights.masked_fill(~allowed, 0.0)
@@ -43,18 +49,15 @@ def attention_hints(q: Tensor, kk: Tensor, vv: Tensor,
     ``@ v``, the softmax over the heads."""
     T, T_k = q.shape[-2], kk.shape[-2]
     allowed = causal_triangle(T, T_k, q.device) if mask is None else mask
+    ones = torch.ones(T, T_k, dtype=torch.bool, device=q.device)
     hints = {say("an inverted mask: True = may attend, so fill the scores where the mask is False (~mask)"):
              _attend(q, kk, vv, ~allowed)}
     if mask is None and T > 1:
-        hints[say("no causal mask: query t may see keys 0..t only")] = \
-            _attend(q, kk, vv, torch.ones(T, T_k, dtype=torch.bool, device=q.device))
-    if mask is None and T > 1:
-        upper = torch.ones(T, T_k, dtype=torch.bool, device=q.device).triu(T_k - T)
+        hints[say("no causal mask: query t may see keys 0..t only")] = _attend(q, kk, vv, ones)
         hints[say("the upper triangle (triu): query t sees keys t..T_k - 1 instead of 0..t, "
-                  "tril(T_k - T)")] = _attend(q, kk, vv, upper)
-    if mask is None and T > 1:
+                  "tril(T_k - T)")] = _attend(q, kk, vv, ones.triu(T_k - T))
         hints[say("the diagonal is blocked (tril(T_k - T - 1)): query i sees key i too, tril(T_k - T)")] = \
-            _attend(q, kk, vv, torch.ones(T, T_k, dtype=torch.bool, device=q.device).tril(T_k - T - 1))
+            _attend(q, kk, vv, ones.tril(T_k - T - 1))
     blocked_zero = say("the blocked scores set to 0 (scores * mask): a score of 0 still gets a weight; fill "
                        "them with a very negative number, scores.masked_fill(~mask, ...)")
     if not bool(allowed.all()):  # the blocked weights zeroed after the softmax, or not
@@ -63,13 +66,11 @@ def attention_hints(q: Tensor, kk: Tensor, vv: Tensor,
     hints[say("log_softmax instead of softmax: the weights are the softmax of the scores, each query's "
               "summing to 1")] = _attend(q, kk, vv, allowed, log=True)
     if mask is None and T < T_k:
-        first = torch.ones(T, T_k, dtype=torch.bool, device=q.device).tril()
         hints[say("a causal triangle aligned to the FIRST T keys; the queries are the LAST T keys: "
-                  "tril(T_k - T)")] = _attend(q, kk, vv, first)
+                  "tril(T_k - T)")] = _attend(q, kk, vv, ones.tril())
     if mask is not None and not bool(mask.any(-1).all()):
         hints[say("a softmax over a row whose scores are all masked averages every value: give that row's "
                   "weights 0")] = _attend(q, kk, vv, allowed, zeroed=False)
-    ones = torch.ones(T, T_k, dtype=torch.bool, device=q.device)
     if mask is None and T < T_k:
         hints[say("the triangle shifted the wrong way (tril(T - T_k)): the queries are the last T keys, so "
                   "query i sees keys 0..i + T_k - T, tril(T_k - T)")] = tuple(
@@ -77,8 +78,7 @@ def attention_hints(q: Tensor, kk: Tensor, vv: Tensor,
     if mask is None and T > 1:
         hints[say("query t also sees key t + 1, a later key (tril(T_k - T + 1)): query t sees keys 0..t, "
                   "tril(T_k - T)")] = _attend(q, kk, vv, ones.tril(T_k - T + 1))
-    scores = (q.float() @ kk.float().transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(
-        ~allowed, torch.finfo(torch.float32).min)
+    scores = _scores(q, kk, allowed)
     weights = scores.softmax(-1).masked_fill(~allowed, 0.0)
     hints[say("the attention weights returned (B×H_q×T×T_k): return them multiplied by v, weights @ v")] = \
         weights.to(q.dtype)
