@@ -126,17 +126,21 @@
   const SMOLLM2_WARM_CALLS = 32;
   const SMOLLM2_WARM_PIECE = 2;
 
-  // The warm-up (above), from the prompt `ids`; the promise of its calls and their engine time.
+  // A warm-up (above): `total` decode calls of `model` from `ids`, `piece` at a time, while `going()`;
+  // its calls and their engine time.
+  async function warmUp(engine, model, config, ids, total, piece, going) {
+    let ms = 0;
+    let calls = 0;
+    for (; WARM && going() && calls < total; calls += piece) {
+      ms += await engine.call("warm", { model, config, ids, calls: piece });
+    }
+    return { calls, seconds: ms / 1000 };
+  }
+
+  // The 05.7 model's warm-up, from the prompt `ids`, once; the promise of what it did.
   function warmTiny(config, ids) {
     if (tinyWarm === null) {
-      tinyWarm = (async () => {
-        let ms = 0;
-        let calls = 0;
-        for (; WARM && !warmStopped && calls < WARM_CALLS; calls += WARM_PIECE) {
-          ms += await getEngine().call("warm", { model: "tiny", config, ids, calls: WARM_PIECE });
-        }
-        return { calls, seconds: ms / 1000 };
-      })();
+      tinyWarm = warmUp(getEngine(), "tiny", config, ids, WARM_CALLS, WARM_PIECE, () => !warmStopped);
     }
     return tinyWarm;
   }
@@ -1212,13 +1216,8 @@
     // SmolLM2's warm-up (SMOLLM2_WARM_CALLS): greedy decode calls from the start token, whose tokens
     // nobody reads, a piece at a time, until the reader asks. Its calls and engine time.
     async warm() {
-      let ms = 0;
-      let calls = 0;
-      for (; WARM && !this.asked && calls < SMOLLM2_WARM_CALLS; calls += SMOLLM2_WARM_PIECE) {
-        ms += await this.engine.call("warm", { model: "smollm2", config: this.config, ids: [this.data.bos_token_id],
-          calls: SMOLLM2_WARM_PIECE });
-      }
-      this.warmed = { calls, seconds: ms / 1000 };
+      this.warmed = await warmUp(this.engine, "smollm2", this.config, [this.data.bos_token_id], SMOLLM2_WARM_CALLS,
+        SMOLLM2_WARM_PIECE, () => !this.asked);
       return this.warmed;
     }
 
