@@ -90,16 +90,15 @@ def _normalised(x: Tensor) -> Tensor:
 
 
 def _call_broadcasting(name: str, fn: Callable[..., Any], advice: str | Callable[[str], str | None],
-                       *args: Any, also: tuple[type[Exception], ...] = ()) -> Any:
+                       *args: Any) -> Any:
     """:func:`call_part`, with ``advice`` added when the part failed on shapes that do not
-    broadcast (a ``RuntimeError``, or one of the exceptions ``also`` names): which axis to keep or
-    add. ``advice`` may be a function of the error's text, giving the advice or None (the error as
-    it is)."""
+    broadcast (a ``RuntimeError``): which axis to keep or add. ``advice`` may be a function of the
+    error's text, giving the advice or None (the error as it is)."""
     try:
         return call_part(name, fn, *args)
     except PartError as err:
         # a ValueError only where the advice reads the error (F.cross_entropy's batch sizes, 05.6.4)
-        if isinstance(err.__cause__, (RuntimeError, *also)) or (callable(advice) and isinstance(
+        if isinstance(err.__cause__, RuntimeError) or (callable(advice) and isinstance(
                 err.__cause__, ValueError)):
             said = advice(str(err.__cause__)) if callable(advice) else advice
             if said is None:
@@ -556,7 +555,7 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         before = {"q": q.clone(), "k": k.clone(), "v": v.clone()}
         try:
             advice = _attention_advice(n_heads != n_kv, T != T_k, n_kv, T_k, masked)
-            got = _call_broadcasting(name, fn, advice, q, k, v, mask, also=(TypeError,))
+            got = _call_broadcasting(name, fn, advice, q, k, v, mask)
         except PartError:
             if n_heads != n_kv:
                 _v_left_uncopied(fn, q, k, v, mask, n_heads // n_kv)
