@@ -147,6 +147,32 @@ def test_a_message_built_in_a_generator_is_found():
                                    ("differs by {got}: {hint}", "message")]
 
 
+def test_a_message_a_helper_returns_is_found_and_the_helpers_other_strings_are_not():
+    # 05.3.3's test: raise AssertionError(raised(err, m, n)), raised() returning f-strings. What
+    # the helper returns, and a string that only flows into its returns, are messages; a
+    # pattern it searches with, and a helper called outside a message, are code.
+    cell = ('def raised(err, m):\n'
+            '    said = f"m = {m} raised {err}"\n'
+            '    if re.search("size of tensor", str(err)):\n'
+            '        return f"{said}: the tables need m + 1 rows"\n'
+            '    return said\n'
+            'def score(x):\n'
+            '    return "not a message"\n'
+            'try:\n'
+            '    got = score(0)\n'
+            'except IndexError as err:\n'
+            '    raise AssertionError(raised(err, 0)) from None\n')
+    assert code_messages(cell) == [("m = {m} raised {err}", "message"),
+                                   ("{said}: the tables need m + 1 rows", "message")]
+    words = {"m = {m} raised {err}": "m = {m} 引发了 {err}",
+             "{said}: the tables need m + 1 rows": "{said}：表需要 m + 1 行"}
+    missing: list[str] = []
+    chinese = translate_code(cell, words, missing)
+    assert missing == [] and same_code(chinese, cell)
+    assert 'return f"{said}：表需要 m + 1 行"' in chinese and '"size of tensor"' in chinese
+    assert '"not a message"' in chinese
+
+
 def test_the_labels_a_loop_only_writes_out_are_words_and_its_keys_are_not():
     # A label flows through a loop variable into a print, a figure's legend or the key a result
     # is stored under; a string that is also looked up, compared or given to a call is code.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -166,3 +167,38 @@ def test_a_space_after_a_full_width_colon_in_a_printed_line_or_a_code_text_is_re
     assert checks.output_problems(tmp_path) == [
         "outputs.po: 'gradcheck passes: True': a space after a full-width mark (colon, comma)"]
     assert checks.output_problems() == []
+
+
+def test_an_english_message_left_in_a_chinese_test_cell_is_reported(tmp_path):
+    # Beyond the catalogues: a message the extraction never took stays English in the Chinese
+    # notebook. A helper's returned words, a join's " and ", an assigned message name it; a
+    # compared error text, a prompt given to a call, a dictionary key and a name do not.
+    cell = ('def raised(err):\n'
+            '    return f"{err}: build the tables for d_h"\n'
+            'short = tok("The capital of Italy is")\n'
+            'if "size of tensor" in str(err):\n'
+            '    hint = "运行 " + f"of {n} rows"\n'
+            'words = {"one more layer": "多算了一层"}\n'
+            'assert not unrotated, " and ".join(unrotated) + f"没有旋转（{hint}）" \\\n'
+            '    + raised(err) + "logits"\n')
+    # an f-string's words without its placeholders
+    assert checks.english_messages(cell) == [": build the tables for d_h", "of   rows", " and "]
+    grader = {"grade": True, "grade_id": "ex_1_test", "solution": False}
+    notebook = {"cells": [{"cell_type": "code", "source": cell, "metadata": {"nbgrader": grader}}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "student" / "zh").mkdir(parents=True)
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "_config.yml").write_text("title: t\n", encoding="utf-8")
+    (tmp_path / "student" / "zh" / "01_x.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    found = checks.test_cell_problems(tmp_path)
+    assert len(found) == 3 and all(line.startswith("student/zh/01_x.ipynb: ex_1_test: ") for line in found)
+    # 05.3.3's helper raised() as it was, its returns English, in the real Chinese notebook
+    zh = ROOT / "student" / "zh" / "05_3_rope.ipynb"
+    (tmp_path / "student" / "zh" / "01_x.ipynb").unlink()
+    planted = zh.read_text(encoding="utf-8").replace(
+        'return f\\"{said}：按每头宽度 d_h = q.shape[0]（q 的长度）构建表\\"',
+        'return f\\"{said}: build the tables for the head width d_h = q.shape[0], the length of q\\"')
+    assert planted != zh.read_text(encoding="utf-8")
+    (tmp_path / "student" / "zh" / "05_3_rope.ipynb").write_text(planted, encoding="utf-8")
+    assert [line.split(": ")[1] for line in checks.test_cell_problems(tmp_path)] == ["ex_05_3_3_test"]
+    assert checks.test_cell_problems() == []

@@ -8,6 +8,9 @@ A message is a literal that is written out:
 - an assertion's message, a raised error's arguments, the literals a ``print`` writes, and
   the strings that only flow into those (a dictionary of hints);
 - the separator a printed list is joined with (``", ".join(names)``);
+- what a **helper of the cell returns** when the helper is only called inside those
+  (``raise AssertionError(raised(err, m, n))``: every string ``raised`` returns, and the
+  strings that only flow into its returns, are messages);
 - the **labels of a loop over a literal list** whose variable is only written out: by a
   ``print`` (as an argument or a placeholder, ``{name}`` or ``{column(name, 17)}``), as a
   figure's ``label=``, or as the key a result is stored under (``losses[name] = loss``,
@@ -114,6 +117,36 @@ def _loop_labels(nodes: list[ast.AST]) -> list[ast.AST]:
     return labels
 
 
+def _returns(function: ast.AST) -> list[ast.AST]:
+    """The values a function returns, not those of the functions defined inside it."""
+    found, todo = [], list(ast.iter_child_nodes(function))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Return) and node.value is not None:
+            found.append(node.value)
+        todo += ast.iter_child_nodes(node)
+    return found
+
+
+def _helper_returns(nodes: list[ast.AST], roots: list[ast.AST]) -> list[ast.AST]:
+    """The return values of the cell's functions that are called only inside ``roots`` (or
+    inside the returns of such a function), to a fixed point: a message built by a helper."""
+    functions = {n.name: n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    taken: list[ast.AST] = []
+    while True:
+        inside = {id(n) for c in roots + taken for n in ast.walk(c)}
+        new = []
+        for name, function in functions.items():
+            uses = [n for n in nodes if isinstance(n, ast.Name) and n.id == name]
+            if uses and all(id(u) in inside for u in uses):
+                new += [r for r in _returns(function) if id(r) not in {id(t) for t in taken}]
+        if not new:
+            return taken
+        taken += new
+
+
 def message_nodes(tree: ast.Module) -> tuple[list[ast.AST], list[ast.AST]]:
     """(docstrings, message strings) of a cell (see the module's docstring)."""
     nodes = list(ast.walk(tree))
@@ -124,6 +157,7 @@ def message_nodes(tree: ast.Module) -> tuple[list[ast.AST], list[ast.AST]]:
     roots += [n.exc for n in nodes if isinstance(n, ast.Raise) and n.exc]
     printed = [arg for n in nodes if _is_print(n) for arg in n.args
                if isinstance(arg, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.IfExp)) or _is_join(arg)]
+    roots += _helper_returns(nodes, roots + printed)
     assigns = [n for n in nodes if isinstance(n, ast.Assign)
                and all(isinstance(t, ast.Name) for t in n.targets)]
     flowing = flowing_names(nodes, roots, assigns)

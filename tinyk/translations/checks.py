@@ -1,10 +1,14 @@
 """``python -m tinyk.translations check``'s look at the catalogues themselves (the Chinese
 edition, the book's *For instructors* page): every message translated, not fuzzy, not obsolete,
 undamaged (:mod:`tinyk.translations.messages`), every term as the term base says
-(:mod:`tinyk.translations.terms`), in the pages', code texts', figures' and interface's catalogues."""
+(:mod:`tinyk.translations.terms`), in the pages', code texts', figures' and interface's catalogues;
+and, beyond the catalogues, no English message left in a Chinese student notebook's test cell
+(:func:`test_cell_problems`), whatever way of building it the extraction misses."""
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +28,8 @@ from tinyk.courseware.figure_text import FULL_WIDTH_MARKS
 from tinyk.courseware.student_markdown import STUDENT_WORDS
 from tinyk.translations.messages import code_problems, message_problems
 
-__all__ = ["blocks_problems", "figure_problems", "interface_problems", "output_problems", "problems"]
+__all__ = ["blocks_problems", "english_messages", "figure_problems", "interface_problems", "output_problems",
+           "problems", "test_cell_problems"]
 
 # a number's place in a figure or output message (tinyk.courseware.figure_text)
 _PLACE = re.compile(r"\{\d+\}")
@@ -70,7 +75,94 @@ def problems(root: Path | None = None) -> list[str]:
         if catalogue.obsolete:
             found.append(f"{name}: {len(catalogue.obsolete)} obsolete message(s): run update")
     return (found + figure_problems(root) + output_problems(root) + interface_problems(root)
-            + blocks_problems(root) + term_problems(root) + sphinx_problems(root))
+            + blocks_problems(root) + term_problems(root) + sphinx_problems(root) + test_cell_problems(root))
+
+
+_ENGLISH = re.compile(r"\b[A-Za-z]{2,}\b")
+_CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+
+
+def _literal_words(node: ast.AST) -> str | None:
+    """The words of a string literal (an f-string's, between its placeholders), or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return " ".join(v.value for v in node.values if isinstance(v, ast.Constant))
+    return None
+
+
+def english_messages(source: str) -> list[str]:
+    """The English words (a literal with a word and no Chinese, not a name: ``" and "``, not
+    ``"logits"``) of a code cell's ``source`` that
+    reaches a reader: a literal whose way up the syntax tree ends in an assertion's message, a
+    raised error, a ``print`` or a function's return, or in a value assigned to a name that one
+    of those reads. A literal that is compared, looked up with (a key, a subscript), tested or
+    given to another call is code the cell needs as it is (a prompt, an error text it matches)."""
+    tree = ast.parse(source)
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    sinks: list[ast.AST] = [n.msg for n in ast.walk(tree) if isinstance(n, ast.Assert) and n.msg]
+    sinks += [n.exc for n in ast.walk(tree) if isinstance(n, ast.Raise) and n.exc]
+    sinks += [n.value for n in ast.walk(tree) if isinstance(n, ast.Return) and n.value]
+    sinks += [a for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "print"
+              for a in n.args]
+    ends = {id(s) for s in sinks}
+
+    def reaches(node: ast.AST) -> bool:
+        while id(node) not in ends:
+            parent = parents.get(id(node))
+            if parent is None or isinstance(parent, (ast.Compare, ast.stmt)):
+                return False
+            writer = isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) \
+                and (parent.func.id == "print" or parent.func.id[:1].isupper())  # a print, an exception
+            if isinstance(parent, ast.Call) and node is not parent.func and not writer:
+                return False  # given to a call: data
+            if (isinstance(parent, ast.Subscript) and node is parent.slice) \
+                    or (isinstance(parent, ast.IfExp) and node is parent.test) \
+                    or (isinstance(parent, ast.Dict) and any(node is key for key in parent.keys)):
+                return False  # looked up with, or tested
+            node = parent
+        return True
+
+    assigns = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+               and n.value is not None]
+    names = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    shown: set[str] = set()
+    while True:  # a name a message shows as it is: what is assigned to it is a message too
+        grown = {n.id for n in names if n.id not in shown and reaches(n)}
+        if not grown:
+            break
+        shown |= grown
+        ends |= {id(a.value) for a in assigns
+                 if any(isinstance(t, ast.Name) and t.id in shown
+                        for t in getattr(a, "targets", [getattr(a, "target", None)]))}
+
+    found = []
+    for node in ast.walk(tree):
+        words = _literal_words(node)
+        if isinstance(parents.get(id(node)), ast.JoinedStr) or words is None:
+            continue  # an f-string's pieces are read as the whole
+        if _ENGLISH.search(words) and not _CJK.search(words) and not words.isidentifier() and reaches(node):
+            found.append(words)
+    return found
+
+
+def test_cell_problems(root: Path | None = None) -> list[str]:
+    """Every English message of a test cell of the Chinese student notebooks
+    (:func:`english_messages`): a message the catalogues never took is English in a Chinese
+    notebook, which the catalogues' own check cannot see."""
+    from tinyk.courseware.checkout import STUDENTS, ZH
+    from tinyk.courseware.exercises import is_test
+
+    found = []
+    for path in sorted((course_root(root) / STUDENTS / ZH).glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if not is_test(cell):
+                continue
+            name = cell["metadata"]["nbgrader"].get("grade_id", "?")
+            found += [f"{STUDENTS}/{ZH}/{path.name}: {name}: {words[:60]!r}: English in a Chinese test cell "
+                      f"(make its message one the extraction takes: tinyk.courseware.message_flow)"
+                      for words in english_messages("".join(cell["source"]))]
+    return found
 
 
 def blocks_problems(root: Path | None = None) -> list[str]:
