@@ -208,6 +208,8 @@ def dequantize_q4_1(block):
         ("05.10.1:scale", _Q4_1.format(weights="m * q + d")),
         # the minimum scaled by d too
         ("05.10.1:scale", _Q4_1.format(weights="d * (q + m)")),
+        # the scale cast to an integer: int(0.5) is 0, every weight comes out as m
+        ("05.10.1:scale-rounded", _Q4_1.format(weights="q * int(d) + m")),
         # the course's dequantisation, the one behind load_gguf
         ("05.10.1:borrowed", """
 import numpy as np
