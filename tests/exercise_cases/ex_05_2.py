@@ -588,6 +588,10 @@ MISTAKES["ex_05_2_2_solution"] += [
 MISTAKES["ex_05_2_3_solution"] += [
     ("05.2.3:identity-over-r-squared", _JACOBIAN_WITH.replace(
         "BODY", "gamma[:, None] * (torch.eye(d, dtype=x.dtype) / r**2 - torch.outer(x, x) / (d * r**3))")),
+    # LayerNorm's centring carried into the outer term: x - mean(x) where x itself belongs
+    ("05.2.3:outer-term-centred", _JACOBIAN_WITH.replace(
+        "BODY", "gamma[:, None] * (torch.eye(d, dtype=x.dtype) / r - torch.outer(x - x.mean(), x - x.mean()) "
+        "/ (d * r**3))")),
 ]
 MISTAKES["ex_05_2_1_solution"] += [
     # r rounded to 4 decimals: told only the generic recipe
