@@ -40,7 +40,8 @@ also fails on a message that renders a term of the term base (``locale/zh_CN/ter
 :mod:`tinyk.translations.terms`) another way, naming the catalogue, the message and the term.
 
 The package, one job a module: :mod:`~tinyk.translations.messages` (what one translated
-message must keep), :mod:`~tinyk.translations.checks` (every catalogue's messages checked),
+message must keep), :mod:`~tinyk.translations.checks` (every catalogue's messages checked, and no English
+message left in a Chinese notebook's test cell),
 :mod:`~tinyk.translations.updates` (the catalogues merged with the English, and a stale one
 found), :mod:`~tinyk.translations.builds` (the Sphinx runs: extraction, the Chinese site),
 :mod:`~tinyk.translations.outputs` (printed output translated, its messages found),

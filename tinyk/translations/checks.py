@@ -160,7 +160,7 @@ def test_cell_problems(root: Path | None = None) -> list[str]:
                 continue
             name = cell["metadata"]["nbgrader"].get("grade_id", "?")
             found += [f"{STUDENTS}/{ZH}/{path.name}: {name}: {words[:60]!r}: English in a Chinese test cell "
-                      f"(make its message one the extraction takes: tinyk.courseware.message_flow)"
+                      f"(a message tinyk.courseware.message_flow misses, or one left untranslated)"
                       for words in english_messages("".join(cell["source"]))]
     return found
 
