@@ -235,6 +235,9 @@ CASES = [
      "each sum adds a normalised copy (x = attention_norm(x), then x = x + attention(x), and the same with "
      "ffn_norm): the residuals carry x and h themselves, h = x + attention(attention_norm(x)), then "
      "h + feed_forward(ffn_norm(h))"),
+    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:view-of-slice", "shifted_loss",
+     "a slice such as logits[:, :-1] is not contiguous, so .view fails on it: use .reshape, or "
+     ".contiguous().view(...)"),
 ]
 
 # A mistake's later wrong answer, which check_parts names too: (answers, mistake id, which of its

@@ -819,7 +819,11 @@ def _loss_in_float32(got: object) -> object:
 
 
 def _loss_advice(error: str) -> str | None:
-    """05.6.4's advice for a ``RuntimeError``: B×(T-1)×V logits given to F.cross_entropy as they are."""
+    """05.6.4's advice for a ``RuntimeError``: B×(T-1)×V logits given to F.cross_entropy as they are,
+    or ``.view`` on the slice logits[:, :-1] (not contiguous)."""
+    if "view size is not compatible" in error:
+        return say("a slice such as logits[:, :-1] is not contiguous, so .view fails on it: use .reshape, or "
+                   ".contiguous().view(...)")
     if "Expected target size" in error:
         return say("F.cross_entropy takes the classes on dim 1, so flatten B×(T-1)×V logits to (B·(T-1))×V "
                    "and the labels to B·(T-1)")
