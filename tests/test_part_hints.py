@@ -24,6 +24,12 @@ CASES = [
      "k @ q.transpose(-2, -1) is their transpose"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:v-not-copied", "gqa_attention",
      "k was copied for the groups and v was not: copy v the same way, v.repeat_interleave(n_rep, dim=1)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:k-not-copied", "gqa_attention",
+     "v was copied for the groups and k was not, so k still has H_kv heads: copy k the same way, "
+     "k.repeat_interleave(n_rep, dim=1)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:kv-not-copied", "gqa_attention",
+     "neither k nor v was copied for the groups, so both still have H_kv heads: copy each n_rep = "
+     "H_q // H_kv times, k.repeat_interleave(n_rep, dim=1) and v.repeat_interleave(n_rep, dim=1)"),
     # 05.2.2 and 05.3.2 after a learner's pass: the exercise's own diagnosis in check_parts too
     (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:variance", "RMSNorm",
      "x over its standard deviation (x.var or x.std): the variance takes the mean out first; "

@@ -310,7 +310,8 @@ def swiglu_width(dim, multiple_of):
     # rounding: the visible test names each.
     ("05.5.1:fixed-number", _width(rounded="256 * ((m + 255) // 256)")),
     ("05.5.1:fixed-number", _width(rounded="-(-m // 8) * 8")),
-    ("05.5.1:arguments-swapped", _width(m="int(8 * multiple_of / 3)", rounded="dim * ((m + dim - 1) // dim)")),
+    ("05.5.1:arguments-swapped", _width(m="int(8 * multiple_of / 3)",
+                                        rounded="dim * ((m + dim - 1) // dim)")),
     ("05.5.1:rounding-swapped", _width(rounded="m * ((multiple_of + m - 1) // m)")),
 ]
 MISTAKES["ex_05_5_2_solution"] += [

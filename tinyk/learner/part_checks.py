@@ -623,14 +623,29 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
 def _v_left_uncopied(fn: Callable[..., Any], q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
                      n_rep: int) -> None:
     """Raise :class:`PartError` when attention that failed on H_kv < H_q runs once given v's copies
-    already made: it copied k for the groups and not v."""
-    try:
-        ran = tuple(fn(q, k, v.repeat_interleave(n_rep, dim=1), mask).shape) == tuple(q.shape)
-    except Exception:  # a probe: any failure means this is not the cause
-        ran = False
-    if ran:
+    already made: it copied k for the groups and not v. One K/V head broadcasts over the query heads,
+    so an answer right with one K/V head copied v and not k, or neither: given v with H_q heads already,
+    one that copies v makes n_rep times too many and fails, one that copies neither runs."""
+    def gives(k_given: Tensor, v_given: Tensor, expected: Tensor | None = None) -> bool:
+        try:
+            out = fn(q, k_given, v_given, mask)
+        except Exception:  # a probe: any failure means this is not the cause
+            return False
+        return isinstance(out, Tensor) and tuple(out.shape) == tuple(q.shape) and (
+            expected is None or torch.allclose(out.float(), expected.float(), atol=1e-4))
+
+    copied_v = v.repeat_interleave(n_rep, dim=1)
+    if gives(k, copied_v):
         raise PartError("gqa_attention", say("k was copied for the groups and v was not: copy v the same "
                                              "way, v.repeat_interleave(n_rep, dim=1)"))
+    one_k, one_v = k[:, :1], v[:, :1]
+    if gives(one_k, one_v, reference_gqa_attention(q, one_k, one_v, mask)):
+        if gives(one_k, copied_v):
+            raise PartError("gqa_attention", say(
+                "neither k nor v was copied for the groups, so both still have H_kv heads: copy each n_rep = "
+                "H_q // H_kv times, k.repeat_interleave(n_rep, dim=1) and v.repeat_interleave(n_rep, dim=1)"))
+        raise PartError("gqa_attention", say("v was copied for the groups and k was not, so k still has H_kv "
+                                             "heads: copy k the same way, k.repeat_interleave(n_rep, dim=1)"))
 
 
 def _check_swiglu(cls: Any, g: torch.Generator) -> None:
