@@ -558,7 +558,7 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
             got = _call_broadcasting(name, fn, advice, q, k, v, mask)
         except PartError:
             if n_heads != n_kv:
-                _v_left_uncopied(fn, q, k, v, mask, n_heads // n_kv)
+                _kv_left_uncopied(fn, q, k, v, mask, n_heads // n_kv)
             raise
         _left_alone(name, say("compute new tensors (q / math.sqrt(d_h), never q /= ... or q.div_(...)): the "
                               "caller still needs q, k and v"), **{key: (now, before[key]) for key, now in
@@ -620,7 +620,7 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         compare(name, got_t, expected, what, atol=1e-5 if dtype == torch.float32 else 2e-2, hints=hints)
 
 
-def _v_left_uncopied(fn: Callable[..., Any], q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
+def _kv_left_uncopied(fn: Callable[..., Any], q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
                      n_rep: int) -> None:
     """Raise :class:`PartError` when attention that failed on H_kv < H_q runs once given v's copies
     already made: it copied k for the groups and not v. One K/V head broadcasts over the query heads,
