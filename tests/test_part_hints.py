@@ -24,6 +24,12 @@ CASES = [
      "k @ q.transpose(-2, -1) is their transpose"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:v-not-copied", "gqa_attention",
      "k was copied for the groups and v was not: copy v the same way, v.repeat_interleave(n_rep, dim=1)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:k-not-copied", "gqa_attention",
+     "v was copied for the groups and k was not, so k still has H_kv heads: copy k the same way, "
+     "k.repeat_interleave(n_rep, dim=1)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:kv-not-copied", "gqa_attention",
+     "neither k nor v was copied for the groups, so both still have H_kv heads: copy each n_rep = "
+     "H_q // H_kv times, k.repeat_interleave(n_rep, dim=1) and v.repeat_interleave(n_rep, dim=1)"),
     # 05.2.2 and 05.3.2 after a learner's pass: the exercise's own diagnosis in check_parts too
     (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:variance", "RMSNorm",
      "x over its standard deviation (x.var or x.std): the variance takes the mean out first; "
@@ -227,6 +233,26 @@ CASES = [
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:mask-truth-value", "gqa_attention",
      "a tensor was used as a truth value (if mask:, not mask, and, or); to ask whether an argument was "
      "given, write if mask is None:, and combine masks with & and |"),
+    # 05.5.3 after a learner's pass: the residual overwritten, and both sums adding a normalised copy
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:first-residual-missing", "decoder_block",
+     "ffn_norm reads attention(attention_norm(x)) without x: the first half's residual is missing "
+     "(h = attention(...) overwrote x), h = x + attention(attention_norm(x))"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:normalised-copy-added", "decoder_block",
+     "each sum adds a normalised copy (x = attention_norm(x), then x = x + attention(x), and the same with "
+     "ffn_norm): the residuals carry x and h themselves, h = x + attention(attention_norm(x)), then "
+     "h + feed_forward(ffn_norm(h))"),
+    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:view-of-slice", "shifted_loss",
+     "a slice such as logits[:, :-1] is not contiguous, so .view fails on it: use .reshape, or "
+     ".contiguous().view(...)"),
+]
+
+# A mistake's later wrong answer, which check_parts names too: (answers, mistake id, which of its
+# answers (0 = the first), part, the hint).
+LATER_CASES = [
+    # the causal triangle built as booleans and added to the scores when no mask is given
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:bool-mask-added", 1, "gqa_attention",
+     "the boolean mask added to the scores (True counts 1, False 0), as if it were an additive float mask: "
+     "fill the scores where it is False, scores.masked_fill(~mask, ...)"),
 ]
 
 # k.T on a 4-D tensor: named from the sizes that do not line up, which the message gives.
@@ -248,8 +274,8 @@ def test_k_dot_t_on_a_4d_tensor_is_named_not_a_hard_coded_size(monkeypatch, lang
     assert (say(KT_HINT, a=4, b=6) == KT_HINT.format(a=4, b=6)) == (language == "en")
 
 
-def _part(cases: list[tuple[str, str]], mistake_id: str, name: str) -> object:
-    source = next(src for found, src in cases if found == mistake_id)
+def _part(cases: list[tuple[str, str]], mistake_id: str, name: str, nth: int = 0) -> object:
+    source = [src for found, src in cases if found == mistake_id][nth]
     namespace: dict = {}
     exec(compile(source, "<wrong answer>", "exec"), namespace)
     return namespace[name]
@@ -266,6 +292,19 @@ def test_a_wrong_part_fails_the_check_with_its_mistakes_hint(monkeypatch, langua
     assert caught.value.part == name
     assert say(hint) in str(caught.value)
     assert (say(hint) == hint) == (language == "en")  # the Chinese hint is another text
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+@pytest.mark.parametrize("cases,mistake_id,nth,name,hint", LATER_CASES, ids=[c[1] for c in LATER_CASES])
+def test_a_later_wrong_part_fails_the_check_with_its_mistakes_hint(monkeypatch, language, cases, mistake_id,
+                                                                   nth, name, hint):
+    part = _part(cases, mistake_id, name, nth)
+    monkeypatch.setenv("TINYK_LANGUAGE", language)
+    with pytest.raises(PartError) as caught:
+        check_parts({name: part})
+    assert caught.value.part == name
+    assert say(hint) in str(caught.value)
+    assert (say(hint) == hint) == (language == "en")
 
 
 @pytest.mark.parametrize("language", ["en", "zh_CN"])

@@ -558,7 +558,7 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
             got = _call_broadcasting(name, fn, advice, q, k, v, mask)
         except PartError:
             if n_heads != n_kv:
-                _v_left_uncopied(fn, q, k, v, mask, n_heads // n_kv)
+                _kv_left_uncopied(fn, q, k, v, mask, n_heads // n_kv)
             raise
         _left_alone(name, say("compute new tensors (q / math.sqrt(d_h), never q /= ... or q.div_(...)): the "
                               "caller still needs q, k and v"), **{key: (now, before[key]) for key, now in
@@ -620,17 +620,32 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         compare(name, got_t, expected, what, atol=1e-5 if dtype == torch.float32 else 2e-2, hints=hints)
 
 
-def _v_left_uncopied(fn: Callable[..., Any], q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
+def _kv_left_uncopied(fn: Callable[..., Any], q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
                      n_rep: int) -> None:
     """Raise :class:`PartError` when attention that failed on H_kv < H_q runs once given v's copies
-    already made: it copied k for the groups and not v."""
-    try:
-        ran = tuple(fn(q, k, v.repeat_interleave(n_rep, dim=1), mask).shape) == tuple(q.shape)
-    except Exception:  # a probe: any failure means this is not the cause
-        ran = False
-    if ran:
+    already made: it copied k for the groups and not v. One K/V head broadcasts over the query heads,
+    so an answer right with one K/V head copied v and not k, or neither: given v with H_q heads already,
+    one that copies v makes n_rep times too many and fails, one that copies neither runs."""
+    def gives(k_given: Tensor, v_given: Tensor, expected: Tensor | None = None) -> bool:
+        try:
+            out = fn(q, k_given, v_given, mask)
+        except Exception:  # a probe: any failure means this is not the cause
+            return False
+        return isinstance(out, Tensor) and tuple(out.shape) == tuple(q.shape) and (
+            expected is None or torch.allclose(out.float(), expected.float(), atol=1e-4))
+
+    copied_v = v.repeat_interleave(n_rep, dim=1)
+    if gives(k, copied_v):
         raise PartError("gqa_attention", say("k was copied for the groups and v was not: copy v the same "
                                              "way, v.repeat_interleave(n_rep, dim=1)"))
+    one_k, one_v = k[:, :1], v[:, :1]
+    if gives(one_k, one_v, reference_gqa_attention(q, one_k, one_v, mask)):
+        if gives(one_k, copied_v):
+            raise PartError("gqa_attention", say(
+                "neither k nor v was copied for the groups, so both still have H_kv heads: copy each n_rep = "
+                "H_q // H_kv times, k.repeat_interleave(n_rep, dim=1) and v.repeat_interleave(n_rep, dim=1)"))
+        raise PartError("gqa_attention", say("v was copied for the groups and k was not, so k still has H_kv "
+                                             "heads: copy k the same way, k.repeat_interleave(n_rep, dim=1)"))
 
 
 def _check_swiglu(cls: Any, g: torch.Generator) -> None:
@@ -819,7 +834,11 @@ def _loss_in_float32(got: object) -> object:
 
 
 def _loss_advice(error: str) -> str | None:
-    """05.6.4's advice for a ``RuntimeError``: B×(T-1)×V logits given to F.cross_entropy as they are."""
+    """05.6.4's advice for a ``RuntimeError``: B×(T-1)×V logits given to F.cross_entropy as they are,
+    or ``.view`` on the slice logits[:, :-1] (not contiguous)."""
+    if "view size is not compatible" in error:
+        return say("a slice such as logits[:, :-1] is not contiguous, so .view fails on it: use .reshape, or "
+                   ".contiguous().view(...)")
     if "Expected target size" in error:
         return say("F.cross_entropy takes the classes on dim 1, so flatten B×(T-1)×V logits to (B·(T-1))×V "
                    "and the labels to B·(T-1)")
