@@ -800,13 +800,35 @@ def _check_token_positions(fn: Callable[..., Any], g: torch.Generator) -> None:
                 hints={**positions_hints(valid), from_first: torch.arange(valid.shape[1]) - first_real})
 
 
+def _mask_kind(got: object) -> str | None:
+    """05.6.3: what a mask that is no boolean tensor holds (0s and 1s as integers or floats, or an
+    additive float mask), or None for a boolean tensor or no tensor."""
+    if not isinstance(got, Tensor) or got.dtype == torch.bool:
+        return None
+    if not got.is_floating_point():
+        return say("0s and 1s as integers: keep the comparisons' booleans (no .long() or .int())")
+    if bool(((got == 0) | (got == 1)).all()):
+        return say("a 0/1 float mask (a float triangle times valid): keep the triangle boolean "
+                   "(dtype=torch.bool) and combine with &, causal & valid")
+    return say("an additive float mask")
+
+
 def _check_causal_padding_mask(fn: Callable[..., Any], g: torch.Generator) -> None:
     valid = _random_valid(g)
     for query_len in (valid.shape[1], 3, 1):
         expected = padding_to_attention(valid, query_len)
+        before = valid.clone()
         got = _call_broadcasting("causal_padding_mask", fn, say(
             "valid is B×T_k, line it up as B×1×1×T_k, valid[:, None, None, :], to combine it with the T×T_k "
             "triangle"), valid, query_len)
+        _left_alone("causal_padding_mask", say(
+            "build new tensors, valid[:, None, None, :], never valid.unsqueeze_(...), valid.fill_(...) or "
+            "valid[...] = ...: the caller still needs valid"), valid=(valid, before))
+        kind = _mask_kind(got)
+        if kind is not None:
+            raise PartError("causal_padding_mask", say(
+                "return a boolean tensor (True = may attend), not {kind}: got {dtype}", kind=kind,
+                dtype=got.dtype))
         compare("causal_padding_mask", got, expected,
                 say("mask for valid = {valid}, query_len={query_len}", valid=valid.long().tolist(),
                     query_len=query_len),

@@ -196,8 +196,11 @@ def positions_hints(valid: Tensor) -> dict[str, Tensor]:
                 "number of padding tokens"): (torch.arange(valid.shape[1]) - (~valid).sum(-1, keepdim=True))
             .clamp(min=0),
             say("the padding counted (the running count of ~valid): count the real tokens, "
-                "valid.long().cumsum(-1)"): ((~valid).long().cumsum(-1) - 1).clamp(min=0),
+                "valid.long().cumsum(-1)"): (((~valid).long().cumsum(-1) - 1).clamp(min=0),
+                                             (~valid).long().cumsum(-1)),
             say("abs() turns the padding's -1 into 1: raise it to 0, clamp(min=0)"): (running - 1).abs(),
+            say("clamp(max=0) caps every position at 0 and keeps the padding's -1: raise the -1 to 0, "
+                "clamp(min=0)"): (running - 1).clamp(max=0),
             say("cumsum - valid moves the padding after the real tokens on by one: the running count minus "
                 "1, raised to 0"): running - valid.long(),
             say("the running count ran on from row to row (a cumsum over the flattened batch): count along "
@@ -215,6 +218,12 @@ def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
     ones = torch.ones(query_len, T_k, dtype=torch.bool)
     causal = ones.tril(T_k - query_len)[None, None]
     keys, queries = valid[:, None, None, :], valid[:, None, -query_len:, None]
+    new_keys = valid.clone()
+    new_keys[:, :T_k - query_len] = True  # the padding of the cached keys ignored
+    cached = {} if query_len == T_k else {
+        say("the padding among the cached keys ignored (valid applied to the last T keys only): a padding "
+            "key is blocked wherever it is, cached or new; combine the whole valid, valid[:, None, None, :]"):
+        causal & new_keys[:, None, None, :]}
     return {say("a causal triangle aligned to the FIRST query_len keys; the queries are the LAST query_len "
                 "keys: tril(T_k - T)"): ones.tril()[None, None] & keys,
             say("the padding is forgotten: a padding key is blocked for every query"):
@@ -246,7 +255,7 @@ def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
             say("the causal triangle alone, the padding is forgotten: combine it with valid, "
                 "causal[None, None] & valid[:, None, None, :], one mask per row"): causal,
             say("valid inverted (~valid): True in valid marks a real token, the keys that may be seen"):
-            causal & ~keys}
+            causal & ~keys, **cached}
 
 
 def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
@@ -277,6 +286,10 @@ def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
             say("labels.roll(-1) wraps labels[:, 0] round to the last position, which predicts nothing: drop "
                 "that position, logits[:, :-1] against labels[:, 1:]"):
             F.cross_entropy(logits.reshape(-1, V), labels.roll(-1, 1).reshape(-1)),
+            say("the targets labels[:, 1:] padded with 0, a real class, so the last position, which "
+                "predicts nothing, is scored against class 0: cut the logits too, logits[:, :-1] against "
+                "labels[:, 1:] (or pad with ignore_index)"):
+            F.cross_entropy(logits.reshape(-1, V), F.pad(labels[:, 1:], (0, 1)).reshape(-1)),
             say("logits[:, 1:] against labels[:, 1:]: each position is scored on its own token, not the "
                 "next; the logits lose their last position, logits[:, :-1]"):
             F.cross_entropy(logits[:, 1:].reshape(-1, V), labels[:, 1:].reshape(-1)),
