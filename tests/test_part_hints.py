@@ -256,6 +256,19 @@ CASES += [
      "clamp(max=0) caps every position at 0 and keeps the padding's -1: raise the -1 to 0, clamp(min=0)"),
 ]
 
+# 05.4.3 from the same pass: the copies reshaped to H_kv² heads, repeat_interleave without dim=, B×H×T×d_h
+CASES += [
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:reshape-heads-squared", "repeat_kv",
+     "the reshape asked for another number of heads than the copies hold (H_kv², or a fixed number): the new "
+     "head count is H_kv·n_rep, B×T×(H_kv·n_rep)×d_h"),
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:flattened", "repeat_kv",
+     "repeat_interleave without dim= flattens x first: copy along the head axis, x.repeat_interleave(n_rep, "
+     "dim=2)"),
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:heads-before-positions", "repeat_kv",
+     "the heads before the positions (B×H×T×d_h): repeat_kv keeps x's order, B×T×H×d_h, with the heads on "
+     "dim=2 (transpose back)"),
+]
+
 # k.T on a 4-D tensor: named from the sizes that do not line up, which the message gives.
 KT_HINT = ("k's axes came out of order: the batch axes of q @ k do not line up (H_q = {a} against T_k = "
            "{b}); swap its last two axes only, k.transpose(-2, -1) or k.mT (k.T on a 4-D tensor reverses all "

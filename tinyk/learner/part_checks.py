@@ -520,7 +520,12 @@ def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
                        x[:, :, :, None, :].expand(*x.shape[:3], n_rep, x.shape[3]),
                        say("the new axis after d_h (x[..., None]), which interleaves each head's coordinates "
                            "with their copies: put it between the heads and d_h, x[:, :, :, None, :]"):
-                       x.repeat_interleave(n_rep, -1).reshape(repeat_kv(x, n_rep).shape)})
+                       x.repeat_interleave(n_rep, -1).reshape(repeat_kv(x, n_rep).shape),
+                       say("repeat_interleave without dim= flattens x first: copy along the head axis, "
+                           "x.repeat_interleave(n_rep, dim=2)"): x.repeat_interleave(n_rep),
+                       say("the heads before the positions (B×H×T×d_h): repeat_kv keeps x's order, "
+                           "B×T×H×d_h, with the heads on dim=2 (transpose back)"):
+                       repeat_kv(x, n_rep).transpose(1, 2)})
 
 
 def _copies_advice(error: str) -> str | None:
@@ -531,6 +536,9 @@ def _copies_advice(error: str) -> str | None:
     if "expanded size" in error:
         return say("expand grows only axes of size 1: add one for the copies, x[:, :, :, None, :], "
                    "expand it, then reshape")
+    if "is invalid for input of size" in error:
+        return say("the reshape asked for another number of heads than the copies hold (H_kv², or a fixed "
+                   "number): the new head count is H_kv·n_rep, B×T×(H_kv·n_rep)×d_h")
     return None
 
 
