@@ -256,8 +256,11 @@ CASES += [
      "clamp(max=0) caps every position at 0 and keeps the padding's -1: raise the -1 to 0, clamp(min=0)"),
 ]
 
-# 05.4.3 from the same pass: the copies reshaped to H_kv² heads, repeat_interleave without dim=, B×H×T×d_h
+# 05.4.3 and 05.5.2 from the same pass: the copies reshaped to H_kv² heads, repeat_interleave without dim=,
+# B×H×T×d_h; Mish instead of SiLU
 CASES += [
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:mish", "SwiGLU",
+     "F.mish instead of F.silu (Mish is x·tanh(softplus(x)); the gate is SiLU, x·sigmoid(x))"),
     (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:reshape-heads-squared", "repeat_kv",
      "the reshape asked for another number of heads than the copies hold (H_kv², or a fixed number): the new "
      "head count is H_kv·n_rep, B×T×(H_kv·n_rep)×d_h"),

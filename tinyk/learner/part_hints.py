@@ -119,6 +119,8 @@ def swiglu_hints(ref: nn.Module, x: Tensor) -> dict[str, Tensor]:
             say("F.gelu(approximate='tanh') instead of F.silu"):
             w2(F.gelu(w1(x), approximate="tanh") * w3(x)),
             say("torch.sigmoid instead of F.silu"): w2(torch.sigmoid(w1(x)) * w3(x)),
+            say("F.mish instead of F.silu (Mish is x·tanh(softplus(x)); the gate is SiLU, x·sigmoid(x))"):
+            w2(F.mish(w1(x)) * w3(x)),
             say("no up branch: the product with w3(x) is missing"): w2(F.silu(w1(x))),
             say("F.silu on both branches; only the gate w1(x) goes through F.silu"):
             w2(F.silu(w1(x)) * F.silu(w3(x))),
