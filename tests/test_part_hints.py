@@ -403,6 +403,19 @@ def test_shifted_loss_writing_into_its_labels_is_named_without_a_wrong_cause(mon
     assert "likely cause" not in str(caught.value)
 
 
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_a_python_float_zero_loss_is_named(monkeypatch, language):
+    part = _part(ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:float-zero", "shifted_loss")
+    monkeypatch.setenv("TINYK_LANGUAGE", language)
+    with pytest.raises(PartError) as caught:
+        check_parts(shifted_loss=part)
+    template = ("nothing counted: the loss is still a 0-d tensor, torch.tensor(0.0) (training calls "
+                ".backward() on it), not the Python {kind} {got!r}: divide the sum by the count raised to 1, "
+                "count.clamp(min=1)")
+    assert say(template, kind="float", got=0.0) in str(caught.value), str(caught.value)
+    assert ("Python float 0.0" in str(caught.value)) == (language == "en")
+
+
 def test_the_mask_check_accepts_the_learners_right_masks():
     """A single query answered with valid alone, and valid lined up before the triangle."""
     def one_query_alone(valid, query_len):

@@ -886,7 +886,14 @@ def _check_shifted_loss(fn: Callable[..., Any], g: torch.Generator) -> None:
                    F.cross_entropy(logits[:, :-1].reshape(-1, 7), pad[:, 1:].reshape(-1), ignore_index=0,
                                    reduction="sum") / (pad[:, 1:] != -100).sum()})
     nothing = torch.full((2, 5), -100)
-    compare("shifted_loss", _loss_in_float32(call_part("shifted_loss", fn, logits, nothing)),
+    got = call_part("shifted_loss", fn, logits, nothing)
+    if isinstance(got, int | float):
+        raise PartError("shifted_loss", say(
+            "nothing counted: the loss is still a 0-d tensor, torch.tensor(0.0) (training calls .backward() "
+            "on it), not the Python {kind} {got!r}: divide the sum by the count raised to 1, "
+            "count.clamp(min=1)",
+            kind=type(got).__name__, got=got))
+    compare("shifted_loss", _loss_in_float32(got),
             causal_lm_loss(logits, nothing),
             say("loss when no target is counted (must be 0.0, not NaN)"))
 
