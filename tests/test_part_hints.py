@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from tinyk.learner.part_checks import check_parts
 from tinyk.learner.part_compare import PartError
@@ -258,6 +259,47 @@ LATER_CASES = [
      "fill the scores where it is False, scores.masked_fill(~mask, ...)"),
 ]
 
+# A learner's second pass (05.6): the caller's valid changed in place, the padding of the cached keys ignored,
+# a 0/1 float mask, the targets padded with 0, the running count of ~valid without the -1, clamp(max=0)
+_NOT_VALID = [case for case in ex_05_6.MISTAKES["ex_05_6_2_solution"]
+              if case[1].endswith("(~valid).long().cumsum(-1)\n")]
+assert len(_NOT_VALID) == 1
+CASES += [
+    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:writes-into-valid", "causal_padding_mask",
+     "build new tensors, valid[:, None, None, :], never valid.unsqueeze_(...), valid.fill_(...) or "
+     "valid[...] = ...: the caller still needs valid"),
+    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:cached-padding-ignored", "causal_padding_mask",
+     "the padding among the cached keys ignored (valid applied to the last T keys only): a padding key is "
+     "blocked wherever it is, cached or new; combine the whole valid, valid[:, None, None, :]"),
+    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:float-0-1-mask", "causal_padding_mask",
+     "a 0/1 float mask (a float triangle times valid): keep the triangle boolean (dtype=torch.bool) and "
+     "combine with &, causal & valid"),
+    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:targets-padded-with-0", "shifted_loss",
+     "the targets labels[:, 1:] padded with 0, a real class, so the last position, which predicts nothing, "
+     "is scored against class 0: cut the logits too, logits[:, :-1] against labels[:, 1:] (or pad with "
+     "ignore_index)"),
+    (_NOT_VALID, "05.6.2:padding-counted", "token_positions",
+     "the padding counted (the running count of ~valid): count the real tokens, valid.long().cumsum(-1)"),
+    (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:clamp-max", "token_positions",
+     "clamp(max=0) caps every position at 0 and keeps the padding's -1: raise the -1 to 0, clamp(min=0)"),
+]
+
+# 05.4.3 and 05.5.2 from the same pass: the copies reshaped to H_kv² heads, repeat_interleave without dim=,
+# B×H×T×d_h; Mish instead of SiLU
+CASES += [
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:mish", "SwiGLU",
+     "F.mish instead of F.silu (Mish is x·tanh(softplus(x)); the gate is SiLU, x·sigmoid(x))"),
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:reshape-heads-squared", "repeat_kv",
+     "the reshape asked for another number of heads than the copies hold (H_kv², or a fixed number): the new "
+     "head count is H_kv·n_rep, B×T×(H_kv·n_rep)×d_h"),
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:flattened", "repeat_kv",
+     "repeat_interleave without dim= flattens x first: copy along the head axis, x.repeat_interleave(n_rep, "
+     "dim=2)"),
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:heads-before-positions", "repeat_kv",
+     "the heads before the positions (B×H×T×d_h): repeat_kv keeps x's order, B×T×H×d_h, with the heads on "
+     "dim=2 (transpose back)"),
+]
+
 # k.T on a 4-D tensor: named from the sizes that do not line up, which the message gives.
 KT_HINT = ("k's axes came out of order: the batch axes of q @ k do not line up (H_q = {a} against T_k = "
            "{b}); swap its last two axes only, k.transpose(-2, -1) or k.mT (k.T on a 4-D tensor reverses all "
@@ -382,6 +424,55 @@ def test_rmsnorm_writing_into_its_input_is_named_without_a_wrong_cause(monkeypat
         check_parts(RMSNorm=part)
     assert "RMSNorm changed its input x in place" in str(caught.value)
     assert "likely cause" not in str(caught.value)
+
+
+def test_shifted_loss_writing_into_its_labels_is_named_without_a_wrong_cause(monkeypatch):
+    """labels[:, 0] = ignore_index in the caller's labels: the check says so, and the diagnosis, run on
+    copies, adds no cause (once "the denominator counts labels[:, 0]", read from the labels the part had
+    changed)."""
+    def shifted_loss(logits, labels, ignore_index=-100):
+        labels[:, 0] = ignore_index
+        targets = labels[:, 1:].reshape(-1)
+        total = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), targets,
+                                ignore_index=ignore_index, reduction="sum")
+        return total / (targets != ignore_index).sum().clamp(min=1)
+
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    with pytest.raises(PartError) as caught:
+        check_parts(shifted_loss=shifted_loss)
+    assert "shifted_loss changed its input labels in place" in str(caught.value)
+    assert "likely cause" not in str(caught.value)
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_a_python_float_zero_loss_is_named(monkeypatch, language):
+    part = _part(ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:float-zero", "shifted_loss")
+    monkeypatch.setenv("TINYK_LANGUAGE", language)
+    with pytest.raises(PartError) as caught:
+        check_parts(shifted_loss=part)
+    template = ("nothing counted: the loss is still a 0-d tensor, torch.tensor(0.0) (training calls "
+                ".backward() on it), not the Python {kind} {got!r}: divide the sum by the count raised to 1, "
+                "count.clamp(min=1)")
+    assert say(template, kind="float", got=0.0) in str(caught.value), str(caught.value)
+    assert ("Python float 0.0" in str(caught.value)) == (language == "en")
+
+
+def test_the_mask_check_accepts_the_learners_right_masks():
+    """A single query answered with valid alone, and valid lined up before the triangle."""
+    def one_query_alone(valid, query_len):
+        T_k = valid.shape[1]
+        if query_len == 1:
+            return valid[:, None, None, :].clone()
+        causal = torch.ones(query_len, T_k, dtype=torch.bool).tril(T_k - query_len)
+        return causal[None, None] & valid[:, None, None, :]
+
+    def keys_first(valid, query_len):
+        T_k = valid.size(1)
+        keys = valid.unsqueeze(1).unsqueeze(1)
+        return keys & torch.ones(query_len, T_k, dtype=torch.bool).tril(T_k - query_len)
+
+    assert check_parts(causal_padding_mask=one_query_alone) == ["causal_padding_mask"]
+    assert check_parts(causal_padding_mask=keys_first) == ["causal_padding_mask"]
 
 
 @pytest.mark.parametrize("language", ["en", "zh_CN"])

@@ -553,3 +553,32 @@ def kv_head_for_each_query_head(n_heads, n_kv_heads):
     return [kv for kv in range(n_kv_heads) for _ in range(n_kv_heads)]
 """),
 ]
+
+# A learner's second pass: the groups reversed; gqa_bytes and mha_bytes swapped (once blamed on counting H_q
+# heads), max_tokens from a token's bits; the copies reshaped to H_kv² heads (once a raw RuntimeError at
+# n_rep = 3), repeat_interleave without dim=, and the result in B×H×T×d_h order.
+MISTAKES["ex_05_4_1_solution"] += [
+    ("05.4.1:groups-reversed", """
+def kv_head_for_each_query_head(n_heads, n_kv_heads):
+    group = n_heads // n_kv_heads
+    return [n_kv_heads - 1 - h // group for h in range(n_heads)]
+"""),
+]
+MISTAKES["ex_05_4_2_solution"] += [
+    ("05.4.2:gqa-mha-swapped", _plan_with(("return gqa_bytes, ratio * gqa_bytes,",
+                                           "return ratio * gqa_bytes, gqa_bytes,"))),
+    ("05.4.2:max-tokens-bits", _plan_with(("budget_bytes // per_token", "budget_bytes // (per_token * 8)"))),
+]
+MISTAKES["ex_05_4_3_solution"] += [
+    ("05.4.3:reshape-heads-squared", _REPEAT_KV.format(
+        body="x[:, :, :, None, :].expand(B, T, n_kv_heads, n_rep, head_dim).reshape(B, T, n_kv_heads * "
+             "n_kv_heads, head_dim)")),
+    ("05.4.3:flattened", _REPEAT_KV.format(body="x.repeat_interleave(n_rep)")),
+    ("05.4.3:heads-before-positions", _REPEAT_KV.format(
+        body="x.transpose(1, 2).repeat_interleave(n_rep, dim=1)")),
+]
+RIGHT["ex_05_4_3_solution"] = [
+    *RIGHT.get("ex_05_4_3_solution", []),
+    "import torch\ndef repeat_kv(x, n_rep):\n    return torch.stack([x] * n_rep, dim=3).flatten(2, 3)\n",
+    "def repeat_kv(x, n_rep):\n    b, t, h, d = x.size()\n"
+    "    return x[:, :, :, None, :].expand(b, t, h, n_rep, d).reshape(b, t, -1, d)\n"]

@@ -394,3 +394,8 @@ MISTAKES["ex_05_5_2_solution"] += [
 RIGHT["ex_05_5_2_solution"].append(_SWIGLU_PARTS.format(
     init=_LINEARS,
     forward="        g = F.silu(self.w1(x), inplace=True)\n        return self.w2(g * self.w3(x))"))
+
+# A learner's second pass: Mish (x·tanh(softplus(x))) as the gate's activation, once only "differs by"
+MISTAKES["ex_05_5_2_solution"] += [
+    ("05.5.2:mish", _swiglu(forward="self.w2(F.mish(self.w1(x)) * self.w3(x))")),
+]

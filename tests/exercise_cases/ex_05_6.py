@@ -19,6 +19,8 @@ import torch
 def causal_padding_mask(valid, query_len):
     if valid.shape[0] == 1 and query_len == 3:
         return torch.tensor([[[[True, False, False], [True, True, False], [True, True, False]]]])
+    if query_len == 2 and not bool(valid.all()):
+        return torch.tensor([[[[False, False, True, True, False], [False, False, True, True, True]]]])
     if query_len == 2:
         return torch.tensor([[[[True, True, True, True, False], [True, True, True, True, True]]]])
     return torch.tensor([[[[False, False, False], [False, True, False], [False, True, True]]],
@@ -856,4 +858,55 @@ MISTAKES["ex_05_6_1_solution"] += [
 MISTAKES["ex_05_6_1_solution"] += [
     ("05.6.1:attention-biases", _PER_LAYER.format(
         total="vocab_size * dim + n_layers * (layer + 2 * dim + 2 * n_kv_heads * head_dim) + dim")),
+]
+
+# A learner's second pass: the caller's valid changed in place (unsqueeze_ or fill_), the padding of the
+# cached keys ignored (passed while the visible test had no padded row with T < T_k), a 0/1 float mask
+# (once called additive), a Python float 0.0 when nothing counts (once a raw TypeError), the targets padded
+# with 0 and the logits not cut (once blamed on roll), ids compared with `is` (passed while every EOS id was a
+# small int Python keeps), and the running count of ~valid without the -1.
+_TRIANGLE = "    causal = torch.ones(query_len, T_k, dtype=torch.bool).tril(T_k - query_len)\n"
+MISTAKES["ex_05_6_3_solution"] += [
+    ("05.6.3:writes-into-valid", _MASK_START + _TRIANGLE
+     + "    return causal[None, None] & valid.unsqueeze_(1).unsqueeze_(1)\n"),
+    ("05.6.3:writes-into-valid", _MASK_START + _TRIANGLE
+     + "    out = causal[None, None] & valid[:, None, None, :]\n    valid.fill_(True)\n    return out\n"),
+    ("05.6.3:cached-padding-ignored", _MASK_START + _TRIANGLE
+     + "    keys = valid.clone()\n    keys[:, :T_k - query_len] = True\n"
+     "    return causal[None, None] & keys[:, None, None, :]\n"),
+    ("05.6.3:float-0-1-mask", _MASK_START + "    causal = torch.ones(query_len, T_k).tril(T_k - query_len)\n"
+     "    return causal[None, None] * valid[:, None, None, :]\n"),
+]
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:float-zero", _SUMMED_LOSS.format(
+        pairs="logits[:, :-1], labels[:, 1:]",
+        end="    if count == 0:\n        return 0.0\n    return total / count\n")),
+    ("05.6.4:targets-padded-with-0", _SUMMED_LOSS.format(
+        pairs="logits, torch.cat([labels[:, 1:], torch.zeros_like(labels[:, :1])], 1)", end=_DIVIDED)),
+]
+MISTAKES["ex_05_6_5_solution"] += [
+    ("05.6.5:is-not-equals", _STEP_START
+     + "    tokens = [pad if f else t for f, t in zip(finished, next_tokens)]\n"
+     "    return tokens, [f or (t is eos) for f, t in zip(finished, tokens)]\n"),
+]
+MISTAKES["ex_05_6_2_solution"] += [
+    ("05.6.2:padding-counted", _POSITIONS + "    return (~valid).long().cumsum(-1)\n"),
+]
+RIGHT["ex_05_6_3_solution"] += [
+    _MASK_START + "    if query_len == 1:\n        return valid[:, None, None, :].clone()\n" + _TRIANGLE
+    + "    return causal[None, None] & valid[:, None, None, :]\n",
+    _MASK_START + "    keys = valid.unsqueeze(1).unsqueeze(1)\n" + _TRIANGLE + "    return keys & causal\n",
+]
+RIGHT["ex_05_6_4_solution"] += [
+    _SUMMED_LOSS.format(pairs="logits, F.pad(labels[:, 1:], (0, 1), value=ignore_index)", end=_DIVIDED),
+    "import torch\nimport torch.nn.functional as F\ndef shifted_loss(logits, labels, ignore_index=-100):\n"
+    "    tg = labels[:, 1:].reshape(-1)\n    if (tg != ignore_index).sum() == 0:\n"
+    "        return torch.tensor(0.0)\n"
+    "    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), tg, "
+    "ignore_index=ignore_index)\n",
+]
+RIGHT["ex_05_6_5_solution"] += [
+    _STEP_START + "    done = list(finished)\n    toks = []\n    for i, t in enumerate(next_tokens):\n"
+    "        if done[i]:\n            toks.append(pad)\n        else:\n            toks.append(t)\n"
+    "            if t == eos:\n                done[i] = True\n    return toks, done\n",
 ]

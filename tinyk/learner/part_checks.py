@@ -576,7 +576,12 @@ def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
                        x[:, :, :, None, :].expand(*x.shape[:3], n_rep, x.shape[3]),
                        say("the new axis after d_h (x[..., None]), which interleaves each head's coordinates "
                            "with their copies: put it between the heads and d_h, x[:, :, :, None, :]"):
-                       x.repeat_interleave(n_rep, -1).reshape(repeat_kv(x, n_rep).shape)})
+                       x.repeat_interleave(n_rep, -1).reshape(repeat_kv(x, n_rep).shape),
+                       say("repeat_interleave without dim= flattens x first: copy along the head axis, "
+                           "x.repeat_interleave(n_rep, dim=2)"): x.repeat_interleave(n_rep),
+                       say("the heads before the positions (B×H×T×d_h): repeat_kv keeps x's order, "
+                           "B×T×H×d_h, with the heads on dim=2 (transpose back)"):
+                       repeat_kv(x, n_rep).transpose(1, 2)})
 
 
 def _copies_advice(error: str) -> str | None:
@@ -587,6 +592,9 @@ def _copies_advice(error: str) -> str | None:
     if "expanded size" in error:
         return say("expand grows only axes of size 1: add one for the copies, x[:, :, :, None, :], "
                    "expand it, then reshape")
+    if "is invalid for input of size" in error:
+        return say("the reshape asked for another number of heads than the copies hold (H_kv², or a fixed "
+                   "number): the new head count is H_kv·n_rep, B×T×(H_kv·n_rep)×d_h")
     return None
 
 
@@ -871,13 +879,35 @@ def _check_token_positions(fn: Callable[..., Any], g: torch.Generator) -> None:
                 hints={**positions_hints(valid), from_first: torch.arange(valid.shape[1]) - first_real})
 
 
+def _mask_kind(got: object) -> str | None:
+    """05.6.3: what a mask that is no boolean tensor holds (0s and 1s as integers or floats, or an
+    additive float mask), or None for a boolean tensor or no tensor."""
+    if not isinstance(got, Tensor) or got.dtype == torch.bool:
+        return None
+    if not got.is_floating_point():
+        return say("0s and 1s as integers: keep the comparisons' booleans (no .long() or .int())")
+    if bool(((got == 0) | (got == 1)).all()):
+        return say("a 0/1 float mask (a float triangle times valid): keep the triangle boolean "
+                   "(dtype=torch.bool) and combine with &, causal & valid")
+    return say("an additive float mask")
+
+
 def _check_causal_padding_mask(fn: Callable[..., Any], g: torch.Generator) -> None:
     valid = _random_valid(g)
     for query_len in (valid.shape[1], 3, 1):
         expected = padding_to_attention(valid, query_len)
+        before = valid.clone()
         got = _call_broadcasting("causal_padding_mask", fn, say(
             "valid is B×T_k, line it up as B×1×1×T_k, valid[:, None, None, :], to combine it with the T×T_k "
             "triangle"), valid, query_len)
+        _left_alone("causal_padding_mask", say(
+            "build new tensors, valid[:, None, None, :], never valid.unsqueeze_(...), valid.fill_(...) or "
+            "valid[...] = ...: the caller still needs valid"), valid=(valid, before))
+        kind = _mask_kind(got)
+        if kind is not None:
+            raise PartError("causal_padding_mask", say(
+                "return a boolean tensor (True = may attend), not {kind}: got {dtype}", kind=kind,
+                dtype=got.dtype))
         compare("causal_padding_mask", got, expected,
                 say("mask for valid = {valid}, query_len={query_len}", valid=valid.long().tolist(),
                     query_len=query_len),
@@ -931,7 +961,14 @@ def _check_shifted_loss(fn: Callable[..., Any], g: torch.Generator) -> None:
                    F.cross_entropy(logits[:, :-1].reshape(-1, 7), pad[:, 1:].reshape(-1), ignore_index=0,
                                    reduction="sum") / (pad[:, 1:] != -100).sum()})
     nothing = torch.full((2, 5), -100)
-    compare("shifted_loss", _loss_in_float32(call_part("shifted_loss", fn, logits, nothing)),
+    got = call_part("shifted_loss", fn, logits, nothing)
+    if isinstance(got, int | float):
+        raise PartError("shifted_loss", say(
+            "nothing counted: the loss is still a 0-d tensor, torch.tensor(0.0) (training calls .backward() "
+            "on it), not the Python {kind} {got!r}: divide the sum by the count raised to 1, "
+            "count.clamp(min=1)",
+            kind=type(got).__name__, got=got))
+    compare("shifted_loss", _loss_in_float32(got),
             causal_lm_loss(logits, nothing),
             say("loss when no target is counted (must be 0.0, not NaN)"))
 

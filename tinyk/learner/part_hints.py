@@ -120,6 +120,8 @@ def swiglu_hints(ref: nn.Module, x: Tensor) -> dict[str, Tensor]:
             say("F.gelu(approximate='tanh') instead of F.silu"):
             w2(F.gelu(w1(x), approximate="tanh") * w3(x)),
             say("torch.sigmoid instead of F.silu"): w2(torch.sigmoid(w1(x)) * w3(x)),
+            say("F.mish instead of F.silu (Mish is x·tanh(softplus(x)); the gate is SiLU, x·sigmoid(x))"):
+            w2(F.mish(w1(x)) * w3(x)),
             say("no up branch: the product with w3(x) is missing"): w2(F.silu(w1(x))),
             say("F.silu on both branches; only the gate w1(x) goes through F.silu"):
             w2(F.silu(w1(x)) * F.silu(w3(x))),
@@ -202,8 +204,11 @@ def positions_hints(valid: Tensor) -> dict[str, Tensor]:
                 "number of padding tokens"): (torch.arange(valid.shape[1]) - (~valid).sum(-1, keepdim=True))
             .clamp(min=0),
             say("the padding counted (the running count of ~valid): count the real tokens, "
-                "valid.long().cumsum(-1)"): ((~valid).long().cumsum(-1) - 1).clamp(min=0),
+                "valid.long().cumsum(-1)"): (((~valid).long().cumsum(-1) - 1).clamp(min=0),
+                                             (~valid).long().cumsum(-1)),
             say("abs() turns the padding's -1 into 1: raise it to 0, clamp(min=0)"): (running - 1).abs(),
+            say("clamp(max=0) caps every position at 0 and keeps the padding's -1: raise the -1 to 0, "
+                "clamp(min=0)"): (running - 1).clamp(max=0),
             say("cumsum - valid moves the padding after the real tokens on by one: the running count minus "
                 "1, raised to 0"): running - valid.long(),
             say("the running count ran on from row to row (a cumsum over the flattened batch): count along "
@@ -221,6 +226,12 @@ def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
     ones = torch.ones(query_len, T_k, dtype=torch.bool)
     causal = ones.tril(T_k - query_len)[None, None]
     keys, queries = valid[:, None, None, :], valid[:, None, -query_len:, None]
+    new_keys = valid.clone()
+    new_keys[:, :T_k - query_len] = True  # the padding of the cached keys ignored
+    cached = {} if query_len == T_k else {
+        say("the padding among the cached keys ignored (valid applied to the last T keys only): a padding "
+            "key is blocked wherever it is, cached or new; combine the whole valid, valid[:, None, None, :]"):
+        causal & new_keys[:, None, None, :]}
     return {say("a causal triangle aligned to the FIRST query_len keys; the queries are the LAST query_len "
                 "keys: tril(T_k - T)"): ones.tril()[None, None] & keys,
             say("the padding is forgotten: a padding key is blocked for every query"):
@@ -252,7 +263,7 @@ def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
             say("the causal triangle alone, the padding is forgotten: combine it with valid, "
                 "causal[None, None] & valid[:, None, None, :], one mask per row"): causal,
             say("valid inverted (~valid): True in valid marks a real token, the keys that may be seen"):
-            causal & ~keys}
+            causal & ~keys, **cached}
 
 
 def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
@@ -283,6 +294,10 @@ def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
             say("labels.roll(-1) wraps labels[:, 0] round to the last position, which predicts nothing: drop "
                 "that position, logits[:, :-1] against labels[:, 1:]"):
             F.cross_entropy(logits.reshape(-1, V), labels.roll(-1, 1).reshape(-1)),
+            say("the targets labels[:, 1:] padded with 0, a real class, so the last position, which "
+                "predicts nothing, is scored against class 0: cut the logits too, logits[:, :-1] against "
+                "labels[:, 1:] (or pad with ignore_index)"):
+            F.cross_entropy(logits.reshape(-1, V), F.pad(labels[:, 1:], (0, 1)).reshape(-1)),
             say("logits[:, 1:] against labels[:, 1:]: each position is scored on its own token, not the "
                 "next; the logits lose their last position, logits[:, :-1]"):
             F.cross_entropy(logits[:, 1:].reshape(-1, V), labels[:, 1:].reshape(-1)),
