@@ -553,3 +553,8 @@ def kv_head_for_each_query_head(n_heads, n_kv_heads):
     return [kv for kv in range(n_kv_heads) for _ in range(n_kv_heads)]
 """),
 ]
+
+# 05.4.4: the scores scaled by the square root of the number of heads (q.size(1) on B×H×T×d_h), not of d_h
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:scale-by-heads", _gqa_with(("/ math.sqrt(d_h)", "/ math.sqrt(q.size(1))"))),
+]
