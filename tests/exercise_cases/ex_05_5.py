@@ -394,3 +394,15 @@ MISTAKES["ex_05_5_2_solution"] += [
 RIGHT["ex_05_5_2_solution"].append(_SWIGLU_PARTS.format(
     init=_LINEARS,
     forward="        g = F.silu(self.w1(x), inplace=True)\n        return self.w2(g * self.w3(x))"))
+
+# 05.5.1: int(8 * dim / 3) + 1 as a ceiling, which adds one even when 8d/3 is whole. For every whole m and
+# multiple_of, rounding m + 1 up to a multiple gives m // multiple_of * multiple_of + multiple_of, as
+# multiple_of * (m // multiple_of + 1) does: one mistake, whose message names both ways of writing it.
+# Right answers that round up with math.ceil and with -(-a // b) still pass.
+MISTAKES["ex_05_5_1_solution"] += [
+    ("05.5.1:extra-multiple", _width(m="int(8 * dim / 3) + 1")),
+]
+RIGHT["ex_05_5_1_solution"] = [
+    "import math\n" + _width(rounded="math.ceil(m / multiple_of) * multiple_of"),
+    _width(m="8 * dim // 3", rounded="-(-m // multiple_of) * multiple_of"),
+]
