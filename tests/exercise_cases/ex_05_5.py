@@ -406,3 +406,14 @@ RIGHT["ex_05_5_1_solution"] = [
     "import math\n" + _width(rounded="math.ceil(m / multiple_of) * multiple_of"),
     _width(m="8 * dim // 3", rounded="-(-m // multiple_of) * multiple_of"),
 ]
+
+# 05.5.3: the residual sums halved, an average ((x + attention(...)) / 2), in both halves, in the first
+# only, or in the second only (0.5 * (...)): the visible test and check_parts say a residual adds
+MISTAKES["ex_05_5_3_solution"] += [
+    ("05.5.3:residual-averaged", _BLOCK_START + "    h = (x + attention(attention_norm(x))) / 2\n"
+     "    return (h + feed_forward(ffn_norm(h))) / 2\n"),
+    ("05.5.3:residual-averaged", _BLOCK_START + "    h = (x + attention(attention_norm(x))) / 2\n"
+     "    return h + feed_forward(ffn_norm(h))\n"),
+    ("05.5.3:residual-averaged", _BLOCK_START + "    h = x + attention(attention_norm(x))\n"
+     "    return 0.5 * (h + feed_forward(ffn_norm(h)))\n"),
+]

@@ -805,6 +805,12 @@ def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:
              say("y adds feed_forward's output to ffn_norm(h), the normalised h: the second residual carries "
                  "h itself, y = h + feed_forward(ffn_norm(h))"): ffn_norm(h) + feed_forward(ffn_norm(h)),
              **block_hints(x, attention, feed_forward, attention_norm, ffn_norm)}
+    averaged = (x + attention(attention_norm(x))) / 2  # the first sum halved: an average, not a residual
+    hints[say("a residual sum halved, an average such as (x + attention(attention_norm(x))) / 2: a residual "
+              "adds, with no division, h = x + attention(attention_norm(x)), then "
+              "h + feed_forward(ffn_norm(h))")] = (
+        (averaged + feed_forward(ffn_norm(averaged))) / 2, averaged + feed_forward(ffn_norm(averaged)),
+        (h + feed_forward(ffn_norm(h))) / 2)
     before = x.clone()
     calls = {"attention": 0, "feed_forward": 0, "attention_norm": 0, "ffn_norm": 0}
 
