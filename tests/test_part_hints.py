@@ -241,8 +241,8 @@ CASES = [
      "a tensor was used as a truth value (if mask:, not mask, and, or); to ask whether an argument was "
      "given, write if mask is None:, and combine masks with & and |"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:scale-by-heads", "gqa_attention",
-     "the scores scaled by 1/sqrt(H_q), the square root of the number of heads, q.shape[1]: scale them by "
-     "1/sqrt(d_h), the head width, q.shape[-1]"),
+     "the scores scaled by 1/sqrt(H_q), the square root of the number of heads, q.shape[1] (or k.shape[1], "
+     "H_kv, the same number here): scale them by 1/sqrt(d_h), the head width, q.shape[-1]"),
     # 05.5.3 after a learner's pass: the residual overwritten, and both sums adding a normalised copy
     (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:first-residual-missing", "decoder_block",
      "ffn_norm reads attention(attention_norm(x)) without x: the first half's residual is missing "

@@ -645,9 +645,13 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
                       "q.shape[-1]; divide the scores by its square root")] = \
                 reference_gqa_attention(q * math.sqrt(d_h / T), kk, vv, mask)
         if n_heads not in (1, d_h, T, T_k):  # scaled by the number of heads, told from the other sizes
-            hints[say("the scores scaled by 1/sqrt(H_q), the square root of the number of heads, q.shape[1]: "
-                      "scale them by 1/sqrt(d_h), the head width, q.shape[-1]")] = \
-                reference_gqa_attention(q * math.sqrt(d_h / n_heads), kk, vv, mask)
+            by_heads = say("the scores scaled by 1/sqrt(H_q), the square root of the number of heads, "
+                           "q.shape[1]: scale them by 1/sqrt(d_h), the head width, q.shape[-1]")
+            if n_kv == n_heads:  # k.shape[1] gives the same scale
+                by_heads = say("the scores scaled by 1/sqrt(H_q), the square root of the number of heads, "
+                               "q.shape[1] (or k.shape[1], H_kv, the same number here): scale them by "
+                               "1/sqrt(d_h), the head width, q.shape[-1]")
+            hints[by_heads] = reference_gqa_attention(q * math.sqrt(d_h / n_heads), kk, vv, mask)
         if T == T_k:  # k @ qᵀ: the scores transposed
             hints[say("q and k swapped; the scores have one row per query, T×T_k, q times the transposed k; "
                       "k @ q.transpose(-2, -1) is their transpose")] = \
