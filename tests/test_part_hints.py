@@ -15,6 +15,10 @@ from tinyk.translations.package_catalogue import say
 
 from .exercise_cases import ex_05_2, ex_05_3, ex_05_4, ex_05_5, ex_05_6, ex_05_10
 
+# 05.5.3's residual sums halved (averaged), in both halves, the first or the second
+HALVED = ("a residual sum halved, an average such as (x + attention(attention_norm(x))) / 2: a residual "
+          "adds, with no division, h = x + attention(attention_norm(x)), then h + feed_forward(ffn_norm(h))")
+
 # (the exercise's wrong answers, mistake id (its first answer is the part), part, the hint)
 CASES = [
     # 05.4.4 after a learner's pass: the given mask's head axis dropped, q and k swapped, v not copied
@@ -237,6 +241,9 @@ CASES = [
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:mask-truth-value", "gqa_attention",
      "a tensor was used as a truth value (if mask:, not mask, and, or); to ask whether an argument was "
      "given, write if mask is None:, and combine masks with & and |"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:scale-by-heads", "gqa_attention",
+     "the scores scaled by 1/sqrt(H_q), the square root of the number of heads, q.shape[1] (or k.shape[1], "
+     "H_kv, the same number here): scale them by 1/sqrt(d_h), the head width, q.shape[-1]"),
     # 05.5.3 after a learner's pass: the residual overwritten, and both sums adding a normalised copy
     (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:first-residual-missing", "decoder_block",
      "ffn_norm reads attention(attention_norm(x)) without x: the first half's residual is missing "
@@ -245,6 +252,8 @@ CASES = [
      "each sum adds a normalised copy (x = attention_norm(x), then x = x + attention(x), and the same with "
      "ffn_norm): the residuals carry x and h themselves, h = x + attention(attention_norm(x)), then "
      "h + feed_forward(ffn_norm(h))"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:residual-averaged", "decoder_block",
+     HALVED),
     (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:view-of-slice", "shifted_loss",
      "a slice such as logits[:, :-1] is not contiguous, so .view fails on it: use .reshape, or "
      ".contiguous().view(...)"),
@@ -253,6 +262,11 @@ CASES = [
 # A mistake's later wrong answer, which check_parts names too: (answers, mistake id, which of its
 # answers (0 = the first), part, the hint).
 LATER_CASES = [
+    # the residual averaged in the first half only, then in the second only
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:residual-averaged", 1, "decoder_block",
+     HALVED),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:residual-averaged", 2, "decoder_block",
+     HALVED),
     # the causal triangle built as booleans and added to the scores when no mask is given
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:bool-mask-added", 1, "gqa_attention",
      "the boolean mask added to the scores (True counts 1, False 0), as if it were an additive float mask: "

@@ -582,3 +582,8 @@ RIGHT["ex_05_4_3_solution"] = [
     "import torch\ndef repeat_kv(x, n_rep):\n    return torch.stack([x] * n_rep, dim=3).flatten(2, 3)\n",
     "def repeat_kv(x, n_rep):\n    b, t, h, d = x.size()\n"
     "    return x[:, :, :, None, :].expand(b, t, h, n_rep, d).reshape(b, t, -1, d)\n"]
+
+# 05.4.4: the scores scaled by the square root of the number of heads (q.size(1) on B×H×T×d_h), not of d_h
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:scale-by-heads", _gqa_with(("/ math.sqrt(d_h)", "/ math.sqrt(q.size(1))"))),
+]

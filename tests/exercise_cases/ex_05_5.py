@@ -399,3 +399,26 @@ RIGHT["ex_05_5_2_solution"].append(_SWIGLU_PARTS.format(
 MISTAKES["ex_05_5_2_solution"] += [
     ("05.5.2:mish", _swiglu(forward="self.w2(F.mish(self.w1(x)) * self.w3(x))")),
 ]
+
+# 05.5.1: int(8 * dim / 3) + 1 as a ceiling, which adds one even when 8d/3 is whole. For every whole m and
+# multiple_of, rounding m + 1 up to a multiple gives m // multiple_of * multiple_of + multiple_of, as
+# multiple_of * (m // multiple_of + 1) does: one mistake, whose message names both ways of writing it.
+# Right answers that round up with math.ceil and with -(-a // b) still pass.
+MISTAKES["ex_05_5_1_solution"] += [
+    ("05.5.1:extra-multiple", _width(m="int(8 * dim / 3) + 1")),
+]
+RIGHT["ex_05_5_1_solution"] = [
+    "import math\n" + _width(rounded="math.ceil(m / multiple_of) * multiple_of"),
+    _width(m="8 * dim // 3", rounded="-(-m // multiple_of) * multiple_of"),
+]
+
+# 05.5.3: the residual sums halved, an average ((x + attention(...)) / 2), in both halves, in the first
+# only, or in the second only (0.5 * (...)): the visible test and check_parts say a residual adds
+MISTAKES["ex_05_5_3_solution"] += [
+    ("05.5.3:residual-averaged", _BLOCK_START + "    h = (x + attention(attention_norm(x))) / 2\n"
+     "    return (h + feed_forward(ffn_norm(h))) / 2\n"),
+    ("05.5.3:residual-averaged", _BLOCK_START + "    h = (x + attention(attention_norm(x))) / 2\n"
+     "    return h + feed_forward(ffn_norm(h))\n"),
+    ("05.5.3:residual-averaged", _BLOCK_START + "    h = x + attention(attention_norm(x))\n"
+     "    return 0.5 * (h + feed_forward(ffn_norm(h)))\n"),
+]

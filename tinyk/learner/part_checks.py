@@ -652,6 +652,14 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
             hints[say("the scale read from q.shape[2], the number of queries T: d_h is q's last axis, "
                       "q.shape[-1]; divide the scores by its square root")] = \
                 reference_gqa_attention(q * math.sqrt(d_h / T), kk, vv, mask)
+        if n_heads not in (1, d_h, T, T_k):  # scaled by the number of heads, told from the other sizes
+            by_heads = say("the scores scaled by 1/sqrt(H_q), the square root of the number of heads, "
+                           "q.shape[1]: scale them by 1/sqrt(d_h), the head width, q.shape[-1]")
+            if n_kv == n_heads:  # k.shape[1] gives the same scale
+                by_heads = say("the scores scaled by 1/sqrt(H_q), the square root of the number of heads, "
+                               "q.shape[1] (or k.shape[1], H_kv, the same number here): scale them by "
+                               "1/sqrt(d_h), the head width, q.shape[-1]")
+            hints[by_heads] = reference_gqa_attention(q * math.sqrt(d_h / n_heads), kk, vv, mask)
         if T == T_k:  # k @ qᵀ: the scores transposed
             hints[say("q and k swapped; the scores have one row per query, T×T_k, q times the transposed k; "
                       "k @ q.transpose(-2, -1) is their transpose")] = \
@@ -809,6 +817,12 @@ def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:
              say("y adds feed_forward's output to ffn_norm(h), the normalised h: the second residual carries "
                  "h itself, y = h + feed_forward(ffn_norm(h))"): ffn_norm(h) + feed_forward(ffn_norm(h)),
              **block_hints(x, attention, feed_forward, attention_norm, ffn_norm)}
+    averaged = (x + attention(attention_norm(x))) / 2  # the first sum halved: an average, not a residual
+    hints[say("a residual sum halved, an average such as (x + attention(attention_norm(x))) / 2: a residual "
+              "adds, with no division, h = x + attention(attention_norm(x)), then "
+              "h + feed_forward(ffn_norm(h))")] = (
+        (averaged + feed_forward(ffn_norm(averaged))) / 2, averaged + feed_forward(ffn_norm(averaged)),
+        (h + feed_forward(ffn_norm(h))) / 2)
     before = x.clone()
     calls = {"attention": 0, "feed_forward": 0, "attention_norm": 0, "ffn_norm": 0}
 
