@@ -612,3 +612,9 @@ MISTAKES["ex_05_3_2_solution"] += [
      .replace("    def rotate(x):", "    def rotate(x, sin=sin):")
      .replace("return rotate(xq), rotate(xk)", "return rotate(xq), rotate(xk, -sin)")),
 ]
+MISTAKES["ex_05_3_2_solution"] += [
+    # k alone given the rows reversed: q is right, so only the random check shows it
+    ("05.3.2:rows-reversed", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos, sin")
+     .replace("    def rotate(x):", "    def rotate(x, cos=cos, sin=sin):")
+     .replace("return rotate(xq), rotate(xk)", "return rotate(xq), rotate(xk, cos.flip(-2), sin.flip(-2))")),
+]
