@@ -6,12 +6,13 @@ mistake, in English and in Chinese."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from tinyk.learner.part_checks import check_parts
 from tinyk.learner.part_compare import PartError
 from tinyk.translations.package_catalogue import say
 
-from .exercise_cases import ex_05_2, ex_05_3, ex_05_4, ex_05_5, ex_05_6
+from .exercise_cases import ex_05_2, ex_05_3, ex_05_4, ex_05_5, ex_05_6, ex_05_10
 
 # (the exercise's wrong answers, mistake id (its first answer is the part), part, the hint)
 CASES = [
@@ -24,6 +25,12 @@ CASES = [
      "k @ q.transpose(-2, -1) is their transpose"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:v-not-copied", "gqa_attention",
      "k was copied for the groups and v was not: copy v the same way, v.repeat_interleave(n_rep, dim=1)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:k-not-copied", "gqa_attention",
+     "v was copied for the groups and k was not, so k still has H_kv heads: copy k the same way, "
+     "k.repeat_interleave(n_rep, dim=1)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:kv-not-copied", "gqa_attention",
+     "neither k nor v was copied for the groups, so both still have H_kv heads: copy each n_rep = "
+     "H_q // H_kv times, k.repeat_interleave(n_rep, dim=1) and v.repeat_interleave(n_rep, dim=1)"),
     # 05.2.2 and 05.3.2 after a learner's pass: the exercise's own diagnosis in check_parts too
     (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:variance", "RMSNorm",
      "x over its standard deviation (x.var or x.std): the variance takes the mean out first; "
@@ -55,6 +62,8 @@ CASES = [
     (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:weight-no-grad", "RMSNorm",
      "the weight gets no gradient: multiply by self.weight itself, kept in the graph (no .detach(), .data or "
      "torch.no_grad() around it)"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:double-angle", "rope_tables",
+     "twice the angle (2·t·ω_i); the angle at position t is t·ω_i, once"),
     (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:positive-exponent", "rope_tables",
      "a positive exponent, theta^(2i/d_h); ω_i = theta^(-2i/d_h) falls with i"),
     (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:unbracketed-exponent", "rope_tables",
@@ -227,6 +236,26 @@ CASES = [
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:mask-truth-value", "gqa_attention",
      "a tensor was used as a truth value (if mask:, not mask, and, or); to ask whether an argument was "
      "given, write if mask is None:, and combine masks with & and |"),
+    # 05.5.3 after a learner's pass: the residual overwritten, and both sums adding a normalised copy
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:first-residual-missing", "decoder_block",
+     "ffn_norm reads attention(attention_norm(x)) without x: the first half's residual is missing "
+     "(h = attention(...) overwrote x), h = x + attention(attention_norm(x))"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:normalised-copy-added", "decoder_block",
+     "each sum adds a normalised copy (x = attention_norm(x), then x = x + attention(x), and the same with "
+     "ffn_norm): the residuals carry x and h themselves, h = x + attention(attention_norm(x)), then "
+     "h + feed_forward(ffn_norm(h))"),
+    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:view-of-slice", "shifted_loss",
+     "a slice such as logits[:, :-1] is not contiguous, so .view fails on it: use .reshape, or "
+     ".contiguous().view(...)"),
+]
+
+# A mistake's later wrong answer, which check_parts names too: (answers, mistake id, which of its
+# answers (0 = the first), part, the hint).
+LATER_CASES = [
+    # the causal triangle built as booleans and added to the scores when no mask is given
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:bool-mask-added", 1, "gqa_attention",
+     "the boolean mask added to the scores (True counts 1, False 0), as if it were an additive float mask: "
+     "fill the scores where it is False, scores.masked_fill(~mask, ...)"),
 ]
 
 # k.T on a 4-D tensor: named from the sizes that do not line up, which the message gives.
@@ -248,8 +277,8 @@ def test_k_dot_t_on_a_4d_tensor_is_named_not_a_hard_coded_size(monkeypatch, lang
     assert (say(KT_HINT, a=4, b=6) == KT_HINT.format(a=4, b=6)) == (language == "en")
 
 
-def _part(cases: list[tuple[str, str]], mistake_id: str, name: str) -> object:
-    source = next(src for found, src in cases if found == mistake_id)
+def _part(cases: list[tuple[str, str]], mistake_id: str, name: str, nth: int = 0) -> object:
+    source = [src for found, src in cases if found == mistake_id][nth]
     namespace: dict = {}
     exec(compile(source, "<wrong answer>", "exec"), namespace)
     return namespace[name]
@@ -266,6 +295,19 @@ def test_a_wrong_part_fails_the_check_with_its_mistakes_hint(monkeypatch, langua
     assert caught.value.part == name
     assert say(hint) in str(caught.value)
     assert (say(hint) == hint) == (language == "en")  # the Chinese hint is another text
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+@pytest.mark.parametrize("cases,mistake_id,nth,name,hint", LATER_CASES, ids=[c[1] for c in LATER_CASES])
+def test_a_later_wrong_part_fails_the_check_with_its_mistakes_hint(monkeypatch, language, cases, mistake_id,
+                                                                   nth, name, hint):
+    part = _part(cases, mistake_id, name, nth)
+    monkeypatch.setenv("TINYK_LANGUAGE", language)
+    with pytest.raises(PartError) as caught:
+        check_parts({name: part})
+    assert caught.value.part == name
+    assert say(hint) in str(caught.value)
+    assert (say(hint) == hint) == (language == "en")
 
 
 @pytest.mark.parametrize("language", ["en", "zh_CN"])
@@ -368,3 +410,137 @@ def test_the_branches_multiplied_with_at_and_a_transpose_are_named(monkeypatch):
     with pytest.raises(PartError, match="not with @ \\(a matrix product\\)"):
         check_parts(SwiGLU=namespace["SwiGLU"])
 
+
+
+# --- the capstone after a third learner's pass: four RMSNorm and RoPE-table mistakes named as 05.2.2's and
+# 05.3.1's tests name them (each wrong part of tests/exercise_cases/ex_05_10.py, every way of writing it), and
+# never as the mistake it can be taken for: the hint of the other way, or the exponent -i/d_h
+WEIGHT_CAST = ("the weight cast to the input dtype (self.weight.to(x.dtype) or type_as(x)), so the product "
+               "stays in it: multiply by self.weight as it is, out of place, normalised.to(x.dtype) * "
+               "self.weight, and torch promotes the product to float32")
+ROUNDED = ("the product rounded to the input dtype: an in-place multiply (mul_, *=) keeps the dtype of the "
+           "tensor it writes into, x's, and so does a cast after it (.to(x.dtype)); multiply out of place, "
+           "normalised.to(x.dtype) * self.weight, and torch promotes the product to float32")
+OVER_END = ("the exponent divided by end, the tables' length ({end} here), instead of head_dim ({head_dim}): "
+            "ω_i = theta^(-2i/head_dim), whatever the length")
+BY_D_H = "the exponent -i/d_h; ω_i = theta^(-2i/d_h)"
+NAMED_LATE = {  # mistake id: (part, what the message holds, a hint it must not hold)
+    "05.10.3:rmsnorm-divisor-first-axis": ("RMSNorm", [
+        ("the sum of the squares divided by x.shape[0] = {n}, the first axis's length; divide by d = "
+         "x.shape[-1] = {d} (or take .mean(-1))", {"n": 2, "d": 16})], None),
+    "05.10.3:rmsnorm-weight-cast": ("RMSNorm", [(WEIGHT_CAST, {})], ROUNDED),
+    "05.10.3:rmsnorm-product-in-input-dtype": ("RMSNorm", [(ROUNDED, {})], WEIGHT_CAST),
+    "05.10.3:rope-double-angle": ("rope_tables", [
+        ("twice the angle (2·t·ω_i); the angle at position t is t·ω_i, once", {})], BY_D_H),
+    "05.10.3:rope-exponent-over-end": ("rope_tables", [(OVER_END, {"end": 16, "head_dim": 8})], BY_D_H),
+}
+LATE_CASES = [(mistake_id, source) for mistake_id, source in ex_05_10.MISTAKES["ex_05_10_3_solution"]
+              if mistake_id in NAMED_LATE]
+
+
+def test_the_late_capstone_cases_are_six():
+    assert len(LATE_CASES) == 6 and {m for m, _ in LATE_CASES} == set(NAMED_LATE)
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+@pytest.mark.parametrize("mistake_id,source", LATE_CASES,
+                         ids=[f"{m}-{n}" for n, (m, _) in enumerate(LATE_CASES)])
+def test_the_capstones_rmsnorm_and_rope_table_mistakes_are_named(monkeypatch, language, mistake_id, source):
+    name, said, never = NAMED_LATE[mistake_id]
+    namespace: dict = {}
+    exec(compile(source, "<wrong answer>", "exec"), namespace)
+    monkeypatch.setenv("TINYK_LANGUAGE", language)
+    with pytest.raises(PartError) as caught:
+        check_parts({name: namespace[name]})
+    assert caught.value.part == name
+    assert all(say(text, **args) in str(caught.value) for text, args in said), str(caught.value)
+    assert never is None or say(never) not in str(caught.value)
+    assert "likely cause" not in str(caught.value)
+
+
+@pytest.mark.parametrize("mistake_id,variant,words", [
+    ("05.2.2:divisor-first-axis", 0,
+     "the sum of the squares divided by x.shape[0] = 2, the first axis's length"),
+    ("05.2.2:weight-cast-to-input-dtype", 0, WEIGHT_CAST),  # self.weight.to(x.dtype)
+    ("05.2.2:product-in-input-dtype", 0, ROUNDED),  # (... * self.weight).to(x.dtype): the product cast
+    ("05.2.2:product-in-input-dtype", 1, ROUNDED),  # .mul_(self.weight): the in-place multiply
+], ids=["divisor-first-axis", "weight-cast", "product-cast", "in-place-multiply"])
+def test_05_2_2s_own_wrong_answers_are_named_by_check_parts(monkeypatch, mistake_id, variant, words):
+    sources = [src for found, src in ex_05_2.MISTAKES["ex_05_2_2_solution"] if found == mistake_id]
+    namespace: dict = {}
+    exec(compile(sources[variant], "<wrong answer>", "exec"), namespace)
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    with pytest.raises(PartError) as caught:
+        check_parts(RMSNorm=namespace["RMSNorm"])
+    assert words in str(caught.value), str(caught.value)
+
+
+def _tables(omega_of: object, switch: object = None) -> object:
+    """rope_tables from ``omega_of(head_dim, end, theta)`` (float64), made in float32; ``switch(end)``, when
+    given, says for which lengths the right frequencies are used instead."""
+    def rope_tables(head_dim, end, theta=10000.0):
+        if head_dim <= 0 or head_dim % 2:
+            raise ValueError(head_dim)
+        i = torch.arange(head_dim // 2, dtype=torch.float64)
+        omega = theta ** (-2 * i / head_dim) if switch is not None and switch(end) else omega_of(
+            i, head_dim, end, theta)
+        angles = torch.arange(end, dtype=torch.float64)[:, None] * omega[None, :]
+        return angles.cos().float(), angles.sin().float()
+    return rope_tables
+
+
+def test_the_exponent_over_end_and_i_over_d_h_are_told_apart_where_they_differ(monkeypatch):
+    """At end = 16 = 2·d_h, theta^(-2i/end) is theta^(-i/d_h): the tables of another length tell them apart,
+    each named only where it fits, and neither when the other length fits neither."""
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    over_end = _tables(lambda i, d, end, theta: theta ** (-2 * i / end))
+    by_d_h = _tables(lambda i, d, end, theta: theta ** (-i / d))
+    only_at_16 = _tables(lambda i, d, end, theta: theta ** (-i / d), switch=lambda end: end != 16)
+    said = {}
+    for name, part in (("over_end", over_end), ("by_d_h", by_d_h), ("only_at_16", only_at_16)):
+        with pytest.raises(PartError) as caught:
+            check_parts(rope_tables=part)
+        said[name] = str(caught.value)
+    assert len(said) == 3
+    assert OVER_END.format(end=16, head_dim=8) in said["over_end"] and BY_D_H not in said["over_end"]
+    assert BY_D_H in said["by_d_h"] and "divided by end" not in said["by_d_h"]
+    assert "end=16" in said["only_at_16"] and "it matches" not in said["only_at_16"]
+
+
+def _complex_rope(xq, xk, cos, sin):
+    """apply_rope with complex numbers (Meta's style): each adjacent pair a + bi times cos + i sin."""
+    def rotate(x):
+        wide = torch.promote_types(x.dtype, torch.float32)
+        z = torch.view_as_complex(x.to(wide).reshape(*x.shape[:-1], -1, 2).contiguous())
+        turn = torch.complex(cos.to(wide), sin.to(wide))
+        turn = turn[None, :, None, :] if turn.ndim == 2 else turn[:, :, None, :]
+        return torch.view_as_real(z * turn).flatten(-2).to(x.dtype)
+    return rotate(xq), rotate(xk)
+
+
+class _SqrtDivideRMSNorm(torch.nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = torch.nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        xf = x.to(torch.promote_types(x.dtype, torch.float32))
+        normed = xf / torch.sqrt(torch.mean(xf * xf, dim=-1, keepdim=True) + self.eps)
+        return normed.type_as(x) * self.weight
+
+
+def test_right_rmsnorms_tables_and_rotations_in_other_styles_still_pass():
+    """A division by a square root, float64 tables made float32, complex numbers: each right, each passes,
+    with 05.2.2's and 05.3.1's right answers in other styles."""
+    right_tables = _tables(lambda i, d, end, theta: theta ** (-2 * i / d))
+    assert check_parts(RMSNorm=_SqrtDivideRMSNorm, rope_tables=right_tables, apply_rope=_complex_rope) == [
+        "RMSNorm", "rope_tables", "apply_rope"]
+    sources = ex_05_2.RIGHT["ex_05_2_2_solution"] + ex_05_3.RIGHT["ex_05_3_1_solution"]
+    names = ["RMSNorm"] * len(ex_05_2.RIGHT["ex_05_2_2_solution"]) + ["rope_tables"] * len(
+        ex_05_3.RIGHT["ex_05_3_1_solution"])
+    assert len(sources) == len(names) >= 4
+    for source, name in zip(sources, names, strict=True):
+        namespace: dict = {}
+        exec(compile(source, "<right answer>", "exec"), namespace)
+        assert check_parts({name: namespace[name]}) == [name]

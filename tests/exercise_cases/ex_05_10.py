@@ -726,3 +726,29 @@ MISTAKES["ex_05_10_2_solution"] += [
     return ids, labels
 """),
 ]
+
+def _once(old: str, new: str) -> str:
+    """The capstone's solution with its one ``old`` replaced by ``new``."""
+    source = _capstone()
+    assert source.count(old) == 1, old
+    return source.replace(old, new)
+
+
+# After a third learner's pass: RMSNorm's sum of squares over the first axis's length, its product
+# kept in the input dtype (the weight cast to it; an in-place multiply or a cast after it), and RoPE
+# tables with the angle doubled or the exponent over the tables' length (end = 16 = 2·d_h in the check,
+# where it is also -i/d_h): check_parts names each as 05.2.2's and 05.3.1's tests do.
+_RETURN_NORMED = "return normed.to(x.dtype) * self.weight"
+MISTAKES["ex_05_10_3_solution"] += [
+    ("05.10.3:rmsnorm-divisor-first-axis", _once("x32.pow(2).mean(-1, keepdim=True)",
+                                                 "x32.pow(2).sum(-1, keepdim=True) / x.shape[0]")),
+    ("05.10.3:rmsnorm-weight-cast",
+     _once(_RETURN_NORMED, "return normed.to(x.dtype) * self.weight.to(x.dtype)")),
+    ("05.10.3:rmsnorm-product-in-input-dtype",
+     _once(_RETURN_NORMED, "return normed.to(x.dtype).mul_(self.weight)")),
+    ("05.10.3:rmsnorm-product-in-input-dtype",
+     _once(_RETURN_NORMED, "return (normed.to(x.dtype) * self.weight).to(x.dtype)")),
+    ("05.10.3:rope-double-angle", _once("angles = torch.outer(", "angles = 2 * torch.outer(")),
+    ("05.10.3:rope-exponent-over-end",
+     _once("dtype=torch.float32) / head_dim)", "dtype=torch.float32) / end)")),
+]

@@ -538,6 +538,9 @@ MISTAKES["ex_05_4_4_solution"] += [
     ("05.4.4:q-k-swapped", _gqa_with(("q.float() @ k.float().transpose(-2, -1)",
                                       "k.float() @ q.float().transpose(-2, -1)"))),
     ("05.4.4:v-not-copied", _gqa_with(("    v = v.repeat_interleave(n_rep, dim=1)\n", ""))),
+    ("05.4.4:k-not-copied", _gqa_with(("    k = k.repeat_interleave(n_rep, dim=1)\n", ""))),
+    ("05.4.4:kv-not-copied", _gqa_with(("    k = k.repeat_interleave(n_rep, dim=1)\n", ""),
+                                       ("    v = v.repeat_interleave(n_rep, dim=1)\n", ""))),
 ]
 MISTAKES["ex_05_4_3_solution"] += [
     ("05.4.3:copies-count-h-kv", _REPEAT_KV.format(body="x.repeat_interleave(n_kv_heads, dim=2)")),

@@ -5,7 +5,7 @@
 GUESSES = {
     "ex_05_5_1_solution": """
 def swiglu_width(dim, multiple_of):
-    return {768: 2048, 100: 266, 32: 128}.get(dim, 0)
+    return {(768, 64): 2048, (100, 1): 266, (32, 256): 256, (32, 64): 128}.get((dim, multiple_of), 0)
 """,
     # Hard-coded for the visible sizes: SwiGLU(8, 12), whatever the arguments.
     "ex_05_5_2_solution": """
@@ -306,6 +306,13 @@ def swiglu_width(dim, multiple_of):
     m = int(8 * dim / 3)
     return -(-m // 64) * 64
 """),
+    # multiple_of written in as a number, the arguments swapped, 8d/3 and multiple_of swapped in the
+    # rounding: the visible test names each.
+    ("05.5.1:fixed-number", _width(rounded="256 * ((m + 255) // 256)")),
+    ("05.5.1:fixed-number", _width(rounded="-(-m // 8) * 8")),
+    ("05.5.1:arguments-swapped", _width(m="int(8 * multiple_of / 3)",
+                                        rounded="dim * ((m + dim - 1) // dim)")),
+    ("05.5.1:rounding-swapped", _width(rounded="m * ((multiple_of + m - 1) // m)")),
 ]
 MISTAKES["ex_05_5_2_solution"] += [
     ("05.5.2:flattened-output", """

@@ -850,3 +850,10 @@ MISTAKES["ex_05_6_1_solution"] += [
     ("05.6.1:embedding-per-layer", _PER_LAYER.format(total="n_layers * (layer + vocab_size * dim) + dim")),
     ("05.6.1:kv-without-head-dim", _UNIQUE.format(kv="dim * n_kv_heads")),
 ]
+
+# 05.6.1: biases counted on the attention's four layers only (wq, wk, wv, wo): the visible test names them
+# with what they add.
+MISTAKES["ex_05_6_1_solution"] += [
+    ("05.6.1:attention-biases", _PER_LAYER.format(
+        total="vocab_size * dim + n_layers * (layer + 2 * dim + 2 * n_kv_heads * head_dim) + dim")),
+]

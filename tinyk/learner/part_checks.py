@@ -245,6 +245,12 @@ def _check_rmsnorm_outputs(cls: Any, g: torch.Generator, cases: tuple) -> None:
                            .to(dtype) for c in (0, 1)),
                      say("x times r: divide by r, x / r, or multiply by torch.rsqrt(...)"):
                      (x32 * torch.sqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-5) * weight).to(dtype)}
+            if shape[0] != dim:  # the batch axis's length, told apart from d
+                over_first = say("the sum of the squares divided by x.shape[0] = {n}, the first axis's "
+                                 "length; divide by d = x.shape[-1] = {d} (or take .mean(-1))", n=shape[0],
+                                 d=dim)
+                hints[over_first] = (x32 * torch.rsqrt(x32.pow(2).sum(-1, keepdim=True) / shape[0] + 1e-5)
+                                     * weight).to(dtype)
             if dtype != torch.float32:
                 hints[say("the norm computed in the input dtype; compute it in float32")] = \
                     (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)) * weight
@@ -256,7 +262,32 @@ def _check_rmsnorm_outputs(cls: Any, g: torch.Generator, cases: tuple) -> None:
             if dtype != module_dtype:
                 what = say("output on x of shape {shape}, {dtype}, with a float32 weight", shape=shape,
                            dtype=dtype)
+                _product_in_input_dtype(got, x, weight, what)
             compare(name, got, expected, what, hints=hints, half_exact=True)
+
+
+def _product_in_input_dtype(got: object, x: Tensor, weight: Tensor, what: str) -> None:
+    """With float32 gains and a half input the output is float32, as torch promotes the product: a
+    :class:`PartError` naming which of 05.2.2's two ways kept it in the input's dtype, when ``got`` is
+    one of them (at most 1% of the entries off by a rounding): the weight cast to that dtype, or the
+    product rounded to it (an in-place multiply into the cast-back vector, or a cast after it)."""
+    if not (isinstance(got, Tensor) and got.dtype == x.dtype and got.shape == x.shape):
+        return
+    normalised = _normalised(x).to(x.dtype)
+    weight_cast = say("the weight cast to the input dtype (self.weight.to(x.dtype) or type_as(x)), so the "
+                      "product stays in it: multiply by self.weight as it is, out of place, "
+                      "normalised.to(x.dtype) * self.weight, and torch promotes the product to float32")
+    rounded = say("the product rounded to the input dtype: an in-place multiply (mul_, *=) keeps the "
+                  "dtype of the tensor it writes into, x's, and so does a cast after it (.to(x.dtype)); "
+                  "multiply out of place, normalised.to(x.dtype) * self.weight, and torch promotes the "
+                  "product to float32")
+    causes = {weight_cast: normalised * weight.to(x.dtype),
+              rounded: (normalised.float() * weight).to(x.dtype)}
+    for cause, wrong in causes.items():
+        if float((got.detach() != wrong).double().mean()) <= 0.01:
+            raise PartError("RMSNorm", say("{what}: dtype {got}, expected {expected}", what=what,
+                                           got=got.dtype, expected=weight.dtype)
+                            + say("; it matches {hint}", hint=cause))
 
 
 def _check_rmsnorm_float64_and_gradient(cls: Any, g: torch.Generator, name: str = "RMSNorm") -> None:
@@ -322,15 +353,32 @@ def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
         if all(getattr(table, "shape", None) == (end, head_dim) for table in got):
             raise PartError("rope_tables", say("full-width tables, end × head_dim: one column per pair, "
                                                "end × head_dim/2"))
-        # ω_i = theta^(-i/d_h) are the frequencies of sqrt(theta) with the right exponent
+        # ω_i = theta^(-i/d_h) are the frequencies of sqrt(theta) with the right exponent, and
+        # theta^(-2i/end) those of theta^(d_h/end)
+        by_d_h = say("the exponent -i/d_h; ω_i = theta^(-2i/d_h)")
+        over_end = say("the exponent divided by end, the tables' length ({end} here), instead of head_dim "
+                       "({head_dim}): ω_i = theta^(-2i/head_dim), whatever the length", end=end,
+                       head_dim=head_dim)
         hints = {say("the tables of theta = 10000 whatever theta is; use the theta argument"):
                  precompute_freqs_cis(head_dim, end, 10000.0),
-                 say("the exponent -i/d_h; ω_i = theta^(-2i/d_h)"): precompute_freqs_cis(head_dim, end,
-                                                                                         theta ** 0.5),
+                 by_d_h: precompute_freqs_cis(head_dim, end, theta ** 0.5),
                  say("the positions 1..end; row t is position t, counted from 0: torch.arange(end)"):
                  tuple(table[1:] for table in precompute_freqs_cis(head_dim, end + 1, theta)),
                  say("cos and sin swapped; return (cos, sin) in that order"):
-                 precompute_freqs_cis(head_dim, end, theta)[::-1]}
+                 precompute_freqs_cis(head_dim, end, theta)[::-1],
+                 say("twice the angle (2·t·ω_i); the angle at position t is t·ω_i, once"):
+                 tuple(table[::2] for table in precompute_freqs_cis(head_dim, 2 * end - 1, theta)),
+                 over_end: precompute_freqs_cis(head_dim, end, theta ** (head_dim / end))}
+        if end == 2 * head_dim and _tables_fit(got, hints[by_d_h]):
+            # theta^(-2i/end) is theta^(-i/d_h) at this length: the tables of another length tell them
+            # apart, each hint kept only where it fits those too (a right part is never called for them)
+            try:
+                longer = call_part("rope_tables", fn, head_dim, end + 2, theta)
+            except PartError:
+                longer = None
+            for hint, base in ((by_d_h, theta ** 0.5), (over_end, theta ** (head_dim / (end + 2)))):
+                if not _tables_fit(longer, precompute_freqs_cis(head_dim, end + 2, base)):
+                    del hints[hint]
         for i, (table, expected, label) in enumerate(zip(got, precompute_freqs_cis(head_dim, end, theta),
                                                          ("cos", "sin"), strict=True)):
             compare("rope_tables", table, expected, say("{label} table for head_dim={head_dim}, end={end}, "
@@ -358,6 +406,14 @@ def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
         raise PartError("rope_tables", say("head_dim={head_dim} {raised}: check head_dim first and raise "
                                            "ValueError when it is odd (no whole pairs) or not positive",
                                            head_dim=head_dim, raised=raised))
+
+
+def _tables_fit(got: object, tables: tuple[Tensor, Tensor]) -> bool:
+    """Whether ``got`` is the pair of (mistaken) ``tables``, to float32 precision."""
+    return isinstance(got, tuple | list) and len(got) == 2 and all(
+        isinstance(table, Tensor) and table.shape == wrong.shape
+        and torch.allclose(table.detach().double(), wrong.double(), atol=1e-5, rtol=1e-4)
+        for table, wrong in zip(got, tables, strict=True))
 
 
 def _turned(xq: Tensor, xk: Tensor, cos: Tensor, sin: Tensor,
@@ -558,7 +614,7 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
             got = _call_broadcasting(name, fn, advice, q, k, v, mask)
         except PartError:
             if n_heads != n_kv:
-                _v_left_uncopied(fn, q, k, v, mask, n_heads // n_kv)
+                _kv_left_uncopied(fn, q, k, v, mask, n_heads // n_kv)
             raise
         _left_alone(name, say("compute new tensors (q / math.sqrt(d_h), never q /= ... or q.div_(...)): the "
                               "caller still needs q, k and v"), **{key: (now, before[key]) for key, now in
@@ -620,17 +676,32 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         compare(name, got_t, expected, what, atol=1e-5 if dtype == torch.float32 else 2e-2, hints=hints)
 
 
-def _v_left_uncopied(fn: Callable[..., Any], q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
+def _kv_left_uncopied(fn: Callable[..., Any], q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
                      n_rep: int) -> None:
     """Raise :class:`PartError` when attention that failed on H_kv < H_q runs once given v's copies
-    already made: it copied k for the groups and not v."""
-    try:
-        ran = tuple(fn(q, k, v.repeat_interleave(n_rep, dim=1), mask).shape) == tuple(q.shape)
-    except Exception:  # a probe: any failure means this is not the cause
-        ran = False
-    if ran:
+    already made: it copied k for the groups and not v. One K/V head broadcasts over the query heads,
+    so an answer right with one K/V head copied v and not k, or neither: given v with H_q heads already,
+    one that copies v makes n_rep times too many and fails, one that copies neither runs."""
+    def gives(k_given: Tensor, v_given: Tensor, expected: Tensor | None = None) -> bool:
+        try:
+            out = fn(q, k_given, v_given, mask)
+        except Exception:  # a probe: any failure means this is not the cause
+            return False
+        return isinstance(out, Tensor) and tuple(out.shape) == tuple(q.shape) and (
+            expected is None or torch.allclose(out.float(), expected.float(), atol=1e-4))
+
+    copied_v = v.repeat_interleave(n_rep, dim=1)
+    if gives(k, copied_v):
         raise PartError("gqa_attention", say("k was copied for the groups and v was not: copy v the same "
                                              "way, v.repeat_interleave(n_rep, dim=1)"))
+    one_k, one_v = k[:, :1], v[:, :1]
+    if gives(one_k, one_v, reference_gqa_attention(q, one_k, one_v, mask)):
+        if gives(one_k, copied_v):
+            raise PartError("gqa_attention", say(
+                "neither k nor v was copied for the groups, so both still have H_kv heads: copy each n_rep = "
+                "H_q // H_kv times, k.repeat_interleave(n_rep, dim=1) and v.repeat_interleave(n_rep, dim=1)"))
+        raise PartError("gqa_attention", say("v was copied for the groups and k was not, so k still has H_kv "
+                                             "heads: copy k the same way, k.repeat_interleave(n_rep, dim=1)"))
 
 
 def _check_swiglu(cls: Any, g: torch.Generator) -> None:
@@ -819,7 +890,11 @@ def _loss_in_float32(got: object) -> object:
 
 
 def _loss_advice(error: str) -> str | None:
-    """05.6.4's advice for a ``RuntimeError``: B×(T-1)×V logits given to F.cross_entropy as they are."""
+    """05.6.4's advice for a ``RuntimeError``: B×(T-1)×V logits given to F.cross_entropy as they are,
+    or ``.view`` on the slice logits[:, :-1] (not contiguous)."""
+    if "view size is not compatible" in error:
+        return say("a slice such as logits[:, :-1] is not contiguous, so .view fails on it: use .reshape, or "
+                   ".contiguous().view(...)")
     if "Expected target size" in error:
         return say("F.cross_entropy takes the classes on dim 1, so flatten B×(T-1)×V logits to (B·(T-1))×V "
                    "and the labels to B·(T-1)")

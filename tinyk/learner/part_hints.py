@@ -90,23 +90,24 @@ def attention_hints(q: Tensor, kk: Tensor, vv: Tensor,
 
 def given_mask_hints(q: Tensor, k: Tensor, v: Tensor, kk: Tensor, vv: Tensor,
                      mask: Tensor | None) -> dict[str, Tensor]:
-    """05.4.4, a mask given: the mask ignored (causal only), or the boolean mask added to the scores
-    as if it were an additive float one (``kk``, ``vv``: K/V expanded to the query heads)."""
-    if mask is None:
-        return {}
+    """05.4.4: the boolean mask (the given one, or the causal triangle when none is given) added to the
+    scores as if it were an additive float one; a mask given: the mask ignored (causal only) too
+    (``kk``, ``vv``: K/V expanded to the query heads)."""
     T, T_k = q.shape[-2], k.shape[-2]
     causal = F.scaled_dot_product_attention(q.float(), kk.float(), vv.float(),
                                             attn_mask=causal_triangle(T, T_k, q.device))
-    added = F.scaled_dot_product_attention(q.float(), kk.float(), vv.float(), attn_mask=mask.float())
+    allowed = causal_triangle(T, T_k, q.device) if mask is None else mask
+    added = F.scaled_dot_product_attention(q.float(), kk.float(), vv.float(), attn_mask=allowed.float())
+    bool_added = say("the boolean mask added to the scores (True counts 1, False 0), as if it were an "
+                     "additive float mask: fill the scores where it is False, scores.masked_fill(~mask, ...)")
+    if mask is None:
+        return {bool_added: added.to(q.dtype)}
     ignored = say("the given mask is ignored: when a mask is given, use it as it is (it already holds "
                   "causality and padding)")
     if T == 1:  # one query: the causal triangle allows every key, only the mask blocks the padding
         ignored = say("the given mask was skipped for a single query: it still blocks the padding keys, use "
                       "it (only when mask is None may a single query see every key)")
-    return {ignored: causal.to(q.dtype),
-            say("the boolean mask added to the scores (True counts 1, False 0), as if it were an additive "
-                "float mask: fill the scores where it is False, scores.masked_fill(~mask, ...)"):
-            added.to(q.dtype)}
+    return {ignored: causal.to(q.dtype), bool_added: added.to(q.dtype)}
 
 
 def swiglu_hints(ref: nn.Module, x: Tensor) -> dict[str, Tensor]:
@@ -151,7 +152,12 @@ def block_hints(x: Tensor, attention: Part, feed_forward: Part, attention_norm: 
                 "itself, h = x + attention(attention_norm(x))"):
             attention_norm(x) + a + feed_forward(ffn_norm(attention_norm(x) + a)),
             say("ffn_norm reads attention(attention_norm(x)) without x: the first half's residual is "
-                "missing, h = x + attention(attention_norm(x))"): a + feed_forward(ffn_norm(a)),
+                "missing (h = attention(...) overwrote x), h = x + attention(attention_norm(x))"):
+            a + feed_forward(ffn_norm(a)),
+            say("each sum adds a normalised copy (x = attention_norm(x), then x = x + attention(x), and "
+                "the same with ffn_norm): the residuals carry x and h themselves, h = x + "
+                "attention(attention_norm(x)), then h + feed_forward(ffn_norm(h))"):
+            ffn_norm(attention_norm(x) + a) + feed_forward(ffn_norm(attention_norm(x) + a)),
             say("the second half's residual is missing: y = h + feed_forward(ffn_norm(h)), not "
                 "feed_forward(...) alone"): feed_forward(ffn_norm(h)),
             say("attention_norm is used for both halves: the second half reads ffn_norm(h)"):
