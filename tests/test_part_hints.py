@@ -567,8 +567,9 @@ def test_the_capstones_rmsnorm_and_rope_table_mistakes_are_named(monkeypatch, la
     ("05.2.2:divisor-first-axis", 0,
      "the sum of the squares divided by x.shape[0] = 2, the first axis's length"),
     ("05.2.2:weight-cast-to-input-dtype", 0, WEIGHT_CAST),  # self.weight.to(x.dtype)
-    ("05.2.2:weight-cast-to-input-dtype", 1, ROUNDED),  # (... * self.weight).to(x.dtype): the product cast
-], ids=["divisor-first-axis", "weight-cast", "product-cast"])
+    ("05.2.2:product-in-input-dtype", 0, ROUNDED),  # (... * self.weight).to(x.dtype): the product cast
+    ("05.2.2:product-in-input-dtype", 1, ROUNDED),  # .mul_(self.weight): the in-place multiply
+], ids=["divisor-first-axis", "weight-cast", "product-cast", "in-place-multiply"])
 def test_05_2_2s_own_wrong_answers_are_named_by_check_parts(monkeypatch, mistake_id, variant, words):
     sources = [src for found, src in ex_05_2.MISTAKES["ex_05_2_2_solution"] if found == mistake_id]
     namespace: dict = {}

@@ -692,6 +692,40 @@ MISTAKES["ex_05_10_2_solution"] += [
 """),
 ]
 
+# After a third learner's pass: 05.10.1's whole bytes as q, d's bits read as an integer and the packed
+# bytes cut one short; 05.10.2's extra column, input_ids padded with -100, lengths of the padded rows and
+# -100 in the last column only, each told only the numbers or another mistake's message.
+MISTAKES["ex_05_10_1_solution"] += [
+    ("05.10.1:whole-bytes", _Q4_1.format(weights="d * np.concatenate([packed, packed]) + m")),
+    ("05.10.1:d-read-as-integer", _Q4_1.format(weights="d * q + m").replace(
+        "    d, m = np.frombuffer(block[:4], dtype=np.float16).astype(np.float32)",
+        "    d = np.float32(np.frombuffer(block[:2], dtype=np.uint16)[0])\n"
+        "    m = np.frombuffer(block[2:4], dtype=np.float16).astype(np.float32)[0]")),
+    ("05.10.1:packed-cut-short", _Q4_1.format(weights="d * q + m").replace("block[4:20]", "block[4:19]")),
+]
+_MASKED = "ids.masked_fill(torch.arange(T) >= lengths[:, None], -100)"
+MISTAKES["ex_05_10_2_solution"] += [
+    ("05.10.2:extra-column", _PADDED.replace("T = max(len(s) for s in sequences)",
+                                             "T = max(len(s) for s in sequences) + 1") + f"""
+    lengths = torch.tensor([len(s) for s in sequences])
+    return ids, {_MASKED}
+"""),
+    ("05.10.2:padded-with-minus-100", _PADDED.replace("[pad_id] * (T", "[-100] * (T") + """
+    return ids, ids.clone()
+"""),
+    # the lengths of the rows after padding: every row is T long, so nothing is masked
+    ("05.10.2:padding-labelled-pad-id", _PADDED + f"""
+    lengths = torch.tensor([len(row) for row in ids.tolist()])
+    return ids, {_MASKED}
+"""),
+    ("05.10.2:only-last-column", _PADDED + """
+    labels = ids.clone()
+    for i, s in enumerate(sequences):
+        if len(s) < T:
+            labels[i, -1] = -100
+    return ids, labels
+"""),
+]
 
 def _once(old: str, new: str) -> str:
     """The capstone's solution with its one ``old`` replaced by ``new``."""

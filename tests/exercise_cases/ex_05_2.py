@@ -383,7 +383,7 @@ def rms(x, eps=0.0):
         normalised = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
         return normalised.to(x.dtype) * self.weight.to(x.dtype)
 """)),
-        ("05.2.2:weight-cast-to-input-dtype", _rmsnorm(f"""
+        ("05.2.2:product-in-input-dtype", _rmsnorm(f"""
         {_WIDE}
         normalised = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
         return (normalised.to(x.dtype) * self.weight).to(x.dtype)
@@ -597,3 +597,53 @@ MISTAKES["ex_05_2_1_solution"] += [
     # r rounded to 4 decimals: told only the generic recipe
     ("05.2.1:rounded", _RMS.replace("BODY", "round(math.sqrt(sum(v * v for v in x) / len(x) + eps), 4)")),
 ]
+
+# After a third learner's pass: routes around the autograd ban, mistakes told another's message or a
+# generic one.
+MISTAKES["ex_05_2_1_solution"] += [
+    ("05.2.1:max-not-mean", _RMS.replace("BODY", "math.sqrt(max(v * v for v in x) + eps)")),
+]
+MISTAKES["ex_05_2_2_solution"] += [
+    # the in-place multiply keeps the bfloat16 vector's dtype, as a cast after the product would
+    ("05.2.2:product-in-input-dtype",
+     _NORM.replace("n.to(x.dtype) * self.weight", "n.to(x.dtype).mul_(self.weight)")
+     .replace("NORMALISED", _RIGHT_NORMALISED)),
+]
+_AUTOGRAD_ROWS = """
+import torch
+def rmsnorm_jacobian(x, gamma, eps):
+    rows = []
+    for i in range(x.shape[0]):
+        v = x.clone().requires_grad_()
+        y = gamma * v / torch.sqrt(v.pow(2).mean() + eps)
+        ROW
+    return torch.stack(rows)
+"""
+MISTAKES["ex_05_2_3_solution"] += [
+    # autograd by routes other than its Jacobian: a backward pass a row, autograd.grad a row, torch.func.vjp
+    ("05.2.3:borrowed", _AUTOGRAD_ROWS.replace("ROW", "y[i].backward()\n        rows.append(v.grad)")),
+    ("05.2.3:borrowed", _AUTOGRAD_ROWS.replace("ROW", "rows.append(torch.autograd.grad(y[i], v)[0])")),
+    ("05.2.3:borrowed", """
+import torch
+def rmsnorm_jacobian(x, gamma, eps):
+    _, vjp = torch.func.vjp(lambda v: gamma * v / torch.sqrt(v.pow(2).mean() + eps), x)
+    return torch.stack([vjp(row)[0] for row in torch.eye(len(x), dtype=x.dtype)])
+"""),
+    # eps in the outer term's r only: entry (0, 1) is right, the diagonal is not
+    ("05.2.3:identity-r-without-eps", _JACOBIAN_WITH.replace(
+        "BODY", "gamma[:, None] * (torch.eye(d, dtype=x.dtype) / x.pow(2).mean().sqrt() "
+        "- torch.outer(x, x) / (d * r**3))")),
+    ("05.2.3:gains-on-identity-only", _JACOBIAN_WITH.replace(
+        "BODY", "gamma[:, None] * torch.eye(d, dtype=x.dtype) / r - torch.outer(x, x) / (d * r**3)")),
+    # the mean of |x|: 3.5 for (3, 4), as the root of the square of the mean
+    ("05.2.3:r-from-mean-abs",
+     _JACOBIAN_WITH.replace("torch.sqrt(x.pow(2).mean() + eps)", "x.abs().mean() + eps")
+     .replace("BODY", "gamma[:, None] * (torch.eye(d, dtype=x.dtype) / r - torch.outer(x, x) / (d * r**3))")),
+    # 2 typed in for d in the outer term alone
+    ("05.2.3:fixed-d", _JACOBIAN_WITH.replace(
+        "BODY", "gamma[:, None] * (torch.eye(d, dtype=x.dtype) / r - torch.outer(x, x) / (2 * r**3))")),
+]
+# torch.no_grad() around the formula: no graph is recorded, so no autograd
+RIGHT["ex_05_2_3_solution"].append(_JACOBIAN_WITH.replace(
+    "    return BODY", "    with torch.no_grad():\n        return gamma[:, None] * "
+    "(torch.eye(d, dtype=x.dtype) / r - torch.outer(x, x) / (d * r**3))"))

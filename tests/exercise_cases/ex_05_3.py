@@ -595,3 +595,26 @@ MISTAKES["ex_05_3_3_solution"] += [
     ("05.3.3:tables-wrong-width", _ROPE_SCORE.replace("precompute_freqs_cis(q.shape[0],",
                                                       "precompute_freqs_cis(64,")),
 ]
+
+# After a third learner's pass: the exponent over end (told "d_h - 2" when the probe's end was d_h - 2),
+# the tables taken as angles, rows reversed, and k alone turned backwards, each told only a generic line.
+MISTAKES["ex_05_3_1_solution"] += [
+    ("05.3.1:exponent-over-end", _ROPE_TABLES.replace("/ head_dim)", "/ end)")),
+]
+MISTAKES["ex_05_3_2_solution"] += [
+    ("05.3.2:tables-as-angles",
+     _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "torch.cos(cos), torch.sin(cos)")),
+    ("05.3.2:tables-as-angles",
+     _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "torch.cos(cos), torch.sin(sin)")),
+    ("05.3.2:rows-reversed", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos.flip(-2), sin.flip(-2)")),
+    # the same tables, sin negated for k only: k turns by -t·ω_i
+    ("05.3.2:one-turned-backwards", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos, sin")
+     .replace("    def rotate(x):", "    def rotate(x, sin=sin):")
+     .replace("return rotate(xq), rotate(xk)", "return rotate(xq), rotate(xk, -sin)")),
+]
+MISTAKES["ex_05_3_2_solution"] += [
+    # k alone given the rows reversed: q is right, so only the random check shows it
+    ("05.3.2:rows-reversed", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos, sin")
+     .replace("    def rotate(x):", "    def rotate(x, cos=cos, sin=sin):")
+     .replace("return rotate(xq), rotate(xk)", "return rotate(xq), rotate(xk, cos.flip(-2), sin.flip(-2))")),
+]
