@@ -173,6 +173,29 @@ def test_a_message_a_helper_returns_is_found_and_the_helpers_other_strings_are_n
     assert '"not a message"' in chinese
 
 
+def test_a_printed_helper_a_helpers_message_parameter_and_a_warning_are_messages():
+    # What a printed helper returns, what a helper is given for a parameter that only flows into
+    # its assertion, a warning's text and what is added to a message's name are words; a
+    # helper whose parameter is data, and what a helper used outside a message returns, are code.
+    cell = ('def summary():\n'
+            '    return "all rows pass"\n'
+            'def check(ok, why):\n'
+            '    assert ok, why\n'
+            'def device():\n'
+            '    return "cpu"\n'
+            'def run(prompt):\n'
+            '    return generate(prompt)\n'
+            'print(summary())\n'
+            'check(run("Once upon a time") == device(), "the sum is wrong")\n'
+            'warnings.warn("this is slow")\n'
+            'hint = "the rows"\n'
+            'hint += " are too long"\n'
+            'assert ok, hint\n')
+    assert code_messages(cell) == [("all rows pass", "message"), ("the sum is wrong", "message"),
+                                   ("this is slow", "message"), ("the rows", "message"),
+                                   (" are too long", "message")]
+
+
 def test_the_labels_a_loop_only_writes_out_are_words_and_its_keys_are_not():
     # A label flows through a loop variable into a print, a figure's legend or the key a result
     # is stored under; a string that is also looked up, compared or given to a call is code.

@@ -170,7 +170,7 @@ def test_a_space_after_a_full_width_colon_in_a_printed_line_or_a_code_text_is_re
 
 
 def test_an_english_message_left_in_a_chinese_test_cell_is_reported(tmp_path):
-    # Beyond the catalogues: a message the extraction never took stays English in the Chinese
+    # Beyond the catalogues: a message left untranslated stays English in the Chinese
     # notebook. A helper's returned words, a join's " and ", an assigned message name it; a
     # compared error text, a prompt given to a call, a dictionary key and a name do not.
     cell = ('def raised(err):\n'
@@ -202,3 +202,46 @@ def test_an_english_message_left_in_a_chinese_test_cell_is_reported(tmp_path):
     (tmp_path / "student" / "zh" / "05_3_rope.ipynb").write_text(planted, encoding="utf-8")
     assert [line.split(": ")[1] for line in checks.test_cell_problems(tmp_path)] == ["ex_05_3_3_test"]
     assert checks.test_cell_problems() == []
+
+
+@pytest.mark.parametrize(("cell", "english"), [
+    # a lone word is English when it is the whole message, capitalised or not
+    ('print("Passed")\n', ["Passed"]),
+    ('assert ok, "wrong"\n', ["wrong"]),
+    # a string given to a helper for a parameter that only flows into a message
+    ('def check(ok, why):\n    assert ok, why\ncheck(total == 6, "the sum is wrong")\n',
+     ["the sum is wrong"]),
+    ('def check(ok, why):\n    assert ok, why\ncheck(total == 6, why="the sum is wrong")\n',
+     ["the sum is wrong"]),
+    # a printed join's pieces, a warning's text
+    ('print("\\n".join(f"row {i} is wrong" for i in bad))\n', ["row   is wrong"]),
+    ('import warnings\nwarnings.warn("this is slow")\n', ["this is slow"]),
+    # the labels of a loop whose variable is only printed
+    ('for name in ["the first row", "the second row"]:\n    print(name)\n',
+     ["the first row", "the second row"]),
+    # what a helper returns when it is printed, and what is added to a message's name
+    ('def summary():\n    return "all rows pass"\nprint(summary())\n', ["all rows pass"]),
+    ('why = "行"\nwhy += f" is {n} too long"\nassert ok, why\n', [" is   too long"]),
+])
+def test_an_english_message_is_reported_however_it_is_written(cell, english):
+    assert checks.english_messages(cell) == english
+
+
+@pytest.mark.parametrize("cell", [
+    # a helper's return used as data, not inside a message
+    'def device():\n    return "cuda:0" if ok else "cpu"\nx = x.to(device())\n'
+    'assert ok, f"设备：{device()}"\n',
+    # a message that is code, not prose
+    'assert x.dtype == torch.float32, "x.to(torch.float32)"\n',
+    'assert ok, f"应调用 {name}" + f"{x}.float()"\n',
+    # a prompt the cell gives to a call and also prints: data
+    'prompt = "Once upon a time"\nout = generate(prompt)\nprint(f"{prompt!r} -> {out}")\n',
+    'for prompt in ["Once upon a time"]:\n    print(prompt, generate(prompt))\n',
+    # a helper's parameter that is data, a module's name a message strips, a name a message shows
+    'def run(prompt):\n    return generate(prompt)\nassert run("Once upon a time"), "生成失败"\n',
+    'came = f"{type(got).__module__}.{type(got).__name__}".removeprefix("builtins.")\n'
+    'assert ok, f"不是 {came}"\n',
+    'assert ok, "缺少 " + "logits"\n',
+])
+def test_code_and_data_in_a_test_cell_are_not_reported(cell):
+    assert checks.english_messages(cell) == []

@@ -8,9 +8,15 @@ A message is a literal that is written out:
 - an assertion's message, a raised error's arguments, the literals a ``print`` writes, and
   the strings that only flow into those (a dictionary of hints);
 - the separator a printed list is joined with (``", ".join(names)``);
-- what a **helper of the cell returns** when the helper is only called inside those
-  (``raise AssertionError(raised(err, m, n))``: every string ``raised`` returns, and the
-  strings that only flow into its returns, are messages);
+- a warning's text (``warnings.warn("...")``), and what is added to a message's name
+  (``why += f"..."``);
+- what a **helper of the cell returns** when the helper is only called inside those or as
+  a ``print``'s argument (``raise AssertionError(raised(err, m, n))``, ``print(summary())``:
+  every string ``raised`` returns, and the strings that only flow into its returns, are
+  messages);
+- what the cell **gives a helper for a parameter that only flows into a message**
+  (``def check(ok, why): assert ok, why`` makes ``"the sum is wrong"`` of
+  ``check(total == 6, "the sum is wrong")`` a message);
 - the **labels of a loop over a literal list** whose variable is only written out: by a
   ``print`` (as an argument or a placeholder, ``{name}`` or ``{column(name, 17)}``), as a
   figure's ``label=``, or as the key a result is stored under (``losses[name] = loss``,
@@ -134,17 +140,45 @@ def _helper_returns(nodes: list[ast.AST], roots: list[ast.AST]) -> list[ast.AST]
     """The return values of the cell's functions that are called only inside ``roots`` (or
     inside the returns of such a function), to a fixed point: a message built by a helper."""
     functions = {n.name: n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    uses = {name: [n for n in nodes if isinstance(n, ast.Name) and n.id == name] for name in functions}
+    inside = {id(n) for c in roots for n in ast.walk(c)}
     taken: list[ast.AST] = []
+    taken_ids: set[int] = set()
     while True:
-        inside = {id(n) for c in roots + taken for n in ast.walk(c)}
-        new = []
-        for name, function in functions.items():
-            uses = [n for n in nodes if isinstance(n, ast.Name) and n.id == name]
-            if uses and all(id(u) in inside for u in uses):
-                new += [r for r in _returns(function) if id(r) not in {id(t) for t in taken}]
+        new = [r for name, function in functions.items()
+               if uses[name] and all(id(u) in inside for u in uses[name])
+               for r in _returns(function) if id(r) not in taken_ids]
         if not new:
             return taken
         taken += new
+        taken_ids |= {id(r) for r in new}
+        inside |= {id(n) for c in new for n in ast.walk(c)}
+
+
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    return [a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]]
+
+
+def _helper_arguments(nodes: list[ast.AST], flowing: set[str]) -> list[ast.AST]:
+    """What the cell gives its functions for a parameter that only flows into a message
+    (``def check(ok, why): assert ok, why`` makes ``"the sum is wrong"`` of
+    ``check(ok, "the sum is wrong")`` a message)."""
+    functions = {n.name: n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    found = []
+    for call in (n for n in nodes if isinstance(n, ast.Call) and getattr(n.func, "id", None) in functions):
+        parameters = _parameters(functions[call.func.id])
+        found += [arg for i, arg in enumerate(call.args)
+                  if not isinstance(arg, ast.Starred) and i < len(parameters) and parameters[i] in flowing]
+        found += [k.value for k in call.keywords if k.arg in flowing and k.arg in parameters]
+    return found
+
+
+def _is_warning(node: ast.AST) -> bool:
+    """``warnings.warn(...)`` or ``warn(...)``: its first argument is written out."""
+    return isinstance(node, ast.Call) and bool(node.args) and (
+        getattr(node.func, "id", None) == "warn"
+        or (isinstance(node.func, ast.Attribute) and node.func.attr == "warn"
+            and getattr(node.func.value, "id", None) == "warnings"))
 
 
 def message_nodes(tree: ast.Module) -> tuple[list[ast.AST], list[ast.AST]]:
@@ -153,15 +187,26 @@ def message_nodes(tree: ast.Module) -> tuple[list[ast.AST], list[ast.AST]]:
     docstrings = [n.body[0].value for n in nodes
                   if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                   and ast.get_docstring(n, clean=False) is not None]
-    roots: list[ast.AST] = [n.msg for n in nodes if isinstance(n, ast.Assert) and n.msg]
-    roots += [n.exc for n in nodes if isinstance(n, ast.Raise) and n.exc]
-    printed = [arg for n in nodes if _is_print(n) for arg in n.args
+    written: list[ast.AST] = [n.msg for n in nodes if isinstance(n, ast.Assert) and n.msg]
+    written += [n.exc for n in nodes if isinstance(n, ast.Raise) and n.exc]
+    written += [n.args[0] for n in nodes if _is_warning(n)]
+    print_args = [arg for n in nodes if _is_print(n) for arg in n.args]
+    printed = [arg for arg in print_args
                if isinstance(arg, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.IfExp)) or _is_join(arg)]
-    roots += _helper_returns(nodes, roots + printed)
     assigns = [n for n in nodes if isinstance(n, ast.Assign)
                and all(isinstance(t, ast.Name) for t in n.targets)]
-    flowing = flowing_names(nodes, roots, assigns)
+    given: list[ast.AST] = []  # what helpers are given for a parameter that only flows into a message
+    while True:
+        roots = written + given
+        roots += _helper_returns(nodes, roots + print_args)  # print(helper()): every argument
+        flowing = flowing_names(nodes, roots, assigns)
+        more = [a for a in _helper_arguments(nodes, flowing) if all(a is not g for g in given)]
+        if not more:
+            break
+        given += more
     context = roots + [a.value for a in assigns if {t.id for t in a.targets} <= flowing]
+    context += [n.value for n in nodes if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
+                and n.target.id in flowing]  # why += f"..."
     strings = [s for c in context + printed for s in string_nodes(c)] + _loop_labels(nodes)
     # A dictionary read only through .items() (``for what, wrong in suspects.items()``): its
     # keys are never looked up, so string keys are messages too.

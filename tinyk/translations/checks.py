@@ -3,7 +3,8 @@ edition, the book's *For instructors* page): every message translated, not fuzzy
 undamaged (:mod:`tinyk.translations.messages`), every term as the term base says
 (:mod:`tinyk.translations.terms`), in the pages', code texts', figures' and interface's catalogues;
 and, beyond the catalogues, no English message left in a Chinese student notebook's test cell
-(:func:`test_cell_problems`), whatever way of building it the extraction misses."""
+(:func:`test_cell_problems`): the messages :mod:`tinyk.courseware.message_flow` finds, the same
+the extraction takes for translation, read in the notebook the students get."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from tinyk.courseware.catalogues import (
 from tinyk.courseware.checkout import course_root
 from tinyk.courseware.chinese_notebooks import CODE_FOLDER, PLACEHOLDER, placeholders
 from tinyk.courseware.figure_text import FULL_WIDTH_MARKS
+from tinyk.courseware.message_flow import message_nodes
 from tinyk.courseware.student_markdown import STUDENT_WORDS
 from tinyk.translations.messages import code_problems, message_problems
 
@@ -80,6 +82,7 @@ def problems(root: Path | None = None) -> list[str]:
 
 _ENGLISH = re.compile(r"\b[A-Za-z]{2,}\b")
 _CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+_PUNCTUATION = re.compile(r"[^\w\s]")
 
 
 def _literal_words(node: ast.AST) -> str | None:
@@ -91,65 +94,66 @@ def _literal_words(node: ast.AST) -> str | None:
     return None
 
 
-def english_messages(source: str) -> list[str]:
-    """The English words (a literal with a word and no Chinese, not a name: ``" and "``, not
-    ``"logits"``) of a code cell's ``source`` that
-    reaches a reader: a literal whose way up the syntax tree ends in an assertion's message, a
-    raised error, a ``print`` or a function's return, or in a value assigned to a name that one
-    of those reads. A literal that is compared, looked up with (a key, a subscript), tested or
-    given to another call is code the cell needs as it is (a prompt, an error text it matches)."""
-    tree = ast.parse(source)
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    sinks: list[ast.AST] = [n.msg for n in ast.walk(tree) if isinstance(n, ast.Assert) and n.msg]
-    sinks += [n.exc for n in ast.walk(tree) if isinstance(n, ast.Raise) and n.exc]
-    sinks += [n.value for n in ast.walk(tree) if isinstance(n, ast.Return) and n.value]
-    sinks += [a for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "print"
-              for a in n.args]
-    ends = {id(s) for s in sinks}
+def _is_code(node: ast.AST) -> bool:
+    """A literal that is Python rather than prose (``"x.to(torch.float32)"``, ``f"{x}.float()"``):
+    its text, each placeholder read as a name, parses as an expression with punctuation in it."""
+    if isinstance(node, ast.JoinedStr):
+        text = "".join(v.value if isinstance(v, ast.Constant) else "_" for v in node.values)
+    else:
+        text = node.value
+    try:
+        ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return False
+    return bool(_PUNCTUATION.search(text))
 
-    def reaches(node: ast.AST) -> bool:
-        while id(node) not in ends:
-            parent = parents.get(id(node))
-            if parent is None or isinstance(parent, (ast.Compare, ast.stmt)):
-                return False
-            writer = isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) \
-                and (parent.func.id == "print" or parent.func.id[:1].isupper())  # a print, an exception
-            if isinstance(parent, ast.Call) and node is not parent.func and not writer:
-                return False  # given to a call: data
-            if (isinstance(parent, ast.Subscript) and node is parent.slice) \
-                    or (isinstance(parent, ast.IfExp) and node is parent.test) \
-                    or (isinstance(parent, ast.Dict) and any(node is key for key in parent.keys)):
-                return False  # looked up with, or tested
-            node = parent
-        return True
 
-    assigns = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-               and n.value is not None]
-    names = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
-    shown: set[str] = set()
-    while True:  # a name a message shows as it is: what is assigned to it is a message too
-        grown = {n.id for n in names if n.id not in shown and reaches(n)}
-        if not grown:
-            break
-        shown |= grown
-        ends |= {id(a.value) for a in assigns
-                 if any(isinstance(t, ast.Name) and t.id in shown
-                        for t in getattr(a, "targets", [getattr(a, "target", None)]))}
-
-    found = []
+def _written_as_is(tree: ast.Module) -> set[int]:
+    """The literals that are a whole message by themselves: a ``print``'s argument, an
+    assertion's message, a raised error's or a warning's argument."""
+    found: set[int] = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.Assert) and node.msg is not None:
+            found.add(id(node.msg))
+        elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            found |= {id(a) for a in node.exc.args}
+        elif isinstance(node, ast.Call) and (getattr(node.func, "id", None) in ("print", "warn")
+                                             or getattr(node.func, "attr", None) == "warn"):
+            found |= {id(a) for a in node.args}
+    return found
+
+
+def english_messages(source: str) -> list[str]:
+    """The English words of a code cell's ``source`` that reach a reader: of each message
+    :func:`tinyk.courseware.message_flow.message_nodes` finds (the same messages the extraction
+    takes for translation), a literal with a word and no Chinese that is not code. Code is a
+    literal that parses as a Python expression (``"x.to(torch.float32)"``) or a lone lowercase
+    (dotted) name (``"logits"``, ``"builtins."``) that is only part of a message; a lone word
+    written as the whole message (``print("Passed")``, ``print("passed")``) is English. A
+    function's return is a message only when the function is used only inside messages."""
+    tree = ast.parse(source)
+    _docstrings, messages = message_nodes(tree)
+    whole = _written_as_is(tree)
+    found, seen = [], set()
+    for node in sorted(messages, key=lambda n: (n.lineno, n.col_offset)):
         words = _literal_words(node)
-        if isinstance(parents.get(id(node)), ast.JoinedStr) or words is None:
-            continue  # an f-string's pieces are read as the whole
-        if _ENGLISH.search(words) and not _CJK.search(words) and not words.isidentifier() and reaches(node):
-            found.append(words)
+        if words is None or id(node) in seen or not _ENGLISH.search(words) or _CJK.search(words):
+            continue
+        seen.add(id(node))
+        name = words.removesuffix(".")  # "builtins." that a type's module is stripped of; " and " is prose
+        lone = all(part.isidentifier() for part in name.split("."))
+        if lone and name == name.lower() and id(node) not in whole:
+            continue  # a name a message shows (a key, a module's name)
+        if not lone and _is_code(node):
+            continue
+        found.append(words)
     return found
 
 
 def test_cell_problems(root: Path | None = None) -> list[str]:
     """Every English message of a test cell of the Chinese student notebooks
-    (:func:`english_messages`): a message the catalogues never took is English in a Chinese
-    notebook, which the catalogues' own check cannot see."""
+    (:func:`english_messages`): a message whose translation is missing or kept English stays
+    English in a Chinese notebook, which the catalogues' own check cannot see."""
     from tinyk.courseware.checkout import STUDENTS, ZH
     from tinyk.courseware.exercises import is_test
 
@@ -160,7 +164,7 @@ def test_cell_problems(root: Path | None = None) -> list[str]:
                 continue
             name = cell["metadata"]["nbgrader"].get("grade_id", "?")
             found += [f"{STUDENTS}/{ZH}/{path.name}: {name}: {words[:60]!r}: English in a Chinese test cell "
-                      f"(a message tinyk.courseware.message_flow misses, or one left untranslated)"
+                      f"(a message left untranslated: translate it in its code catalogue)"
                       for words in english_messages("".join(cell["source"]))]
     return found
 
