@@ -103,7 +103,7 @@ def _is_code(node: ast.AST) -> bool:
         text = node.value
     try:
         ast.parse(text.strip(), mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError):  # ValueError: a NUL in the text
         return False
     return bool(_PUNCTUATION.search(text))
 
