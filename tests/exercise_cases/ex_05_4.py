@@ -587,3 +587,22 @@ RIGHT["ex_05_4_3_solution"] = [
 MISTAKES["ex_05_4_4_solution"] += [
     ("05.4.4:scale-by-heads", _gqa_with(("/ math.sqrt(d_h)", "/ math.sqrt(q.size(1))"))),
 ]
+
+# 05.4.4: copies that work only when the K/V head axis has size 1: expand on the head axis itself, and
+# .view on the expanded copies; 05.4.3: H_kv copies of each head written with expand, then a right reshape
+_EXPAND = ("    k = k.repeat_interleave(n_rep, dim=1)\n    v = v.repeat_interleave(n_rep, dim=1)\n",
+           "    B, H_kv, T_k, d_h = k.shape\n"
+           "    k = k.expand(B, H_kv * n_rep, T_k, d_h)\n    v = v.expand(B, H_kv * n_rep, T_k, d_h)\n")
+_VIEW = ("    k = k.repeat_interleave(n_rep, dim=1)\n    v = v.repeat_interleave(n_rep, dim=1)\n",
+         "    B, H_kv, T_k, d_h = k.shape\n"
+         "    k = k[:, :, None].expand(B, H_kv, n_rep, T_k, d_h).view(B, H_kv * n_rep, T_k, d_h)\n"
+         "    v = v[:, :, None].expand(B, H_kv, n_rep, T_k, d_h).view(B, H_kv * n_rep, T_k, d_h)\n")
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:expand-non-singleton", _gqa_with(_EXPAND)),
+    ("05.4.4:view-of-expanded", _gqa_with(_VIEW)),
+]
+MISTAKES["ex_05_4_3_solution"] += [
+    ("05.4.3:copies-count-h-kv", _REPEAT_KV.format(
+        body="x[:, :, :, None, :].expand(B, T, n_kv_heads, n_kv_heads, head_dim).reshape(B, T, n_kv_heads * "
+             "n_rep, head_dim)")),
+]
