@@ -489,8 +489,8 @@ def test_rmsnorm_writing_into_its_input_is_named_without_a_wrong_cause(monkeypat
 
 def test_shifted_loss_writing_into_its_labels_is_named_without_a_wrong_cause(monkeypatch):
     """labels[:, 0] = ignore_index in the caller's labels: the check says so, and the diagnosis, run on
-    copies, adds no cause (once "the denominator counts labels[:, 0]", read from the labels the part had
-    changed)."""
+    copies, adds no cause (such as "the denominator counts labels[:, 0]", read from the labels the part
+    had changed)."""
     def shifted_loss(logits, labels, ignore_index=-100):
         labels[:, 0] = ignore_index
         targets = labels[:, 1:].reshape(-1)
@@ -563,7 +563,7 @@ def test_the_branches_multiplied_with_at_and_a_transpose_are_named(monkeypatch):
         check_parts(SwiGLU=namespace["SwiGLU"])
 
 
-# --- the capstone after a third learner's pass: four RMSNorm and RoPE-table mistakes named as 05.2.2's and
+# --- the capstone: four RMSNorm and RoPE-table mistakes named as 05.2.2's and
 # 05.3.1's tests name them (each wrong part of tests/exercise_cases/ex_05_10.py, every way of writing it), and
 # never as the mistake it can be taken for: the hint of the other way, or the exponent -i/d_h
 WEIGHT_CAST = ("the weight cast to the input dtype (self.weight.to(x.dtype) or type_as(x)), so the product "
