@@ -19,40 +19,19 @@ from .exercise_cases import ex_05_2, ex_05_3, ex_05_4, ex_05_5, ex_05_6, ex_05_1
 HALVED = ("a residual sum halved, an average such as (x + attention(attention_norm(x))) / 2: a residual "
           "adds, with no division, h = x + attention(attention_norm(x)), then h + feed_forward(ffn_norm(h))")
 
+# 05.6.2's positions that count the padding (the running count of ~valid): one of its wrong answers
+_NOT_VALID = [case for case in ex_05_6.MISTAKES["ex_05_6_2_solution"]
+              if case[1].endswith("(~valid).long().cumsum(-1)\n")]
+assert len(_NOT_VALID) == 1
+
 # (the exercise's wrong answers, mistake id (its first answer is the part), part, the hint)
 CASES = [
-    # 05.4.4 after a learner's pass: the given mask's head axis dropped, q and k swapped, v not copied
-    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:mask-head-axis-dropped", "gqa_attention",
-     "use the given mask as it is; its head axis (dim=1, size 1) broadcasts over the H_q heads, and "
-     "mask[:, 0] or mask.squeeze(1) drops it, so the batch axis meets the heads"),
-    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:q-k-swapped", "gqa_attention",
-     "q and k swapped; the scores have one row per query, T×T_k, q times the transposed k; "
-     "k @ q.transpose(-2, -1) is their transpose"),
-    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:v-not-copied", "gqa_attention",
-     "k was copied for the groups and v was not: copy v the same way, v.repeat_interleave(n_rep, dim=1)"),
-    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:k-not-copied", "gqa_attention",
-     "v was copied for the groups and k was not, so k still has H_kv heads: copy k the same way, "
-     "k.repeat_interleave(n_rep, dim=1)"),
-    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:kv-not-copied", "gqa_attention",
-     "neither k nor v was copied for the groups, so both still have H_kv heads: copy each n_rep = "
-     "H_q // H_kv times, k.repeat_interleave(n_rep, dim=1) and v.repeat_interleave(n_rep, dim=1)"),
-    # 05.2.2 and 05.3.2 after a learner's pass: the exercise's own diagnosis in check_parts too
+    # 05.2.2, RMSNorm
     (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:variance", "RMSNorm",
      "x over its standard deviation (x.var or x.std): the variance takes the mean out first; "
      "r = sqrt(x.pow(2).mean(-1, keepdim=True) + eps) squares x itself"),
     (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:times-r", "RMSNorm",
      "x times r: divide by r, x / r, or multiply by torch.rsqrt(...)"),
-    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:minus-forgotten", "apply_rope",
-     "the minus of a cos - b sin left out: (a, b) -> (a cos - b sin, a sin + b cos)"),
-    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:cos-in-both-terms", "apply_rope",
-     "cos where sin belongs in a term: (a, b) -> (a cos - b sin, a sin + b cos)"),
-    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:columns-reversed", "apply_rope",
-     "the tables' columns reversed: pair i takes column i, in order"),
-    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:bfloat16-tables", "apply_rope",
-     "the rotation rounded to bfloat16 along the way (the tables cast to x.dtype before it); rotate with the "
-     "float32 tables and cast once at the end, .to(x.dtype)"),
-    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:float64-in-float32", "apply_rope",
-     "a rotation computed in float32: keep x's dtype (x.float() turns float64 into float32)"),
     (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:weight-before-normalising", "RMSNorm",
      "the gains applied to x before normalising; normalise first, then multiply by the weight"),
     (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:weight-before-cast", "RMSNorm",
@@ -67,6 +46,16 @@ CASES = [
     (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:weight-no-grad", "RMSNorm",
      "the weight gets no gradient: multiply by self.weight itself, kept in the graph (no .detach(), .data or "
      "torch.no_grad() around it)"),
+    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:eps-ignored", "RMSNorm",
+     "the eps argument ignored (eps = 1e-5 and 0.5 give the same output): add self.eps, the eps given to the "
+     "constructor"),
+    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:downcasts-float64", "RMSNorm",
+     "the norm computed in float32; compute in promote_types(x.dtype, float32), float64 here, never "
+     "downcast"),
+    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:detached", "RMSNorm",
+     "1/r left out of the graph (.detach(), .item() or torch.no_grad() in forward); keep every step in the "
+     "graph"),
+    # 05.3.1, rope_tables
     (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:double-angle", "rope_tables",
      "twice the angle (2·t·ω_i); the angle at position t is t·ω_i, once"),
     (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:positive-exponent", "rope_tables",
@@ -78,18 +67,33 @@ CASES = [
      "the exponent over d_h - 2; ω_i = theta^(-2i/d_h)"),
     (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:degrees", "rope_tables",
      "the angles turned into degrees (times 180 / π); torch.cos and torch.sin take radians"),
-    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:eps-ignored", "RMSNorm",
-     "the eps argument ignored (eps = 1e-5 and 0.5 give the same output): add self.eps, the eps given to the "
-     "constructor"),
-    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:downcasts-float64", "RMSNorm",
-     "the norm computed in float32; compute in promote_types(x.dtype, float32), float64 here, never "
-     "downcast"),
-    (ex_05_2.MISTAKES["ex_05_2_2_solution"], "05.2.2:detached", "RMSNorm",
-     "1/r left out of the graph (.detach(), .item() or torch.no_grad() in forward); keep every step in the "
-     "graph"),
     (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:integer-exponent", "rope_tables",
      "every pair turning by 1 radian per position: the exponent -2i/d_h came out 0; integer division (//) "
      "rounds it down, use / (a float)"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:theta-ignored", "rope_tables",
+     "the tables of theta = 10000 whatever theta is; use the theta argument"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:exponent-i-over-d-h", "rope_tables",
+     "the exponent -i/d_h; ω_i = theta^(-2i/d_h)"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:positions-from-1", "rope_tables",
+     "the positions 1..end; row t is position t, counted from 0: torch.arange(end)"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:cos-sin-swapped", "rope_tables",
+     "cos and sin swapped; return (cos, sin) in that order"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:deg2rad", "rope_tables",
+     "the angles are in radians already, as torch.cos takes them; no deg2rad (nor π / 180)"),
+    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:columns-reversed", "rope_tables",
+     "column i holds pair i's angle, in order (the columns came reversed)"),
+    # 05.3.2, apply_rope
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:minus-forgotten", "apply_rope",
+     "the minus of a cos - b sin left out: (a, b) -> (a cos - b sin, a sin + b cos)"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:cos-in-both-terms", "apply_rope",
+     "cos where sin belongs in a term: (a, b) -> (a cos - b sin, a sin + b cos)"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:columns-reversed", "apply_rope",
+     "the tables' columns reversed: pair i takes column i, in order"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:bfloat16-tables", "apply_rope",
+     "the rotation rounded to bfloat16 along the way (the tables cast to x.dtype before it); rotate with the "
+     "float32 tables and cast once at the end, .to(x.dtype)"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:float64-in-float32", "apply_rope",
+     "a rotation computed in float32: keep x's dtype (x.float() turns float64 into float32)"),
     (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:one-input-unrotated", "apply_rope",
      "an input returned unrotated; rotate both q and k"),
     (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:double-angle", "apply_rope",
@@ -100,71 +104,17 @@ CASES = [
     (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:halves-read-pairs-written", "apply_rope",
      "the pairs read as halves (x[..., :d_h/2] with x[..., d_h/2:], the half-split layout) and written back "
      "interleaved; read adjacent coordinates as the pairs too, x[..., 0::2] with x[..., 1::2]"),
-    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:theta-ignored", "rope_tables",
-     "the tables of theta = 10000 whatever theta is; use the theta argument"),
-    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:exponent-i-over-d-h", "rope_tables",
-     "the exponent -i/d_h; ω_i = theta^(-2i/d_h)"),
-    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:positions-from-1", "rope_tables",
-     "the positions 1..end; row t is position t, counted from 0: torch.arange(end)"),
     (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:sin-sign-swapped", "apply_rope",
      "a rotation the wrong way (the sign of sin swapped): (a, b) -> (a cos - b sin, a sin + b cos)"),
     (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:per-sequence-tables-fail", "apply_rope",
      "a B×T×d_h/2 table has a batch axis first: line it up as B×T×1×d_h/2 (batch, position, head, pair)"),
-    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:mask-inverted", "gqa_attention",
-     "an inverted mask: True = may attend, so fill the scores where the mask is False (~mask)"),
-    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:kv-on-time-axis", "gqa_attention",
-     "copy each K/V head n_rep = H_q // H_kv times along the head axis, dim=1 of B×H_kv×T_k×d_h (not the "
-     "time axis, dim=2)"),
-    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:causal-from-first-key", "gqa_attention",
-     "a causal triangle aligned to the FIRST T keys; the queries are the LAST T keys: tril(T_k - T)"),
-    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:average-on-masked-row", "gqa_attention",
-     "a softmax over a row whose scores are all masked averages every value: give that row's weights 0"),
-    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:silu-after-product", "SwiGLU",
-     "F.silu applied after the product"),
-    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:silu-both-branches", "SwiGLU",
-     "F.silu on both branches; only the gate w1(x) goes through F.silu"),
-    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:norms-swapped", "decoder_block",
-     "the norms are swapped: attention_norm goes with attention, ffn_norm with feed_forward"),
-    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:mlp-first", "decoder_block",
-     "the MLP half before the attention half: the attention half comes first, then the MLP half from h"),
-    (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:padding-at-minus-1", "token_positions",
-     "the padding is at -1, and a negative position reads the tables from their end: raise it to 0"),
-    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:padding-forgotten", "causal_padding_mask",
-     "the padding is forgotten: a padding key is blocked for every query"),
-    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:padding-on-rows-too", "causal_padding_mask",
-     "the padding applied to the queries (the rows) as well as the keys (the columns); block the padding "
-     "keys only, valid[:, None, None, :]"),
-    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:shift-reversed", "shifted_loss",
-     "the shift reversed: logits[:, 1:] against labels[:, :-1]; position t predicts the NEXT label, "
-     "logits[:, :-1] against labels[:, 1:]"),
-    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:shifted-too-far", "shifted_loss",
-     "the targets shifted by two: position t predicts labels[:, t + 1], logits[:, :-1] against "
-     "labels[:, 1:]"),
-    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:mean-of-row-means", "shifted_loss",
-     "the mean of each row's mean; the loss is one mean over the batch's counted targets"),
-    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:ignore-index-unused", "shifted_loss",
-     "the targets equal to ignore_index are not counted: use the argument, not -100"),
-    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:upper-triangle", "gqa_attention",
-     "the upper triangle (triu): query t sees keys t..T_k - 1 instead of 0..t, tril(T_k - T)"),
-    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:k-not-transposed", "gqa_attention",
-     "the scores are q @ k.transpose(-2, -1), T×d_h times d_h×T_k"),
-    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:n-rep-inverted", "gqa_attention",
-     "n_rep came out 0, so K and V were copied 0 times: copy each K/V head n_rep = H_q // H_kv times, "
-     "q.shape[1] // k.shape[1] (n_rep = H_kv // H_q rounds to 0, and so does H_q // T_k, k.shape[2], when "
-     "T_k > H_q)"),
-    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:mlp-half-missing", "decoder_block",
-     "the MLP half is missing: after h = x + attention(attention_norm(x)), return "
-     "h + feed_forward(ffn_norm(h))"),
-    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:attention-norm-missing", "decoder_block",
-     "attention_norm is never called: the attention half is pre-norm, h = x + attention(attention_norm(x))"),
-    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:norm-after-mlp", "decoder_block",
-     "feed_forward reads h itself, the norm after it: the MLP half is pre-norm too, "
-     "h + feed_forward(ffn_norm(h))"),
-    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:or-not-and", "causal_padding_mask",
-     "every key allowed: a key must be both causal AND real, causal & valid (not |)"),
-    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:valid-not-lined-up", "causal_padding_mask",
-     "valid is B×T_k, line it up as B×1×1×T_k, valid[:, None, None, :], to combine it with the T×T_k "
-     "triangle"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:cos-sin-swapped", "apply_rope",
+     "cos and sin were swapped (s, c = cos, sin, or sin where cos goes): (a, b) -> (a cos - b sin, a sin + b "
+     "cos), the tables in the order cos, sin"),
+    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:first-sequence-rows", "apply_rope",
+     "B×T×d_h/2 tables: sequence b takes its own rows cos[b], sin[b], not sequence 0's (cos[0]) for every "
+     "sequence"),
+    # 05.4.3, repeat_kv
     (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:copies-on-time-axis", "repeat_kv",
      "copies made along the time axis (dim=1): the heads are dim=2 of B×T×H_kv×d_h"),
     (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:copies-on-last-axis", "repeat_kv",
@@ -176,53 +126,53 @@ CASES = [
     (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:expand-non-singleton", "repeat_kv",
      "expand grows only axes of size 1: add one for the copies, x[:, :, :, None, :], expand it, then "
      "reshape"),
-    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:weight-not-transposed", "SwiGLU",
-     "an nn.Linear weight is out×in, x @ weight needs its transpose; call the layer, self.w1(x)"),
-    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:no-down-projection", "SwiGLU",
-     "w2 (down) is never applied: the output has m features, w2 maps them back to d"),
-    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:silu-on-input", "SwiGLU",
-     "F.silu on the input x: the gate is silu(w1(x)), not w1(silu(x))"),
-    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:silu-on-output", "SwiGLU",
-     "F.silu on the output: w2(...) is returned as it is, the SiLU goes on the gate w1(x)"),
-    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:down-on-gate-only", "SwiGLU",
-     "w2 maps the product back to d, w2(silu(w1(x)) * w3(x)); w2 applied to the gate alone gives d "
-     "features, which do not multiply w3(x)'s m"),
-    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:no-head-axis", "causal_padding_mask",
-     "no head axis: the mask is B×1×T×T_k, causal[None, None] & valid[:, None, None, :]"),
-    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:ignored-as-class-0", "shifted_loss",
-     "the ignored targets counted as class 0 (averaged over every position): a target equal to "
-     "ignore_index adds no loss and is not counted; pass ignore_index to F.cross_entropy"),
-    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:cos-sin-swapped", "rope_tables",
-     "cos and sin swapped; return (cos, sin) in that order"),
-    # 05.3.1 and 05.3.2 after a learner's pass: named in the capstone's check_parts with the exercises' words
-    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:deg2rad", "rope_tables",
-     "the angles are in radians already, as torch.cos takes them; no deg2rad (nor π / 180)"),
-    (ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:columns-reversed", "rope_tables",
-     "column i holds pair i's angle, in order (the columns came reversed)"),
-    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:cos-sin-swapped", "apply_rope",
-     "cos and sin were swapped (s, c = cos, sin, or sin where cos goes): (a, b) -> (a cos - b sin, a sin + b "
-     "cos), the tables in the order cos, sin"),
-    (ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:first-sequence-rows", "apply_rope",
-     "B×T×d_h/2 tables: sequence b takes its own rows cos[b], sin[b], not sequence 0's (cos[0]) for every "
-     "sequence"),
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:reshape-heads-squared", "repeat_kv",
+     "the reshape asked for another number of heads than the copies hold (H_kv², or a fixed number): the new "
+     "head count is H_kv·n_rep, B×T×(H_kv·n_rep)×d_h"),
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:flattened", "repeat_kv",
+     "repeat_interleave without dim= flattens x first: copy along the head axis, x.repeat_interleave(n_rep, "
+     "dim=2)"),
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:heads-before-positions", "repeat_kv",
+     "the heads before the positions (B×H×T×d_h): repeat_kv keeps x's order, B×T×H×d_h, with the heads on "
+     "dim=2 (transpose back)"),
+    # 05.4.4, gqa_attention
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:mask-head-axis-dropped", "gqa_attention",
+     "use the given mask as it is; its head axis (dim=1, size 1) broadcasts over the H_q heads, and "
+     "mask[:, 0] or mask.squeeze(1) drops it, so the batch axis meets the heads"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:q-k-swapped", "gqa_attention",
+     "q and k swapped; the scores have one row per query, T×T_k, q times the transposed k; "
+     "k @ q.transpose(-2, -1) is their transpose"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:v-not-copied", "gqa_attention",
+     "k was copied for the groups and v was not: copy v the same way, v.repeat_interleave(n_rep, dim=1)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:k-not-copied", "gqa_attention",
+     "v was copied for the groups and k was not, so k still has H_kv heads: copy k the same way, "
+     "k.repeat_interleave(n_rep, dim=1)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:kv-not-copied", "gqa_attention",
+     "neither k nor v was copied for the groups, so both still have H_kv heads: copy each n_rep = "
+     "H_q // H_kv times, k.repeat_interleave(n_rep, dim=1) and v.repeat_interleave(n_rep, dim=1)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:mask-inverted", "gqa_attention",
+     "an inverted mask: True = may attend, so fill the scores where the mask is False (~mask)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:kv-on-time-axis", "gqa_attention",
+     "copy each K/V head n_rep = H_q // H_kv times along the head axis, dim=1 of B×H_kv×T_k×d_h (not the "
+     "time axis, dim=2)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:causal-from-first-key", "gqa_attention",
+     "a causal triangle aligned to the FIRST T keys; the queries are the LAST T keys: tril(T_k - T)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:average-on-masked-row", "gqa_attention",
+     "a softmax over a row whose scores are all masked averages every value: give that row's weights 0"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:upper-triangle", "gqa_attention",
+     "the upper triangle (triu): query t sees keys t..T_k - 1 instead of 0..t, tril(T_k - T)"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:k-not-transposed", "gqa_attention",
+     "the scores are q @ k.transpose(-2, -1), T×d_h times d_h×T_k"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:n-rep-inverted", "gqa_attention",
+     "n_rep came out 0, so K and V were copied 0 times: copy each K/V head n_rep = H_q // H_kv times, "
+     "q.shape[1] // k.shape[1] (n_rep = H_kv // H_q rounds to 0, and so does H_q // T_k, k.shape[2], when "
+     "T_k > H_q)"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:bool-mask-added", "gqa_attention",
      "the boolean mask added to the scores (True counts 1, False 0), as if it were an additive float mask: "
      "fill the scores where it is False, scores.masked_fill(~mask, ...)"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:given-mask-ignored", "gqa_attention",
      "the given mask is ignored: when a mask is given, use it as it is (it already holds causality and "
      "padding)"),
-    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:x-in-place", "decoder_block",
-     "decoder_block changed x in place: write h = x + ..., not x += ..."),
-    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:no-residual", "decoder_block",
-     "both residuals are missing: h = x + attention(attention_norm(x)), then y = h + "
-     "feed_forward(ffn_norm(h))"),
-    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:mlp-norm-missing", "decoder_block",
-     "ffn_norm is never called: the MLP half is pre-norm too, y = h + feed_forward(ffn_norm(h))"),
-    (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:right-padding-at-0", "token_positions",
-     "the padding set to 0: padding after the real tokens keeps the last real position, the running count "
-     "minus 1 raised to 0"),
-    (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:cumsum-over-batch", "token_positions",
-     "the running count taken over the batch axis (cumsum(0)); count along each row, cumsum(-1)"),
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:scale-from-t", "gqa_attention",
      "the scores scaled by 1/sqrt(T_k), the number of keys, or by 1/sqrt(T), q.shape[2], the number of "
      "queries T (the same number here): scale them by 1/sqrt(d_h), the head width, q.shape[-1]"),
@@ -244,41 +194,79 @@ CASES = [
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:scale-by-heads", "gqa_attention",
      "the scores scaled by 1/sqrt(H_q), the square root of the number of heads, q.shape[1] (or k.shape[1], "
      "H_kv, the same number here): scale them by 1/sqrt(d_h), the head width, q.shape[-1]"),
-    # 05.5.3 after a learner's pass: the residual overwritten, and both sums adding a normalised copy
+    # 05.5.2, SwiGLU
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:silu-after-product", "SwiGLU",
+     "F.silu applied after the product"),
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:silu-both-branches", "SwiGLU",
+     "F.silu on both branches; only the gate w1(x) goes through F.silu"),
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:weight-not-transposed", "SwiGLU",
+     "an nn.Linear weight is out×in, x @ weight needs its transpose; call the layer, self.w1(x)"),
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:no-down-projection", "SwiGLU",
+     "w2 (down) is never applied: the output has m features, w2 maps them back to d"),
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:silu-on-input", "SwiGLU",
+     "F.silu on the input x: the gate is silu(w1(x)), not w1(silu(x))"),
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:silu-on-output", "SwiGLU",
+     "F.silu on the output: w2(...) is returned as it is, the SiLU goes on the gate w1(x)"),
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:down-on-gate-only", "SwiGLU",
+     "w2 maps the product back to d, w2(silu(w1(x)) * w3(x)); w2 applied to the gate alone gives d "
+     "features, which do not multiply w3(x)'s m"),
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:mish", "SwiGLU",
+     "F.mish instead of F.silu (Mish is x·tanh(softplus(x)); the gate is SiLU, x·sigmoid(x))"),
+    # 05.5.3, decoder_block
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:norms-swapped", "decoder_block",
+     "the norms are swapped: attention_norm goes with attention, ffn_norm with feed_forward"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:mlp-first", "decoder_block",
+     "the MLP half before the attention half: the attention half comes first, then the MLP half from h"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:mlp-half-missing", "decoder_block",
+     "the MLP half is missing: after h = x + attention(attention_norm(x)), return "
+     "h + feed_forward(ffn_norm(h))"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:attention-norm-missing", "decoder_block",
+     "attention_norm is never called: the attention half is pre-norm, h = x + attention(attention_norm(x))"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:norm-after-mlp", "decoder_block",
+     "feed_forward reads h itself, the norm after it: the MLP half is pre-norm too, "
+     "h + feed_forward(ffn_norm(h))"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:x-in-place", "decoder_block",
+     "decoder_block changed x in place: write h = x + ..., not x += ..."),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:no-residual", "decoder_block",
+     "both residuals are missing: h = x + attention(attention_norm(x)), then y = h + "
+     "feed_forward(ffn_norm(h))"),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:mlp-norm-missing", "decoder_block",
+     "ffn_norm is never called: the MLP half is pre-norm too, y = h + feed_forward(ffn_norm(h))"),
     (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:first-residual-missing", "decoder_block",
      "ffn_norm reads attention(attention_norm(x)) without x: the first half's residual is missing "
-     "(h = attention(...) overwrote x), h = x + attention(attention_norm(x))"),
+     "(x = attention(...) overwrote x, or h = attention(...) left x out), h = x + "
+     "attention(attention_norm(x))"),
     (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:normalised-copy-added", "decoder_block",
      "each sum adds a normalised copy (x = attention_norm(x), then x = x + attention(x), and the same with "
      "ffn_norm): the residuals carry x and h themselves, h = x + attention(attention_norm(x)), then "
      "h + feed_forward(ffn_norm(h))"),
     (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:residual-averaged", "decoder_block",
      HALVED),
-    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:view-of-slice", "shifted_loss",
-     "a slice such as logits[:, :-1] is not contiguous, so .view fails on it: use .reshape, or "
-     ".contiguous().view(...)"),
-]
-
-# A mistake's later wrong answer, which check_parts names too: (answers, mistake id, which of its
-# answers (0 = the first), part, the hint).
-LATER_CASES = [
-    # the residual averaged in the first half only, then in the second only
-    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:residual-averaged", 1, "decoder_block",
-     HALVED),
-    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:residual-averaged", 2, "decoder_block",
-     HALVED),
-    # the causal triangle built as booleans and added to the scores when no mask is given
-    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:bool-mask-added", 1, "gqa_attention",
-     "the boolean mask added to the scores (True counts 1, False 0), as if it were an additive float mask: "
-     "fill the scores where it is False, scores.masked_fill(~mask, ...)"),
-]
-
-# A learner's second pass (05.6): the caller's valid changed in place, the padding of the cached keys ignored,
-# a 0/1 float mask, the targets padded with 0, the running count of ~valid without the -1, clamp(max=0)
-_NOT_VALID = [case for case in ex_05_6.MISTAKES["ex_05_6_2_solution"]
-              if case[1].endswith("(~valid).long().cumsum(-1)\n")]
-assert len(_NOT_VALID) == 1
-CASES += [
+    # 05.6.2, token_positions
+    (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:padding-at-minus-1", "token_positions",
+     "the padding is at -1, and a negative position reads the tables from their end: raise it to 0"),
+    (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:right-padding-at-0", "token_positions",
+     "the padding set to 0: padding after the real tokens keeps the last real position, the running count "
+     "minus 1 raised to 0"),
+    (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:cumsum-over-batch", "token_positions",
+     "the running count taken over the batch axis (cumsum(0)); count along each row, cumsum(-1)"),
+    (_NOT_VALID, "05.6.2:padding-counted", "token_positions",
+     "the padding counted (the running count of ~valid): count the real tokens, valid.long().cumsum(-1)"),
+    (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:clamp-max", "token_positions",
+     "clamp(max=0) caps every position at 0 and keeps the padding's -1: raise the -1 to 0, clamp(min=0)"),
+    # 05.6.3, causal_padding_mask
+    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:padding-forgotten", "causal_padding_mask",
+     "the padding is forgotten: a padding key is blocked for every query"),
+    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:padding-on-rows-too", "causal_padding_mask",
+     "the padding applied to the queries (the rows) as well as the keys (the columns); block the padding "
+     "keys only, valid[:, None, None, :]"),
+    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:or-not-and", "causal_padding_mask",
+     "every key allowed: a key must be both causal AND real, causal & valid (not |)"),
+    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:valid-not-lined-up", "causal_padding_mask",
+     "valid is B×T_k, line it up as B×1×1×T_k, valid[:, None, None, :], to combine it with the T×T_k "
+     "triangle"),
+    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:no-head-axis", "causal_padding_mask",
+     "no head axis: the mask is B×1×T×T_k, causal[None, None] & valid[:, None, None, :]"),
     (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:writes-into-valid", "causal_padding_mask",
      "build new tensors, valid[:, None, None, :], never valid.unsqueeze_(...), valid.fill_(...) or "
      "valid[...] = ...: the caller still needs valid"),
@@ -288,31 +276,43 @@ CASES += [
     (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:float-0-1-mask", "causal_padding_mask",
      "a 0/1 float mask (a float triangle times valid): keep the triangle boolean (dtype=torch.bool) and "
      "combine with &, causal & valid"),
+    # 05.6.4, shifted_loss
+    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:shift-reversed", "shifted_loss",
+     "the shift reversed: logits[:, 1:] against labels[:, :-1]; position t predicts the NEXT label, "
+     "logits[:, :-1] against labels[:, 1:]"),
+    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:shifted-too-far", "shifted_loss",
+     "the targets shifted by two: position t predicts labels[:, t + 1], logits[:, :-1] against "
+     "labels[:, 1:]"),
+    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:mean-of-row-means", "shifted_loss",
+     "the mean of each row's mean; the loss is one mean over the batch's counted targets"),
+    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:ignore-index-unused", "shifted_loss",
+     "the targets equal to ignore_index are not counted: use the argument, not -100"),
+    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:ignored-as-class-0", "shifted_loss",
+     "the ignored targets counted as class 0 (averaged over every position): a target equal to "
+     "ignore_index adds no loss and is not counted; pass ignore_index to F.cross_entropy"),
+    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:view-of-slice", "shifted_loss",
+     "a slice such as logits[:, :-1] is not contiguous, so .view fails on it: use .reshape, or "
+     ".contiguous().view(...)"),
     (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:targets-padded-with-0", "shifted_loss",
      "the targets labels[:, 1:] padded with 0, a real class, so the last position, which predicts nothing, "
      "is scored against class 0: cut the logits too, logits[:, :-1] against labels[:, 1:] (or pad with "
      "ignore_index)"),
-    (_NOT_VALID, "05.6.2:padding-counted", "token_positions",
-     "the padding counted (the running count of ~valid): count the real tokens, valid.long().cumsum(-1)"),
-    (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:clamp-max", "token_positions",
-     "clamp(max=0) caps every position at 0 and keeps the padding's -1: raise the -1 to 0, clamp(min=0)"),
 ]
 
-# 05.4.3 and 05.5.2 from the same pass: the copies reshaped to H_kv² heads, repeat_interleave without dim=,
-# B×H×T×d_h; Mish instead of SiLU
-CASES += [
-    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:mish", "SwiGLU",
-     "F.mish instead of F.silu (Mish is x·tanh(softplus(x)); the gate is SiLU, x·sigmoid(x))"),
-    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:reshape-heads-squared", "repeat_kv",
-     "the reshape asked for another number of heads than the copies hold (H_kv², or a fixed number): the new "
-     "head count is H_kv·n_rep, B×T×(H_kv·n_rep)×d_h"),
-    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:flattened", "repeat_kv",
-     "repeat_interleave without dim= flattens x first: copy along the head axis, x.repeat_interleave(n_rep, "
-     "dim=2)"),
-    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:heads-before-positions", "repeat_kv",
-     "the heads before the positions (B×H×T×d_h): repeat_kv keeps x's order, B×T×H×d_h, with the heads on "
-     "dim=2 (transpose back)"),
+# A mistake's later wrong answer, which check_parts names too: (answers, mistake id, which of its
+# answers (0 = the first), part, the hint).
+LATER_CASES = [
+    # the causal triangle built as booleans and added to the scores when no mask is given
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:bool-mask-added", 1, "gqa_attention",
+     "the boolean mask added to the scores (True counts 1, False 0), as if it were an additive float mask: "
+     "fill the scores where it is False, scores.masked_fill(~mask, ...)"),
+    # the residual averaged in the first half only, then in the second only
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:residual-averaged", 1, "decoder_block",
+     HALVED),
+    (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:residual-averaged", 2, "decoder_block",
+     HALVED),
 ]
+
 
 # k.T on a 4-D tensor: named from the sizes that do not line up, which the message gives.
 KT_HINT = ("k's axes came out of order: the batch axes of q @ k do not line up (H_q = {a} against T_k = "
@@ -331,6 +331,53 @@ def test_k_dot_t_on_a_4d_tensor_is_named_not_a_hard_coded_size(monkeypatch, lang
     assert say("the K/V heads were copied although H_q = H_kv here, so n_rep = H_q // H_kv = 1: a size is "
                "hard-coded; read n_rep from the shapes, q.shape[1] // k.shape[1]") not in str(caught.value)
     assert (say(KT_HINT, a=4, b=6) == KT_HINT.format(a=4, b=6)) == (language == "en")
+
+
+# K/V copies that work only when the head axis has size 1, named as such, never as K or V left uncopied
+ONE_HEAD_COPIES = [
+    ("05.4.4:expand-non-singleton",
+     "expand grows only axes of size 1, and the K/V head axis has H_kv: add one for the copies, "
+     "k[:, :, None], expand it to B×H_kv×n_rep×T_k×d_h, then reshape it to B×H_q×T_k×d_h (or "
+     "k.repeat_interleave(n_rep, dim=1))"),
+    ("05.4.4:view-of-expanded", "an expanded tensor is not contiguous: use .reshape, not .view"),
+]
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+@pytest.mark.parametrize("mistake_id,hint", ONE_HEAD_COPIES, ids=[c[0] for c in ONE_HEAD_COPIES])
+def test_copies_that_need_one_kv_head_are_not_told_k_or_v_was_left_uncopied(monkeypatch, language,
+                                                                             mistake_id, hint):
+    part = _part(ex_05_4.MISTAKES["ex_05_4_4_solution"], mistake_id, "gqa_attention")
+    monkeypatch.setenv("TINYK_LANGUAGE", language)
+    with pytest.raises(PartError) as caught:
+        check_parts(gqa_attention=part)
+    assert caught.value.part == "gqa_attention" and say(hint) in str(caught.value)
+    uncopied = [say("v was copied for the groups and k was not, so k still has H_kv heads: copy k the same "
+                    "way, k.repeat_interleave(n_rep, dim=1)"),
+                say("k was copied for the groups and v was not: copy v the same way, "
+                    "v.repeat_interleave(n_rep, dim=1)"),
+                say("neither k nor v was copied for the groups, so both still have H_kv heads: copy each "
+                    "n_rep = H_q // H_kv times, k.repeat_interleave(n_rep, dim=1) and "
+                    "v.repeat_interleave(n_rep, dim=1)")]
+    assert len(uncopied) == 3 and not any(words in str(caught.value) for words in uncopied)
+    assert (say(hint) == hint) == (language == "en")
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_h_kv_copies_with_a_right_reshape_are_named_by_the_heads_they_hold(monkeypatch, language):
+    # H_kv copies of each head written with expand, then a right reshape to H_kv·n_rep heads: at n_rep = 1
+    # the copies hold H_kv² = 4 heads where the reshape asks H_kv·n_rep = 2, never "another number of heads"
+    part = _part(ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:copies-count-h-kv", "repeat_kv", 1)
+    monkeypatch.setenv("TINYK_LANGUAGE", language)
+    with pytest.raises(PartError) as caught:
+        check_parts(repeat_kv=part)
+    hint = say("the copies hold {held} heads, not H_kv·n_rep = {want}: make n_rep copies of each head, "
+               "x[:, :, :, None, :].expand(B, T, H_kv, n_rep, d_h), then reshape to B×T×(H_kv·n_rep)×d_h",
+               held=4, want=2)
+    assert caught.value.part == "repeat_kv" and hint in str(caught.value)
+    assert say("the reshape asked for another number of heads than the copies hold (H_kv², or a fixed "
+               "number): the new head count is H_kv·n_rep, B×T×(H_kv·n_rep)×d_h") not in str(caught.value)
+    assert hint.startswith("the copies hold 4 heads, not H_kv·n_rep = 2") == (language == "en")
 
 
 def _part(cases: list[tuple[str, str]], mistake_id: str, name: str, nth: int = 0) -> object:
@@ -442,8 +489,8 @@ def test_rmsnorm_writing_into_its_input_is_named_without_a_wrong_cause(monkeypat
 
 def test_shifted_loss_writing_into_its_labels_is_named_without_a_wrong_cause(monkeypatch):
     """labels[:, 0] = ignore_index in the caller's labels: the check says so, and the diagnosis, run on
-    copies, adds no cause (once "the denominator counts labels[:, 0]", read from the labels the part had
-    changed)."""
+    copies, adds no cause (such as "the denominator counts labels[:, 0]", read from the labels the part
+    had changed)."""
     def shifted_loss(logits, labels, ignore_index=-100):
         labels[:, 0] = ignore_index
         targets = labels[:, 1:].reshape(-1)
@@ -516,8 +563,7 @@ def test_the_branches_multiplied_with_at_and_a_transpose_are_named(monkeypatch):
         check_parts(SwiGLU=namespace["SwiGLU"])
 
 
-
-# --- the capstone after a third learner's pass: four RMSNorm and RoPE-table mistakes named as 05.2.2's and
+# --- the capstone: four RMSNorm and RoPE-table mistakes named as 05.2.2's and
 # 05.3.1's tests name them (each wrong part of tests/exercise_cases/ex_05_10.py, every way of writing it), and
 # never as the mistake it can be taken for: the hint of the other way, or the exponent -i/d_h
 WEIGHT_CAST = ("the weight cast to the input dtype (self.weight.to(x.dtype) or type_as(x)), so the product "

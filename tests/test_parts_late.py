@@ -232,9 +232,8 @@ def test_the_right_attention_here_is_accepted():
     assert check_parts(gqa_attention=right_attention) == ["gqa_attention"]
 
 
-# The mistakes a learner's try of 05.4.4 and 05.6.2-05.6.4 left generic, a raw error or misnamed (a T×T
-# mask was told to copy the K/V heads along the head axis): check_parts names each in its visible test's
-# words.
+# Wrong parts of 05.4.4 and 05.6.2-05.6.4 (the weights returned, a T×T mask with cached keys, ...):
+# check_parts names each in its visible test's words, never as generic, a raw error or another mistake.
 def weights_returned(q, k, v, mask=None):
     n_rep = q.shape[1] // k.shape[1]
     k = k.repeat_interleave(n_rep, 1)
@@ -316,8 +315,8 @@ TRIED = [
 ]
 
 
-# A learner's pass (05.4-05.6): wrong parts that check_parts left generic, raised as a raw error or took for a
-# stub, each named now in the words of the exercise's visible test.
+# Wrong parts of 05.4-05.6, each named in the words of the exercise's visible test: never generic, a raw
+# error or taken for a stub.
 def repeat_kv_axis_after_d_h(x, n_rep):
     B, T, H, D = x.shape
     return x[..., None].expand(B, T, H, D, n_rep).reshape(B, T, H * n_rep, D)
@@ -430,8 +429,8 @@ WRONG = WRONG_LATE + TRIED + WRONG_PASS
 
 @pytest.mark.parametrize("name,wrong,words", WRONG, ids=[w[1].__name__ for w in WRONG])
 def test_each_wrong_part_is_named(name, wrong, words):
-    """Wrong parts found later, tried by a learner or by a learner's pass: each named in the words of
-    its exercise's visible test, none taken for a stub."""
+    """Wrong parts of 05.4-05.6: each named in the words of its exercise's visible test, none taken
+    for a stub."""
     with pytest.raises(PartError) as err:
         check_parts(**{name: wrong})
     assert words in str(err.value), str(err.value)

@@ -22,7 +22,7 @@ from tinyk.courseware.exercises import source_text
 from tinyk.translations import outputs, tables
 
 # 05.4's table as the English page prints it, and its lines as the catalogue translates them
-# one by one (a wide character padded as one column: what the Chinese page showed before).
+# one by one (a wide character padded as two columns, never as one).
 GQA_EN = [
     "MHA             H_kv=16: K and V projections 1,572,864 weights per layer, model total  82,594,560",
     "GQA (upstream)  H_kv= 8: K and V projections   786,432 weights per layer, model total  76,303,104",

@@ -520,9 +520,9 @@ MISTAKES["ex_05_10_2_solution"] += [
 """),
 ]
 
-# The capstone after a learner's pass: an RMSNorm that writes into its input (named alone, no
-# "likely cause" of another mistake), eps typed in, a part called twice, and sizes typed in for the
-# small model of the checks (check_parts tries a second head width and other n_rep).
+# The capstone: an RMSNorm that writes into its input (named alone, no "likely cause" of another
+# mistake), eps typed in, a part called twice, and sizes typed in for the small model of the checks
+# (check_parts tries a second head width and other n_rep).
 _RMSNORM_WITH = """
 class RMSNorm(nn.Module):
     def __init__(self, dim, eps=1e-5):
@@ -575,7 +575,8 @@ def repeat_kv(x, n_rep):
 """)),
 ]
 
-# 05.10.1 after a learner's pass: three nibble mistakes that shared one generic message.
+# 05.10.1: three nibble mistakes, each named apart (the high nibble shifted by 8, high first, packed from
+# byte 2).
 MISTAKES["ex_05_10_1_solution"] += [
     ("05.10.1:high-nibble-shifted-by-8",
      _Q4_1.replace("packed >> 4", "packed >> 8").format(weights="d * q + m")),
@@ -585,8 +586,8 @@ MISTAKES["ex_05_10_1_solution"] += [
     ("05.10.1:packed-from-byte-2", _Q4_1.replace("block[4:20]", "block[2:18]").format(weights="d * q + m")),
 ]
 
-# 05.10.2 after a learner's pass: labels that are input_ids itself, the pair swapped, the mask one
-# position late, and padding found by id with each row's last token put back.
+# 05.10.2: labels that are input_ids itself, the pair swapped, the mask one position late, and padding
+# found by id with each row's last token put back.
 MISTAKES["ex_05_10_2_solution"] += [
     ("05.10.2:labels-alias-ids", _PADDED + """
     lengths = torch.tensor([len(s) for s in sequences])
@@ -635,8 +636,8 @@ MISTAKES["ex_05_10_3_solution"] += [
         return normed.to(x.dtype) * self.weight"""))),
 ]
 
-# 05.10.2 after a learner's pass: lists instead of tensors (said what came back), and labels that are
-# input_ids unchanged, no -100 at all (said so, not as if the end of turn had been hidden).
+# 05.10.2: lists instead of tensors (said what came back), and labels that are input_ids unchanged, no
+# -100 at all (said so, not as if the end of turn had been hidden).
 MISTAKES["ex_05_10_2_solution"] += [
     ("05.10.2:not-tensors", _PADDED + """
     lengths = torch.tensor([len(s) for s in sequences])
@@ -647,9 +648,9 @@ MISTAKES["ex_05_10_2_solution"] += [
 """),
 ]
 
-# The capstone after a learner's pass: check_parts names each instead of "differs by X", a raw error or
-# another mistake's text (a float64 input rotated in float32, rows cropped to fit, bfloat16 tables, the
-# scores over sqrt(T_k), n_rep over T_k, eps under another keyword, the labels left unshifted).
+# The capstone: check_parts names each, never as "differs by X", a raw error or another mistake's text
+# (a float64 input rotated in float32, rows cropped to fit, bfloat16 tables, the scores over sqrt(T_k),
+# n_rep over T_k, eps under another keyword, the labels left unshifted).
 _ROTATED = "torch.stack([x0 * c - x1 * s, x0 * s + x1 * c], dim=-1)"
 MISTAKES["ex_05_10_3_solution"] += [
     ("05.10.3:rope-in-float32", _capstone().replace("wide = x.to(torch.promote_types(x.dtype, c.dtype))",
@@ -675,8 +676,8 @@ MISTAKES["ex_05_10_3_solution"] += [
                                                        "targets = labels.reshape(-1)")),
 ]
 
-# After a second learner's pass: a missing return (a raw TypeError) and labels cut at the first pad id
-# in the row (told only the numbers), each named now.
+# 05.10.2: a missing return (which would be a raw TypeError) and labels cut at the first pad id in the
+# row, each named, not told only the numbers.
 MISTAKES["ex_05_10_2_solution"] += [
     ("05.10.2:no-return", _PADDED + """
     lengths = torch.tensor([len(s) for s in sequences])
@@ -692,9 +693,9 @@ MISTAKES["ex_05_10_2_solution"] += [
 """),
 ]
 
-# After a third learner's pass: 05.10.1's whole bytes as q, d's bits read as an integer and the packed
-# bytes cut one short; 05.10.2's extra column, input_ids padded with -100, lengths of the padded rows and
-# -100 in the last column only, each told only the numbers or another mistake's message.
+# 05.10.1's whole bytes as q, d's bits read as an integer and the packed bytes cut one short; 05.10.2's
+# extra column, input_ids padded with -100, lengths of the padded rows and -100 in the last column only:
+# each named, never told only the numbers or another mistake's message.
 MISTAKES["ex_05_10_1_solution"] += [
     ("05.10.1:whole-bytes", _Q4_1.format(weights="d * np.concatenate([packed, packed]) + m")),
     ("05.10.1:d-read-as-integer", _Q4_1.format(weights="d * q + m").replace(
@@ -734,7 +735,7 @@ def _once(old: str, new: str) -> str:
     return source.replace(old, new)
 
 
-# After a third learner's pass: RMSNorm's sum of squares over the first axis's length, its product
+# The capstone: RMSNorm's sum of squares over the first axis's length, its product
 # kept in the input dtype (the weight cast to it; an in-place multiply or a cast after it), and RoPE
 # tables with the angle doubled or the exponent over the tables' length (end = 16 = 2·d_h in the check,
 # where it is also -i/d_h): check_parts names each as 05.2.2's and 05.3.1's tests do.

@@ -479,8 +479,8 @@ def rms(x, eps=0.0):
 """),
 ]
 
-# After a learner's pass: mistakes that got another mistake's message, a generic one or a raw error,
-# and a copier's route (autograd's Jacobian of a hand-written RMSNorm) that passed.
+# 05.2.1-05.2.3: mistakes each named by its own message (never another mistake's, a generic one or a
+# raw error), and a copier's route (autograd's Jacobian of a hand-written RMSNorm) refused.
 _RMS = """
 import math
 def rms(x, eps=0.0):
@@ -528,7 +528,7 @@ MISTAKES["ex_05_2_2_solution"] += [
      _NORM.replace("NORMALISED", "xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps**2)")),
     ("05.2.2:eps-times-mean",
      _NORM.replace("NORMALISED", "xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) * (1 + self.eps))")),
-    # the weight saved under a second name (it used to be told "keep eps a plain attribute")
+    # the weight saved under a second name (never told "keep eps a plain attribute")
     ("05.2.2:extra-state", _NORM.replace("self.weight = nn.Parameter(torch.ones(dim))",
                                          "self.gamma = nn.Parameter(torch.ones(dim))\n"
                                          "        self.weight = self.gamma")
@@ -569,7 +569,8 @@ RIGHT["ex_05_2_2_solution"] = [*RIGHT.get("ex_05_2_2_solution", []), _NORM.repla
     "n = NORMALISED", "n = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).clone()\n"
     "        n.mul_(1.0)")]
 
-# After a second learner's pass: a mistake whose message never fired, raw errors and a misdiagnosis.
+# 05.2.1-05.2.3: entries left out, forward misspelt, no return, a gain not named weight, the divisor
+# over the first axis, I / r², a centred outer term and a rounded result, each named (no raw error).
 MISTAKES["ex_05_2_1_solution"] += [
     # (3, 4) gives sqrt(9 / 2): the first check names it
     ("05.2.1:entries-left-out", _RMS.replace("BODY", "math.sqrt(sum(v * v for v in x[:-1]) / len(x) + eps)")),
@@ -598,8 +599,8 @@ MISTAKES["ex_05_2_1_solution"] += [
     ("05.2.1:rounded", _RMS.replace("BODY", "round(math.sqrt(sum(v * v for v in x) / len(x) + eps), 4)")),
 ]
 
-# After a third learner's pass: routes around the autograd ban, mistakes told another's message or a
-# generic one.
+# 05.2.1-05.2.3: routes around the autograd ban refused; the max for the mean and the product in the
+# input dtype each named by its own message.
 MISTAKES["ex_05_2_1_solution"] += [
     ("05.2.1:max-not-mean", _RMS.replace("BODY", "math.sqrt(max(v * v for v in x) + eps)")),
 ]

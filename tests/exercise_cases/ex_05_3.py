@@ -380,7 +380,7 @@ MISTAKES["ex_05_3_1_solution"] += [
                                                "torch.arange(end - 1, dtype=torch.float32)")),
 ]
 
-# 05.3.3 and 05.3.4 after a learner's pass: mistakes that used to get another mistake's message.
+# 05.3.3 and 05.3.4: mistakes each named by its own message, never another mistake's.
 _ROPE_AFTER_CACHE = """
 from tinyk import apply_rotary_emb
 def rope_after_cache(xq, xk, cos, sin, start_pos):
@@ -393,21 +393,21 @@ MISTAKES["ex_05_3_3_solution"] += [
     # q and k in float32: the score rounded to float32, though the tables are float64
     ("05.3.3:float32-score",
      _ROPE_SCORE.replace("    cos, sin =", "    q, k = q.float(), k.float()\n    cos, sin =")),
-    # cos[m] is 1-D: apply_rotary_emb refuses it (it used to be told "max(m, n) + 1 rows")
+    # cos[m] is 1-D: apply_rotary_emb refuses it (never told "max(m, n) + 1 rows")
     ("05.3.3:one-d-row", _ROPE_SCORE.replace("cos[m : m + 1], sin[m : m + 1]", "cos[m], sin[m]")
                                     .replace("cos[n : n + 1], sin[n : n + 1]", "cos[n], sin[n]")),
     ("05.3.3:tables-wrong-width", _ROPE_SCORE.replace("precompute_freqs_cis(q.shape[0],",
                                                       "precompute_freqs_cis(q.shape[0] // 2,")),
-    # a negative score made positive (it used to be told "q rotated to n and k to m")
+    # a negative score made positive (never told "q rotated to n and k to m")
     ("05.3.3:absolute-value", _ROPE_SCORE.replace("return float((q_m * k_n).sum())",
                                                   "return abs(float((q_m * k_n).sum()))")),
 ]
 MISTAKES["ex_05_3_4_solution"] += [
-    # only the rotated queries (it used to be told "your T counts the heads")
+    # only the rotated queries (never told "your T counts the heads")
     ("05.3.4:returns-one-tensor", _ROPE_AFTER_CACHE.replace("sin[start_pos : start_pos + T])\n",
                                                             "sin[start_pos : start_pos + T])[0]\n")),
     ("05.3.4:t-from-batch-axis", _ROPE_AFTER_CACHE.replace("T = xq.shape[1]", "T = xq.shape[0]")),
-    # the check reads the columns (it used to be told "T new tokens take T rows")
+    # the check reads the columns (never told "T new tokens take T rows")
     ("05.3.4:check-wrong-axis", _ROPE_AFTER_CACHE.replace("> cos.shape[0]", "> cos.shape[1]")),
     ("05.3.4:one-too-early", _ROPE_AFTER_CACHE.replace(
         "cos[start_pos : start_pos + T], sin[start_pos : start_pos + T]",
@@ -415,9 +415,9 @@ MISTAKES["ex_05_3_4_solution"] += [
     ("05.3.4:sin-rows-differ", _ROPE_AFTER_CACHE.replace("sin[start_pos : start_pos + T]", "sin[:T]")),
 ]
 
-# 05.3.2 after a learner's pass: a pair read in the wrong order, cos in both terms, the columns reversed
-# (each used to get another message or none), and a rotation computed in float32 for float64 inputs (it
-# used to pass the visible test and fail the hidden one).
+# 05.3.2: a pair read in the wrong order, cos in both terms, the columns reversed (each named by its own
+# message), and a rotation computed in float32 for float64 inputs (failed by the visible test, not only
+# the hidden one).
 MISTAKES["ex_05_3_2_solution"] += [
     ("05.3.2:pair-order-flipped", _ROTATE_ADJACENT.replace("CROP(cos), CROP(sin)", "cos, sin")
                                                   .replace("a, b = x.reshape", "b, a = x.reshape")),
@@ -455,8 +455,9 @@ MISTAKES["ex_05_3_3_solution"] += [
 RIGHT["ex_05_3_3_solution"] = [*RIGHT.get("ex_05_3_3_solution", []),
                                _ROPE_SCORE.replace("return float((q_m * k_n).sum())", _NP_DOT)]
 
-# After a learner's pass: wrong answers that passed (a float64 input rotated in float32, rows cropped to
-# fit, bfloat16 tables, a turn by |n - m|), raw errors and misdiagnoses, each now named.
+# 05.3.1-05.3.4: wrong answers that must fail (a float64 input rotated in float32, rows cropped to fit,
+# bfloat16 tables, a turn by |n - m|), and mistakes named by their own message, never a raw error or
+# another mistake's.
 _ROTATE_PLAIN = """
 import torch
 def apply_rope(xq, xk, cos, sin):
@@ -523,7 +524,7 @@ MISTAKES["ex_05_3_4_solution"] += [
         "    q, k = apply_rotary_emb(xq, xk, cos[start_pos : start_pos + T],\n"
         "                            sin[start_pos : start_pos + T])\n"
         "    return k, q")),
-    # the row of start_pos for every new token (it used to be told "off by 1.73")
+    # the row of start_pos for every new token (never told only "off by 1.73")
     ("05.3.4:one-row", _ROPE_AFTER_CACHE.replace(
         "cos[start_pos : start_pos + T], sin[start_pos : start_pos + T]",
         "cos[start_pos : start_pos + 1].expand(T, -1), sin[start_pos : start_pos + 1].expand(T, -1)")),
@@ -542,8 +543,8 @@ def apply_rope(xq, xk, cos, sin):
     return rot(xq), rot(xk)
 """]
 
-# After a second learner's pass: a missing return, swapped tables and a turn by |n - m| applied to k,
-# each told something else or a raw error.
+# 05.3.1-05.3.4: a missing return, swapped tables and a turn by |n - m| applied to k, each named by its
+# own message, never another's or a raw error.
 MISTAKES["ex_05_3_2_solution"] += [
     ("05.3.2:no-return", _ROTATE_PLAIN.replace("        return torch.stack(", "        torch.stack(")),
     ("05.3.2:cos-sin-swapped", _ROTATE_PLAIN.replace("    def rotate(x):\n",
@@ -596,8 +597,8 @@ MISTAKES["ex_05_3_3_solution"] += [
                                                       "precompute_freqs_cis(64,")),
 ]
 
-# After a third learner's pass: the exponent over end (told "d_h - 2" when the probe's end was d_h - 2),
-# the tables taken as angles, rows reversed, and k alone turned backwards, each told only a generic line.
+# 05.3.1 and 05.3.2: the exponent over end (named as such, whatever the probe's end), the tables taken as
+# angles, rows reversed, and k alone turned backwards, each named, not only a generic line.
 MISTAKES["ex_05_3_1_solution"] += [
     ("05.3.1:exponent-over-end", _ROPE_TABLES.replace("/ head_dim)", "/ end)")),
 ]

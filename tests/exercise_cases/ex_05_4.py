@@ -326,7 +326,7 @@ MISTAKES["ex_05_4_4_solution"] += [
 ]
 
 # log_softmax in place of the softmax: with equal scores the visible test's first check says the
-# weights of keys 0..t are 1/(t + 1), a softmax summing to 1 (it blamed the causal mask before).
+# weights of keys 0..t are 1/(t + 1), a softmax summing to 1 (not blaming the causal mask).
 MISTAKES["ex_05_4_4_solution"] += [
     ("05.4.4:weights-not-softmax", _gqa_with(("torch.softmax(scores, dim=-1)",
                                               "torch.log_softmax(scores, dim=-1)"))),
@@ -343,7 +343,7 @@ MISTAKES["ex_05_4_4_solution"] += [
 ]
 
 # The K/V heads counted from 1, and the query heads shifted by one ((h + 1) // group): the visible
-# test names both (it said only "K/V head 2 does not exist" before).
+# test names both (not only "K/V head 2 does not exist").
 MISTAKES["ex_05_4_1_solution"] += [
     ("05.4.1:kv-heads-from-1", """
 def kv_head_for_each_query_head(n_heads, n_kv_heads):
@@ -363,7 +363,7 @@ def kv_head_for_each_query_head(n_heads, n_kv_heads):
 ]
 
 # max_tokens one less than the floor division, capped at config.max_seq_len, or counted in whole blocks
-# of n_tokens tokens: the visible test names each (it gave only the number before).
+# of n_tokens tokens: the visible test names each, not only by the number.
 MISTAKES["ex_05_4_2_solution"] += [
     ("05.4.2:minus-one", _plan_with(("budget_bytes // per_token", "budget_bytes // per_token - 1"))),
     ("05.4.2:capped-at-max-seq-len", _plan_with(("budget_bytes // per_token",
@@ -390,7 +390,7 @@ MISTAKES["ex_05_4_4_solution"] += [
 
 # The weights returned without @ v, a T×T mask (a raw error once keys are cached), the triangle shifted
 # the wrong way (tril(T - T_k)) or one key too far (tril(T_k - T + 1)), and the softmax over the heads:
-# the visible test names each (it gave a shape, a raw RuntimeError or only the numbers before).
+# the visible test names each, never by a shape, a raw RuntimeError or only the numbers.
 MISTAKES["ex_05_4_4_solution"] += [
     ("05.4.4:weights-returned", _gqa_with(("return (probs @ v.float()).to(q.dtype)",
                                            "return probs.to(q.dtype)"))),
@@ -403,8 +403,8 @@ MISTAKES["ex_05_4_4_solution"] += [
 
 # d_h read from q.shape[2] (T, the number of queries), dropout on the weights, the keys tiled while the values
 # are grouped, k.T on a 4-D tensor, ~ on a float causal mask, `if not mask:` for `if mask is None:`, and the
-# boolean causal mask added to the scores: the visible test names each (it named the missing scale, gave a
-# catch-all, blamed the scale and the causal mask, or let a raw TypeError or RuntimeError through before).
+# boolean causal mask added to the scores: the visible test names each, never as the missing scale, a
+# catch-all, the scale or the causal mask, nor by a raw TypeError or RuntimeError.
 MISTAKES["ex_05_4_4_solution"] += [
     ("05.4.4:scale-from-t", _gqa_with(("T, d_h = q.shape[-2], q.shape[-1]",
                                        "T, d_h = q.shape[-2], q.shape[2]"))),
@@ -466,7 +466,7 @@ def gqa_attention(q, k, v, mask=None):
     return torch.stack(outs, dim=1)
 """]}
 
-# A learner's pass: the group index rounded to the nearest (told from h + 1 by a second call, 8 heads over 2)
+# 05.4.1-05.4.3: the group index rounded to the nearest (told from h + 1 by a second call, 8 heads over 2)
 # or up, every head on K/V head 0, NumPy integers, the tiled order named as repeat/tile, a head width from
 # n_kv_heads (the heads right, the width doubled: gqa_bytes cannot tell it from H_q heads, and says both),
 # max_tokens without bytes_per_element, mha_bytes as gqa_bytes times H_q, and the copies' axis after d_h.
@@ -500,7 +500,7 @@ MISTAKES["ex_05_4_3_solution"] += [
         body="x.expand(B, T, n_kv_heads, n_rep, head_dim).reshape(B, T, n_kv_heads * n_rep, head_dim)")),
 ]
 
-# Right answers in other honest styles, from the same pass: none may be taken for a mistake named above (the
+# Right answers of 05.4 in other honest styles: none may be taken for a mistake named above (the
 # rounding probe calls the answer once more, on 8 heads over 2).
 RIGHT |= {
     "ex_05_4_1_solution": [
@@ -554,9 +554,9 @@ def kv_head_for_each_query_head(n_heads, n_kv_heads):
 """),
 ]
 
-# A learner's second pass: the groups reversed; gqa_bytes and mha_bytes swapped (once blamed on counting H_q
-# heads), max_tokens from a token's bits; the copies reshaped to H_kv² heads (once a raw RuntimeError at
-# n_rep = 3), repeat_interleave without dim=, and the result in B×H×T×d_h order.
+# 05.4.1-05.4.3: the groups reversed; gqa_bytes and mha_bytes swapped (not blamed on counting H_q heads),
+# max_tokens from a token's bits; the copies reshaped to H_kv² heads (named at n_rep = 3, no raw
+# RuntimeError), repeat_interleave without dim=, and the result in B×H×T×d_h order.
 MISTAKES["ex_05_4_1_solution"] += [
     ("05.4.1:groups-reversed", """
 def kv_head_for_each_query_head(n_heads, n_kv_heads):
@@ -586,4 +586,23 @@ RIGHT["ex_05_4_3_solution"] = [
 # 05.4.4: the scores scaled by the square root of the number of heads (q.size(1) on B×H×T×d_h), not of d_h
 MISTAKES["ex_05_4_4_solution"] += [
     ("05.4.4:scale-by-heads", _gqa_with(("/ math.sqrt(d_h)", "/ math.sqrt(q.size(1))"))),
+]
+
+# 05.4.4: copies that work only when the K/V head axis has size 1: expand on the head axis itself, and
+# .view on the expanded copies; 05.4.3: H_kv copies of each head written with expand, then a right reshape
+_EXPAND = ("    k = k.repeat_interleave(n_rep, dim=1)\n    v = v.repeat_interleave(n_rep, dim=1)\n",
+           "    B, H_kv, T_k, d_h = k.shape\n"
+           "    k = k.expand(B, H_kv * n_rep, T_k, d_h)\n    v = v.expand(B, H_kv * n_rep, T_k, d_h)\n")
+_VIEW = ("    k = k.repeat_interleave(n_rep, dim=1)\n    v = v.repeat_interleave(n_rep, dim=1)\n",
+         "    B, H_kv, T_k, d_h = k.shape\n"
+         "    k = k[:, :, None].expand(B, H_kv, n_rep, T_k, d_h).view(B, H_kv * n_rep, T_k, d_h)\n"
+         "    v = v[:, :, None].expand(B, H_kv, n_rep, T_k, d_h).view(B, H_kv * n_rep, T_k, d_h)\n")
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:expand-non-singleton", _gqa_with(_EXPAND)),
+    ("05.4.4:view-of-expanded", _gqa_with(_VIEW)),
+]
+MISTAKES["ex_05_4_3_solution"] += [
+    ("05.4.3:copies-count-h-kv", _REPEAT_KV.format(
+        body="x[:, :, :, None, :].expand(B, T, n_kv_heads, n_kv_heads, head_dim).reshape(B, T, n_kv_heads * "
+             "n_rep, head_dim)")),
 ]

@@ -276,13 +276,13 @@ def decoder_block(x, attention, feed_forward, attention_norm, ffn_norm):
 ]
 
 # The two branches multiplied with @ (a matrix product of two B×T×m tensors): the visible test and
-# check_parts say the product is entry by entry (they said "transpose the weight" before).
+# check_parts say the product is entry by entry (not "transpose the weight").
 MISTAKES["ex_05_5_2_solution"] += [
     ("05.5.2:branches-matmul", _swiglu(forward="self.w2(F.silu(self.w1(x)) @ self.w3(x))")),
 ]
 
 # Neither norm called, a norm on the block's output, and the second sum adding x: the visible test
-# names each (it gave only the calls' count, or "return y = h + ...", before).
+# names each, not only by the calls' count or "return y = h + ...".
 MISTAKES["ex_05_5_3_solution"] += [
     ("05.5.3:no-norms", _block("""
 h = x + attention(x)
@@ -331,8 +331,8 @@ class SwiGLU(nn.Module):
 """),
 ]
 
-# A learner's pass: bare nn.Parameter weights named w1, w2, w3, a forward without its return, the second
-# half's residual taken from ffn_norm(h), and attention called as the model's layer calls it.
+# 05.5: bare nn.Parameter weights named w1, w2, w3, a forward without its return, the second half's
+# residual taken from ffn_norm(h), and attention called as the model's layer calls it.
 _SWIGLU_PARTS = """
 import torch
 import torch.nn.functional as F
@@ -364,7 +364,7 @@ MISTAKES["ex_05_5_3_solution"] += [
      "    return h + feed_forward(ffn_norm(h))\n"),
 ]
 
-# Right answers in other honest styles, from the same pass.
+# Right answers of 05.5 in other honest styles.
 RIGHT = {
     "ex_05_5_2_solution": [_SWIGLU_PARTS.format(
         init=_LINEARS + "\n        self.act = nn.SiLU()",
@@ -395,7 +395,7 @@ RIGHT["ex_05_5_2_solution"].append(_SWIGLU_PARTS.format(
     init=_LINEARS,
     forward="        g = F.silu(self.w1(x), inplace=True)\n        return self.w2(g * self.w3(x))"))
 
-# A learner's second pass: Mish (x·tanh(softplus(x))) as the gate's activation, once only "differs by"
+# 05.5.2: Mish (x·tanh(softplus(x))) as the gate's activation, named, not only "differs by"
 MISTAKES["ex_05_5_2_solution"] += [
     ("05.5.2:mish", _swiglu(forward="self.w2(F.mish(self.w1(x)) * self.w3(x))")),
 ]

@@ -537,7 +537,7 @@ def step_rows(finished, next_tokens, eos, pad):
 ]
 
 # The mask as 0s and 1s (.long()), and F.nll_loss given the raw logits: the visible tests name both
-# (they said "an additive float mask" and "shift by one step" before).
+# (not "an additive float mask" nor "shift by one step").
 MISTAKES["ex_05_6_3_solution"] += [
     ("05.6.3:integer-mask", """
 import torch
@@ -558,7 +558,7 @@ def shifted_loss(logits, labels, ignore_index=-100):
 
 # Positions from the running count of the padding, abs() for the clamp, and the exclusive running count
 # (cumsum - valid); a T×T triangle, query_len ignored, and the triangle shifted the wrong way: the
-# visible tests name each (they gave only the numbers or the shape before).
+# visible tests name each, not only by the numbers or the shape.
 MISTAKES["ex_05_6_2_solution"] += [
     ("05.6.2:padding-counted", """
 def token_positions(valid):
@@ -652,7 +652,7 @@ MISTAKES["ex_05_6_1_solution"] += [
 
 # 05.6.1 with a bias β counted for each RMSNorm (as LayerNorm has), each norm's eps counted, and the MLP's
 # width typed in as 4·dim (hidden_dim ignored; a wider hidden_dim given leaves the count as it is): the
-# visible test names each (it gave only the number before).
+# visible test names each, not only by the number.
 MISTAKES["ex_05_6_1_solution"] += [
     ("05.6.1:norm-bias-counted", _COUNT.format(
         mlp="3 * dim * hidden_dim",
@@ -665,8 +665,8 @@ MISTAKES["ex_05_6_1_solution"] += [
 
 # 05.6.2 one count per row (valid.sum(-1)) and the slot's index kept for the real tokens; 05.6.3 the causal
 # triangle alone (shape 1×1×T×T_k, the padding forgotten) and valid inverted; 05.6.4 the logits not cut at
-# the last position (a raw ValueError before) and both cut at the start; 05.6.5 a finished row left out:
-# the visible tests name each (they gave a shape, a raw error or only the numbers before).
+# the last position (named, no raw ValueError) and both cut at the start; 05.6.5 a finished row left out:
+# the visible tests name each, never by a shape, a raw error or only the numbers.
 MISTAKES["ex_05_6_2_solution"] += [
     ("05.6.2:count-per-row", """
 def token_positions(valid):
@@ -743,10 +743,9 @@ UNNAMED = {"ex_05_6_1_solution": [
     _COUNT.format(mlp="3 * dim * hidden_dim", total=_RIGHT + " + head_dim * head_dim"),
 ]}
 
-# A learner's pass: the running count over the flattened batch, arithmetic on the bool valid (a raw
-# RuntimeError before), float masks given to & and ~ (torch's NotImplementedError, once taken for a stub, and
-# a TypeError), an int64 zero when nothing is counted, and step_rows
-# returning a dict or the tokens alone.
+# 05.6: the running count over the flattened batch, arithmetic on the bool valid, float masks given to &
+# and ~ (torch's NotImplementedError, not taken for a stub, and a TypeError), an int64 zero when nothing
+# is counted, and step_rows returning a dict or the tokens alone.
 _POSITIONS = "import torch\ndef token_positions(valid):\n"
 MISTAKES["ex_05_6_2_solution"] += [
     ("05.6.2:count-across-rows", _POSITIONS
@@ -788,7 +787,7 @@ MISTAKES["ex_05_6_5_solution"] += [
      + "    return [pad if f else t for f, t in zip(finished, next_tokens)]\n"),
 ]
 
-# Right answers in other honest styles, from the same pass.
+# Right answers of 05.6 in other honest styles.
 RIGHT |= {
     "ex_05_6_2_solution": [
         _POSITIONS + "    c = valid.cumsum(dim=1)\n"
@@ -860,11 +859,11 @@ MISTAKES["ex_05_6_1_solution"] += [
         total="vocab_size * dim + n_layers * (layer + 2 * dim + 2 * n_kv_heads * head_dim) + dim")),
 ]
 
-# A learner's second pass: the caller's valid changed in place (unsqueeze_ or fill_), the padding of the
-# cached keys ignored (passed while the visible test had no padded row with T < T_k), a 0/1 float mask
-# (once called additive), a Python float 0.0 when nothing counts (once a raw TypeError), the targets padded
-# with 0 and the logits not cut (once blamed on roll), ids compared with `is` (passed while every EOS id was a
-# small int Python keeps), and the running count of ~valid without the -1.
+# 05.6: the caller's valid changed in place (unsqueeze_ or fill_), the padding of the cached keys ignored
+# (the visible test has a padded row with T < T_k), a 0/1 float mask (not called additive), a Python
+# float 0.0 when nothing counts, the targets padded with 0 and the logits not cut (not blamed on roll),
+# ids compared with `is` (an EOS id beyond the small ints Python keeps), and the running count of ~valid
+# without the -1.
 _TRIANGLE = "    causal = torch.ones(query_len, T_k, dtype=torch.bool).tril(T_k - query_len)\n"
 MISTAKES["ex_05_6_3_solution"] += [
     ("05.6.3:writes-into-valid", _MASK_START + _TRIANGLE

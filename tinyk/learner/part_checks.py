@@ -116,6 +116,16 @@ def _attention_advice(grouped: bool, cached: bool = False, n_kv: int = 1,
     along another axis (fewer K/V heads than query heads) or although there are as many (a multiple
     of H_kv heads)."""
     def advice(error: str) -> str | None:
+        if "expanded size" in error:
+            return say("expand grows only axes of size 1, and the K/V head axis has H_kv: add one for the "
+                       "copies, k[:, :, None], expand it to B×H_kv×n_rep×T_k×d_h, then reshape it to "
+                       "B×H_q×T_k×d_h (or k.repeat_interleave(n_rep, dim=1))")
+        if "view size" in error:
+            return say("an expanded tensor is not contiguous: use .reshape, not .view")
+        if "is invalid for input of size" in error:
+            return say("a reshape asked for another number of heads than the copies hold: H_kv heads "
+                       "copied n_rep times are H_kv·n_rep = H_q heads, B×H_q×T_k×d_h; read the sizes from "
+                       "the shapes")
         sizes = re.search(r"tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
                           r"dimension 1", error)
         if sizes and int(sizes.group(2)) == T_k and T_k % n_kv:
@@ -560,7 +570,7 @@ def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
                                          "n_rep", heads=shapes[1][2]))
     for n_rep, dtype in ((1, torch.bfloat16), (2, torch.float32), (4, torch.float32), (2, torch.bfloat16)):
         x = torch.randn(2, 3, 2, 4, generator=g).to(dtype)
-        got = _call_broadcasting("repeat_kv", fn, _copies_advice, x, n_rep)
+        got = _call_broadcasting("repeat_kv", fn, _copies_advice(x, n_rep), x, n_rep)
         compare("repeat_kv", got, repeat_kv(x, n_rep),
                 say("output for x of shape {shape}, n_rep={n_rep}", shape=tuple(x.shape), n_rep=n_rep),
                 hints={say("the [0, 1, 0, 1] grouping (repeat/tile); each K/V head serves a CONTIGUOUS "
@@ -584,18 +594,29 @@ def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
                        repeat_kv(x, n_rep).transpose(1, 2)})
 
 
-def _copies_advice(error: str) -> str | None:
-    """05.4.3's advice for a ``RuntimeError``: .view on the expanded copies, or expand on the head
-    axis."""
-    if "view size" in error:
-        return say("an expanded tensor is not contiguous: use .reshape, not .view")
-    if "expanded size" in error:
-        return say("expand grows only axes of size 1: add one for the copies, x[:, :, :, None, :], "
-                   "expand it, then reshape")
-    if "is invalid for input of size" in error:
-        return say("the reshape asked for another number of heads than the copies hold (H_kv², or a fixed "
-                   "number): the new head count is H_kv·n_rep, B×T×(H_kv·n_rep)×d_h")
-    return None
+def _copies_advice(x: Tensor, n_rep: int) -> Callable[[str], str | None]:
+    """05.4.3's advice for a ``RuntimeError`` of ``repeat_kv(x, n_rep)``: .view on the expanded copies,
+    expand on the head axis, or a reshape whose head count the copies do not hold (read from
+    "shape '[B, T, h, d]' is invalid for input of size N" against x's shape: with h = H_kv·n_rep the
+    copies are the mistake, N / (B·T·d_h) heads; otherwise the reshape's head count is)."""
+    B, T, H, d = x.shape
+
+    def advice(error: str) -> str | None:
+        if "view size" in error:
+            return say("an expanded tensor is not contiguous: use .reshape, not .view")
+        if "expanded size" in error:
+            return say("expand grows only axes of size 1: add one for the copies, x[:, :, :, None, :], "
+                       "expand it, then reshape")
+        asked = re.search(r"shape '\[(\d+), (\d+), (\d+), (\d+)\]' is invalid for input of size (\d+)", error)
+        if asked and int(asked.group(3)) == H * n_rep and int(asked.group(5)) % (B * T * d) == 0:
+            return say("the copies hold {held} heads, not H_kv·n_rep = {want}: make n_rep copies of each "
+                       "head, x[:, :, :, None, :].expand(B, T, H_kv, n_rep, d_h), then reshape to "
+                       "B×T×(H_kv·n_rep)×d_h", held=int(asked.group(5)) // (B * T * d), want=H * n_rep)
+        if asked or "is invalid for input of size" in error:
+            return say("the reshape asked for another number of heads than the copies hold (H_kv², or a "
+                       "fixed number): the new head count is H_kv·n_rep, B×T×(H_kv·n_rep)×d_h")
+        return None
+    return advice
 
 
 def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
@@ -620,8 +641,11 @@ def _check_gqa_attention(fn: Callable[..., Any], g: torch.Generator) -> None:
         try:
             advice = _attention_advice(n_heads != n_kv, T != T_k, n_kv, T_k, masked)
             got = _call_broadcasting(name, fn, advice, q, k, v, mask)
-        except PartError:
-            if n_heads != n_kv:
+        except PartError as err:
+            # only a head-axis mismatch may come from K or V left uncopied: an expand, a .view or a reshape
+            # that fails is a copy that works only when the head axis has size 1, named by the advice
+            if n_heads != n_kv and re.search(r"must match the size of tensor b \(\d+\) at non-singleton "
+                                             r"dimension 1\b", err.detail):
                 _kv_left_uncopied(fn, q, k, v, mask, n_heads // n_kv)
             raise
         _left_alone(name, say("compute new tensors (q / math.sqrt(d_h), never q /= ... or q.div_(...)): the "
@@ -817,12 +841,6 @@ def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:
              say("y adds feed_forward's output to ffn_norm(h), the normalised h: the second residual carries "
                  "h itself, y = h + feed_forward(ffn_norm(h))"): ffn_norm(h) + feed_forward(ffn_norm(h)),
              **block_hints(x, attention, feed_forward, attention_norm, ffn_norm)}
-    averaged = (x + attention(attention_norm(x))) / 2  # the first sum halved: an average, not a residual
-    hints[say("a residual sum halved, an average such as (x + attention(attention_norm(x))) / 2: a residual "
-              "adds, with no division, h = x + attention(attention_norm(x)), then "
-              "h + feed_forward(ffn_norm(h))")] = (
-        (averaged + feed_forward(ffn_norm(averaged))) / 2, averaged + feed_forward(ffn_norm(averaged)),
-        (h + feed_forward(ffn_norm(h))) / 2)
     before = x.clone()
     calls = {"attention": 0, "feed_forward": 0, "attention_norm": 0, "ffn_norm": 0}
 
@@ -894,13 +912,16 @@ def _check_token_positions(fn: Callable[..., Any], g: torch.Generator) -> None:
 
 
 def _mask_kind(got: object) -> str | None:
-    """05.6.3: what a mask that is no boolean tensor holds (0s and 1s as integers or floats, or an
-    additive float mask), or None for a boolean tensor or no tensor."""
+    """05.6.3: what a mask that is no boolean tensor holds (0s and 1s as integers or floats, other
+    integers, or an additive float mask), or None for a boolean tensor or no tensor."""
     if not isinstance(got, Tensor) or got.dtype == torch.bool:
         return None
+    zeros_and_ones = bool(((got == 0) | (got == 1)).all())
     if not got.is_floating_point():
-        return say("0s and 1s as integers: keep the comparisons' booleans (no .long() or .int())")
-    if bool(((got == 0) | (got == 1)).all()):
+        if zeros_and_ones:
+            return say("0s and 1s as integers: keep the comparisons' booleans (no .long() or .int())")
+        return say("an integer tensor")
+    if zeros_and_ones:
         return say("a 0/1 float mask (a float triangle times valid): keep the triangle boolean "
                    "(dtype=torch.bool) and combine with &, causal & valid")
     return say("an additive float mask")
@@ -920,7 +941,7 @@ def _check_causal_padding_mask(fn: Callable[..., Any], g: torch.Generator) -> No
         kind = _mask_kind(got)
         if kind is not None:
             raise PartError("causal_padding_mask", say(
-                "return a boolean tensor (True = may attend), not {kind}: got {dtype}", kind=kind,
+                "return a boolean tensor (True = may attend), got {dtype}: {kind}", kind=kind,
                 dtype=got.dtype))
         compare("causal_padding_mask", got, expected,
                 say("mask for valid = {valid}, query_len={query_len}", valid=valid.long().tolist(),

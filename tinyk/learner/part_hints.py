@@ -139,10 +139,12 @@ Part = Callable[[Tensor], Tensor]
 
 
 def block_hints(x: Tensor, attention: Part, feed_forward: Part, attention_norm: Part,
-                ffn_norm: Part) -> dict[str, Tensor]:
-    """05.5.3: the residuals, norms and halves of a pre-norm decoder block wired wrongly, or missing."""
+                ffn_norm: Part) -> dict[str, Tensor | tuple[Tensor, ...]]:
+    """05.5.3: the residuals, norms and halves of a pre-norm decoder block wired wrongly, or missing
+    (a tuple: the mistake's outputs, any of which names it)."""
     a = attention(attention_norm(x))
     h = x + a
+    averaged = h / 2  # the first sum halved: an average, not a residual
     mlp_first = x + feed_forward(ffn_norm(x))
     swapped = x + attention(ffn_norm(x))
     unnormed = x + attention(x)
@@ -154,7 +156,8 @@ def block_hints(x: Tensor, attention: Part, feed_forward: Part, attention_norm: 
                 "itself, h = x + attention(attention_norm(x))"):
             attention_norm(x) + a + feed_forward(ffn_norm(attention_norm(x) + a)),
             say("ffn_norm reads attention(attention_norm(x)) without x: the first half's residual is "
-                "missing (h = attention(...) overwrote x), h = x + attention(attention_norm(x))"):
+                "missing (x = attention(...) overwrote x, or h = attention(...) left x out), h = x + "
+                "attention(attention_norm(x))"):
             a + feed_forward(ffn_norm(a)),
             say("each sum adds a normalised copy (x = attention_norm(x), then x = x + attention(x), and "
                 "the same with ffn_norm): the residuals carry x and h themselves, h = x + "
@@ -183,7 +186,13 @@ def block_hints(x: Tensor, attention: Part, feed_forward: Part, attention_norm: 
                 "h + feed_forward(ffn_norm(h))"): unnormed + feed_forward(unnormed),
             say("a norm applied to the block's output: return h + feed_forward(ffn_norm(h)) as it is (the "
                 "model's last norm comes after the last block)"):
-            ffn_norm(h + feed_forward(ffn_norm(h)))}
+            ffn_norm(h + feed_forward(ffn_norm(h))),
+            # both sums halved, the first only, the second only
+            say("a residual sum halved, an average such as (x + attention(attention_norm(x))) / 2: a "
+                "residual adds, with no division, h = x + attention(attention_norm(x)), then "
+                "h + feed_forward(ffn_norm(h))"):
+            ((averaged + feed_forward(ffn_norm(averaged))) / 2, averaged + feed_forward(ffn_norm(averaged)),
+             (h + feed_forward(ffn_norm(h))) / 2)}
 
 
 def positions_hints(valid: Tensor) -> dict[str, Tensor]:
