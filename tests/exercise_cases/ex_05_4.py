@@ -496,8 +496,6 @@ MISTAKES["ex_05_4_3_solution"] += [
     ("05.4.3:axis-after-d-h", _REPEAT_KV.format(
         body="x.unsqueeze(-1).repeat(1, 1, 1, 1, n_rep).reshape(B, T, n_kv_heads * n_rep, head_dim)")),
     ("05.4.3:tiled-groups", "import torch\n" + _REPEAT_KV.format(body="torch.cat([x] * n_rep, dim=2)")),
-    ("05.4.3:tiled-groups", _REPEAT_KV.format(
-        body="x.expand(B, T, n_kv_heads, n_rep, head_dim).reshape(B, T, n_kv_heads * n_rep, head_dim)")),
 ]
 
 # Right answers of 05.4 in other honest styles: none may be taken for a mistake named above (the
@@ -605,4 +603,18 @@ MISTAKES["ex_05_4_3_solution"] += [
     ("05.4.3:copies-count-h-kv", _REPEAT_KV.format(
         body="x[:, :, :, None, :].expand(B, T, n_kv_heads, n_kv_heads, head_dim).reshape(B, T, n_kv_heads * "
              "n_rep, head_dim)")),
+]
+
+# 05.4.2: the factor 2 of keys and values left out of max_tokens' per-token cost only (gqa_bytes right):
+# at B = 2 it gives the same max_tokens as a budget for one row; a call at B = 1 tells them apart.
+MISTAKES["ex_05_4_2_solution"] += [
+    ("05.4.2:max-tokens-no-factor-2", _plan_with(("budget_bytes // per_token",
+                                                  "budget_bytes // (per_token // 2)"))),
+]
+
+# 05.4.3: expand on the 4-D x with no axis for the copies: at n_rep = 2 on a 1×1×2×1 x it broadcasts into
+# the tiled order, at n_rep = 3 it fails; the visible test names the missing axis, not repeat/tile.
+MISTAKES["ex_05_4_3_solution"] += [
+    ("05.4.3:expand-without-new-axis", _REPEAT_KV.format(
+        body="x.expand(B, T, n_kv_heads, n_rep, head_dim).reshape(B, T, n_kv_heads * n_rep, head_dim)")),
 ]
