@@ -355,7 +355,7 @@ def kv_head_for_each_query_head(n_heads, n_kv_heads):
 """),
 ]
 MISTAKES["ex_05_4_1_solution"] += [  # H_kv // H_q = 0 raised to 1: each query head its own K/V head
-    ("05.4.1:group-size-inverted", """
+    ("05.4.1:own-kv-head", """
 def kv_head_for_each_query_head(n_heads, n_kv_heads):
     group = max(n_kv_heads // n_heads, 1)
     return [h // group for h in range(n_heads)]
@@ -617,4 +617,11 @@ MISTAKES["ex_05_4_2_solution"] += [
 MISTAKES["ex_05_4_3_solution"] += [
     ("05.4.3:expand-without-new-axis", _REPEAT_KV.format(
         body="x.expand(B, T, n_kv_heads, n_rep, head_dim).reshape(B, T, n_kv_heads * n_rep, head_dim)")),
+]
+
+# 05.4.1: each query head its own K/V head, list(range(n_heads)): the visible test names what the list
+# shows, not a cause that other answers giving the same list do not share.
+MISTAKES["ex_05_4_1_solution"] += [
+    ("05.4.1:own-kv-head", "def kv_head_for_each_query_head(n_heads, n_kv_heads):\n"
+                           "    return list(range(n_heads))\n"),
 ]
