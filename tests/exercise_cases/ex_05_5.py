@@ -422,3 +422,17 @@ MISTAKES["ex_05_5_3_solution"] += [
     ("05.5.3:residual-averaged", _BLOCK_START + "    h = x + attention(attention_norm(x))\n"
      "    return 0.5 * (h + feed_forward(ffn_norm(h)))\n"),
 ]
+
+# 05.5.3: a debug print that calls a part again (the output right), and a norm applied twice in a row (the
+# output wrong): each part runs once per forward, and the message points at the print in the first case.
+MISTAKES["ex_05_5_3_solution"] += [
+    ("05.5.3:part-called-twice", _BLOCK_START + "    h = x + attention(attention_norm(x))\n"
+     "    print(attention_norm(x).shape)\n    return h + feed_forward(ffn_norm(h))\n"),
+    ("05.5.3:part-called-twice", _BLOCK_START + "    h = x + attention(attention_norm(attention_norm(x)))\n"
+     "    return h + feed_forward(ffn_norm(h))\n"),
+]
+RIGHT["ex_05_5_3_solution"] = [
+    *RIGHT.get("ex_05_5_3_solution", []),
+    _BLOCK_START + "    normed = attention_norm(x)\n    print(normed.shape)\n"
+    "    h = x + attention(normed)\n    return h + feed_forward(ffn_norm(h))\n",
+]

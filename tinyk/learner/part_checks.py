@@ -880,9 +880,12 @@ def _check_decoder_block(fn: Callable[..., Any], g: torch.Generator) -> None:
     again = {label: n for label, n in calls.items() if n != 1}
     if again:  # the right output, yet a part run twice: a model's attention costs twice as much
         runs = ", ".join(f"{label} ×{n}" for label, n in again.items())
-        raise PartError("decoder_block", say("decoder_block ran {runs} (calls of each part): call each part "
-                                             "exactly once, h = x + attention(attention_norm(x)), then "
-                                             "h + feed_forward(ffn_norm(h))", runs=runs))
+        raise PartError("decoder_block", say(
+            "decoder_block ran {runs} (calls of each part), with the right output: each part runs once per "
+            "forward, and a print that calls a part (print(attention_norm(x).shape)) runs it again, as does "
+            "computing a part's value twice; print or reuse a value you kept, e.g. the variable: call each "
+            "part exactly once, h = x + attention(attention_norm(x)), then h + feed_forward(ffn_norm(h))",
+            runs=runs))
 
 
 def _random_valid(g: torch.Generator, B: int = 4, T_k: int = 7) -> Tensor:
