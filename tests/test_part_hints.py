@@ -393,6 +393,15 @@ def test_rope_tables_without_its_value_error_fails_the_check(monkeypatch, langua
     assert hint in str(caught.value) and ("raise ValueError" in hint) == (language == "en")
 
 
+def test_rope_tables_that_refuse_an_even_head_dim_fail_the_check(monkeypatch):
+    # even and positive is the rule: a head_dim of 6, no multiple of 4, has three whole pairs
+    part = _part(ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:rejects-even-head-dim", "rope_tables")
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    with pytest.raises(PartError, match="head_dim=6 raised ValueError: 6 is even and positive") as caught:
+        check_parts(rope_tables=part)
+    assert caught.value.part == "rope_tables"
+
+
 def test_a_table_cropped_to_fit_the_heads_fails_the_check(monkeypatch):
     # the check passes tables built from d = 32 to heads of width 8: an error, never a crop
     part = _part(ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:crops-table", "apply_rope")

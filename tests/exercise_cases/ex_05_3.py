@@ -618,3 +618,25 @@ MISTAKES["ex_05_3_2_solution"] += [
      .replace("    def rotate(x):", "    def rotate(x, cos=cos, sin=sin):")
      .replace("return rotate(xq), rotate(xk)", "return rotate(xq), rotate(xk, cos.flip(-2), sin.flip(-2))")),
 ]
+
+# 05.3.1: a ValueError for every head_dim that is no multiple of 4, 6 and 10 among them.
+MISTAKES["ex_05_3_1_solution"] += [
+    ("05.3.1:rejects-even-head-dim",
+     _ROPE_TABLES.replace("head_dim <= 0 or head_dim % 2", "head_dim <= 0 or head_dim % 4")),
+]
+
+# 05.3.2: angles of its own (θ = 10000) whatever tables it is given.
+MISTAKES["ex_05_3_2_solution"] += [
+    ("05.3.2:tables-ignored", _ROTATE_ADJACENT.replace(
+        "c, s = CROP(cos), CROP(sin)",
+        "omega = 10000.0 ** (-torch.arange(0, d_h, 2, dtype=torch.float32) / d_h)\n"
+        "        angles = torch.outer(torch.arange(T, dtype=torch.float32), omega)\n"
+        "        c, s = angles.cos(), angles.sin()")),
+]
+
+# 05.3.3: q at row m, k at row |n - m|: a common shift moves q only.
+MISTAKES["ex_05_3_3_solution"] += [
+    ("05.3.3:k-at-offset-row",
+     _ROPE_SCORE.replace("cos[n : n + 1], sin[n : n + 1]", "cos[o : o + 1], sin[o : o + 1]")
+     .replace("    q4, k4 =", "    o = abs(n - m)\n    q4, k4 =")),
+]

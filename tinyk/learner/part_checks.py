@@ -392,6 +392,14 @@ def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
             got, precompute_freqs_cis(8, 16), strict=True)):
         raise PartError("rope_tables", say("with theta left out, the tables are not those of theta = 10000: "
                                            "the default is theta=10000.0 in the signature"))
+    try:  # even and positive but no multiple of 4: three whole pairs, tables to build
+        call_part("rope_tables", fn, 6, 4)
+    except PartError as err:
+        if not isinstance(err.__cause__, ValueError):
+            raise
+        even = say("head_dim=6 raised ValueError: 6 is even and positive, three whole pairs; raise it only "
+                   "when head_dim is odd or not positive (head_dim % 2), not when it is no multiple of 4")
+        raise PartError("rope_tables", even) from None
     for head_dim in (7, 0, -4):  # no whole pairs, or no width at all: a ValueError first
         try:
             call_part("rope_tables", fn, head_dim, 4)
