@@ -211,9 +211,14 @@ def _check_rmsnorm_outputs(cls: Any, g: torch.Generator, cases: tuple) -> None:
         weight = torch.randn(dim, generator=g) * 0.5 + 1.0
         if not isinstance(getattr(mine, "weight", None), nn.Parameter):
             raise PartError(name, say("needs a parameter self.weight (nn.Parameter of shape (dim,))"))
-        if tuple(mine.weight.shape) != (dim,) or not torch.equal(mine.weight.detach(), torch.ones(dim)):
+        if tuple(mine.weight.shape) != (dim,):
             raise PartError(name, say("self.weight must start as ones of shape ({dim},), got shape {shape}",
                                       dim=dim, shape=tuple(mine.weight.shape)))
+        if not torch.equal(mine.weight.detach(), torch.ones(dim)):
+            start = (say("self.weight starts as zeros, not ones") if not mine.weight.detach().any() else
+                     say("self.weight does not start as ones"))
+            raise PartError(name, start + say(": nn.Parameter(torch.ones(dim)), so that a fresh norm leaves "
+                                              "the normalised x as it is"))
         extra = [key for key in mine.state_dict() if key != "weight"]
         if extra == ["eps"]:
             raise PartError(name, say("its state dict holds {keys}, not one entry, weight: keep eps a plain "
@@ -251,7 +256,14 @@ def _check_rmsnorm_outputs(cls: Any, g: torch.Generator, cases: tuple) -> None:
                                  d=dim)
                 hints[over_first] = (x32 * torch.rsqrt(x32.pow(2).sum(-1, keepdim=True) / shape[0] + 1e-5)
                                      * weight).to(dtype)
+            if len(shape) == 3:
+                hints[say("the mean of the squares taken over the last two axes (positions and features); "
+                          "take it over the last axis alone, .mean(-1, keepdim=True)")] = \
+                    (x32 * torch.rsqrt(x32.pow(2).mean((-2, -1), keepdim=True) + 1e-5) * weight).to(dtype)
             if dtype != torch.float32:
+                hints[say("the squares taken in the input dtype, then cast up: x.pow(2) of a {dtype} x "
+                          "rounds each square; cast x to float32 first, then square it", dtype=dtype)] = \
+                    (x32 * torch.rsqrt(x.pow(2).mean(-1, keepdim=True).float() + 1e-5)).to(dtype) * weight
                 hints[say("the norm computed in the input dtype; compute it in float32")] = \
                     (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)) * weight
                 hints[say("the weight multiplied before casting back; cast back to the input dtype, then "
