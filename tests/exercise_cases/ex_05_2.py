@@ -664,3 +664,9 @@ def rms(x, eps=0.0):
     ("05.2.1:eps-own-root",
      _RMS.replace("BODY", "math.sqrt(sum(v * v for v in x) / len(x)) + math.sqrt(eps)")),
 ]
+
+# 05.2.3: a matrix of ones where the identity belongs: 1 / r in every entry.
+MISTAKES["ex_05_2_3_solution"] += [
+    ("05.2.3:ones-not-identity", _JACOBIAN_WITH.replace(
+        "BODY", "gamma[:, None] * (torch.ones(d, d, dtype=x.dtype) / r - torch.outer(x, x) / (d * r**3))")),
+]

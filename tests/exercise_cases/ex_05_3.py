@@ -640,3 +640,22 @@ MISTAKES["ex_05_3_3_solution"] += [
      _ROPE_SCORE.replace("cos[n : n + 1], sin[n : n + 1]", "cos[o : o + 1], sin[o : o + 1]")
      .replace("    q4, k4 =", "    o = abs(n - m)\n    q4, k4 =")),
 ]
+
+# 05.3.1: the odd exponents 1, 3, 5, ... where pair i takes 2i.
+MISTAKES["ex_05_3_1_solution"] += [
+    ("05.3.1:odd-exponents", _ROPE_TABLES.replace("torch.arange(0, head_dim, 2, dtype=torch.float32)",
+                                                  "torch.arange(1, head_dim, 2, dtype=torch.float32)")),
+]
+
+# 05.3.4: q and k given different rows, one of them restarting at position 0.
+_SPLIT_ROWS = _ROPE_AFTER_CACHE.replace(
+    "    return apply_rotary_emb(xq, xk, cos[start_pos : start_pos + T], sin[start_pos : start_pos + T])",
+    "    q, _ = apply_rotary_emb(xq, xq, Q_ROWS)\n"
+    "    _, k = apply_rotary_emb(xk, xk, K_ROWS)\n"
+    "    return q, k")
+_NEW_ROWS = "cos[start_pos : start_pos + T], sin[start_pos : start_pos + T]"
+_FIRST_ROWS = "cos[:T], sin[:T]"
+MISTAKES["ex_05_3_4_solution"] += [
+    ("05.3.4:q-k-rows-differ", _SPLIT_ROWS.replace("Q_ROWS", _NEW_ROWS).replace("K_ROWS", _FIRST_ROWS)),
+    ("05.3.4:q-k-rows-differ", _SPLIT_ROWS.replace("K_ROWS", _NEW_ROWS).replace("Q_ROWS", _FIRST_ROWS)),
+]
