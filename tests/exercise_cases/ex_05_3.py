@@ -659,3 +659,18 @@ MISTAKES["ex_05_3_4_solution"] += [
     ("05.3.4:q-k-rows-differ", _SPLIT_ROWS.replace("Q_ROWS", _NEW_ROWS).replace("K_ROWS", _FIRST_ROWS)),
     ("05.3.4:q-k-rows-differ", _SPLIT_ROWS.replace("K_ROWS", _NEW_ROWS).replace("Q_ROWS", _FIRST_ROWS)),
 ]
+
+# 05.3.2: the tables tiled, c_0 c_1 c_0 c_1, where each pair's two coordinates take its own angle.
+MISTAKES["ex_05_3_2_solution"] += [
+    ("05.3.2:tiled-tables", """
+import torch
+def apply_rope(xq, xk, cos, sin):
+    def rotate(x):
+        T = x.shape[1]
+        c = cos.repeat(1, 2).view(1, T, 1, -1)
+        s = sin.repeat(1, 2).view(1, T, 1, -1)
+        turned = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)
+        return (x * c + turned * s).to(x.dtype)
+    return rotate(xq), rotate(xk)
+"""),
+]
