@@ -441,6 +441,32 @@ def test_rmsnorm_check_names_the_mistake(monkeypatch, source, words):
     assert "likely cause: the eps argument" not in str(caught.value)
 
 
+ROPE_CHECK_CASES = [
+    ("05.3.2:tables-as-angles", "it matches the tables taken as angles (torch.cos(cos))"),
+    ("05.3.2:tiled-tables", "it matches the tables tiled (cos.repeat(..., 2)"),
+    ("05.3.2:tables-ignored", "it matches angles of its own, positions 0..T-1 and theta = 10000"),
+]
+
+
+@pytest.mark.parametrize("mistake_id,words", ROPE_CHECK_CASES, ids=[c[0] for c in ROPE_CHECK_CASES])
+def test_apply_rope_check_names_the_mistake(monkeypatch, mistake_id, words):
+    part = _part(ex_05_3.MISTAKES["ex_05_3_2_solution"], mistake_id, "apply_rope")
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    with pytest.raises(PartError) as caught:
+        check_parts(apply_rope=part)
+    assert caught.value.part == "apply_rope" and words in str(caught.value), str(caught.value)
+
+
+def test_apply_rope_that_reads_each_pair_swapped_is_named(monkeypatch):
+    # b, a = x[..., 0::2], x[..., 1::2]: each pair read as (x1, x0), then rotated and written in order
+    namespace: dict = {}
+    exec(ex_05_3._ROTATE_ADJACENT.replace("a, b = x.reshape", "b, a = x.reshape")
+         .replace("CROP(cos), CROP(sin)", "cos, sin"), namespace)
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    with pytest.raises(PartError, match=r"it matches each pair read swapped, \(x1, x0\)"):
+        check_parts(apply_rope=namespace["apply_rope"])
+
+
 def test_a_table_cropped_to_fit_the_heads_fails_the_check(monkeypatch):
     # the check passes tables built from d = 32 to heads of width 8: an error, never a crop
     part = _part(ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:crops-table", "apply_rope")

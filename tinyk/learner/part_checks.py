@@ -449,6 +449,14 @@ def _turned(xq: Tensor, xk: Tensor, cos: Tensor, sin: Tensor,
     return out
 
 
+def _tiled(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """x turned by tables tiled to the full width, c_0 c_1 ... c_0 c_1, where each pair's two
+    coordinates take its own angle (the interleaved layout, written with a rotate-every-two)."""
+    c, s = torch.cat([cos, cos], -1).unsqueeze(-2), torch.cat([sin, sin], -1).unsqueeze(-2)
+    turned = torch.stack([-x[..., 1::2], x[..., 0::2]], -1).flatten(-2)
+    return (x.float() * c + turned.float() * s).to(x.dtype)
+
+
 def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
     name = "apply_rope"
     B, T = 2, 5
@@ -514,6 +522,18 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
         hints[say("cos and sin were swapped (s, c = cos, sin, or sin where cos goes): (a, b) -> (a cos - b "
                   "sin, a sin + b cos), the tables in the order cos, sin")] = \
             apply_rotary_emb(xq, xk, sin, cos)
+        hints[say("the tables taken as angles (torch.cos(cos)); they hold cos(t·ω_i) and sin(t·ω_i) already, "
+                  "use them as they are")] = [tuple(pair) for pair in zip(
+                      apply_rotary_emb(xq, xk, torch.cos(cos), torch.sin(cos)),
+                      apply_rotary_emb(xq, xk, torch.cos(cos), torch.sin(sin)), strict=True)]
+        swapped_q, swapped_k = (x.unflatten(-1, (-1, 2)).flip(-1).flatten(-2) for x in (xq, xk))
+        hints[say("each pair read swapped, (x1, x0): a is x[..., 0::2] and b is x[..., 1::2], in that "
+                  "order")] = apply_rotary_emb(swapped_q, swapped_k, cos, sin)
+        hints[say("the tables tiled (cos.repeat(..., 2) lays out c_0 c_1 ... c_0 c_1), yet both coordinates "
+                  "of pair i take its own angle: cos.repeat_interleave(2, -1)")] = \
+            [_tiled(x, cos, sin) for x in (xq, xk)]
+        hints[say("angles of its own, positions 0..T-1 and theta = 10000, whatever the tables given: use the "
+                  "cos and sin given")] = apply_rotary_emb(xq, xk, cos_all[:T], sin_all[:T])
         if per_row:  # every sequence given sequence 0's rows
             hints[say("B×T×d_h/2 tables: sequence b takes its own rows cos[b], sin[b], not sequence 0's "
                       "(cos[0]) for every sequence")] = apply_rotary_emb(xq, xk, cos[0], sin[0])
