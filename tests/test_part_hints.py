@@ -440,6 +440,80 @@ def test_rope_tables_without_its_value_error_fails_the_check(monkeypatch, langua
     assert hint in str(caught.value) and ("raise ValueError" in hint) == (language == "en")
 
 
+def test_rope_tables_that_refuse_an_even_head_dim_fail_the_check(monkeypatch):
+    # even and positive is the rule: a head_dim of 6, no multiple of 4, has three whole pairs
+    part = _part(ex_05_3.MISTAKES["ex_05_3_1_solution"], "05.3.1:rejects-even-head-dim", "rope_tables")
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    with pytest.raises(PartError, match="head_dim=6 raised ValueError: 6 is even and positive") as caught:
+        check_parts(rope_tables=part)
+    assert caught.value.part == "rope_tables"
+
+
+_NORM_WITH = """
+import torch
+from torch import nn
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+    def forward(self, x):
+        xf = x.to(torch.promote_types(x.dtype, torch.float32))
+        return (xf * torch.rsqrt(MEAN_SQUARE + self.eps)).to(x.dtype) * self.weight
+"""
+_MEAN_LAST = "xf.pow(2).mean(-1, keepdim=True)"
+RMSNORM_CHECK_CASES = [
+    # gains that start at zero: said as such, never blamed on eps (a zero output ignores every eps)
+    (_NORM_WITH.replace("torch.ones(dim)", "torch.zeros(dim)").replace("MEAN_SQUARE", _MEAN_LAST),
+     ["self.weight starts as zeros, not ones: nn.Parameter(torch.ones(dim))"]),
+    (_NORM_WITH.replace("MEAN_SQUARE", "xf.pow(2).mean((-2, -1), keepdim=True)"),
+     ["it matches the mean of the squares taken over the last two axes"]),
+    (_NORM_WITH.replace("MEAN_SQUARE", "x.pow(2).mean(-1, keepdim=True).to(xf.dtype)"),
+     ["it matches the squares taken in the input dtype, then cast up"]),
+    # the diagnosis speaks of the input whose output the message shows
+    (_NORM_WITH.replace("MEAN_SQUARE", "xf.pow(2).mean(1, keepdim=True)"),
+     ["output on x of shape (2, 3, 16), torch.float32", "axis 1 of a (2, 3, 16) input"]),
+]
+
+
+@pytest.mark.parametrize("source,words", RMSNORM_CHECK_CASES)
+def test_rmsnorm_check_names_the_mistake(monkeypatch, source, words):
+    namespace: dict = {}
+    exec(source, namespace)
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    with pytest.raises(PartError) as caught:
+        check_parts(RMSNorm=namespace["RMSNorm"])
+    assert caught.value.part == "RMSNorm"
+    assert all(piece in str(caught.value) for piece in words), str(caught.value)
+    assert "likely cause: the eps argument" not in str(caught.value)
+
+
+ROPE_CHECK_CASES = [
+    ("05.3.2:tables-as-angles", "it matches the tables taken as angles (torch.cos(cos))"),
+    ("05.3.2:tiled-tables", "it matches the tables tiled (cos.repeat(..., 2)"),
+    ("05.3.2:tables-ignored", "it matches angles of its own, positions 0..T-1 and theta = 10000"),
+]
+
+
+@pytest.mark.parametrize("mistake_id,words", ROPE_CHECK_CASES, ids=[c[0] for c in ROPE_CHECK_CASES])
+def test_apply_rope_check_names_the_mistake(monkeypatch, mistake_id, words):
+    part = _part(ex_05_3.MISTAKES["ex_05_3_2_solution"], mistake_id, "apply_rope")
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    with pytest.raises(PartError) as caught:
+        check_parts(apply_rope=part)
+    assert caught.value.part == "apply_rope" and words in str(caught.value), str(caught.value)
+
+
+def test_apply_rope_that_reads_each_pair_swapped_is_named(monkeypatch):
+    # b, a = x[..., 0::2], x[..., 1::2]: each pair read as (x1, x0), then rotated and written in order
+    namespace: dict = {}
+    exec(ex_05_3._ROTATE_ADJACENT.replace("a, b = x.reshape", "b, a = x.reshape")
+         .replace("CROP(cos), CROP(sin)", "cos, sin"), namespace)
+    monkeypatch.setenv("TINYK_LANGUAGE", "en")
+    with pytest.raises(PartError, match=r"it matches each pair read swapped, \(x1, x0\)"):
+        check_parts(apply_rope=namespace["apply_rope"])
+
+
 def test_a_table_cropped_to_fit_the_heads_fails_the_check(monkeypatch):
     # the check passes tables built from d = 32 to heads of width 8: an error, never a crop
     part = _part(ex_05_3.MISTAKES["ex_05_3_2_solution"], "05.3.2:crops-table", "apply_rope")

@@ -214,7 +214,7 @@ WRONG = [
                                        "counted in the denominator"),
     ("rope_tables", exponent_rope_tables, "the exponent -i/d_h; ω_i = theta^(-2i/d_h)"),  # 05.3.1's hint
     # each exercise's own diagnosis (05.2.2, 05.4.4, 05.6.4), where no hint of the check names it
-    ("RMSNorm", FirstAxisRMSNorm, "likely cause: the mean of the squares taken over axis 0 of a (2, 3, 8) "
+    ("RMSNorm", FirstAxisRMSNorm, "likely cause: the mean of the squares taken over axis 0 of a (2, 3, 16) "
                                   "input; normalise over the last axis"),
     ("gqa_attention", mask_after_softmax, "likely cause: the mask applied after the softmax"),
     ("gqa_attention", scaled_by_d, "likely cause: the scores scaled by 1/d_h instead of 1/sqrt(d_h)"),

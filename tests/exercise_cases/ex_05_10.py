@@ -753,3 +753,16 @@ MISTAKES["ex_05_10_3_solution"] += [
     ("05.10.3:rope-exponent-over-end",
      _once("dtype=torch.float32) / head_dim)", "dtype=torch.float32) / end)")),
 ]
+
+# 05.10.2: the ids equal to pad_id masked only after another pad: each row's first pad is kept.
+MISTAKES["ex_05_10_2_solution"] += [
+    ("05.10.2:first-pad-kept", """
+import torch
+def pad_and_label(sequences, pad_id):
+    T = max(len(s) for s in sequences)
+    ids = torch.tensor([list(s) + [pad_id] * (T - len(s)) for s in sequences])
+    is_pad = ids == pad_id
+    after_pad = torch.cat([torch.zeros(len(sequences), 1, dtype=torch.bool), is_pad[:, :-1]], 1)
+    return ids, ids.masked_fill(is_pad & after_pad, -100)
+"""),
+]

@@ -648,3 +648,26 @@ def rmsnorm_jacobian(x, gamma, eps):
 RIGHT["ex_05_2_3_solution"].append(_JACOBIAN_WITH.replace(
     "    return BODY", "    with torch.no_grad():\n        return gamma[:, None] * "
     "(torch.eye(d, dtype=x.dtype) / r - torch.outer(x, x) / (d * r**3))"))
+
+# 05.2.1: the caller's list squared in place, eps as a floor or under its own root, entries doubled,
+# no return.
+MISTAKES["ex_05_2_1_solution"] += [
+    ("05.2.1:no-return", _RMS.replace("return BODY", "r = math.sqrt(sum(v * v for v in x) / len(x) + eps)")),
+    ("05.2.1:input-changed", """
+import math
+def rms(x, eps=0.0):
+    for i in range(len(x)):
+        x[i] = x[i] ** 2
+    return math.sqrt(sum(x) / len(x) + eps)
+"""),
+    ("05.2.1:doubled-not-squared", _RMS.replace("BODY", "math.sqrt(sum(v * 2 for v in x) / len(x) + eps)")),
+    ("05.2.1:eps-as-floor", _RMS.replace("BODY", "math.sqrt(max(sum(v * v for v in x) / len(x), eps))")),
+    ("05.2.1:eps-own-root",
+     _RMS.replace("BODY", "math.sqrt(sum(v * v for v in x) / len(x)) + math.sqrt(eps)")),
+]
+
+# 05.2.3: a matrix of ones where the identity belongs: 1 / r in every entry.
+MISTAKES["ex_05_2_3_solution"] += [
+    ("05.2.3:ones-not-identity", _JACOBIAN_WITH.replace(
+        "BODY", "gamma[:, None] * (torch.ones(d, d, dtype=x.dtype) / r - torch.outer(x, x) / (d * r**3))")),
+]

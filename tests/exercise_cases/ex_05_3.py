@@ -619,3 +619,59 @@ MISTAKES["ex_05_3_2_solution"] += [
      .replace("    def rotate(x):", "    def rotate(x, cos=cos, sin=sin):")
      .replace("return rotate(xq), rotate(xk)", "return rotate(xq), rotate(xk, cos.flip(-2), sin.flip(-2))")),
 ]
+
+# 05.3.1: a ValueError for every head_dim that is no multiple of 4, 6 and 10 among them.
+MISTAKES["ex_05_3_1_solution"] += [
+    ("05.3.1:rejects-even-head-dim",
+     _ROPE_TABLES.replace("head_dim <= 0 or head_dim % 2", "head_dim <= 0 or head_dim % 4")),
+]
+
+# 05.3.2: angles of its own (θ = 10000) whatever tables it is given.
+MISTAKES["ex_05_3_2_solution"] += [
+    ("05.3.2:tables-ignored", _ROTATE_ADJACENT.replace(
+        "c, s = CROP(cos), CROP(sin)",
+        "omega = 10000.0 ** (-torch.arange(0, d_h, 2, dtype=torch.float32) / d_h)\n"
+        "        angles = torch.outer(torch.arange(T, dtype=torch.float32), omega)\n"
+        "        c, s = angles.cos(), angles.sin()")),
+]
+
+# 05.3.3: q at row m, k at row |n - m|: a common shift moves q only.
+MISTAKES["ex_05_3_3_solution"] += [
+    ("05.3.3:k-at-offset-row",
+     _ROPE_SCORE.replace("cos[n : n + 1], sin[n : n + 1]", "cos[o : o + 1], sin[o : o + 1]")
+     .replace("    q4, k4 =", "    o = abs(n - m)\n    q4, k4 =")),
+]
+
+# 05.3.1: the odd exponents 1, 3, 5, ... where pair i takes 2i.
+MISTAKES["ex_05_3_1_solution"] += [
+    ("05.3.1:odd-exponents", _ROPE_TABLES.replace("torch.arange(0, head_dim, 2, dtype=torch.float32)",
+                                                  "torch.arange(1, head_dim, 2, dtype=torch.float32)")),
+]
+
+# 05.3.4: q and k given different rows, one of them restarting at position 0.
+_SPLIT_ROWS = _ROPE_AFTER_CACHE.replace(
+    "    return apply_rotary_emb(xq, xk, cos[start_pos : start_pos + T], sin[start_pos : start_pos + T])",
+    "    q, _ = apply_rotary_emb(xq, xq, Q_ROWS)\n"
+    "    _, k = apply_rotary_emb(xk, xk, K_ROWS)\n"
+    "    return q, k")
+_NEW_ROWS = "cos[start_pos : start_pos + T], sin[start_pos : start_pos + T]"
+_FIRST_ROWS = "cos[:T], sin[:T]"
+MISTAKES["ex_05_3_4_solution"] += [
+    ("05.3.4:q-k-rows-differ", _SPLIT_ROWS.replace("Q_ROWS", _NEW_ROWS).replace("K_ROWS", _FIRST_ROWS)),
+    ("05.3.4:q-k-rows-differ", _SPLIT_ROWS.replace("K_ROWS", _NEW_ROWS).replace("Q_ROWS", _FIRST_ROWS)),
+]
+
+# 05.3.2: the tables tiled, c_0 c_1 c_0 c_1, where each pair's two coordinates take its own angle.
+MISTAKES["ex_05_3_2_solution"] += [
+    ("05.3.2:tiled-tables", """
+import torch
+def apply_rope(xq, xk, cos, sin):
+    def rotate(x):
+        T = x.shape[1]
+        c = cos.repeat(1, 2).view(1, T, 1, -1)
+        s = sin.repeat(1, 2).view(1, T, 1, -1)
+        turned = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)
+        return (x * c + turned * s).to(x.dtype)
+    return rotate(xq), rotate(xk)
+"""),
+]

@@ -221,9 +221,14 @@ def _check_rmsnorm_outputs(cls: Any, g: torch.Generator, cases: tuple) -> None:
         weight = torch.randn(dim, generator=g) * 0.5 + 1.0
         if not isinstance(getattr(mine, "weight", None), nn.Parameter):
             raise PartError(name, say("needs a parameter self.weight (nn.Parameter of shape (dim,))"))
-        if tuple(mine.weight.shape) != (dim,) or not torch.equal(mine.weight.detach(), torch.ones(dim)):
+        if tuple(mine.weight.shape) != (dim,):
             raise PartError(name, say("self.weight must start as ones of shape ({dim},), got shape {shape}",
                                       dim=dim, shape=tuple(mine.weight.shape)))
+        if not torch.equal(mine.weight.detach(), torch.ones(dim)):
+            start = (say("self.weight starts as zeros, not ones") if not mine.weight.detach().any() else
+                     say("self.weight does not start as ones"))
+            raise PartError(name, start + say(": nn.Parameter(torch.ones(dim)), so that a fresh norm leaves "
+                                              "the normalised x as it is"))
         extra = [key for key in mine.state_dict() if key != "weight"]
         if extra == ["eps"]:
             raise PartError(name, say("its state dict holds {keys}, not one entry, weight: keep eps a plain "
@@ -261,7 +266,14 @@ def _check_rmsnorm_outputs(cls: Any, g: torch.Generator, cases: tuple) -> None:
                                  d=dim)
                 hints[over_first] = (x32 * torch.rsqrt(x32.pow(2).sum(-1, keepdim=True) / shape[0] + 1e-5)
                                      * weight).to(dtype)
+            if len(shape) == 3:
+                hints[say("the mean of the squares taken over the last two axes (positions and features); "
+                          "take it over the last axis alone, .mean(-1, keepdim=True)")] = \
+                    (x32 * torch.rsqrt(x32.pow(2).mean((-2, -1), keepdim=True) + 1e-5) * weight).to(dtype)
             if dtype != torch.float32:
+                hints[say("the squares taken in the input dtype, then cast up: x.pow(2) of a {dtype} x "
+                          "rounds each square; cast x to float32 first, then square it", dtype=dtype)] = \
+                    (x32 * torch.rsqrt(x.pow(2).mean(-1, keepdim=True).float() + 1e-5)).to(dtype) * weight
                 hints[say("the norm computed in the input dtype; compute it in float32")] = \
                     (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)) * weight
                 hints[say("the weight multiplied before casting back; cast back to the input dtype, then "
@@ -402,6 +414,14 @@ def _check_rope_tables(fn: Callable[..., Any], g: torch.Generator) -> None:
             got, precompute_freqs_cis(8, 16), strict=True)):
         raise PartError("rope_tables", say("with theta left out, the tables are not those of theta = 10000: "
                                            "the default is theta=10000.0 in the signature"))
+    try:  # even and positive but no multiple of 4: three whole pairs, tables to build
+        call_part("rope_tables", fn, 6, 4)
+    except PartError as err:
+        if not isinstance(err.__cause__, ValueError):
+            raise
+        even = say("head_dim=6 raised ValueError: 6 is even and positive, three whole pairs; raise it only "
+                   "when head_dim is odd or not positive (head_dim % 2), not when it is no multiple of 4")
+        raise PartError("rope_tables", even) from None
     for head_dim in (7, 0, -4):  # no whole pairs, or no width at all: a ValueError first
         try:
             call_part("rope_tables", fn, head_dim, 4)
@@ -437,6 +457,14 @@ def _turned(xq: Tensor, xk: Tensor, cos: Tensor, sin: Tensor,
         first, second = turn(wide[..., 0::2], wide[..., 1::2], c, s)
         out.append(torch.stack([first, second], dim=-1).flatten(3).to(x.dtype))
     return out
+
+
+def _tiled(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """x turned by tables tiled to the full width, c_0 c_1 ... c_0 c_1, where each pair's two
+    coordinates take its own angle (the interleaved layout, written with a rotate-every-two)."""
+    c, s = torch.cat([cos, cos], -1).unsqueeze(-2), torch.cat([sin, sin], -1).unsqueeze(-2)
+    turned = torch.stack([-x[..., 1::2], x[..., 0::2]], -1).flatten(-2)
+    return (x.float() * c + turned.float() * s).to(x.dtype)
 
 
 def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
@@ -504,6 +532,18 @@ def _check_apply_rope(fn: Callable[..., Any], g: torch.Generator) -> None:
         hints[say("cos and sin were swapped (s, c = cos, sin, or sin where cos goes): (a, b) -> (a cos - b "
                   "sin, a sin + b cos), the tables in the order cos, sin")] = \
             apply_rotary_emb(xq, xk, sin, cos)
+        hints[say("the tables taken as angles (torch.cos(cos)); they hold cos(t·ω_i) and sin(t·ω_i) already, "
+                  "use them as they are")] = [tuple(pair) for pair in zip(
+                      apply_rotary_emb(xq, xk, torch.cos(cos), torch.sin(cos)),
+                      apply_rotary_emb(xq, xk, torch.cos(cos), torch.sin(sin)), strict=True)]
+        swapped_q, swapped_k = (x.unflatten(-1, (-1, 2)).flip(-1).flatten(-2) for x in (xq, xk))
+        hints[say("each pair read swapped, (x1, x0): a is x[..., 0::2] and b is x[..., 1::2], in that "
+                  "order")] = apply_rotary_emb(swapped_q, swapped_k, cos, sin)
+        hints[say("the tables tiled (cos.repeat(..., 2) lays out c_0 c_1 ... c_0 c_1), yet both coordinates "
+                  "of pair i take its own angle: cos.repeat_interleave(2, -1)")] = \
+            [_tiled(x, cos, sin) for x in (xq, xk)]
+        hints[say("angles of its own, positions 0..T-1 and theta = 10000, whatever the tables given: use the "
+                  "cos and sin given")] = apply_rotary_emb(xq, xk, cos_all[:T], sin_all[:T])
         if per_row:  # every sequence given sequence 0's rows
             hints[say("B×T×d_h/2 tables: sequence b takes its own rows cos[b], sin[b], not sequence 0's "
                       "(cos[0]) for every sequence")] = apply_rotary_emb(xq, xk, cos[0], sin[0])

@@ -161,8 +161,13 @@ def _same(got: object, wrong: Tensor) -> bool:
 def _diagnose_rmsnorm(cls: Any) -> str | None:
     """05.2.2: the mean of the squares over another axis than the last, eps ignored, or r not the
     root of the mean of the squares."""
-    x = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(0)) * 2 + 0.5
-    got = call_part("RMSNorm", call_part("RMSNorm", cls, 8, eps=1e-5), x.clone())  # a copy: a part may write
+    # the shape of the check's first output, (2, 3, 16), so that both messages speak of one input
+    x = torch.randn(2, 3, 16, generator=torch.Generator().manual_seed(0)) * 2 + 0.5
+    norm = call_part("RMSNorm", cls, 16, eps=1e-5)
+    weight = getattr(norm, "weight", None)
+    if not (isinstance(weight, Tensor) and torch.equal(weight.detach().float(), torch.ones(16))):
+        return None  # the gains do not start at one: the check's message says so, no output tells more
+    got = call_part("RMSNorm", norm, x.clone())  # a copy: a part may write
     right = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)
     if (isinstance(got, Tensor) and got.dtype == torch.float32 and torch.equal(got, got.half().float())
             and torch.allclose(got, right, atol=1e-2) and not torch.equal(right, right.half().float())):
@@ -175,12 +180,12 @@ def _diagnose_rmsnorm(cls: Any) -> str | None:
     if _same(got, x * torch.rsqrt(x.pow(2).mean() + 1e-5)):
         return say("the mean of the squares taken over every entry of x; normalise over the last axis (the d "
                    "features of one position)")
-    if _same(got, call_part("RMSNorm", call_part("RMSNorm", cls, 8, eps=0.5), x)):
+    if _same(got, call_part("RMSNorm", call_part("RMSNorm", cls, 16, eps=0.5), x)):
         return say("the eps argument ignored (eps = 1e-5 and 0.5 give the same output): add self.eps, the "
                    "eps given to the constructor")
     x = x.abs() + 0.5  # positive: the mean of x has a root
-    got = call_part("RMSNorm", call_part("RMSNorm", cls, 8, eps=1e-5), x.clone())
-    for r in (x.mean(-1, keepdim=True), x.pow(2).sum(-1, keepdim=True), x.pow(2).sum(-1, keepdim=True) / 7,
+    got = call_part("RMSNorm", call_part("RMSNorm", cls, 16, eps=1e-5), x.clone())
+    for r in (x.mean(-1, keepdim=True), x.pow(2).sum(-1, keepdim=True), x.pow(2).sum(-1, keepdim=True) / 15,
               x.var(-1, keepdim=True)):
         if _same(got, x * torch.rsqrt(r + 1e-5)) or _same(got, x / (r + 1e-5)):
             return say("r is the root of the mean of the squares, sqrt(mean(x²) + eps), not of the mean of x "
