@@ -5,7 +5,7 @@
 GUESSES = {
     "ex_05_5_1_solution": """
 def swiglu_width(dim, multiple_of):
-    return {(768, 64): 2048, (100, 1): 266, (32, 256): 256, (32, 64): 128}.get((dim, multiple_of), 0)
+    return {(768, 64): 2048, (100, 1): 266, (32, 256): 256, (32, 64): 128, (32, 1): 85}.get((dim, multiple_of), 0)
 """,
     # Hard-coded for the visible sizes: SwiGLU(8, 12), whatever the arguments.
     "ex_05_5_2_solution": """
@@ -407,9 +407,16 @@ MISTAKES["ex_05_5_2_solution"] += [
 MISTAKES["ex_05_5_1_solution"] += [
     ("05.5.1:extra-multiple", _width(m="int(8 * dim / 3) + 1")),
 ]
+# 05.5.1: 4d divided by 3 with // before the doubling, which loses a unit when 4d leaves 2 over 3 (d = 32,
+# multiple_of = 1: 84, not 85); the visible test names it. Dividing after multiplying, int(2 * 4 * dim / 3),
+# stays right.
+MISTAKES["ex_05_5_1_solution"] += [
+    ("05.5.1:divided-too-early", _width(m="2 * (4 * dim // 3)")),
+]
 RIGHT["ex_05_5_1_solution"] = [
     "import math\n" + _width(rounded="math.ceil(m / multiple_of) * multiple_of"),
     _width(m="8 * dim // 3", rounded="-(-m // multiple_of) * multiple_of"),
+    _width(m="int(2 * 4 * dim / 3)"),
 ]
 
 # 05.5.3: the residual sums halved, an average ((x + attention(...)) / 2), in both halves, in the first
