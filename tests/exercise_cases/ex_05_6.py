@@ -909,3 +909,15 @@ RIGHT["ex_05_6_5_solution"] += [
     "        if done[i]:\n            toks.append(pad)\n        else:\n            toks.append(t)\n"
     "            if t == eos:\n                done[i] = True\n    return toks, done\n",
 ]
+
+# 05.6.2: the positions handed back as a NumPy array (.numpy()): the visible test says it is one, not a
+# dtype. 05.6.3: a triangle whose diagonal offset is 1 with a cache (tril(0 if T == T_k else 1)), right
+# without a cache: the visible test names the offset used.
+MISTAKES["ex_05_6_2_solution"] += [
+    ("05.6.2:numpy-array", _POSITIONS + "    return (valid.long().cumsum(-1) - 1).clamp(min=0).numpy()\n"),
+]
+MISTAKES["ex_05_6_3_solution"] += [
+    ("05.6.3:shift-off", _MASK_START
+     + "    causal = torch.ones(query_len, T_k, dtype=torch.bool).tril(0 if query_len == T_k else 1)\n"
+     "    return causal[None, None] & valid[:, None, None, :]\n"),
+]
