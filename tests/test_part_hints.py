@@ -242,6 +242,16 @@ CASES = [
      "h + feed_forward(ffn_norm(h))"),
     (ex_05_5.MISTAKES["ex_05_5_3_solution"], "05.5.3:residual-averaged", "decoder_block",
      HALVED),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:scaled-after-softmax", "gqa_attention",
+     "the weights (or the output, weights @ v) were divided by sqrt(d_h) once the softmax had run, so a "
+     "query's weights sum to less than 1: the scale goes on the scores, before the softmax, softmax(q @ kᵀ"
+     " / sqrt(d_h))"),
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:triangle-added-to-given-mask", "gqa_attention",
+     "a triangle of your own added to the given mask (mask & tril()): use a given mask as it is, with no "
+     "triangle of your own added to it (it already holds causality and padding)"),
+    (ex_05_5.MISTAKES["ex_05_5_2_solution"], "05.5.2:extra-silu-on-output", "SwiGLU",
+     "a second SiLU after w2: the gate silu(w1(x)) is right, but w2(...) is returned as it is, with no "
+     "activation on the output"),
     # 05.6.2, token_positions
     (ex_05_6.MISTAKES["ex_05_6_2_solution"], "05.6.2:padding-at-minus-1", "token_positions",
      "the padding is at -1, and a negative position reads the tables from their end: raise it to 0"),
@@ -276,7 +286,13 @@ CASES = [
     (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:float-0-1-mask", "causal_padding_mask",
      "a 0/1 float mask (a float triangle times valid): keep the triangle boolean (dtype=torch.bool) and "
      "combine with &, causal & valid"),
+    (ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:causality-forgotten", "causal_padding_mask",
+     "causality is forgotten: valid alone lets query i see the later keys too; combine it with the causal "
+     "triangle, causal[None, None] & valid[:, None, None, :]"),
     # 05.6.4, shifted_loss
+    (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:nll-on-probabilities", "shifted_loss",
+     "probabilities given to F.nll_loss (softmax), which takes log-probabilities: log_softmax(-1) before "
+     "F.nll_loss, or F.cross_entropy on the raw logits"),
     (ex_05_6.MISTAKES["ex_05_6_4_solution"], "05.6.4:shift-reversed", "shifted_loss",
      "the shift reversed: logits[:, 1:] against labels[:, :-1]; position t predicts the NEXT label, "
      "logits[:, :-1] against labels[:, 1:]"),
@@ -302,6 +318,15 @@ CASES = [
 # A mistake's later wrong answer, which check_parts names too: (answers, mistake id, which of its
 # answers (0 = the first), part, the hint).
 LATER_CASES = [
+    # the scale put on the output instead of on the weights (the same numbers)
+    (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:scaled-after-softmax", 1, "gqa_attention",
+     "the weights (or the output, weights @ v) were divided by sqrt(d_h) once the softmax had run, so a "
+     "query's weights sum to less than 1: the scale goes on the scores, before the softmax, softmax(q @ kᵀ"
+     " / sqrt(d_h))"),
+    # H_kv copies of each head reshaped to H_kv² heads: not a hard-coded size
+    (ex_05_4.MISTAKES["ex_05_4_3_solution"], "05.4.3:copies-count-h-kv", 2, "repeat_kv",
+     "the copies counted H_kv (x.shape[2]), not n_rep: 4 heads for n_rep = 1 and for n_rep = 3 from x's H_kv "
+     "= 2, 9 from 3 heads; copy each head n_rep times, x[:, :, :, None, :].expand(B, T, H_kv, n_rep, d_h)"),
     # the causal triangle built as booleans and added to the scores when no mask is given
     (ex_05_4.MISTAKES["ex_05_4_4_solution"], "05.4.4:bool-mask-added", 1, "gqa_attention",
      "the boolean mask added to the scores (True counts 1, False 0), as if it were an additive float mask: "
@@ -608,6 +633,22 @@ def test_the_mask_check_accepts_the_learners_right_masks():
 
     assert check_parts(causal_padding_mask=one_query_alone) == ["causal_padding_mask"]
     assert check_parts(causal_padding_mask=keys_first) == ["causal_padding_mask"]
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_a_triangle_with_another_offset_is_named_by_the_offset_it_used(monkeypatch, language):
+    """tril(1) with a cache, right without one: the check (seed 0: T_k = 7 keys, query_len = 3) names the
+    offset 1 it used and the 4 it needs, not a triangle from the first key."""
+    part = _part(ex_05_6.MISTAKES["ex_05_6_3_solution"], "05.6.3:shift-off", "causal_padding_mask")
+    monkeypatch.setenv("TINYK_LANGUAGE", language)
+    with pytest.raises(PartError) as caught:
+        check_parts(causal_padding_mask=part)
+    hint = say("a triangle shifted by {shift}, tril({shift}): the queries are the last T keys, so the "
+               "diagonal offset must be T_k - T = {offset}, tril(T_k - T)", shift=1, offset=4)
+    assert hint in str(caught.value)
+    assert say("a causal triangle aligned to the FIRST query_len keys; the queries are the LAST query_len "
+               "keys: tril(T_k - T)") not in str(caught.value)
+    assert ("tril(1)" in hint) and (hint.startswith("a triangle") == (language == "en"))
 
 
 @pytest.mark.parametrize("language", ["en", "zh_CN"])

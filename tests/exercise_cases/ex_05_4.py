@@ -625,3 +625,22 @@ MISTAKES["ex_05_4_1_solution"] += [
     ("05.4.1:own-kv-head", "def kv_head_for_each_query_head(n_heads, n_kv_heads):\n"
                            "    return list(range(n_heads))\n"),
 ]
+# 05.4.3: H_kv copies of each head, reshaped to the H_kv² heads they hold: the visible test and check_parts
+# name the copies' count (x.shape[2]), not a hard-coded size.
+MISTAKES["ex_05_4_3_solution"] += [
+    ("05.4.3:copies-count-h-kv", _REPEAT_KV.format(
+        body="x[:, :, :, None, :].expand(B, T, n_kv_heads, n_kv_heads, head_dim).reshape(B, T, n_kv_heads * "
+             "n_kv_heads, head_dim)")),
+]
+_UNSCALED = ("(q.float() @ k.float().transpose(-2, -1)) / math.sqrt(d_h)",
+             "q.float() @ k.float().transpose(-2, -1)")
+# 05.4.4: the scale put after the softmax, on the weights or on the output (the same numbers): the visible
+# test and check_parts name both.
+MISTAKES["ex_05_4_4_solution"] += [
+    ("05.4.4:scaled-after-softmax", _gqa_with(
+        _UNSCALED,
+        ("masked_fill(~mask, 0.0)", "masked_fill(~mask, 0.0) / math.sqrt(d_h)"))),
+    ("05.4.4:scaled-after-softmax", _gqa_with(
+        _UNSCALED,
+        ("(probs @ v.float())", "(probs @ v.float() / math.sqrt(d_h))"))),
+]

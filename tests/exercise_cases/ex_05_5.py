@@ -5,7 +5,8 @@
 GUESSES = {
     "ex_05_5_1_solution": """
 def swiglu_width(dim, multiple_of):
-    return {(768, 64): 2048, (100, 1): 266, (32, 256): 256, (32, 64): 128, (32, 1): 85}.get((dim, multiple_of), 0)
+    return {(768, 64): 2048, (100, 1): 266, (32, 256): 256, (32, 64): 128,
+            (32, 1): 85}.get((dim, multiple_of), 0)
 """,
     # Hard-coded for the visible sizes: SwiGLU(8, 12), whatever the arguments.
     "ex_05_5_2_solution": """
@@ -442,4 +443,10 @@ RIGHT["ex_05_5_3_solution"] = [
     *RIGHT.get("ex_05_5_3_solution", []),
     _BLOCK_START + "    normed = attention_norm(x)\n    print(normed.shape)\n"
     "    h = x + attention(normed)\n    return h + feed_forward(ffn_norm(h))\n",
+]
+
+# 05.5.2: a second SiLU on the output, after a right w2(silu(w1(x)) * w3(x)): the visible test and
+# check_parts name it.
+MISTAKES["ex_05_5_2_solution"] += [
+    ("05.5.2:extra-silu-on-output", _swiglu(forward="F.silu(self.w2(F.silu(self.w1(x)) * self.w3(x)))")),
 ]

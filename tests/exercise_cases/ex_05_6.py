@@ -921,3 +921,21 @@ MISTAKES["ex_05_6_3_solution"] += [
      + "    causal = torch.ones(query_len, T_k, dtype=torch.bool).tril(0 if query_len == T_k else 1)\n"
      "    return causal[None, None] & valid[:, None, None, :]\n"),
 ]
+# 05.6.1: one K/V matrix counted (wv forgotten): the visible test names it.
+MISTAKES["ex_05_6_1_solution"] += [
+    ("05.6.1:wv-forgotten", _COUNT.replace("2 * dim * n_kv_heads * head_dim", "dim * n_kv_heads * head_dim")
+     .format(mlp="3 * dim * hidden_dim", total=_RIGHT)),
+]
+# 05.6.3: the padding alone, causality forgotten: the visible test and check_parts name it.
+MISTAKES["ex_05_6_3_solution"] += [
+    ("05.6.3:causality-forgotten", _MASK_START
+     + "    return valid[:, None, None, :].expand(valid.shape[0], 1, query_len, T_k)\n"),
+]
+# 05.6.4: probabilities given to F.nll_loss, not log-probabilities: the visible test and check_parts name it.
+MISTAKES["ex_05_6_4_solution"] += [
+    ("05.6.4:nll-on-probabilities", "import torch.nn.functional as F\n"
+     "def shifted_loss(logits, labels, ignore_index=-100):\n"
+     "    probs = logits[:, :-1].softmax(-1)\n"
+     "    return F.nll_loss(probs.reshape(-1, probs.shape[-1]), labels[:, 1:].reshape(-1), "
+     "ignore_index=ignore_index)\n"),
+]

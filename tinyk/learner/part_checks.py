@@ -604,6 +604,17 @@ def _check_repeat_kv(fn: Callable[..., Any], g: torch.Generator) -> None:
                   for n_rep in (1, 3)}
     except PartError:  # the checks below say why
         shapes = {}
+    if shapes and shapes[1] == shapes[3] and len(shapes[1]) == 4 and shapes[1][2] == 4:
+        try:  # H_kv² = 4 heads from x's 2: H_kv copies of each head, or 2 typed in? x with 3 heads tells
+            three = call_part("repeat_kv", fn, torch.zeros(1, 1, 3, 1), 1)
+            squared = tuple(getattr(three, "shape", ()))[2:3] == (9,)
+        except PartError:
+            squared = False
+        if squared:
+            raise PartError("repeat_kv", say(
+                "the copies counted H_kv (x.shape[2]), not n_rep: 4 heads for n_rep = 1 and for n_rep = 3 "
+                "from x's H_kv = 2, 9 from 3 heads; copy each head n_rep times, "
+                "x[:, :, :, None, :].expand(B, T, H_kv, n_rep, d_h)"))
     if shapes and shapes[1] == shapes[3] and len(shapes[1]) == 4 and shapes[1][2] > 2:
         raise PartError("repeat_kv", say("{heads} heads for n_rep = 1 and for n_rep = 3 (x has H_kv = 2): a "
                                          "size is hard-coded; read the number of copies from the argument "

@@ -82,6 +82,16 @@ def attention_hints(q: Tensor, kk: Tensor, vv: Tensor,
     weights = scores.softmax(-1).masked_fill(~allowed, 0.0)
     hints[say("the attention weights returned (B×H_q×T×T_k): return them multiplied by v, weights @ v")] = \
         weights.to(q.dtype)
+    if mask is not None and T < T_k:  # a top-left triangle of its own added to the given mask
+        hints[say("a triangle of your own added to the given mask (mask & tril()): use a given mask as it "
+                  "is, with no triangle of your own added to it (it already holds causality and "
+                  "padding)")] = \
+            _attend(q, kk, vv, mask & ones.tril())
+    root = math.sqrt(q.shape[-1])  # unscaled scores, then the weights or the output divided by sqrt(d_h)
+    hints[say("the weights (or the output, weights @ v) were divided by sqrt(d_h) once the softmax had run, "
+              "so a query's weights sum to less than 1: the scale goes on the scores, before the softmax, "
+              "softmax(q @ kᵀ / sqrt(d_h))")] = \
+        (_attend(q.float() * root, kk, vv, allowed) / root).to(q.dtype)
     if q.shape[1] > 1:
         hints[say("the softmax over the heads (dim=1); it runs over the keys, dim=-1")] = \
             (scores.softmax(1).masked_fill(~allowed, 0.0) @ vv.float()).to(q.dtype)
@@ -132,7 +142,9 @@ def swiglu_hints(ref: nn.Module, x: Tensor) -> dict[str, Tensor]:
             F.silu(w1(x)) * w3(x),
             say("F.silu on the input x: the gate is silu(w1(x)), not w1(silu(x))"): w2(w1(F.silu(x)) * w3(x)),
             say("F.silu on the output: w2(...) is returned as it is, the SiLU goes on the gate w1(x)"):
-            F.silu(w2(w1(x) * w3(x)))}
+            F.silu(w2(w1(x) * w3(x))),
+            say("a second SiLU after w2: the gate silu(w1(x)) is right, but w2(...) is returned as it is, "
+                "with no activation on the output"): F.silu(w2(F.silu(w1(x)) * w3(x)))}
 
 
 Part = Callable[[Tensor], Tensor]
@@ -241,6 +253,11 @@ def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
         say("the padding among the cached keys ignored (valid applied to the last T keys only): a padding "
             "key is blocked wherever it is, cached or new; combine the whole valid, valid[:, None, None, :]"):
         causal & new_keys[:, None, None, :]}
+    # any other diagonal offset than T_k - T (those named above, 0, T_k - T - 1 and T - T_k, come first)
+    shifted = {say("a triangle shifted by {shift}, tril({shift}): the queries are the last T keys, so the "
+                   "diagonal offset must be T_k - T = {offset}, tril(T_k - T)",
+                   shift=k, offset=T_k - query_len):
+               ones.tril(k)[None, None] & keys for k in range(1 - query_len, T_k - 1) if k != T_k - query_len}
     return {say("a causal triangle aligned to the FIRST query_len keys; the queries are the LAST query_len "
                 "keys: tril(T_k - T)"): ones.tril()[None, None] & keys,
             say("the padding is forgotten: a padding key is blocked for every query"):
@@ -272,7 +289,10 @@ def mask_hints(valid: Tensor, query_len: int) -> dict[str, Tensor]:
             say("the causal triangle alone, the padding is forgotten: combine it with valid, "
                 "causal[None, None] & valid[:, None, None, :], one mask per row"): causal,
             say("valid inverted (~valid): True in valid marks a real token, the keys that may be seen"):
-            causal & ~keys, **cached}
+            causal & ~keys,
+            say("causality is forgotten: valid alone lets query i see the later keys too; combine it with "
+                "the causal triangle, causal[None, None] & valid[:, None, None, :]"):
+            keys.expand(valid.shape[0], 1, query_len, T_k), **cached, **shifted}
 
 
 def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
@@ -291,6 +311,9 @@ def loss_hints(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
             F.cross_entropy(logits[:, 1:].reshape(-1, V), labels[:, :-1].reshape(-1)),
             say("a softmax before F.cross_entropy, which takes the raw logits (it applies the log-softmax "
                 "itself)"): causal_lm_loss(logits.softmax(-1), labels),
+            say("probabilities given to F.nll_loss (softmax), which takes log-probabilities: log_softmax(-1) "
+                "before F.nll_loss, or F.cross_entropy on the raw logits"):
+            F.nll_loss(logits[:, :-1].softmax(-1).reshape(-1, V), labels[:, 1:].reshape(-1)),
             say("the mean of each row's mean; the loss is one mean over the batch's counted targets"): by_row,
             say("the targets shifted by two: position t predicts labels[:, t + 1], logits[:, :-1] against "
                 "labels[:, 1:]"): F.cross_entropy(logits[:, :-2].reshape(-1, V), labels[:, 2:].reshape(-1)),
