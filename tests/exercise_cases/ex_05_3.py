@@ -675,3 +675,8 @@ def apply_rope(xq, xk, cos, sin):
     return rotate(xq), rotate(xk)
 """),
 ]
+
+# 05.3.1: a ValueError for head_dim = 2, the smallest head, one whole pair (head_dim <= 2).
+MISTAKES["ex_05_3_1_solution"] += [
+    ("05.3.1:rejects-head-dim-2", _ROPE_TABLES.replace("head_dim <= 0 or", "head_dim <= 2 or")),
+]
