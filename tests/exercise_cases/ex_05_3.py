@@ -680,3 +680,27 @@ def apply_rope(xq, xk, cos, sin):
 MISTAKES["ex_05_3_1_solution"] += [
     ("05.3.1:rejects-head-dim-2", _ROPE_TABLES.replace("head_dim <= 0 or", "head_dim <= 2 or")),
 ]
+
+# 05.3.2: a crop meant for T×d_h/2 tables, cos[:T, :d_h/2], which on B×T×d_h/2 tables cuts the batch and
+# position axes; and a loop over the pairs from 1, which leaves pair 0 as it was.
+MISTAKES["ex_05_3_2_solution"] += [
+    ("05.3.2:crop-slices-batch", _ROTATE_PLAIN.replace(
+        "    def rotate(x):\n",
+        "    T, half = xq.shape[1], xq.shape[-1] // 2\n"
+        "    cos, sin = cos[:T, :half], sin[:T, :half]\n"
+        "    def rotate(x):\n")),
+    ("05.3.2:partial-rotation", """
+import torch
+def apply_rope(xq, xk, cos, sin):
+    def rotate(x):
+        out = x.clone()
+        for i in range(1, x.shape[-1] // 2):
+            a, b = x[..., 2 * i], x[..., 2 * i + 1]
+            c = cos[None, :, None, i] if cos.ndim == 2 else cos[:, :, None, i]
+            s = sin[None, :, None, i] if sin.ndim == 2 else sin[:, :, None, i]
+            out[..., 2 * i] = a * c - b * s
+            out[..., 2 * i + 1] = a * s + b * c
+        return out
+    return rotate(xq), rotate(xk)
+"""),
+]
