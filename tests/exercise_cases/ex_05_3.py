@@ -704,3 +704,21 @@ def apply_rope(xq, xk, cos, sin):
     return rotate(xq), rotate(xk)
 """),
 ]
+
+# 05.3.3: the head width typed in (d = 4), and q left as it is with k turned by row n - m (right while
+# n ≥ m, a row counted from the end when n < m).
+MISTAKES["ex_05_3_3_solution"] += [
+    ("05.3.3:fixed-head-width", _ROPE_SCORE.replace("    cos, sin = precompute_freqs_cis(q.shape[0],",
+                                                    "    d = 4\n    cos, sin = precompute_freqs_cis(d,")
+     .replace("q.view(1, 1, 1, -1), k.view(1, 1, 1, -1)", "q.view(1, 1, 1, d), k.view(1, 1, 1, d)")),
+    ("05.3.3:q-unturned-k-at-offset", """
+import torch
+from tinyk import apply_rotary_emb, precompute_freqs_cis
+def rope_score(q, k, m, n, theta=10000.0):
+    d = q.shape[0]
+    cos, sin = precompute_freqs_cis(d, abs(n - m) + 1, theta, dtype=torch.float64)
+    k4 = k.view(1, 1, 1, d)
+    _, k_turned = apply_rotary_emb(k4, k4, cos[n - m : n - m + 1], sin[n - m : n - m + 1])
+    return float((q.view(1, 1, 1, d) * k_turned).sum())
+"""),
+]
