@@ -722,3 +722,10 @@ def rope_score(q, k, m, n, theta=10000.0):
     return float((q.view(1, 1, 1, d) * k_turned).sum())
 """),
 ]
+
+# 05.3.1: the angles computed in float16, then cast to float32.
+MISTAKES["ex_05_3_1_solution"] += [
+    ("05.3.1:float16-angles", _ROPE_TABLES.replace("torch.float32", "torch.float16")
+     .replace("return torch.cos(angles), torch.sin(angles)",
+              "return torch.cos(angles).float(), torch.sin(angles).float()")),
+]
