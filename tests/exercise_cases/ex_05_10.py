@@ -774,3 +774,11 @@ MISTAKES["ex_05_10_1_solution"] += [
      _Q4_1.replace("[packed & 0x0F, packed >> 4]", "[(packed & 0x0F)[::-1], packed >> 4]")
      .format(weights="d * q + m")),
 ]
+
+# 05.10.2: padding labelled -1, a value the loss does not skip.
+MISTAKES["ex_05_10_2_solution"] += [
+    ("05.10.2:ignore-value-not-minus-100", _PADDED + f"""
+    lengths = torch.tensor([len(s) for s in sequences])
+    return ids, {_MASKED.replace("-100)", "-1)")}
+"""),
+]
