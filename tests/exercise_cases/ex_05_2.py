@@ -696,3 +696,9 @@ MISTAKES["ex_05_2_3_solution"] += [
     ("05.2.3:eps-before-mean", _JACOBIAN_WITH.replace("x.pow(2).mean() + eps", "(x.pow(2).sum() + eps) / d")
      .replace("BODY", _BODY)),
 ]
+
+# 05.2.1: x ** 2 on the list itself (a TypeError), and the square of the sum.
+MISTAKES["ex_05_2_1_solution"] += [
+    ("05.2.1:list-squared", _RMS.replace("BODY", "math.sqrt(sum(x**2) / len(x) + eps)")),
+    ("05.2.1:square-of-sum", _RMS.replace("BODY", "math.sqrt(sum(x) ** 2 / len(x) + eps)")),
+]
