@@ -766,3 +766,19 @@ def pad_and_label(sequences, pad_id):
     return ids, ids.masked_fill(is_pad & after_pad, -100)
 """),
 ]
+
+# 05.10.1: the low nibbles in reverse order: the weights 16..31 are right, so the message must quote a
+# wrong one and name the order.
+MISTAKES["ex_05_10_1_solution"] += [
+    ("05.10.1:half-reversed",
+     _Q4_1.replace("[packed & 0x0F, packed >> 4]", "[(packed & 0x0F)[::-1], packed >> 4]")
+     .format(weights="d * q + m")),
+]
+
+# 05.10.2: padding labelled -1, a value the loss does not skip.
+MISTAKES["ex_05_10_2_solution"] += [
+    ("05.10.2:ignore-value-not-minus-100", _PADDED + f"""
+    lengths = torch.tensor([len(s) for s in sequences])
+    return ids, {_MASKED.replace("-100)", "-1)")}
+"""),
+]

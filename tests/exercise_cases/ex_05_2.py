@@ -671,3 +671,34 @@ MISTAKES["ex_05_2_3_solution"] += [
     ("05.2.3:ones-not-identity", _JACOBIAN_WITH.replace(
         "BODY", "gamma[:, None] * (torch.ones(d, d, dtype=x.dtype) / r - torch.outer(x, x) / (d * r**3))")),
 ]
+
+# 05.2.1: the caller's list sorted in place, then a right r: only an unsorted list shows it.
+MISTAKES["ex_05_2_1_solution"] += [
+    ("05.2.1:sorts-input", """
+import math
+def rms(x, eps=0.0):
+    x.sort()
+    return math.sqrt(sum(v * v for v in x) / len(x) + eps)
+"""),
+]
+
+# 05.2.2 and 05.2.3: eps added to the sum before dividing by d, and eps squared, agree at eps = 0.5 and
+# d = 2 (12.75): each is named by its own message.
+_BODY = "gamma[:, None] * (torch.eye(d, dtype=x.dtype) / r - torch.outer(x, x) / (d * r**3))"
+MISTAKES["ex_05_2_2_solution"] += [
+    ("05.2.2:eps-before-mean",
+     _NORM.replace("NORMALISED",
+                   "xf * torch.rsqrt((xf.pow(2).sum(-1, keepdim=True) + self.eps) / x.shape[-1])")),
+]
+MISTAKES["ex_05_2_3_solution"] += [
+    ("05.2.3:eps-squared", _JACOBIAN_WITH.replace("x.pow(2).mean() + eps", "x.pow(2).mean() + eps**2")
+     .replace("BODY", _BODY)),
+    ("05.2.3:eps-before-mean", _JACOBIAN_WITH.replace("x.pow(2).mean() + eps", "(x.pow(2).sum() + eps) / d")
+     .replace("BODY", _BODY)),
+]
+
+# 05.2.1: x ** 2 on the list itself (a TypeError), and the square of the sum.
+MISTAKES["ex_05_2_1_solution"] += [
+    ("05.2.1:list-squared", _RMS.replace("BODY", "math.sqrt(sum(x**2) / len(x) + eps)")),
+    ("05.2.1:square-of-sum", _RMS.replace("BODY", "math.sqrt(sum(x) ** 2 / len(x) + eps)")),
+]

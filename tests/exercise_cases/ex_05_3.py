@@ -675,3 +675,57 @@ def apply_rope(xq, xk, cos, sin):
     return rotate(xq), rotate(xk)
 """),
 ]
+
+# 05.3.1: a ValueError for head_dim = 2, the smallest head, one whole pair (head_dim <= 2).
+MISTAKES["ex_05_3_1_solution"] += [
+    ("05.3.1:rejects-head-dim-2", _ROPE_TABLES.replace("head_dim <= 0 or", "head_dim <= 2 or")),
+]
+
+# 05.3.2: a crop meant for T×d_h/2 tables, cos[:T, :d_h/2], which on B×T×d_h/2 tables cuts the batch and
+# position axes; and a loop over the pairs from 1, which leaves pair 0 as it was.
+MISTAKES["ex_05_3_2_solution"] += [
+    ("05.3.2:crop-slices-batch", _ROTATE_PLAIN.replace(
+        "    def rotate(x):\n",
+        "    T, half = xq.shape[1], xq.shape[-1] // 2\n"
+        "    cos, sin = cos[:T, :half], sin[:T, :half]\n"
+        "    def rotate(x):\n")),
+    ("05.3.2:partial-rotation", """
+import torch
+def apply_rope(xq, xk, cos, sin):
+    def rotate(x):
+        out = x.clone()
+        for i in range(1, x.shape[-1] // 2):
+            a, b = x[..., 2 * i], x[..., 2 * i + 1]
+            c = cos[None, :, None, i] if cos.ndim == 2 else cos[:, :, None, i]
+            s = sin[None, :, None, i] if sin.ndim == 2 else sin[:, :, None, i]
+            out[..., 2 * i] = a * c - b * s
+            out[..., 2 * i + 1] = a * s + b * c
+        return out
+    return rotate(xq), rotate(xk)
+"""),
+]
+
+# 05.3.3: the head width typed in (d = 4), and q left as it is with k turned by row n - m (right while
+# n ≥ m, a row counted from the end when n < m).
+MISTAKES["ex_05_3_3_solution"] += [
+    ("05.3.3:fixed-head-width", _ROPE_SCORE.replace("    cos, sin = precompute_freqs_cis(q.shape[0],",
+                                                    "    d = 4\n    cos, sin = precompute_freqs_cis(d,")
+     .replace("q.view(1, 1, 1, -1), k.view(1, 1, 1, -1)", "q.view(1, 1, 1, d), k.view(1, 1, 1, d)")),
+    ("05.3.3:q-unturned-k-at-offset", """
+import torch
+from tinyk import apply_rotary_emb, precompute_freqs_cis
+def rope_score(q, k, m, n, theta=10000.0):
+    d = q.shape[0]
+    cos, sin = precompute_freqs_cis(d, abs(n - m) + 1, theta, dtype=torch.float64)
+    k4 = k.view(1, 1, 1, d)
+    _, k_turned = apply_rotary_emb(k4, k4, cos[n - m : n - m + 1], sin[n - m : n - m + 1])
+    return float((q.view(1, 1, 1, d) * k_turned).sum())
+"""),
+]
+
+# 05.3.1: the angles computed in float16, then cast to float32.
+MISTAKES["ex_05_3_1_solution"] += [
+    ("05.3.1:float16-angles", _ROPE_TABLES.replace("torch.float32", "torch.float16")
+     .replace("return torch.cos(angles), torch.sin(angles)",
+              "return torch.cos(angles).float(), torch.sin(angles).float()")),
+]
