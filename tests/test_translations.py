@@ -190,7 +190,7 @@ def test_an_english_message_left_in_a_chinese_test_cell_is_reported(tmp_path):
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "_config.yml").write_text("title: t\n", encoding="utf-8")
     (tmp_path / "student" / "zh" / "01_x.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
-    found = checks.test_cell_problems(tmp_path)
+    found = checks.graded_cell_problems(tmp_path)
     assert len(found) == 3 and all(line.startswith("student/zh/01_x.ipynb: ex_1_test: ") for line in found)
     # 05.3.3's helper raised() as it was, its returns English, in the real Chinese notebook
     zh = ROOT / "student" / "zh" / "05_3_rope.ipynb"
@@ -200,8 +200,8 @@ def test_an_english_message_left_in_a_chinese_test_cell_is_reported(tmp_path):
         'return f\\"{said}: build the tables for the head width d_h = q.shape[0], the length of q\\"')
     assert planted != zh.read_text(encoding="utf-8")
     (tmp_path / "student" / "zh" / "05_3_rope.ipynb").write_text(planted, encoding="utf-8")
-    assert [line.split(": ")[1] for line in checks.test_cell_problems(tmp_path)] == ["ex_05_3_3_test"]
-    assert checks.test_cell_problems() == []
+    assert [line.split(": ")[1] for line in checks.graded_cell_problems(tmp_path)] == ["ex_05_3_3_test"]
+    assert checks.graded_cell_problems() == []
 
 
 @pytest.mark.parametrize(("cell", "english"), [

@@ -3,7 +3,7 @@ edition, the book's *For instructors* page): every message translated, not fuzzy
 undamaged (:mod:`tinyk.translations.messages`), every term as the term base says
 (:mod:`tinyk.translations.terms`), in the pages', code texts', figures' and interface's catalogues;
 and, beyond the catalogues, no English message left in a Chinese student notebook's test cell
-(:func:`test_cell_problems`): the messages :mod:`tinyk.courseware.message_flow` finds, the same
+(:func:`graded_cell_problems`): the messages :mod:`tinyk.courseware.message_flow` finds, the same
 the extraction takes for translation, read in the notebook the students get."""
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from tinyk.courseware.message_flow import message_nodes
 from tinyk.courseware.student_markdown import STUDENT_WORDS
 from tinyk.translations.messages import code_problems, message_problems
 
-__all__ = ["blocks_problems", "english_messages", "figure_problems", "interface_problems", "output_problems",
-           "problems", "test_cell_problems"]
+__all__ = ["blocks_problems", "english_messages", "figure_problems", "graded_cell_problems",
+           "interface_problems", "output_problems", "problems"]
 
 # a number's place in a figure or output message (tinyk.courseware.figure_text)
 _PLACE = re.compile(r"\{\d+\}")
@@ -77,7 +77,8 @@ def problems(root: Path | None = None) -> list[str]:
         if catalogue.obsolete:
             found.append(f"{name}: {len(catalogue.obsolete)} obsolete message(s): run update")
     return (found + figure_problems(root) + output_problems(root) + interface_problems(root)
-            + blocks_problems(root) + term_problems(root) + sphinx_problems(root) + test_cell_problems(root))
+            + blocks_problems(root) + term_problems(root) + sphinx_problems(root)
+            + graded_cell_problems(root))
 
 
 _ENGLISH = re.compile(r"\b[A-Za-z]{2,}\b")
@@ -150,7 +151,7 @@ def english_messages(source: str) -> list[str]:
     return found
 
 
-def test_cell_problems(root: Path | None = None) -> list[str]:
+def graded_cell_problems(root: Path | None = None) -> list[str]:
     """Every English message of a test cell of the Chinese student notebooks
     (:func:`english_messages`): a message whose translation is missing or kept English stays
     English in a Chinese notebook, which the catalogues' own check cannot see."""
