@@ -215,13 +215,13 @@ def test_on_a_phone_the_05_7_model_waits_for_a_tap_that_says_its_size(browser, s
         button = tab.locator(".tinyk-live-load")
         assert button.inner_text() == f"Load the model, {size / 1e6:.0f} MB"
         assert f"{size / 1e6:.0f} MB" in tab.locator(".tinyk-pg-status").inner_text()
-        sizes = {}
-        tab.on("response", lambda r: sizes.update({r.url: len(r.body())}) if r.ok else None)
+        responses = []  # their bodies are read below, in the test's own flow, not in the event's handler
+        tab.on("response", lambda r: responses.append(r) if r.ok else None)
         button.click()
         tab.wait_for_function(f"{PLAYGROUND}.dataset.state === 'ready'", timeout=120_000)
         assert button.count() == 0 and tab.evaluate("document.activeElement.className") == "tinyk-pg-prompt"
-        fetched = {u.split("?")[0].rsplit("/", 1)[1]: n for u, n in sizes.items()
-                   if "/_static/ort/" in u or "/_static/models/" in u}
+        fetched = {r.url.split("?")[0].rsplit("/", 1)[1]: len(r.body()) for r in responses
+                   if "/_static/ort/" in r.url or "/_static/models/" in r.url}
         assert sorted(fetched) == sorted([*ORT_FILES, manifest["onnx"]])  # what the button said
         assert sum(fetched.values()) == size, fetched
         assert tab.locator(".tinyk-pg-next tbody tr").count() == 10
