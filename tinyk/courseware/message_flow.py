@@ -30,7 +30,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-__all__ = ["SEPARATORS", "flowing_names", "message_nodes", "string_nodes"]
+__all__ = ["SEPARATORS", "flowing_names", "is_print", "is_warning", "message_nodes", "string_nodes"]
 
 SEPARATORS = (", ", "; ")  # the joins of a printed list: messages without words
 
@@ -69,7 +69,8 @@ def _loads(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def _is_print(node: ast.AST) -> bool:
+def is_print(node: ast.AST) -> bool:
+    """``print(...)``: its arguments are written out."""
     return isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print"
 
 
@@ -97,8 +98,8 @@ def _shown(value: ast.AST) -> ast.AST:
 
 def _loop_labels(nodes: list[ast.AST]) -> list[ast.AST]:
     """The labels of loops over a literal list whose variable is only written out."""
-    written = {id(a) for p in nodes if _is_print(p) for a in p.args}
-    written |= {id(_shown(v.value)) for p in nodes if _is_print(p) for a in p.args for v in ast.walk(a)
+    written = {id(a) for p in nodes if is_print(p) for a in p.args}
+    written |= {id(_shown(v.value)) for p in nodes if is_print(p) for a in p.args for v in ast.walk(a)
                 if isinstance(v, ast.FormattedValue)}
     written |= {id(k.value) for c in nodes if isinstance(c, ast.Call) for k in c.keywords if k.arg == "label"}
     # ``results[name] = ...``: a table keyed by its labels, unless the cell looks one up by its words.
@@ -173,7 +174,7 @@ def _helper_arguments(nodes: list[ast.AST], flowing: set[str]) -> list[ast.AST]:
     return found
 
 
-def _is_warning(node: ast.AST) -> bool:
+def is_warning(node: ast.AST) -> bool:
     """``warnings.warn(...)`` or ``warn(...)``: its first argument is written out."""
     return isinstance(node, ast.Call) and bool(node.args) and (
         getattr(node.func, "id", None) == "warn"
@@ -189,8 +190,8 @@ def message_nodes(tree: ast.Module) -> tuple[list[ast.AST], list[ast.AST]]:
                   and ast.get_docstring(n, clean=False) is not None]
     written: list[ast.AST] = [n.msg for n in nodes if isinstance(n, ast.Assert) and n.msg]
     written += [n.exc for n in nodes if isinstance(n, ast.Raise) and n.exc]
-    written += [n.args[0] for n in nodes if _is_warning(n)]
-    print_args = [arg for n in nodes if _is_print(n) for arg in n.args]
+    written += [n.args[0] for n in nodes if is_warning(n)]
+    print_args = [arg for n in nodes if is_print(n) for arg in n.args]
     printed = [arg for arg in print_args
                if isinstance(arg, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.IfExp)) or _is_join(arg)]
     assigns = [n for n in nodes if isinstance(n, ast.Assign)

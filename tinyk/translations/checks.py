@@ -26,7 +26,7 @@ from tinyk.courseware.catalogues import (
 from tinyk.courseware.checkout import course_root
 from tinyk.courseware.chinese_notebooks import CODE_FOLDER, PLACEHOLDER, placeholders
 from tinyk.courseware.figure_text import FULL_WIDTH_MARKS
-from tinyk.courseware.message_flow import message_nodes
+from tinyk.courseware.message_flow import is_print, is_warning, message_nodes
 from tinyk.courseware.student_markdown import STUDENT_WORDS
 from tinyk.translations.messages import code_problems, message_problems
 
@@ -118,8 +118,7 @@ def _written_as_is(tree: ast.Module) -> set[int]:
             found.add(id(node.msg))
         elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
             found |= {id(a) for a in node.exc.args}
-        elif isinstance(node, ast.Call) and (getattr(node.func, "id", None) in ("print", "warn")
-                                             or getattr(node.func, "attr", None) == "warn"):
+        elif is_print(node) or is_warning(node):
             found |= {id(a) for a in node.args}
     return found
 
