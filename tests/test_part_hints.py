@@ -474,18 +474,7 @@ def test_rope_tables_that_refuse_an_even_head_dim_fail_the_check(monkeypatch):
     assert caught.value.part == "rope_tables"
 
 
-_NORM_WITH = """
-import torch
-from torch import nn
-class RMSNorm(nn.Module):
-    def __init__(self, dim, eps=1e-5):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
-    def forward(self, x):
-        xf = x.to(torch.promote_types(x.dtype, torch.float32))
-        return (xf * torch.rsqrt(MEAN_SQUARE + self.eps)).to(x.dtype) * self.weight
-"""
+_NORM_WITH = ex_05_2._NORM.replace("NORMALISED", "xf * torch.rsqrt(MEAN_SQUARE + self.eps)")
 _MEAN_LAST = "xf.pow(2).mean(-1, keepdim=True)"
 RMSNORM_CHECK_CASES = [
     # gains that start at zero: said as such, never blamed on eps (a zero output ignores every eps)
